@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Builds the pinned llama.cpp once into a cache prefix outside the repository and prints
+# that prefix on stdout. Later calls (and CI on the same machine) find it and return at once.
+#
+# Source: the official llama.cpp release that the npm package node-llama-cpp@3.21.1 carries
+# as llama/gitRelease.bundle (commit 80fb11a). We take it from the npm registry because that
+# is the one source of it this project's machines can reach.
+set -euo pipefail
+
+NLC_VERSION=3.21.1
+LLAMA_COMMIT=80fb11ac73e66d89eae2c6a91d8a77428fa733ed
+# Bump when the build options below change, so an old cache is not reused by mistake.
+BUILD_FLAVOUR=dl-allvariants-1
+CACHE_ROOT=${EDGEPROBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edgeprobe}
+PREFIX="$CACHE_ROOT/llama.cpp-${LLAMA_COMMIT:0:7}-$BUILD_FLAVOUR"
+JOBS=${JOBS:-$(nproc)}
+
+log() { echo "build-llama: $*" >&2; }
+
+if [ -f "$PREFIX/.complete" ]; then
+  log "using cached llama.cpp at $PREFIX"
+  echo "$PREFIX"
+  exit 0
+fi
+
+work="$CACHE_ROOT/work-${LLAMA_COMMIT:0:7}"
+rm -rf "$work"
+mkdir -p "$work"
+log "fetching node-llama-cpp@$NLC_VERSION from the npm registry"
+(cd "$work" && npm pack --silent "node-llama-cpp@$NLC_VERSION" >/dev/null)
+tar -xzf "$work/node-llama-cpp-$NLC_VERSION.tgz" -C "$work" package/llama/gitRelease.bundle
+git clone --quiet "$work/package/llama/gitRelease.bundle" "$work/src"
+got=$(git -C "$work/src" rev-parse HEAD)
+if [ "$got" != "$LLAMA_COMMIT" ]; then
+  log "error: the bundle holds commit $got, expected $LLAMA_COMMIT; refusing to build an unpinned llama.cpp"
+  exit 3
+fi
+
+log "building llama.cpp ${LLAMA_COMMIT:0:7} with all CPU variants into $PREFIX (about 17 minutes on 2 cores)"
+# GGML_BACKEND_DL + GGML_CPU_ALL_VARIANTS: every x86/Arm CPU variant becomes its own
+# libggml-cpu-<tag>.so, so the best one loads by default and a lower one can be loaded on
+# purpose (the seed's silent fallback, reproduced for real). GGML_NATIVE must be off with DL.
+cmake -S "$work/src" -B "$work/build" -G Ninja \
+  -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_INSTALL_PREFIX="$PREFIX" \
+  -DCMAKE_INSTALL_RPATH='$ORIGIN/../lib' \
+  -DBUILD_SHARED_LIBS=ON \
+  -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DGGML_NATIVE=OFF \
+  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+  -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF \
+  -DLLAMA_BUILD_NUMBER=0 -DLLAMA_BUILD_COMMIT="${LLAMA_COMMIT:0:7}" >&2
+cmake --build "$work/build" -j "$JOBS" >&2
+cmake --install "$work/build" >&2
+echo "$LLAMA_COMMIT" > "$PREFIX/.commit"
+touch "$PREFIX/.complete"
+rm -rf "$work"
+log "llama.cpp installed at $PREFIX"
+echo "$PREFIX"

@@ -1,0 +1,23 @@
+#pragma once
+#include <cstdint>
+
+namespace edgeprobe {
+
+// The one clock of a run: token events and telemetry samples are both stamped with it,
+// so they can be put on the same timeline. steady_clock is CLOCK_MONOTONIC on Linux.
+int64_t monotonic_ns();
+
+// Stamps relative to the start of a run, so results do not depend on boot time.
+class RunClock {
+ public:
+  RunClock() : origin_ns_(monotonic_ns()) {}
+  explicit RunClock(int64_t origin_ns) : origin_ns_(origin_ns) {}
+  int64_t origin_ns() const { return origin_ns_; }
+  int64_t now_ns() const { return monotonic_ns() - origin_ns_; }
+  int64_t to_run_ns(int64_t monotonic) const { return monotonic - origin_ns_; }
+
+ private:
+  int64_t origin_ns_;
+};
+
+}  // namespace edgeprobe

@@ -1,0 +1,37 @@
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace edgeprobe::engine {
+
+// The ggml CPU backend module that actually loaded. llama.cpp's own cpu_info does not
+// say which variant it is (research notes 3.4), so we load it ourselves and keep the path.
+struct CpuBackendInfo {
+  std::string variant;       // "haswell", "sse42", "x64", ... ("" for a static build)
+  std::string library_path;  // the .so that was loaded
+  // What the variant was compiled with, from ggml_backend_get_features ("AVX2" -> "1").
+  std::vector<std::pair<std::string, std::string>> features;
+  bool has_feature(const std::string& name) const;
+};
+
+// Loads the ggml CPU backend once per process: the best variant for this CPU when
+// `variant` is empty, else exactly libggml-cpu-<variant>.so from `dir` (default: where the
+// build installed them). A second call with a different request throws: ggml cannot
+// unload a backend safely. Throws Error(kBadInput) for an unknown or unsupported variant.
+const CpuBackendInfo& load_cpu_backend(const std::string& variant = "", const std::string& dir = "");
+
+// The variants present in the backend dir, best-scored first is not implied: sorted by name.
+std::vector<std::string> installed_cpu_variants(const std::string& dir = "");
+std::string default_backend_dir();
+
+// llama.cpp / ggml log lines, captured with llama_log_set instead of printed, so that
+// `doctor` can scan them (fallback, repack, unsupported) and stdout stays clean.
+struct LogLine {
+  int level;  // ggml_log_level
+  std::string text;
+};
+void start_log_capture(bool echo_to_stderr);
+std::vector<LogLine> captured_log();
+
+}  // namespace edgeprobe::engine
