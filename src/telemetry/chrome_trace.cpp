@@ -1,0 +1,121 @@
+#include "telemetry/chrome_trace.h"
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace edgeprobe::telemetry {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kPid = 1;
+constexpr int kPhaseTid = 1;
+constexpr int kTokenTid = 2;
+constexpr int kOtherTid = 3;
+
+double to_us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+json metadata(const char* what, int tid, const std::string& name) {
+  return {{"ph", "M"}, {"name", what}, {"pid", kPid}, {"tid", tid}, {"args", {{"name", name}}}};
+}
+
+// Track name and the unit of what is drawn for a series.
+std::pair<std::string, std::string> track_of(const SeriesInfo& s) {
+  switch (s.metric) {
+    case Metric::kCpuBusyS: return {s.group + " utilisation", "share"};
+    case Metric::kSelfCpuS: return {"process cpu", "cores"};
+    case Metric::kSelfClusterCpuS: return {"process cpu on " + s.group, "cores"};
+    case Metric::kEnergyJ: return {s.group + " power", "W"};
+    case Metric::kThrottledS: return {"cgroup throttled", "share"};
+    case Metric::kThrottledPeriods: return {"cgroup throttled periods", "per_s"};
+    case Metric::kVoluntaryCtxSwitches: return {"process voluntary ctx switches", "per_s"};
+    case Metric::kInvoluntaryCtxSwitches: return {"process involuntary ctx switches", "per_s"};
+    default: break;
+  }
+  // Levels: the series name without its unit suffix, the unit as the argument.
+  const size_t dot = s.name.rfind('.');
+  const std::string base = dot == std::string::npos ? s.name : s.name.substr(0, dot);
+  const std::string unit = dot == std::string::npos ? metric_unit(s.metric) : s.name.substr(dot + 1);
+  return {base, unit};
+}
+
+void counter(std::ostream& out, bool* first, const std::string& name, double ts_us, const std::string& key, double v) {
+  if (!std::isfinite(v)) return;
+  const json e = {{"ph", "C"}, {"name", name}, {"pid", kPid}, {"ts", ts_us}, {"args", {{key, v}}}};
+  out << (*first ? "\n" : ",\n") << e.dump();
+  *first = false;
+}
+
+}  // namespace
+
+void write_chrome_trace(std::ostream& out, const Timeline& tl, const std::vector<PhaseEvent>& events) {
+  out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"clock\":\"run clock (steady_clock since run start)\","
+         "\"sample_hz\":"
+      << json(tl.sample_hz).dump() << "},\"traceEvents\":[";
+  bool first = true;
+  auto emit = [&](const json& e) {
+    out << (first ? "\n" : ",\n") << e.dump();
+    first = false;
+  };
+  emit(metadata("process_name", kPhaseTid, "edgeprobe"));
+  emit(metadata("thread_name", kPhaseTid, "phases"));
+  emit(metadata("thread_name", kTokenTid, "tokens"));
+  emit(metadata("thread_name", kOtherTid, "other spans"));
+  emit({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", kPid}, {"tid", kPhaseTid}, {"args", {{"sort_index", 0}}}});
+  emit({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", kPid}, {"tid", kTokenTid}, {"args", {{"sort_index", 1}}}});
+
+  for (const auto& e : events) {
+    const int tid = e.category == "phase" ? kPhaseTid : e.category == "token" ? kTokenTid : kOtherTid;
+    json args = {{"tokens", e.tokens}};
+    if (e.repetition >= 0) args["repetition"] = e.repetition;
+    if (!e.test.empty()) args["test"] = e.test;
+    emit({{"ph", "X"},
+          {"name", e.name},
+          {"cat", e.category.empty() ? "span" : e.category},
+          {"pid", kPid},
+          {"tid", tid},
+          {"ts", to_us(e.start_ns)},
+          {"dur", to_us(std::max<int64_t>(0, e.end_ns - e.start_ns))},
+          {"args", args}});
+  }
+
+  // /proc/stat busy time needs the matching total of the same CPU.
+  std::map<int, size_t> total_of_cpu;
+  for (size_t s = 0; s < tl.series.size(); ++s) {
+    if (tl.series[s].metric == Metric::kCpuTotalS) total_of_cpu[tl.series[s].index] = s;
+  }
+  for (size_t s = 0; s < tl.series.size(); ++s) {
+    const auto& info = tl.series[s];
+    if (info.metric == Metric::kCpuTotalS || info.metric == Metric::kPeriods) continue;
+    const auto [name, key] = track_of(info);
+    const auto& v = tl.values[s];
+    if (!metric_is_counter(info.metric)) {
+      for (size_t i = 0; i < tl.size(); ++i) counter(out, &first, name, to_us(tl.t_ns[i]), key, v[i]);
+      continue;
+    }
+    // Rate over [t_i, t_i+1], drawn from t_i (counter tracks are steps).
+    for (size_t i = 0; i + 1 < tl.size(); ++i) {
+      const double dt = static_cast<double>(tl.t_ns[i + 1] - tl.t_ns[i]) * 1e-9;
+      if (dt <= 0) continue;
+      double rate = (v[i + 1] - v[i]) / dt;
+      if (info.metric == Metric::kCpuBusyS) {
+        const auto it = total_of_cpu.find(info.index);
+        if (it == total_of_cpu.end()) continue;
+        const double total = tl.values[it->second][i + 1] - tl.values[it->second][i];
+        if (!(total > 0)) continue;
+        rate = (v[i + 1] - v[i]) / total;
+      }
+      counter(out, &first, name, to_us(tl.t_ns[i]), key, rate);
+    }
+  }
+  // Where each thread last ran: one track per thread.
+  for (const auto& t : tl.threads) {
+    counter(out, &first, "thread " + std::to_string(t.tid) + " cpu", to_us(t.t_ns), "cpu", t.cpu);
+  }
+  out << "\n]}\n";
+}
+
+}  // namespace edgeprobe::telemetry

@@ -1,0 +1,149 @@
+#include "telemetry/sampler.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace edgeprobe::telemetry {
+
+Sampler::Sampler(SamplerOptions options, RunClock clock)
+    : options_(std::move(options)), clock_(clock), fs_(options_.sysfs_root) {
+  if (!std::isfinite(options_.hz) || options_.hz > 1000) {
+    throw_bad_input("--sample-hz {} is out of range (0 turns telemetry off, at most 1000)", options_.hz);
+  }
+  if (options_.hz <= 0) return;
+  timeline_.sample_hz = options_.hz;
+  // time_in_state is a table; about twice a second is plenty for phase residency.
+  slow_every_ = std::max<int64_t>(1, std::llround(options_.hz / 2));
+
+  std::vector<std::string> lines;
+  const CpuLayout cpus = discover_cpus(fs_);
+  lines.insert(lines.end(), cpus.unavailable.begin(), cpus.unavailable.end());
+  const auto zones = discover_thermal(fs_, &lines);
+  const PowerLayout power = discover_power(fs_);
+  lines.insert(lines.end(), power.unavailable.begin(), power.unavailable.end());
+  const CgroupInfo cgroup = discover_cgroup(fs_, options_.pid);
+  lines.insert(lines.end(), cgroup.unavailable.begin(), cgroup.unavailable.end());
+
+  for (const auto& c : cpus.clusters) timeline_.clusters.push_back({c.name, c.role, c.cpus, c.max_khz});
+  if (!cpus.policies.empty()) sources_.push_back(make_cpufreq_source(fs_, cpus));
+  if (!zones.empty() || std::any_of(power.batteries.begin(), power.batteries.end(), [](const Battery& b) { return b.has_temp; })) {
+    sources_.push_back(make_thermal_source(fs_, zones, power.batteries));
+  }
+  if (!power.batteries.empty() || !power.rapl.empty() || !power.rails.empty()) {
+    sources_.push_back(make_power_source(fs_, power));
+  }
+  sources_.push_back(make_procstat_source(fs_, cpus.online));
+  const bool live_self = options_.pid == 0 && fs_.root() == "/";
+  sources_.push_back(make_process_source(fs_, options_.pid, cpus, live_self));
+  if (cgroup.version != 0) sources_.push_back(make_cgroup_source(fs_, cgroup));
+
+  for (auto& source : sources_) {
+    offsets_.push_back(timeline_.series.size());
+    source->declare(&timeline_.series);
+  }
+  timeline_.values.resize(timeline_.series.size());
+  // Room for a few minutes without reallocating; growth after that is geometric.
+  const size_t reserve = static_cast<size_t>(std::min(options_.hz * 300, 1e5));
+  timeline_.t_ns.reserve(reserve);
+  for (auto& column : timeline_.values) column.reserve(reserve);
+  row_.assign(timeline_.series.size(), 0.0);
+  unavailable_ = std::move(lines);
+}
+
+Sampler::~Sampler() {
+  try {
+    stop();
+  } catch (...) {
+  }
+}
+
+void Sampler::report(const std::string& line) {
+  std::lock_guard<std::mutex> lock(data_mutex_);
+  if (std::find(unavailable_.begin(), unavailable_.end(), line) == unavailable_.end()) unavailable_.push_back(line);
+}
+
+void Sampler::take_sample(int64_t t_ns, bool force_slow) {
+  std::lock_guard<std::mutex> lock(sample_mutex_);
+  const ReportFn report_fn = [this](const std::string& line) { report(line); };
+  const int64_t begin = clock_.now_ns();
+  for (size_t i = 0; i < sources_.size(); ++i) sources_[i]->sample(row_.data() + offsets_[i], report_fn);
+  // Stamp the middle of the reads when sampling live; replays give their own time.
+  if (t_ns < 0) t_ns = begin + (clock_.now_ns() - begin) / 2;
+  const bool slow = force_slow || ticks_ % slow_every_ == 0;
+  ++ticks_;
+  std::lock_guard<std::mutex> data_lock(data_mutex_);
+  // Keep the timeline sorted even when sample_now() races a tick.
+  if (!timeline_.t_ns.empty() && t_ns < timeline_.t_ns.back()) t_ns = timeline_.t_ns.back();
+  timeline_.t_ns.push_back(t_ns);
+  for (size_t s = 0; s < row_.size(); ++s) timeline_.values[s].push_back(row_[s]);
+  for (auto& source : sources_) {
+    if (slow) source->sample_slow(t_ns, &timeline_, report_fn);
+    source->sample_threads(t_ns, &timeline_);
+  }
+}
+
+void Sampler::sample_now() {
+  if (options_.hz > 0) take_sample(-1, true);
+}
+
+void Sampler::sample_at(int64_t t_ns) {
+  if (options_.hz > 0) take_sample(std::max<int64_t>(0, t_ns), true);
+}
+
+void Sampler::start() {
+  if (options_.hz <= 0 || thread_.joinable()) return;
+  take_sample(-1, true);
+  {
+    std::lock_guard<std::mutex> lock(wake_mutex_);
+    stop_requested_ = false;
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+void Sampler::stop() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(wake_mutex_);
+    stop_requested_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+  take_sample(-1, true);
+}
+
+void Sampler::run() {
+#ifdef __linux__
+  pthread_setname_np(pthread_self(), "ep-sampler");  // tells it apart in the thread list
+#endif
+  using clock = std::chrono::steady_clock;
+  const auto period = std::chrono::nanoseconds(static_cast<int64_t>(1e9 / options_.hz));
+  auto next = clock::now() + period;
+  std::unique_lock<std::mutex> lock(wake_mutex_);
+  while (!stop_requested_) {
+    if (wake_.wait_until(lock, next, [this] { return stop_requested_; })) break;
+    lock.unlock();
+    take_sample(-1, false);
+    lock.lock();
+    // An absolute schedule does not drift; after a stall, skip the missed ticks.
+    next += period;
+    const auto now = clock::now();
+    if (next < now) next = now + period;
+  }
+}
+
+Timeline Sampler::timeline() const {
+  std::lock_guard<std::mutex> lock(data_mutex_);
+  return timeline_;
+}
+
+std::vector<std::string> Sampler::unavailable() const {
+  std::lock_guard<std::mutex> lock(data_mutex_);
+  return unavailable_;
+}
+
+}  // namespace edgeprobe::telemetry
