@@ -1,0 +1,256 @@
+#include "analysis/compare.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "core/stats.h"
+
+namespace edgeprobe::analysis {
+namespace {
+
+double median_of(std::span<const double> xs) { return stats::quantile(xs, 0.5); }
+
+// Probability of each U under the null for sample sizes m and n, from the coefficients
+// of the Gaussian binomial [m+n choose m]_q = prod_{i=1..m} (1 - q^(n+i)) / (1 - q^i).
+std::vector<double> exact_u_distribution(size_t m, size_t n) {
+  std::vector<double> c(m * n + 1, 0.0);
+  c[0] = 1;
+  for (size_t i = 1; i <= m; ++i) {
+    for (size_t k = c.size(); k-- > n + i;) c[k] -= c[k - (n + i)];  // * (1 - q^(n+i))
+    for (size_t k = i; k < c.size(); ++k) c[k] += c[k - i];          // / (1 - q^i), exact
+  }
+  double total = 0;
+  for (double& v : c) total += (v = std::max(0.0, v));
+  for (double& v : c) v /= total;
+  return c;
+}
+
+std::string value_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// Long identifiers (SHA-256, commits) are cut to 12 characters unless that would hide
+// where they differ.
+std::pair<std::string, std::string> shorten_pair(const std::string& a, const std::string& b) {
+  constexpr size_t kShort = 12, kLong = 80;
+  auto cut = [](const std::string& s, size_t len) { return s.size() > len ? s.substr(0, len) + "…" : s; };
+  if (a.substr(0, kShort) != b.substr(0, kShort)) return {cut(a, kShort + 4), cut(b, kShort + 4)};
+  return {cut(a, kLong), cut(b, kLong)};
+}
+
+// Numeric fields that label a sample rather than measure it.
+bool is_label_field(const std::string& key) {
+  static const char* const kLabels[] = {"ordinal", "repetition", "round", "turn", "turn_index", "index", "seed"};
+  return std::any_of(std::begin(kLabels), std::end(kLabels), [&](const char* l) { return key == l; });
+}
+
+void add_numeric_fields(const nlohmann::json& object, std::map<std::string, std::vector<double>>& into) {
+  if (!object.is_object()) return;
+  for (const auto& [key, value] : object.items())
+    if (!is_label_field(key) && value.is_number() && std::isfinite(value.get<double>())) into[key].push_back(value.get<double>());
+}
+
+std::string config_label(const nlohmann::json& config, const nlohmann::json& ordinal) {
+  if (config.is_object()) {
+    for (const char* key : {"test", "name", "label"})
+      if (config.contains(key) && config[key].is_string()) return config[key].get<std::string>();
+  }
+  return fmt::format("config{}", ordinal.is_number() ? ordinal.get<int64_t>() : 0);
+}
+
+}  // namespace
+
+MannWhitney mann_whitney(std::span<const double> a, std::span<const double> b) {
+  MannWhitney r;
+  const size_t m = a.size(), n = b.size();
+  if (m == 0 || n == 0) return r;
+  // Pool, sort, average ranks over ties.
+  std::vector<std::pair<double, int>> pooled;
+  pooled.reserve(m + n);
+  for (double v : a) pooled.push_back({v, 0});
+  for (double v : b) pooled.push_back({v, 1});
+  std::sort(pooled.begin(), pooled.end());
+  double rank_sum_a = 0, tie_term = 0;
+  for (size_t i = 0; i < pooled.size();) {
+    size_t j = i;
+    while (j < pooled.size() && pooled[j].first == pooled[i].first) ++j;
+    const double avg_rank = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2.0;
+    const double t = static_cast<double>(j - i);
+    tie_term += t * t * t - t;
+    for (size_t k = i; k < j; ++k)
+      if (pooled[k].second == 0) rank_sum_a += avg_rank;
+    i = j;
+  }
+  const double md = static_cast<double>(m), nd = static_cast<double>(n);
+  r.u = rank_sum_a - md * (md + 1) / 2.0;
+  if (tie_term == 0 && m <= 50 && n <= 50) {
+    const std::vector<double> dist = exact_u_distribution(m, n);
+    const auto u = static_cast<size_t>(std::llround(r.u));
+    double lower = 0, upper = 0;
+    for (size_t k = 0; k <= u; ++k) lower += dist[k];
+    for (size_t k = u; k < dist.size(); ++k) upper += dist[k];
+    r.p_value = std::min(1.0, 2.0 * std::min(lower, upper));
+    r.exact = true;
+    return r;
+  }
+  const double total = md + nd;
+  const double mean_u = md * nd / 2.0;
+  const double var_u = md * nd / 12.0 * ((total + 1) - tie_term / (total * (total - 1)));
+  if (var_u <= 0) return r;  // every value equal: no evidence of a difference
+  const double z = std::max(0.0, std::fabs(r.u - mean_u) - 0.5) / std::sqrt(var_u);
+  r.p_value = std::min(1.0, std::erfc(z / std::sqrt(2.0)));
+  return r;
+}
+
+std::optional<RatioEstimate> compare_samples(std::span<const double> a, std::span<const double> b,
+                                             const CompareOptions& options) {
+  if (a.empty() || b.empty()) return std::nullopt;
+  RatioEstimate e;
+  e.n_a = a.size();
+  e.n_b = b.size();
+  e.median_a = median_of(a);
+  e.median_b = median_of(b);
+  if (e.median_a == 0) return std::nullopt;
+  e.ratio = e.median_b / e.median_a;
+  e.confidence = options.confidence;
+  // Percentile bootstrap: resample each side independently. mt19937_64 is specified
+  // bit for bit by the standard, and the index is drawn with a plain modulo (bias below
+  // 1e-15 for these sizes) rather than uniform_int_distribution, whose algorithm is left
+  // to the library: the interval is then the same on every platform.
+  std::mt19937_64 rng(options.seed);
+  std::vector<double> ratios, ra(a.size()), rb(b.size());
+  ratios.reserve(static_cast<size_t>(std::max(0, options.bootstrap_iterations)));
+  for (int it = 0; it < options.bootstrap_iterations; ++it) {
+    for (double& v : ra) v = a[rng() % a.size()];
+    for (double& v : rb) v = b[rng() % b.size()];
+    const double ma = median_of(ra);
+    if (ma != 0) ratios.push_back(median_of(rb) / ma);
+  }
+  if (ratios.empty()) {
+    e.ci_low = e.ci_high = e.ratio;
+  } else {
+    std::sort(ratios.begin(), ratios.end());
+    const double alpha = 1.0 - options.confidence;
+    e.ci_low = stats::quantile_sorted(ratios, alpha / 2);
+    e.ci_high = stats::quantile_sorted(ratios, 1 - alpha / 2);
+  }
+  const MannWhitney mw = mann_whitney(a, b);
+  e.p_value = mw.p_value;
+  e.p_exact = mw.exact;
+  return e;
+}
+
+std::string Mismatch::message() const {
+  auto [sa, sb] = shorten_pair(a, b);
+  return fmt::format("{} differs ({} vs {})", label, sa, sb);
+}
+
+std::vector<Mismatch> comparability_mismatches(const std::vector<FieldCheck>& fields) {
+  std::vector<Mismatch> out;
+  for (const FieldCheck& f : fields) {
+    if (!f.a && !f.b) continue;
+    if (f.a && f.b && *f.a == *f.b) continue;
+    out.push_back({f.label, f.a.value_or("(absent)"), f.b.value_or("(absent)")});
+  }
+  return out;
+}
+
+const std::vector<ProvenanceField>& default_comparability_fields() {
+  static const std::vector<ProvenanceField> fields{
+      {"model sha256", "/model/sha256"},
+      {"quantisation", "/model/quant"},
+      {"llama.cpp version", "/llama_cpp/commit"},
+      {"workload", "/workload"},
+  };
+  return fields;
+}
+
+std::vector<FieldCheck> provenance_checks(const nlohmann::json& pa, const nlohmann::json& pb,
+                                          const std::vector<ProvenanceField>& fields) {
+  auto read = [](const nlohmann::json& p, const std::string& pointer) -> std::optional<std::string> {
+    if (!p.is_object()) return std::nullopt;
+    const nlohmann::json::json_pointer ptr(pointer);
+    if (!p.contains(ptr) || p.at(ptr).is_null()) return std::nullopt;
+    return value_text(p.at(ptr));
+  };
+  std::vector<FieldCheck> checks;
+  for (const ProvenanceField& f : fields) checks.push_back({f.label, read(pa, f.pointer), read(pb, f.pointer)});
+  return checks;
+}
+
+MetricSamples extract_metric_samples(const nlohmann::json& doc) {
+  MetricSamples out;
+  if (!doc.is_object()) return out;
+  // `edgeprobe bench -o json`: {"results": [{"test", "repetitions": [...], "turns": [...]}]}
+  if (doc.contains("results") && doc["results"].is_array()) {
+    size_t index = 0;
+    for (const nlohmann::json& r : doc["results"]) {
+      const std::string test = r.is_object() && r.contains("test") && r["test"].is_string()
+                                   ? r["test"].get<std::string>()
+                                   : fmt::format("result{}", index);
+      ++index;
+      for (const char* series : {"repetitions", "turns"})
+        if (r.is_object() && r.contains(series) && r[series].is_array())
+          for (const nlohmann::json& rep : r[series]) add_numeric_fields(rep, out[test]);
+    }
+  }
+  // Store::load_run: {"run", "configurations": [{"ordinal", "config", "repetitions": [{"result"}]}],
+  // "turns": [{"configuration_ordinal", "result"}]}
+  std::map<int64_t, std::string> labels;
+  if (doc.contains("configurations") && doc["configurations"].is_array()) {
+    for (const nlohmann::json& c : doc["configurations"]) {
+      const std::string test = config_label(c.value("config", nlohmann::json()), c.value("ordinal", nlohmann::json()));
+      if (c.contains("ordinal") && c["ordinal"].is_number()) labels[c["ordinal"].get<int64_t>()] = test;
+      if (c.contains("repetitions") && c["repetitions"].is_array())
+        for (const nlohmann::json& rep : c["repetitions"])
+          if (rep.is_object() && rep.contains("result")) add_numeric_fields(rep["result"], out[test]);
+    }
+  }
+  if (doc.contains("turns") && doc["turns"].is_array()) {
+    for (const nlohmann::json& t : doc["turns"]) {
+      if (!t.is_object() || !t.contains("result")) continue;
+      const int64_t ordinal = t.value("configuration_ordinal", int64_t{0});
+      const auto it = labels.find(ordinal);
+      add_numeric_fields(t["result"], out[it != labels.end() ? it->second : "session"]);
+    }
+  }
+  // Drop tests that ended up with no metrics (error rows).
+  for (auto it = out.begin(); it != out.end();) it = it->second.empty() ? out.erase(it) : std::next(it);
+  return out;
+}
+
+nlohmann::json extract_provenance(const nlohmann::json& doc) {
+  if (!doc.is_object()) return nullptr;
+  if (doc.contains("provenance")) return doc["provenance"];
+  if (doc.contains("run") && doc["run"].is_object() && doc["run"].contains("provenance"))
+    return doc["run"]["provenance"];
+  return nullptr;
+}
+
+CompareReport compare_documents(const nlohmann::json& a, const nlohmann::json& b, const CompareOptions& options) {
+  CompareReport report;
+  const std::vector<FieldCheck> checks = provenance_checks(extract_provenance(a), extract_provenance(b));
+  report.mismatches = comparability_mismatches(checks);
+  for (const FieldCheck& f : checks)
+    if (!f.a && !f.b) report.unverified.push_back(f.label);
+  const MetricSamples sa = extract_metric_samples(a), sb = extract_metric_samples(b);
+  for (const auto& [test, metrics] : sa) {
+    const auto tb = sb.find(test);
+    for (const auto& [metric, samples] : metrics) {
+      if (tb == sb.end() || !tb->second.contains(metric)) {
+        report.only_in_a.push_back(test + "/" + metric);
+        continue;
+      }
+      report.metrics.push_back({test, metric, compare_samples(samples, tb->second.at(metric), options)});
+    }
+  }
+  for (const auto& [test, metrics] : sb) {
+    const auto ta = sa.find(test);
+    for (const auto& [metric, samples] : metrics)
+      if (ta == sa.end() || !ta->second.contains(metric)) report.only_in_b.push_back(test + "/" + metric);
+  }
+  return report;
+}
+
+}  // namespace edgeprobe::analysis

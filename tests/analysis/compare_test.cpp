@@ -1,0 +1,135 @@
+#include "analysis/compare.h"
+
+#include <gtest/gtest.h>
+
+namespace edgeprobe::analysis {
+namespace {
+
+nlohmann::json provenance(const std::string& sha, const std::string& quant = "Q4_0",
+                          const std::string& commit = "80fb11a") {
+  return {{"model", {{"sha256", sha}, {"quant", quant}}},
+          {"llama_cpp", {{"commit", commit}}},
+          {"workload", {{"tests", {"tg64"}}}}};
+}
+
+// The provisional shape of `edgeprobe bench -o json`.
+nlohmann::json bench_document(const nlohmann::json& prov, const std::vector<double>& decode) {
+  nlohmann::json reps = nlohmann::json::array();
+  for (size_t i = 0; i < decode.size(); ++i)
+    reps.push_back({{"decode_tokens_per_s", decode[i]}, {"ttft_ms", 100.0 + static_cast<double>(i)}, {"ordinal", i}});
+  return {{"schema_version", 1},
+          {"provenance", prov},
+          {"results", {{{"test", "tg64"}, {"config", {{"threads", 2}}}, {"repetitions", reps}}}}};
+}
+
+TEST(Compare, MannWhitneyExactPValueMatchesHandCount) {
+  // a entirely below b: U = 0; P(U <= 0) = 1 / C(6,3) = 1/20, two-sided 0.1.
+  const MannWhitney mw = mann_whitney(std::vector<double>{1, 2, 3}, std::vector<double>{4, 5, 6});
+  EXPECT_TRUE(mw.exact);
+  EXPECT_DOUBLE_EQ(mw.u, 0);
+  EXPECT_NEAR(mw.p_value, 0.1, 1e-12);
+  // 5 vs 5 fully separated: 2 / C(10,5) = 2/252.
+  const MannWhitney mw5 = mann_whitney(std::vector<double>{6, 7, 8, 9, 10}, std::vector<double>{1, 2, 3, 4, 5});
+  EXPECT_DOUBLE_EQ(mw5.u, 25);
+  EXPECT_NEAR(mw5.p_value, 2.0 / 252.0, 1e-12);
+}
+
+TEST(Compare, MannWhitneyWithTiesUsesNormalApproximation) {
+  const MannWhitney mw = mann_whitney(std::vector<double>{1, 2, 2, 3}, std::vector<double>{2, 3, 3, 4});
+  EXPECT_FALSE(mw.exact);
+  // Ranks: 1 | 2 2 2 -> 3 | 3 3 3 -> 6 | 4 -> 8; a = 1 + 3 + 3 + 6 = 13, U = 13 - 10 = 3.
+  EXPECT_DOUBLE_EQ(mw.u, 3);
+  EXPECT_GT(mw.p_value, 0.05);
+  EXPECT_LT(mw.p_value, 1.0);
+}
+
+TEST(Compare, RatioOfMediansWithDeterministicBootstrapInterval) {
+  const std::vector<double> a{10, 11, 9, 10.5, 9.5, 10.2, 9.8};
+  const std::vector<double> b{20, 22, 18, 21, 19, 20.4, 19.6};
+  const auto e = compare_samples(a, b);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_DOUBLE_EQ(e->median_a, 10);
+  EXPECT_DOUBLE_EQ(e->median_b, 20);
+  EXPECT_DOUBLE_EQ(e->ratio, 2.0);
+  EXPECT_LE(e->ci_low, 2.0);
+  EXPECT_GE(e->ci_high, 2.0);
+  EXPECT_GT(e->ci_low, 1.6);
+  EXPECT_LT(e->ci_high, 2.5);
+  EXPECT_LT(e->p_value, 0.01);
+  const auto again = compare_samples(a, b);
+  EXPECT_EQ(again->ci_low, e->ci_low);
+  EXPECT_EQ(again->ci_high, e->ci_high);
+}
+
+TEST(Compare, SameDistributionGivesIntervalAroundOne) {
+  const std::vector<double> a{10, 11, 9, 10.5, 9.5, 10.2, 9.8, 10.1};
+  const std::vector<double> b{10.05, 10.9, 9.1, 10.4, 9.6, 10.25, 9.75, 10.0};
+  const auto e = compare_samples(a, b);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_LT(e->ci_low, 1.0);
+  EXPECT_GT(e->ci_high, 1.0);
+  EXPECT_GT(e->p_value, 0.5);
+}
+
+TEST(Compare, EmptyOrZeroBaselineHasNoEstimate) {
+  EXPECT_FALSE(compare_samples(std::vector<double>{}, std::vector<double>{1}).has_value());
+  EXPECT_FALSE(compare_samples(std::vector<double>{0, 0, 0}, std::vector<double>{1}).has_value());
+}
+
+TEST(Compare, RefusesRunsOfDifferentModels) {
+  const std::string sha_a(64, 'a'), sha_b = std::string(4, 'c') + std::string(60, 'd');
+  const CompareReport r = compare_documents(bench_document(provenance(sha_a), {10, 11, 12}),
+                                            bench_document(provenance(sha_b), {20, 21, 22}));
+  EXPECT_FALSE(r.comparable());
+  ASSERT_EQ(r.mismatches.size(), 1u);
+  EXPECT_EQ(r.mismatches[0].label, "model sha256");
+  const std::string msg = r.mismatches[0].message();
+  EXPECT_NE(msg.find("model sha256 differs"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("aaaaaaaaaaaa"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("ccccdddd"), std::string::npos) << msg;
+}
+
+TEST(Compare, ReportsEveryDifferingField) {
+  const std::vector<Mismatch> m = comparability_mismatches(
+      provenance_checks(provenance("x", "Q4_0", "80fb11a"), provenance("x", "Q8_0", "b5000")));
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[0].label, "quantisation");
+  EXPECT_EQ(m[1].label, "llama.cpp version");
+  EXPECT_EQ(m[1].message(), "llama.cpp version differs (80fb11a vs b5000)");
+}
+
+TEST(Compare, FieldPresentOnOneSideOnlyIsAMismatch) {
+  const std::vector<Mismatch> m = comparability_mismatches({{"model sha256", "abc", std::nullopt}});
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].b, "(absent)");
+}
+
+TEST(Compare, SameProvenanceComparesEveryMetric) {
+  const CompareReport r = compare_documents(bench_document(provenance("s"), {10, 10.5, 9.5}),
+                                            bench_document(provenance("s"), {12, 12.6, 11.4}));
+  EXPECT_TRUE(r.comparable());
+  ASSERT_EQ(r.metrics.size(), 2u);  // decode_tokens_per_s and ttft_ms; "ordinal" is a label
+  EXPECT_EQ(r.metrics[0].test, "tg64");
+  EXPECT_EQ(r.metrics[0].metric, "decode_tokens_per_s");
+  ASSERT_TRUE(r.metrics[0].estimate.has_value());
+  EXPECT_DOUBLE_EQ(r.metrics[0].estimate->ratio, 1.2);
+}
+
+TEST(Compare, ExtractsSamplesFromAStoredRun) {
+  const nlohmann::json stored{
+      {"run", {{"id", 1}, {"provenance", provenance("s")}}},
+      {"configurations",
+       {{{"ordinal", 0},
+         {"config", {{"test", "pp128"}}},
+         {"repetitions", {{{"ordinal", 0}, {"result", {{"prefill_tokens_per_s", 50.0}}}},
+                          {{"ordinal", 1}, {"result", {{"prefill_tokens_per_s", 52.0}}}}}}}}},
+      {"turns", {{{"configuration_ordinal", 0}, {"result", {{"ttft_ms", 300.0}}}}}}};
+  const MetricSamples s = extract_metric_samples(stored);
+  ASSERT_TRUE(s.contains("pp128"));
+  EXPECT_EQ(s.at("pp128").at("prefill_tokens_per_s"), (std::vector<double>{50, 52}));
+  EXPECT_EQ(s.at("pp128").at("ttft_ms"), (std::vector<double>{300}));
+  EXPECT_EQ(extract_provenance(stored)["model"]["sha256"], "s");
+}
+
+}  // namespace
+}  // namespace edgeprobe::analysis
