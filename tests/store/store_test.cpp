@@ -1,0 +1,349 @@
+#include "store/store.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+#include "core/error.h"
+
+namespace edgeprobe::store {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "edgeprobe-store-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+nlohmann::json provenance() {
+  return {{"model", {{"name", "tiny-q4_0.gguf"}, {"sha256", std::string(64, 'a')}, {"quant", "Q4_0"}}},
+          {"llama_cpp", {{"commit", "80fb11a"}}}};
+}
+
+// A repetition payload that proves itself intact: `check` is derived from the rest.
+nlohmann::json repetition_result(int64_t rep) {
+  const std::string filler(20000, static_cast<char>('a' + rep % 26));
+  return {{"decode_tokens_per_s", 20.0 + static_cast<double>(rep)},
+          {"filler", filler},
+          {"check", static_cast<int64_t>(std::hash<std::string>{}(filler)) ^ rep}};
+}
+bool intact(const nlohmann::json& result, int64_t rep) { return result == repetition_result(rep); }
+
+ErrorKind kind_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.kind();
+  }
+  return ErrorKind::kBug;  // did not throw: any caller expecting kBadInput fails
+}
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Store, FreshFileGetsTheLatestSchemaAndWal) {
+  TempDir dir;
+  const std::string path = dir.file("sub/dir/results.db");  // parent directories are created
+  Store store = Store::open(path);
+  EXPECT_EQ(store.schema_version(), Store::latest_schema_version());
+  EXPECT_GE(Store::latest_schema_version(), 1);
+  EXPECT_EQ(store.integrity_check(), "ok");
+  EXPECT_TRUE(fs::exists(path));
+  EXPECT_TRUE(fs::exists(path + "-wal"));
+  // Reopening is idempotent: no migration runs twice.
+  Store again = Store::open(path);
+  EXPECT_EQ(again.schema_version(), Store::latest_schema_version());
+}
+
+TEST(Store, RunRoundTripsWithEveryUnitAndTelemetry) {
+  TempDir dir;
+  Store store = Store::open(dir.file("r.db"));
+  const RunId run = store.begin_run(RunKind::kSession, provenance(), {{"rounds", 3}});
+  store.add_configuration(run, 0, {{"test", "session"}, {"ctx", 2048}});
+  store.record_repetition(run, 0, 0, {{"decode_tokens_per_s", 21.5}}, {{"decode", {{"freq_khz_median", 2450000}}}});
+  store.record_turn(run, {0, 1, "c07", 2}, {{"ttft_ms", 412.0}}, {{"prefill", {{"temp_c_max", 51.0}}}});
+  store.record_run_summary(run, "qes", {{"total", 73.7}});
+  store.finish_configuration(run, 0, Status::kComplete);
+  store.finish_run(run, Status::kComplete);
+
+  const nlohmann::json doc = store.load_run(run);
+  EXPECT_EQ(doc["run"]["kind"], "session");
+  EXPECT_EQ(doc["run"]["status"], "complete");
+  EXPECT_EQ(doc["run"]["provenance"], provenance());
+  EXPECT_EQ(doc["run"]["plan"]["rounds"], 3);
+  EXPECT_TRUE(doc["run"]["created_at"].get<std::string>().ends_with("Z"));  // UTC
+  EXPECT_FALSE(doc["run"]["finished_at"].is_null());
+  ASSERT_EQ(doc["configurations"].size(), 1u);
+  EXPECT_EQ(doc["configurations"][0]["status"], "complete");
+  EXPECT_EQ(doc["configurations"][0]["repetitions"][0]["result"]["decode_tokens_per_s"], 21.5);
+  EXPECT_EQ(doc["configurations"][0]["repetitions"][0]["telemetry"][0]["phase"], "decode");
+  ASSERT_EQ(doc["turns"].size(), 1u);
+  EXPECT_EQ(doc["turns"][0]["conversation_id"], "c07");
+  EXPECT_EQ(doc["turns"][0]["round"], 1);
+  EXPECT_EQ(doc["turns"][0]["turn_index"], 2);
+  EXPECT_EQ(doc["turns"][0]["telemetry"][0]["summary"]["temp_c_max"], 51.0);
+  EXPECT_EQ(doc["telemetry"][0]["summary"]["total"], 73.7);
+
+  const std::vector<RunSummary> runs = store.list_runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].id, run);
+  EXPECT_EQ(runs[0].model, "tiny-q4_0.gguf");
+  EXPECT_EQ(runs[0].repetitions, 1);
+  EXPECT_EQ(runs[0].turns, 1);
+}
+
+TEST(Store, CompletedUnitsListExactlyWhatWasRecorded) {
+  TempDir dir;
+  Store store = Store::open(dir.file("r.db"));
+  const RunId run = store.begin_run(RunKind::kBench, provenance(), {});
+  store.add_configuration(run, 0, {{"test", "tg64"}});
+  store.add_configuration(run, 1, {{"test", "pp512"}});
+  store.record_repetition(run, 0, 0, {});
+  store.record_repetition(run, 0, 1, {});
+  store.record_repetition(run, 1, 0, {});
+  store.finish_configuration(run, 0, Status::kComplete);
+  store.record_turn(run, {1, 0, "c01", 0}, {});
+  const CompletedUnits done = store.completed_units(run);
+  EXPECT_EQ(done.repetitions.size(), 3u);
+  EXPECT_TRUE(done.has(RepetitionKey{0, 1}));
+  EXPECT_TRUE(done.has(RepetitionKey{1, 0}));
+  EXPECT_FALSE(done.has(RepetitionKey{1, 1}));
+  EXPECT_TRUE(done.has(TurnKey{1, 0, "c01", 0}));
+  EXPECT_FALSE(done.has(TurnKey{1, 0, "c01", 1}));
+  EXPECT_EQ(done.complete_configurations, (std::set<int64_t>{0}));
+}
+
+TEST(Store, RecordingAUnitTwiceIsABug) {
+  TempDir dir;
+  Store store = Store::open(dir.file("r.db"));
+  const RunId run = store.begin_run(RunKind::kBench, provenance(), {});
+  store.add_configuration(run, 0, {{"test", "tg64"}});
+  store.record_repetition(run, 0, 0, {{"x", 1}});
+  EXPECT_EQ(kind_of([&] { store.record_repetition(run, 0, 0, {{"x", 2}}); }), ErrorKind::kBug);
+  store.record_turn(run, {0, 0, "c01", 0}, {});
+  EXPECT_EQ(kind_of([&] { store.record_turn(run, {0, 0, "c01", 0}, {}); }), ErrorKind::kBug);
+  // The failed insert rolled back: the first value is still the one stored.
+  EXPECT_EQ(store.load_run(run)["configurations"][0]["repetitions"][0]["result"]["x"], 1);
+}
+
+TEST(Store, ResumeRefusesAChangedPlan) {
+  TempDir dir;
+  Store store = Store::open(dir.file("r.db"));
+  const RunId run = store.begin_run(RunKind::kBench, provenance(), {});
+  const int64_t id = store.add_configuration(run, 0, {{"test", "tg64"}, {"threads", 2}});
+  EXPECT_EQ(store.add_configuration(run, 0, {{"threads", 2}, {"test", "tg64"}}), id);  // same config: same row
+  EXPECT_EQ(kind_of([&] { store.add_configuration(run, 0, {{"test", "tg64"}, {"threads", 4}}); }),
+            ErrorKind::kBadInput);
+}
+
+TEST(Store, CompleteRunCannotBeResumedButAFailedOneCan) {
+  TempDir dir;
+  Store store = Store::open(dir.file("r.db"));
+  const RunId done = store.begin_run(RunKind::kBench, provenance(), {});
+  store.finish_run(done, Status::kComplete);
+  EXPECT_EQ(kind_of([&] { store.resume_run(done); }), ErrorKind::kBadInput);
+  const RunId failed = store.begin_run(RunKind::kBench, provenance(), {});
+  store.finish_run(failed, Status::kFailed, "model file vanished");
+  EXPECT_EQ(store.get_run(failed).error, "model file vanished");
+  store.resume_run(failed);
+  EXPECT_EQ(store.get_run(failed).status, "running");
+  EXPECT_EQ(kind_of([&] { store.get_run(999); }), ErrorKind::kBadInput);
+}
+
+// The durability claim, tested with a real SIGKILL: a child process writes repetitions
+// one at a time and reports each commit through a pipe; the parent kills it mid-run,
+// then checks that every reported unit is stored intact and that a resumed writer can
+// finish the plan from completed_units().
+TEST(Store, KillDuringRunLosesAtMostTheUnitInFlightAndResumeFinishesIt) {
+  TempDir dir;
+  const std::string path = dir.file("kill.db");
+  constexpr int64_t kPlanned = 40, kKillAfter = 12;
+  RunId run = 0;
+  {
+    Store store = Store::open(path);
+    run = store.begin_run(RunKind::kBench, provenance(), {{"repetitions", kPlanned}});
+    store.add_configuration(run, 0, {{"test", "tg64"}});
+  }  // closed before fork: a SQLite connection must not cross a fork
+
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(pipe_fds[0]);
+    try {
+      Store store = Store::open(path);
+      for (int64_t rep = 0; rep < kPlanned; ++rep) {
+        store.record_repetition(run, 0, rep, repetition_result(rep));
+        const char byte = 1;
+        if (write(pipe_fds[1], &byte, 1) != 1) _exit(3);
+        std::this_thread::sleep_for(std::chrono::milliseconds(15));
+      }
+    } catch (...) {
+      _exit(2);
+    }
+    _exit(0);  // not reached in the test: the parent kills first
+  }
+  close(pipe_fds[1]);
+  int64_t reported = 0;
+  char byte;
+  while (reported < kKillAfter && read(pipe_fds[0], &byte, 1) == 1) ++reported;
+  // Land inside the next write or sleep, not on a clean boundary.
+  std::this_thread::sleep_for(std::chrono::milliseconds(7));
+  ASSERT_EQ(kill(child, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  close(pipe_fds[0]);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the writer finished or failed before the kill; status " << status;
+  EXPECT_EQ(WTERMSIG(status), SIGKILL);
+  ASSERT_EQ(reported, kKillAfter);
+
+  Store store = Store::open(path);
+  EXPECT_EQ(store.integrity_check(), "ok");
+  EXPECT_EQ(store.get_run(run).status, "running");  // the killed run never finished
+  const CompletedUnits done = store.completed_units(run);
+  // Every commit the child reported is there; at most the units in flight beyond it.
+  EXPECT_GE(static_cast<int64_t>(done.repetitions.size()), kKillAfter);
+  EXPECT_LE(static_cast<int64_t>(done.repetitions.size()), kKillAfter + 2);
+  EXPECT_LT(static_cast<int64_t>(done.repetitions.size()), kPlanned);
+  const nlohmann::json before = store.load_run(run);
+  for (const nlohmann::json& rep : before["configurations"][0]["repetitions"])
+    EXPECT_TRUE(intact(rep["result"], rep["ordinal"].get<int64_t>())) << "repetition " << rep["ordinal"];
+  for (int64_t rep = 0; rep < static_cast<int64_t>(done.repetitions.size()); ++rep)
+    EXPECT_TRUE(done.has(RepetitionKey{0, rep})) << "gap at " << rep;  // a prefix: nothing skipped
+
+  // Resume: same plan, skip what is stored.
+  store.resume_run(run);
+  store.add_configuration(run, 0, {{"test", "tg64"}});
+  int64_t written = 0;
+  for (int64_t rep = 0; rep < kPlanned; ++rep) {
+    if (done.has(RepetitionKey{0, rep})) continue;
+    store.record_repetition(run, 0, rep, repetition_result(rep));
+    ++written;
+  }
+  store.finish_configuration(run, 0, Status::kComplete);
+  store.finish_run(run, Status::kComplete);
+  EXPECT_EQ(written + static_cast<int64_t>(done.repetitions.size()), kPlanned);
+  const nlohmann::json after = store.load_run(run);
+  ASSERT_EQ(static_cast<int64_t>(after["configurations"][0]["repetitions"].size()), kPlanned);
+  for (int64_t rep = 0; rep < kPlanned; ++rep) {
+    const nlohmann::json& r = after["configurations"][0]["repetitions"][static_cast<size_t>(rep)];
+    EXPECT_EQ(r["ordinal"], rep);
+    EXPECT_TRUE(intact(r["result"], rep));
+  }
+  EXPECT_EQ(after["run"]["status"], "complete");
+  EXPECT_EQ(store.integrity_check(), "ok");
+}
+
+TEST(Store, FileThatIsNotSqliteIsRejectedClearly) {
+  TempDir dir;
+  const std::string path = dir.file("notes.db");
+  std::ofstream(path) << "these are my notes, not a database; there are enough of them to fill a header\n";
+  EXPECT_EQ(kind_of([&] { Store::open(path); }), ErrorKind::kBadInput);
+  const std::string msg = message_of([&] { Store::open(path); });
+  EXPECT_NE(msg.find("not an edgeprobe results database"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(path), std::string::npos) << msg;
+}
+
+TEST(Store, OtherProgramsSqliteFileIsRejectedAndLeftUntouched) {
+  TempDir dir;
+  const std::string path = dir.file("other.db");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE contacts (name TEXT); INSERT INTO contacts VALUES ('x');", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  const auto size_before = fs::file_size(path);
+  const std::string msg = message_of([&] { Store::open(path); });
+  EXPECT_NE(msg.find("not an edgeprobe results database"), std::string::npos) << msg;
+  EXPECT_EQ(fs::file_size(path), size_before);
+}
+
+TEST(Store, DatabaseFromANewerEdgeprobeIsRejected) {
+  TempDir dir;
+  const std::string path = dir.file("newer.db");
+  { Store::open(path); }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  const std::string msg = message_of([&] { Store::open(path); });
+  EXPECT_NE(msg.find("newer edgeprobe"), std::string::npos) << msg;
+}
+
+TEST(Store, DamagedPagesAreReportedAsBadInputNotACrash) {
+  TempDir dir;
+  const std::string path = dir.file("damaged.db");
+  {
+    Store store = Store::open(path);
+    const RunId run = store.begin_run(RunKind::kBench, provenance(), {});
+    store.add_configuration(run, 0, {{"test", "tg64"}});
+    for (int64_t rep = 0; rep < 20; ++rep) store.record_repetition(run, 0, rep, repetition_result(rep));
+  }  // last close checkpoints the WAL into the main file
+  ASSERT_FALSE(fs::exists(path + "-wal"));
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4096);  // page 2 onwards: table b-trees, not the header
+    const std::string garbage(3 * 4096, '\xA5');
+    f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  auto open_and_read = [&] {
+    Store store = Store::open(path);
+    store.load_run(1);
+    store.list_runs();
+  };
+  EXPECT_EQ(kind_of(open_and_read), ErrorKind::kBadInput);
+  const std::string msg = message_of(open_and_read);
+  EXPECT_NE(msg.find("not an edgeprobe results database, or a damaged one"), std::string::npos) << msg;
+}
+
+TEST(Store, MustExistModeDoesNotCreateAFile) {
+  TempDir dir;
+  const std::string path = dir.file("absent.db");
+  EXPECT_EQ(kind_of([&] { Store::open(path, Store::Mode::kMustExist); }), ErrorKind::kBadInput);
+  EXPECT_FALSE(fs::exists(path));
+}
+
+TEST(Store, DefaultPathFollowsXdgDataHome) {
+  const char* old_xdg = std::getenv("XDG_DATA_HOME");
+  const std::string saved = old_xdg ? old_xdg : "";
+  setenv("XDG_DATA_HOME", "/tmp/xdg-test", 1);
+  EXPECT_EQ(default_db_path(), "/tmp/xdg-test/edgeprobe/results.db");
+  unsetenv("XDG_DATA_HOME");
+  const char* home = std::getenv("HOME");
+  if (home) {
+    EXPECT_EQ(default_db_path(), std::string(home) + "/.local/share/edgeprobe/results.db");
+  }
+  if (old_xdg) setenv("XDG_DATA_HOME", saved.c_str(), 1);
+}
+
+}  // namespace
+}  // namespace edgeprobe::store
