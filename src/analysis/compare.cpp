@@ -41,7 +41,7 @@ std::pair<std::string, std::string> shorten_pair(const std::string& a, const std
 
 // Numeric fields that label a sample rather than measure it.
 bool is_label_field(const std::string& key) {
-  static const char* const kLabels[] = {"ordinal", "repetition", "round", "turn", "turn_index", "index", "seed"};
+  static const char* const kLabels[] = {"ordinal", "repetition", "round", "turn", "turn_index", "index", "seed", "start_ns", "end_ns"};
   return std::any_of(std::begin(kLabels), std::end(kLabels), [&](const char* l) { return key == l; });
 }
 
@@ -157,26 +157,65 @@ std::vector<Mismatch> comparability_mismatches(const std::vector<FieldCheck>& fi
 }
 
 const std::vector<ProvenanceField>& default_comparability_fields() {
+  // result/result.h: provenance.models[] (one per model file), llama_cpp.commit.
   static const std::vector<ProvenanceField> fields{
-      {"model sha256", "/model/sha256"},
-      {"quantisation", "/model/quant"},
-      {"llama.cpp version", "/llama_cpp/commit"},
-      {"workload", "/workload"},
+      {"model sha256", {"/models/*/sha256", "/model/sha256"}},
+      {"quantisation", {"/models/*/quant", "/model/quant"}},
+      {"llama.cpp version", {"/llama_cpp/commit", "/llama_cpp/version"}},
   };
   return fields;
 }
 
+std::optional<std::string> read_field(const nlohmann::json& object, const std::vector<std::string>& pointers) {
+  for (const std::string& pointer : pointers) {
+    if (!object.is_object()) return std::nullopt;
+    const size_t star = pointer.find("/*");
+    if (star == std::string::npos) {
+      const nlohmann::json::json_pointer p(pointer);
+      if (object.contains(p) && !object.at(p).is_null()) return value_text(object.at(p));
+      continue;
+    }
+    const nlohmann::json::json_pointer array_ptr(pointer.substr(0, star));
+    if (!object.contains(array_ptr) || !object.at(array_ptr).is_array()) continue;
+    const std::string rest = pointer.substr(star + 2);
+    std::string joined;
+    bool any = false;
+    for (const nlohmann::json& element : object.at(array_ptr)) {
+      std::optional<std::string> v;
+      if (rest.empty()) {
+        v = value_text(element);
+      } else if (element.is_object()) {
+        v = read_field(element, {rest});
+      }
+      joined += (any ? "," : "") + v.value_or("(absent)");
+      any = true;
+    }
+    if (any) return joined;
+  }
+  return std::nullopt;
+}
+
 std::vector<FieldCheck> provenance_checks(const nlohmann::json& pa, const nlohmann::json& pb,
                                           const std::vector<ProvenanceField>& fields) {
-  auto read = [](const nlohmann::json& p, const std::string& pointer) -> std::optional<std::string> {
-    if (!p.is_object()) return std::nullopt;
-    const nlohmann::json::json_pointer ptr(pointer);
-    if (!p.contains(ptr) || p.at(ptr).is_null()) return std::nullopt;
-    return value_text(p.at(ptr));
-  };
   std::vector<FieldCheck> checks;
-  for (const ProvenanceField& f : fields) checks.push_back({f.label, read(pa, f.pointer), read(pb, f.pointer)});
+  for (const ProvenanceField& f : fields) checks.push_back({f.label, read_field(pa, f.pointers), read_field(pb, f.pointers)});
   return checks;
+}
+
+std::optional<std::string> workload_signature(const nlohmann::json& doc) {
+  if (!doc.is_object()) return std::nullopt;
+  const nlohmann::json provenance = extract_provenance(doc);
+  if (provenance.is_object() && provenance.contains("workload")) return value_text(provenance["workload"]);
+  nlohmann::json configs = nlohmann::json::array();
+  if (doc.contains("results") && doc["results"].is_array()) {
+    for (const nlohmann::json& r : doc["results"])
+      if (r.is_object()) configs.push_back({{"test", r.value("test", "")}, {"config", r.value("config", nlohmann::json())}});
+  } else if (doc.contains("configurations") && doc["configurations"].is_array()) {
+    for (const nlohmann::json& c : doc["configurations"])
+      if (c.is_object()) configs.push_back(c.value("config", nlohmann::json()));
+  }
+  if (configs.empty()) return std::nullopt;
+  return configs.dump();
 }
 
 MetricSamples extract_metric_samples(const nlohmann::json& doc) {
@@ -230,7 +269,8 @@ nlohmann::json extract_provenance(const nlohmann::json& doc) {
 
 CompareReport compare_documents(const nlohmann::json& a, const nlohmann::json& b, const CompareOptions& options) {
   CompareReport report;
-  const std::vector<FieldCheck> checks = provenance_checks(extract_provenance(a), extract_provenance(b));
+  std::vector<FieldCheck> checks = provenance_checks(extract_provenance(a), extract_provenance(b));
+  checks.push_back({"workload", workload_signature(a), workload_signature(b)});
   report.mismatches = comparability_mismatches(checks);
   for (const FieldCheck& f : checks)
     if (!f.a && !f.b) report.unverified.push_back(f.label);

@@ -56,15 +56,23 @@ struct Mismatch {
 };
 std::vector<Mismatch> comparability_mismatches(const std::vector<FieldCheck>& fields);
 
-// The fields that make two runs comparable, read from two provenance objects. The JSON
-// pointers are provisional until the result schema settles; change them here only.
+// The fields that make two runs comparable, read from two provenance objects. Each field
+// lists JSON pointers tried in order; a "*" step reads every element of an array and
+// joins the values with ",". Provisional until the result schema settles: change the
+// mapping here only.
 struct ProvenanceField {
   std::string label;
-  std::string pointer;  // JSON pointer into the provenance object
+  std::vector<std::string> pointers;
 };
 const std::vector<ProvenanceField>& default_comparability_fields();
+std::optional<std::string> read_field(const nlohmann::json& object, const std::vector<std::string>& pointers);
 std::vector<FieldCheck> provenance_checks(const nlohmann::json& provenance_a, const nlohmann::json& provenance_b,
                                           const std::vector<ProvenanceField>& fields = default_comparability_fields());
+
+// What was run, as one canonical string: provenance.workload if present, else the list
+// of test configurations of the document (result file or stored run). Two runs whose
+// workload differs measure different things.
+std::optional<std::string> workload_signature(const nlohmann::json& document);
 
 // Per-metric samples of one run, keyed by test ("tg64", "session", ...) then metric.
 using MetricSamples = std::map<std::string, std::map<std::string, std::vector<double>>>;

@@ -7,19 +7,19 @@ namespace {
 
 nlohmann::json provenance(const std::string& sha, const std::string& quant = "Q4_0",
                           const std::string& commit = "80fb11a") {
-  return {{"model", {{"sha256", sha}, {"quant", quant}}},
-          {"llama_cpp", {{"commit", commit}}},
-          {"workload", {{"tests", {"tg64"}}}}};
+  // The shape result/result.h writes: one entry per model file.
+  return {{"models", {{{"sha256", sha}, {"quant", quant}, {"path", "/m/" + sha.substr(0, 4) + ".gguf"}}}},
+          {"llama_cpp", {{"commit", commit}}}};
 }
 
 // The provisional shape of `edgeprobe bench -o json`.
-nlohmann::json bench_document(const nlohmann::json& prov, const std::vector<double>& decode) {
+nlohmann::json bench_document(const nlohmann::json& prov, const std::vector<double>& decode, int threads = 2) {
   nlohmann::json reps = nlohmann::json::array();
   for (size_t i = 0; i < decode.size(); ++i)
     reps.push_back({{"decode_tokens_per_s", decode[i]}, {"ttft_ms", 100.0 + static_cast<double>(i)}, {"ordinal", i}});
   return {{"schema_version", 1},
           {"provenance", prov},
-          {"results", {{{"test", "tg64"}, {"config", {{"threads", 2}}}, {"repetitions", reps}}}}};
+          {"results", {{{"test", "tg64"}, {"config", {{"n_threads", threads}}}, {"repetitions", reps}}}}};
 }
 
 TEST(Compare, MannWhitneyExactPValueMatchesHandCount) {
@@ -128,7 +128,32 @@ TEST(Compare, ExtractsSamplesFromAStoredRun) {
   ASSERT_TRUE(s.contains("pp128"));
   EXPECT_EQ(s.at("pp128").at("prefill_tokens_per_s"), (std::vector<double>{50, 52}));
   EXPECT_EQ(s.at("pp128").at("ttft_ms"), (std::vector<double>{300}));
-  EXPECT_EQ(extract_provenance(stored)["model"]["sha256"], "s");
+  EXPECT_EQ(extract_provenance(stored)["models"][0]["sha256"], "s");
+}
+
+TEST(Compare, DifferentWorkloadIsNotComparable) {
+  const CompareReport r = compare_documents(bench_document(provenance("s"), {10, 11}, 2),
+                                            bench_document(provenance("s"), {10, 11}, 4));
+  EXPECT_FALSE(r.comparable());
+  ASSERT_EQ(r.mismatches.size(), 1u);
+  EXPECT_EQ(r.mismatches[0].label, "workload");
+}
+
+TEST(Compare, EveryModelOfAMultiModelRunIsChecked) {
+  nlohmann::json a = provenance("x"), b = provenance("x");
+  a["models"].push_back({{"sha256", "y1"}, {"quant", "Q8_0"}});
+  b["models"].push_back({{"sha256", "y2"}, {"quant", "Q8_0"}});
+  EXPECT_EQ(read_field(a, {"/models/*/sha256"}), "x,y1");
+  const std::vector<Mismatch> m = comparability_mismatches(provenance_checks(a, b));
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].message(), "model sha256 differs (x,y1 vs x,y2)");
+}
+
+TEST(Compare, FieldsAbsentOnBothSidesAreReportedAsUnverified) {
+  const CompareReport r = compare_documents(bench_document(nlohmann::json::object(), {1, 2}),
+                                            bench_document(nlohmann::json::object(), {1, 2}));
+  EXPECT_TRUE(r.comparable());
+  EXPECT_EQ(r.unverified, (std::vector<std::string>{"model sha256", "quantisation", "llama.cpp version"}));
 }
 
 }  // namespace
