@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# One command from a fresh Debian 12 machine to a measured result:
+#   1. installs the Debian packages the build needs (when run as root; else says which),
+#   2. builds the pinned llama.cpp once into a cache outside the repository (~17 min the
+#      first time on 2 cores, seconds afterwards),
+#   3. builds edgeprobe,
+#   4. runs `edgeprobe bench` on its built-in default model (a synthesized TinyLlama-1.1B
+#      shape, Q4_0), unless --no-run is given.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+run_default=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-run) run_default=0 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown option '$arg' (use --no-run or --help)" >&2; exit 2 ;;
+  esac
+done
+
+packages=(build-essential g++ cmake ninja-build pkg-config git ca-certificates nodejs npm python3
+          libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev libssl-dev libhwloc-dev
+          libgtest-dev libgmock-dev libbenchmark-dev time)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# npm may come from outside Debian (e.g. a NodeSource node); any working npm will do.
+if command -v npm >/dev/null 2>&1; then
+  missing=("${missing[@]/npm}")
+  missing=("${missing[@]/nodejs}")
+fi
+missing=($(printf '%s\n' "${missing[@]}" | grep -v '^$' || true))
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ]; then
+    echo "setup: installing ${missing[*]}" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo apt-get update -qq
+    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+  else
+    echo "setup: missing packages: ${missing[*]}; install them with apt-get and run again" >&2
+    exit 3
+  fi
+fi
+
+prefix=$(scripts/build-llama.sh)
+echo "setup: llama.cpp at $prefix" >&2
+
+cmake --preset default -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build --preset default
+echo "setup: built build/src/cli/edgeprobe" >&2
+
+if [ "$run_default" = 1 ]; then
+  echo "setup: running 'edgeprobe bench' on the built-in synthesized model" >&2
+  build/src/cli/edgeprobe bench -r 3
+fi

@@ -1,0 +1,199 @@
+#include "cli/cmd_bench.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "cli/common.h"
+#include "core/error.h"
+#include "engine/backend.h"
+#include "engine/llama_engine.h"
+#include "model/gguf_info.h"
+#include "model/synth.h"
+#include "report/reporter.h"
+#include "runner/bench_runner.h"
+#include "runner/provenance.h"
+#include "workload/plan.h"
+
+namespace edgeprobe::cli {
+namespace {
+
+struct BenchArgs {
+  std::vector<std::string> models, n_prompt{"512"}, n_gen{"128"}, prompt_gen, n_depth{"0"}, threads, cpu_masks,
+      cpu_strict{"0"}, poll{"50"}, n_batch{"2048"}, n_ubatch{"512"}, flash_attn{"auto"}, type_k{"f16"},
+      type_v{"f16"}, mmap{"1"};
+  int repetitions = 5;
+  double delay_s = 0;
+  bool no_warmup = false;
+  uint64_t seed = 42;
+  std::string output_format = "md";
+  std::string output_file;
+  std::string cpu_variant;
+  bool verbose = false;
+  bool quiet = false;
+  bool no_hash = false;
+};
+
+std::vector<std::string> split_all(const std::vector<std::string>& texts) {
+  std::vector<std::string> out;
+  for (const auto& t : texts)
+    for (auto& item : workload::split_list(t)) out.push_back(item);
+  return out;
+}
+
+workload::SweepSpec to_spec(const BenchArgs& a) {
+  workload::SweepSpec s;
+  s.models = split_all(a.models);
+  s.n_prompt = workload::parse_int_lists(a.n_prompt, "-p");
+  s.n_gen = workload::parse_int_lists(a.n_gen, "-n");
+  for (const auto& pg : a.prompt_gen) {
+    const auto v = workload::parse_int_list(pg, "-pg");
+    if (v.size() != 2) throw_bad_input("invalid value '{}' for -pg: expected two numbers, prompt,generate", pg);
+    s.prompt_gen.emplace_back(v[0], v[1]);
+  }
+  // As in llama-bench, -pg alone means only the pg tests unless -p/-n were given too.
+  s.n_depth = workload::parse_int_lists(a.n_depth, "-d");
+  s.threads = workload::parse_int_lists(a.threads, "-t");
+  s.cpu_masks = a.cpu_masks.empty() ? std::vector<std::string>{""} : split_all(a.cpu_masks);
+  s.cpu_strict = workload::parse_int_lists(a.cpu_strict, "--cpu-strict");
+  s.poll = workload::parse_int_lists(a.poll, "--poll");
+  s.n_batch = workload::parse_int_lists(a.n_batch, "-b");
+  s.n_ubatch = workload::parse_int_lists(a.n_ubatch, "-ub");
+  s.flash_attn.clear();
+  for (const auto& f : split_all(a.flash_attn)) s.flash_attn.push_back(workload::parse_flash_attn(f));
+  s.type_k = split_all(a.type_k);
+  s.type_v = split_all(a.type_v);
+  s.use_mmap.clear();
+  for (const auto& m : split_all(a.mmap)) s.use_mmap.push_back(workload::parse_bool(m, "--mmap"));
+
+  // Validate values up front: a typo must fail in a second, not an hour into a sweep.
+  for (int v : s.n_prompt) if (v < 0 || v > 1 << 20) throw_bad_input("-p {} out of range 0..1048576", v);
+  for (int v : s.n_gen) if (v < 0 || v > 1 << 20) throw_bad_input("-n {} out of range 0..1048576", v);
+  for (int v : s.n_depth) if (v < 0 || v > 1 << 22) throw_bad_input("-d {} out of range", v);
+  for (int v : s.threads) if (v < 1 || v > 512) throw_bad_input("-t {} out of range 1..512", v);
+  for (int v : s.poll) if (v < 0 || v > 100) throw_bad_input("--poll {} out of range 0..100", v);
+  for (int v : s.cpu_strict) if (v != 0 && v != 1) throw_bad_input("--cpu-strict {} must be 0 or 1", v);
+  for (int v : s.n_batch) if (v < 1) throw_bad_input("-b {} must be positive", v);
+  for (int v : s.n_ubatch) if (v < 1) throw_bad_input("-ub {} must be positive", v);
+  for (const auto& m : s.cpu_masks) if (!m.empty()) engine::parse_cpu_mask(m);
+  for (const auto& t : s.type_k) engine::parse_cache_type(t);
+  for (const auto& t : s.type_v) engine::parse_cache_type(t);
+  return s;
+}
+
+int run(const BenchArgs& args, const std::vector<std::string>& command_line) {
+  if (args.repetitions < 1 || args.repetitions > 10000) throw_bad_input("-r {} out of range 1..10000", args.repetitions);
+  if (args.delay_s < 0 || args.delay_s > 3600) throw_bad_input("--delay {} out of range 0..3600 seconds", args.delay_s);
+  workload::SweepSpec spec = to_spec(args);
+  if (spec.models.empty()) spec.models.push_back("");  // the built-in default model
+
+  // Check every model file ourselves before llama.cpp sees it: llama.cpp aborts on some
+  // hostile files instead of returning an error.
+  engine::start_log_capture(args.verbose);
+  Progress progress(!args.quiet);
+  progress.update("loading the ggml CPU backend");
+  const auto& backend = engine::load_cpu_backend(args.cpu_variant);
+  for (auto& m : spec.models) {
+    if (m.empty() || m.starts_with("synth:")) progress.update("synthesizing the default model (first run only)");
+    m = model::resolve_model_spec(m);
+  }
+  std::vector<model::GgufInfo> infos;
+  std::map<std::string, int> model_index;
+  for (const auto& path : spec.models) {
+    if (model_index.count(path)) continue;
+    model_index[path] = static_cast<int>(infos.size());
+    infos.push_back(model::read_gguf_info(path));
+  }
+  const auto cases = workload::expand(spec, workload::default_thread_count());
+  if (cases.empty()) throw_bad_input("nothing to run: every -p, -n and -pg value is 0");
+
+  std::ofstream file;
+  if (!args.output_file.empty()) {
+    file.open(args.output_file, std::ios::trunc);
+    if (!file) throw_bad_input("cannot write --output '{}'", args.output_file);
+  }
+  std::ostream& out = args.output_file.empty() ? std::cout : file;
+  auto reporter = report::make_reporter(args.output_format, out);
+
+  result::BenchReport report;
+  report.provenance = runner::make_provenance(backend, join_command_line(command_line));
+  for (const auto& info : infos) {
+    progress.update(fmt::format("hashing {}", info.path));
+    report.provenance.models.push_back(runner::model_identity(info, !args.no_hash));
+  }
+
+  reporter->begin(report.provenance, cases);
+  runner::RunnerOptions options;
+  options.repetitions = args.repetitions;
+  options.delay_s = args.delay_s;
+  options.warmup = !args.no_warmup;
+  options.seed = args.seed;
+  runner::RunnerCallbacks callbacks;
+  callbacks.progress = [&](const std::string& s) { progress.update(s); };
+  callbacks.result = [&](const result::TestResult& r) {
+    progress.finish();
+    reporter->add(r);
+  };
+  const RunClock clock;
+  report.results = runner::run_bench(cases, options, clock, [&](const std::string& p) { return model_index.at(p); },
+                                     callbacks);
+  progress.finish();
+  reporter->end(report);
+
+  // Every row is written; now say what failed, once per distinct message, and exit non-zero.
+  int exit_code = 0;
+  std::vector<std::string> said;
+  for (const auto& r : report.results) {
+    if (!r.error) continue;
+    if (std::find(said.begin(), said.end(), r.error->message) == said.end()) {
+      std::cerr << "edgeprobe: error: " << r.config.name() << ": " << r.error->message << "\n";
+      said.push_back(r.error->message);
+    }
+    if (exit_code == 0) exit_code = r.error->kind == "bad_input" ? 2 : r.error->kind == "bug" ? 1 : 3;
+  }
+  return exit_code;
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app, const std::vector<std::string>& command_line) {
+  auto a = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand("bench", "Measure prefill and decode apart, per token, through libllama");
+  cmd->add_option("-m,--model", a->models, "GGUF model file(s), comma list or repeated; synth:SHAPE[:QUANT] for a synthesized one "
+                 "(default: synth:tinyllama-1.1b:q4_0)");
+  cmd->add_option("-p,--n-prompt", a->n_prompt, "Prompt lengths (pp tests), e.g. 512 or 64-512*2")->capture_default_str();
+  cmd->add_option("-n,--n-gen", a->n_gen, "Generation lengths (tg tests)")->capture_default_str();
+  cmd->add_option("--pg", a->prompt_gen, "Prompt+generation pairs 'pp,tg' (alias -pg; repeat for more)");
+  cmd->add_option("-d,--n-depth", a->n_depth, "Context depth filled before each timed run")->capture_default_str();
+  cmd->add_option("-t,--threads", a->threads, "Thread counts (default: physical cores available)");
+  cmd->add_option("-C,--cpu-mask", a->cpu_masks, "CPU affinity masks in hex, e.g. 0x3");
+  cmd->add_option("--cpu-strict", a->cpu_strict, "Strict placement, one CPU per thread (0|1)")->capture_default_str();
+  cmd->add_option("--poll", a->poll, "Threadpool polling level 0..100")->capture_default_str();
+  cmd->add_option("-b,--batch-size", a->n_batch, "Logical batch sizes")->capture_default_str();
+  cmd->add_option("--ubatch-size", a->n_ubatch, "Physical batch sizes (alias -ub)")->capture_default_str();
+  cmd->add_option("--flash-attn", a->flash_attn, "Flash attention on|off|auto (alias -fa)")->capture_default_str();
+  cmd->add_option("--cache-type-k", a->type_k, "K cache types (alias -ctk)")->capture_default_str();
+  cmd->add_option("--cache-type-v", a->type_v, "V cache types (alias -ctv)")->capture_default_str();
+  cmd->add_option("--mmap", a->mmap, "Load with mmap (1) or read into memory (0) (alias -mmp)")->capture_default_str();
+  cmd->add_option("-r,--repetitions", a->repetitions, "Timed repetitions per test")->capture_default_str();
+  cmd->add_option("--delay", a->delay_s, "Seconds to sleep before each test (cool-down)")->capture_default_str();
+  cmd->add_flag("--no-warmup", a->no_warmup, "Skip the untimed full-length warm-up run (alias -nw)");
+  cmd->add_option("--seed", a->seed, "Seed for the prompt tokens")->capture_default_str();
+  cmd->add_option("-o,--output-format", a->output_format, "md, csv, json or jsonl")->capture_default_str();
+  cmd->add_option("--output", a->output_file, "Write results to FILE instead of stdout");
+  cmd->add_option("--cpu-variant", a->cpu_variant,
+                  "Load this ggml CPU variant (e.g. sse42) instead of the best one for this CPU");
+  cmd->add_flag("--no-hash", a->no_hash, "Skip the model file's SHA-256 (big files on slow storage)");
+  cmd->add_flag("-v,--verbose", a->verbose, "Echo llama.cpp's log to stderr");
+  cmd->add_flag("-q,--quiet", a->quiet, "No progress on stderr");
+  cmd->callback([a, command_line] {
+    const int rc = run(*a, command_line);
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace edgeprobe::cli

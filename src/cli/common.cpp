@@ -1,0 +1,50 @@
+#include "cli/common.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+
+namespace edgeprobe::cli {
+
+std::vector<std::string> rewrite_llama_bench_aliases(const std::vector<std::string>& args) {
+  static const std::map<std::string, std::string> kAliases = {
+      {"-pg", "--pg"},          {"-ub", "--ubatch-size"}, {"-fa", "--flash-attn"}, {"-ctk", "--cache-type-k"},
+      {"-ctv", "--cache-type-v"}, {"-mmp", "--mmap"},     {"-nw", "--no-warmup"}};
+  std::vector<std::string> out;
+  for (const auto& a : args) {
+    auto it = kAliases.find(a);
+    out.push_back(it == kAliases.end() ? a : it->second);
+  }
+  return out;
+}
+
+Progress::Progress(bool enabled) : enabled_(enabled), tty_(isatty(STDERR_FILENO) != 0) {}
+Progress::~Progress() { finish(); }
+
+void Progress::update(const std::string& text) {
+  if (!enabled_) return;
+  if (tty_) {
+    std::fprintf(stderr, "\r\033[K%s", text.c_str());
+    dirty_ = true;
+  } else {
+    std::fprintf(stderr, "edgeprobe: %s\n", text.c_str());
+  }
+  std::fflush(stderr);
+}
+
+void Progress::finish() {
+  if (dirty_) std::fprintf(stderr, "\r\033[K");
+  dirty_ = false;
+}
+
+std::string join_command_line(const std::vector<std::string>& args) {
+  std::string s;
+  for (const auto& a : args) {
+    const bool quote = a.find_first_of(" \t\"'") != std::string::npos || a.empty();
+    s += (s.empty() ? "" : " ") + (quote ? "'" + a + "'" : a);
+  }
+  return s;
+}
+
+}  // namespace edgeprobe::cli

@@ -1,0 +1,150 @@
+#include "engine/backend.h"
+
+#include <dlfcn.h>
+#include <ggml-backend.h>
+#include <llama.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+
+#include "core/error.h"
+#include "edgeprobe_version.h"
+
+namespace edgeprobe::engine {
+namespace {
+
+constexpr const char* kPrefix = "libggml-cpu-";
+constexpr const char* kSuffix = ".so";
+
+std::mutex g_mutex;
+std::optional<CpuBackendInfo> g_loaded;
+std::string g_loaded_request;
+
+std::mutex g_log_mutex;
+std::vector<LogLine> g_log;
+bool g_log_echo = false;
+std::string g_partial;  // ggml logs a line in pieces (GGML_LOG_LEVEL_CONT)
+int g_partial_level = 0;
+
+void log_callback(ggml_log_level level, const char* text, void* /*user_data*/) {
+  std::lock_guard lock(g_log_mutex);
+  if (g_log_echo) std::fputs(text, stderr);
+  if (level != GGML_LOG_LEVEL_CONT) g_partial_level = level;
+  g_partial += text;
+  size_t newline;
+  while ((newline = g_partial.find('\n')) != std::string::npos) {
+    g_log.push_back({g_partial_level, g_partial.substr(0, newline)});
+    g_partial.erase(0, newline + 1);
+  }
+  // Keep memory bounded on very chatty runs; doctor only needs the load-time lines.
+  if (g_log.size() > 20000) g_log.erase(g_log.begin() + 10000, g_log.begin() + 15000);
+}
+
+// The score a variant reports for this CPU (0 = unsupported), read the way ggml itself
+// does: each variant exports ggml_backend_score(), compiled without arch flags.
+int variant_score(const std::string& path) {
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) return 0;
+  using ScoreFn = int (*)();
+  auto fn = reinterpret_cast<ScoreFn>(dlsym(handle, "ggml_backend_score"));
+  const int score = fn ? fn() : 0;
+  dlclose(handle);
+  return score;
+}
+
+std::string variant_path(const std::string& dir, const std::string& variant) {
+  return (std::filesystem::path(dir) / (std::string(kPrefix) + variant + kSuffix)).string();
+}
+
+}  // namespace
+
+bool CpuBackendInfo::has_feature(const std::string& name) const {
+  for (const auto& [key, value] : features)
+    if (key == name) return value != "0";
+  return false;
+}
+
+std::string default_backend_dir() {
+  if (const char* env = std::getenv("EDGEPROBE_GGML_BACKEND_DIR"); env && *env) return env;
+  return kGgmlBackendDir;
+}
+
+std::vector<std::string> installed_cpu_variants(const std::string& dir_in) {
+  const std::string dir = dir_in.empty() ? default_backend_dir() : dir_in;
+  std::vector<std::string> variants;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(dir, ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.starts_with(kPrefix) && name.ends_with(kSuffix))
+      variants.push_back(name.substr(std::strlen(kPrefix), name.size() - std::strlen(kPrefix) - std::strlen(kSuffix)));
+  }
+  std::sort(variants.begin(), variants.end());
+  return variants;
+}
+
+const CpuBackendInfo& load_cpu_backend(const std::string& variant, const std::string& dir_in) {
+  std::lock_guard lock(g_mutex);
+  const std::string dir = dir_in.empty() ? default_backend_dir() : dir_in;
+  const std::string request = variant + "@" + dir;
+  if (g_loaded) {
+    if (request == g_loaded_request || variant.empty() || variant == g_loaded->variant) return *g_loaded;
+    throw_bad_input("the ggml CPU variant '{}' is already loaded in this process; cannot switch to '{}' "
+                    "(run a separate process)", g_loaded->variant, variant);
+  }
+  const auto variants = installed_cpu_variants(dir);
+  if (variants.empty()) {
+    throw_environment("no ggml CPU backend (libggml-cpu-*.so) found in '{}'; run scripts/setup.sh or set "
+                      "EDGEPROBE_GGML_BACKEND_DIR", dir);
+  }
+  std::string chosen = variant;
+  if (chosen.empty()) {
+    int best = 0;
+    for (const auto& v : variants) {
+      const int score = variant_score(variant_path(dir, v));
+      if (score > best) best = score, chosen = v;
+    }
+    if (chosen.empty()) throw_environment("no ggml CPU variant in '{}' supports this CPU", dir);
+  } else if (std::find(variants.begin(), variants.end(), chosen) == variants.end()) {
+    std::string known;
+    for (const auto& v : variants) known += (known.empty() ? "" : ", ") + v;
+    throw_bad_input("unknown CPU variant '{}'; installed variants: {}", chosen, known);
+  } else if (variant_score(variant_path(dir, chosen)) == 0) {
+    throw_bad_input("CPU variant '{}' needs instructions this CPU lacks; choose a lower one", chosen);
+  }
+
+  const std::string path = variant_path(dir, chosen);
+  ggml_backend_reg_t reg = ggml_backend_load(path.c_str());
+  if (!reg) throw_environment("ggml could not load '{}'", path);
+
+  CpuBackendInfo info;
+  info.variant = chosen;
+  info.library_path = path;
+  if (auto get_features = reinterpret_cast<ggml_backend_get_features_t>(
+          ggml_backend_reg_get_proc_address(reg, "ggml_backend_get_features"))) {
+    for (auto* f = get_features(reg); f && f->name; ++f) info.features.emplace_back(f->name, f->value);
+  }
+  llama_backend_init();
+  g_loaded = std::move(info);
+  g_loaded_request = request;
+  return *g_loaded;
+}
+
+void start_log_capture(bool echo_to_stderr) {
+  {
+    std::lock_guard lock(g_log_mutex);
+    g_log_echo = echo_to_stderr;
+  }
+  llama_log_set(log_callback, nullptr);
+}
+
+std::vector<LogLine> captured_log() {
+  std::lock_guard lock(g_log_mutex);
+  return g_log;
+}
+
+}  // namespace edgeprobe::engine

@@ -1,0 +1,323 @@
+#include "model/synth.h"
+
+#include <ggml.h>
+#include <gguf.h>
+#include <llama.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "core/error.h"
+
+namespace edgeprobe::model {
+namespace {
+
+// Token types from llama.h's llama_token_type.
+constexpr int32_t kTokenNormal = 1, kTokenUnknown = 2, kTokenControl = 3, kTokenByte = 6;
+
+// A ChatML template: llama_chat_apply_template recognises it by "<|im_start|>".
+constexpr const char* kChatTemplate =
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+    "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+// splitmix64: tiny, fast, and the same sequence on every platform (std distributions
+// are not specified bit-exactly across standard libraries).
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  // uniform in [-1, 1)
+  float uniform() { return static_cast<float>(static_cast<double>(next() >> 11) * 0x1.0p-53 * 2.0 - 1.0); }
+};
+
+const std::map<std::string, llama_ftype>& quant_ftypes() {
+  static const std::map<std::string, llama_ftype> types = {
+      {"f32", LLAMA_FTYPE_ALL_F32},         {"f16", LLAMA_FTYPE_MOSTLY_F16},
+      {"bf16", LLAMA_FTYPE_MOSTLY_BF16},    {"q8_0", LLAMA_FTYPE_MOSTLY_Q8_0},
+      {"q5_0", LLAMA_FTYPE_MOSTLY_Q5_0},    {"q5_1", LLAMA_FTYPE_MOSTLY_Q5_1},
+      {"q4_0", LLAMA_FTYPE_MOSTLY_Q4_0},    {"q4_1", LLAMA_FTYPE_MOSTLY_Q4_1},
+      {"q2_k", LLAMA_FTYPE_MOSTLY_Q2_K},    {"q3_k_s", LLAMA_FTYPE_MOSTLY_Q3_K_S},
+      {"q3_k_m", LLAMA_FTYPE_MOSTLY_Q3_K_M}, {"q3_k_l", LLAMA_FTYPE_MOSTLY_Q3_K_L},
+      {"q4_k_s", LLAMA_FTYPE_MOSTLY_Q4_K_S}, {"q4_k_m", LLAMA_FTYPE_MOSTLY_Q4_K_M},
+      {"q5_k_s", LLAMA_FTYPE_MOSTLY_Q5_K_S}, {"q5_k_m", LLAMA_FTYPE_MOSTLY_Q5_K_M},
+      {"q6_k", LLAMA_FTYPE_MOSTLY_Q6_K},    {"iq4_nl", LLAMA_FTYPE_MOSTLY_IQ4_NL},
+  };
+  return types;
+}
+
+// A vocabulary llama.cpp's SentencePiece tokenizer accepts: special tokens, the 256 byte
+// fallback tokens (so any UTF-8 text, Chinese included, tokenizes), then generated
+// word pieces. "▁" (U+2581) marks a word start, as in SentencePiece.
+struct Vocab {
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<int32_t> types;
+};
+
+Vocab make_vocab(int64_t n_vocab, uint64_t seed) {
+  Vocab v;
+  auto add = [&](std::string text, int32_t type) {
+    v.scores.push_back(-static_cast<float>(v.tokens.size()));
+    v.tokens.push_back(std::move(text));
+    v.types.push_back(type);
+  };
+  add("<unk>", kTokenUnknown);
+  add("<s>", kTokenControl);
+  add("</s>", kTokenControl);
+  add("<|im_start|>", kTokenControl);
+  add("<|im_end|>", kTokenControl);
+  for (int b = 0; b < 256; ++b) add(fmt::format("<0x{:02X}>", b), kTokenByte);
+  const std::string word_start = "\xE2\x96\x81";
+  add(word_start, kTokenNormal);
+  for (char c = 33; c < 127; ++c) {
+    add(std::string(1, c), kTokenNormal);
+    add(word_start + std::string(1, c), kTokenNormal);
+  }
+  // Pronounceable pieces from a fixed syllable table, unique by construction order.
+  static const char* kOnsets[] = {"", "b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "st", "th", "ch"};
+  static const char* kNuclei[] = {"a", "e", "i", "o", "u", "ai", "ea", "ou"};
+  static const char* kCodas[] = {"", "n", "r", "s", "t", "l", "m", "nd", "ng", "st"};
+  SplitMix64 rng{seed ^ 0x5eedf00dULL};
+  std::set<std::string> seen(v.tokens.begin(), v.tokens.end());
+  int attempts = 0;
+  while (static_cast<int64_t>(v.tokens.size()) < n_vocab) {
+    std::string piece;
+    const int syllables = 1 + static_cast<int>(rng.next() % 3);
+    for (int s = 0; s < syllables; ++s) {
+      piece += kOnsets[rng.next() % std::size(kOnsets)];
+      piece += kNuclei[rng.next() % std::size(kNuclei)];
+      piece += kCodas[rng.next() % std::size(kCodas)];
+    }
+    if (rng.next() % 2 == 0) piece = word_start + piece;
+    if (++attempts > 50 * n_vocab) piece = fmt::format("{}tok{}", word_start, v.tokens.size());
+    if (seen.insert(piece).second) add(piece, kTokenNormal);
+  }
+  return v;
+}
+
+struct GgufDeleter {
+  void operator()(gguf_context* ctx) const { gguf_free(ctx); }
+};
+struct GgmlDeleter {
+  void operator()(ggml_context* ctx) const { ggml_free(ctx); }
+};
+
+void validate(const SynthShape& s) {
+  if (s.n_vocab < 512 || s.n_vocab > 1'000'000) throw_bad_input("vocabulary size {} out of range (512..1000000)", s.n_vocab);
+  if (s.n_embd < 32 || s.n_embd > 65536 || s.n_layer < 1 || s.n_layer > 512 || s.n_ff < 32 || s.n_ff > 262144)
+    throw_bad_input("model dimensions out of range (n_embd 32..65536, n_layer 1..512, n_ff 32..262144)");
+  if (s.n_head < 1 || s.n_embd % s.n_head != 0) throw_bad_input("n_embd {} must be a multiple of n_head {}", s.n_embd, s.n_head);
+  if (s.n_head_kv < 1 || s.n_head % s.n_head_kv != 0) throw_bad_input("n_head {} must be a multiple of n_head_kv {}", s.n_head, s.n_head_kv);
+  if ((s.n_embd / s.n_head) % 2 != 0) throw_bad_input("head dimension {} must be even for RoPE", s.n_embd / s.n_head);
+  if (s.n_ctx_train < 64) throw_bad_input("context length {} must be at least 64", s.n_ctx_train);
+}
+
+// Writes an f16 (or f32) llama GGUF, streaming one tensor at a time so that even a 7B
+// shape needs memory for one tensor only.
+void write_float_model(const SynthShape& s, ggml_type type, uint64_t seed, const std::string& path) {
+  std::unique_ptr<gguf_context, GgufDeleter> gguf(gguf_init_empty());
+  gguf_context* g = gguf.get();
+  gguf_set_val_str(g, "general.architecture", "llama");
+  gguf_set_val_str(g, "general.name", ("edgeprobe-synth-" + s.name).c_str());
+  gguf_set_val_u32(g, "general.file_type", type == GGML_TYPE_F16 ? LLAMA_FTYPE_MOSTLY_F16 : LLAMA_FTYPE_ALL_F32);
+  gguf_set_val_u64(g, "edgeprobe.synth.seed", seed);
+  gguf_set_val_u32(g, "llama.vocab_size", static_cast<uint32_t>(s.n_vocab));
+  gguf_set_val_u32(g, "llama.context_length", static_cast<uint32_t>(s.n_ctx_train));
+  gguf_set_val_u32(g, "llama.embedding_length", static_cast<uint32_t>(s.n_embd));
+  gguf_set_val_u32(g, "llama.block_count", static_cast<uint32_t>(s.n_layer));
+  gguf_set_val_u32(g, "llama.feed_forward_length", static_cast<uint32_t>(s.n_ff));
+  gguf_set_val_u32(g, "llama.attention.head_count", static_cast<uint32_t>(s.n_head));
+  gguf_set_val_u32(g, "llama.attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
+  gguf_set_val_u32(g, "llama.rope.dimension_count", static_cast<uint32_t>(s.n_embd / s.n_head));
+  gguf_set_val_f32(g, "llama.rope.freq_base", 10000.0f);
+  gguf_set_val_f32(g, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+
+  const Vocab vocab = make_vocab(s.n_vocab, seed);
+  std::vector<const char*> token_ptrs;
+  for (const auto& t : vocab.tokens) token_ptrs.push_back(t.c_str());
+  gguf_set_val_str(g, "tokenizer.ggml.model", "llama");
+  gguf_set_arr_str(g, "tokenizer.ggml.tokens", token_ptrs.data(), token_ptrs.size());
+  gguf_set_arr_data(g, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, vocab.scores.data(), vocab.scores.size());
+  gguf_set_arr_data(g, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, vocab.types.data(), vocab.types.size());
+  gguf_set_val_u32(g, "tokenizer.ggml.unknown_token_id", 0);
+  gguf_set_val_u32(g, "tokenizer.ggml.bos_token_id", 1);
+  gguf_set_val_u32(g, "tokenizer.ggml.eos_token_id", 4);  // <|im_end|> ends a ChatML turn
+  gguf_set_val_bool(g, "tokenizer.ggml.add_bos_token", true);
+  gguf_set_val_bool(g, "tokenizer.ggml.add_eos_token", false);
+  gguf_set_val_str(g, "tokenizer.chat_template", kChatTemplate);
+
+  // Tensor descriptors only (no_alloc): the data is generated and appended below.
+  struct Spec {
+    std::string name;
+    int64_t ne0, ne1;  // ne1 == 0: a 1-D norm weight
+  };
+  std::vector<Spec> specs;
+  const int64_t n_embd_kv = s.n_embd / s.n_head * s.n_head_kv;
+  specs.push_back({"token_embd.weight", s.n_embd, s.n_vocab});
+  for (int64_t i = 0; i < s.n_layer; ++i) {
+    const std::string p = fmt::format("blk.{}.", i);
+    specs.push_back({p + "attn_norm.weight", s.n_embd, 0});
+    specs.push_back({p + "attn_q.weight", s.n_embd, s.n_embd});
+    specs.push_back({p + "attn_k.weight", s.n_embd, n_embd_kv});
+    specs.push_back({p + "attn_v.weight", s.n_embd, n_embd_kv});
+    specs.push_back({p + "attn_output.weight", s.n_embd, s.n_embd});
+    specs.push_back({p + "ffn_norm.weight", s.n_embd, 0});
+    specs.push_back({p + "ffn_gate.weight", s.n_embd, s.n_ff});
+    specs.push_back({p + "ffn_down.weight", s.n_ff, s.n_embd});
+    specs.push_back({p + "ffn_up.weight", s.n_embd, s.n_ff});
+  }
+  specs.push_back({"output_norm.weight", s.n_embd, 0});
+  specs.push_back({"output.weight", s.n_embd, s.n_vocab});
+
+  ggml_init_params params{ggml_tensor_overhead() * (specs.size() + 1), nullptr, /*no_alloc=*/true};
+  std::unique_ptr<ggml_context, GgmlDeleter> meta(ggml_init(params));
+  for (const auto& spec : specs) {
+    ggml_tensor* t = spec.ne1 == 0 ? ggml_new_tensor_1d(meta.get(), GGML_TYPE_F32, spec.ne0)
+                                   : ggml_new_tensor_2d(meta.get(), type, spec.ne0, spec.ne1);
+    ggml_set_name(t, spec.name.c_str());
+    gguf_add_tensor(g, t);
+  }
+
+  if (!gguf_write_to_file(g, path.c_str(), /*only_meta=*/true)) throw_environment("cannot write '{}'", path);
+  std::unique_ptr<FILE, decltype(&std::fclose)> out(std::fopen(path.c_str(), "ab"), &std::fclose);
+  if (!out) throw_environment("cannot append to '{}'", path);
+
+  const size_t alignment = gguf_get_alignment(g);
+  std::vector<float> f32;
+  std::vector<ggml_fp16_t> f16;
+  for (size_t k = 0; k < specs.size(); ++k) {
+    const auto& spec = specs[k];
+    const int64_t n = spec.ne0 * std::max<int64_t>(spec.ne1, 1);
+    // Per-tensor stream: the same tensor gets the same values whatever else changes.
+    SplitMix64 rng{seed * 0x100000001b3ULL + k};
+    f32.resize(static_cast<size_t>(n));
+    if (spec.ne1 == 0) {
+      std::fill(f32.begin(), f32.end(), 1.0f);  // RMS-norm gains of 1 keep activations sane
+    } else {
+      // Uniform with variance 1/fan_in keeps activations bounded through the layers.
+      const float scale = std::sqrt(3.0f / static_cast<float>(spec.ne0));
+      for (auto& x : f32) x = rng.uniform() * scale;
+    }
+    size_t bytes = 0;
+    if (spec.ne1 == 0 || type == GGML_TYPE_F32) {
+      bytes = f32.size() * sizeof(float);
+      if (std::fwrite(f32.data(), 1, bytes, out.get()) != bytes) throw_environment("write to '{}' failed", path);
+    } else {
+      f16.resize(f32.size());
+      ggml_fp32_to_fp16_row(f32.data(), f16.data(), n);
+      bytes = f16.size() * sizeof(ggml_fp16_t);
+      if (std::fwrite(f16.data(), 1, bytes, out.get()) != bytes) throw_environment("write to '{}' failed", path);
+    }
+    static const char zeros[64] = {};
+    const size_t pad = (alignment - bytes % alignment) % alignment;
+    if (pad && std::fwrite(zeros, 1, pad, out.get()) != pad) throw_environment("write to '{}' failed", path);
+  }
+  if (std::fflush(out.get()) != 0) throw_environment("write to '{}' failed (disk full?)", path);
+}
+
+// Unique per process, so two processes synthesizing the same cached model never write
+// the same temporary file; the final rename is atomic.
+std::string tmp_suffix() { return fmt::format(".{}.partial", static_cast<long>(getpid())); }
+
+}  // namespace
+
+std::string default_model_cache_dir() {
+  if (const char* env = std::getenv("EDGEPROBE_MODEL_CACHE"); env && *env) return env;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/edgeprobe/models";
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/tmp") + "/.cache/edgeprobe/models";
+}
+
+std::string resolve_model_spec(const std::string& spec) {
+  if (!spec.empty() && !spec.starts_with("synth:")) return spec;
+  // "synth:SHAPE[:QUANT]"; empty = the built-in default.
+  std::string shape = "tinyllama-1.1b", quant = "q4_0";
+  if (!spec.empty()) {
+    const std::string rest = spec.substr(6);
+    const auto colon = rest.find(':');
+    shape = rest.substr(0, colon);
+    if (colon != std::string::npos) quant = rest.substr(colon + 1);
+  }
+  SynthOptions o;
+  o.shape = named_shape(shape);
+  o.quant = quant;
+  o.output_path = fmt::format("{}/synth-{}-{}-seed{}.gguf", default_model_cache_dir(), shape, quant, o.seed);
+  if (!std::filesystem::exists(o.output_path)) synthesize_model(o);
+  return o.output_path;
+}
+
+std::vector<SynthShape> named_shapes() {
+  return {
+      // A few MB: fast enough for every test. GQA (2 KV heads) so the KV path is exercised.
+      {"tiny", 4096, 2048, 256, 4, 768, 4, 2},
+      // TinyLlama-1.1B (TinyLlama/TinyLlama-1.1B-Chat-v1.0 config.json).
+      {"tinyllama-1.1b", 32000, 2048, 2048, 22, 5632, 32, 4},
+      // LLaMA-7B (Touvron et al. 2023, table 2; HF config).
+      {"llama-7b", 32000, 4096, 4096, 32, 11008, 32, 32},
+  };
+}
+
+SynthShape named_shape(const std::string& name) {
+  std::string known;
+  for (const auto& s : named_shapes()) {
+    if (s.name == name) return s;
+    known += (known.empty() ? "" : ", ") + s.name;
+  }
+  throw_bad_input("unknown model shape '{}'; known shapes: {} (or give --n-embd, --n-layer, ... for a custom one)", name, known);
+}
+
+std::vector<std::string> synth_quant_types() {
+  std::vector<std::string> names;
+  for (const auto& [name, ftype] : quant_ftypes()) names.push_back(name);
+  return names;
+}
+
+void synthesize_model(const SynthOptions& options) {
+  validate(options.shape);
+  const auto it = quant_ftypes().find(options.quant);
+  if (it == quant_ftypes().end()) {
+    std::string known;
+    for (const auto& n : synth_quant_types()) known += (known.empty() ? "" : ", ") + n;
+    throw_bad_input("unknown quantization type '{}'; choose one of: {}", options.quant, known);
+  }
+  if (options.output_path.empty()) throw_bad_input("no output path given for the synthesized model");
+  namespace fs = std::filesystem;
+  const fs::path out(options.output_path);
+  if (out.has_parent_path()) fs::create_directories(out.parent_path());
+
+  if (options.quant == "f32" || options.quant == "f16") {
+    const std::string tmp = options.output_path + tmp_suffix();
+    write_float_model(options.shape, options.quant == "f32" ? GGML_TYPE_F32 : GGML_TYPE_F16, options.seed, tmp);
+    fs::rename(tmp, out);
+    return;
+  }
+  // Quantized: write f16 first, then let llama.cpp's quantizer choose per-tensor types
+  // exactly as llama-quantize would.
+  const std::string f16_path = options.output_path + ".f16" + tmp_suffix();
+  const std::string tmp = options.output_path + tmp_suffix();
+  write_float_model(options.shape, GGML_TYPE_F16, options.seed, f16_path);
+  llama_model_quantize_params qp = llama_model_quantize_default_params();
+  qp.ftype = it->second;
+  qp.nthread = options.n_threads;
+  const uint32_t rc = llama_model_quantize(f16_path.c_str(), tmp.c_str(), &qp);
+  std::error_code ec;
+  fs::remove(f16_path, ec);
+  if (rc != 0) {
+    fs::remove(tmp, ec);
+    throw_environment("llama.cpp failed to quantize the synthesized model to {}", options.quant);
+  }
+  fs::rename(tmp, out);
+}
+
+}  // namespace edgeprobe::model

@@ -1,0 +1,46 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace edgeprobe::model {
+
+// A llama-architecture shape. Throughput depends on shapes and types, not on weight
+// values, so a synthesized model with random weights benchmarks like the real one.
+struct SynthShape {
+  std::string name;
+  int64_t n_vocab = 0;
+  int64_t n_ctx_train = 0;
+  int64_t n_embd = 0;
+  int64_t n_layer = 0;
+  int64_t n_ff = 0;
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+};
+
+struct SynthOptions {
+  SynthShape shape;
+  std::string quant = "q4_0";  // a name from synth_quant_types()
+  uint64_t seed = 42;
+  std::string output_path;
+  int n_threads = 0;           // for quantization; 0 = all
+};
+
+// Named shapes: "tiny" (a few MB, for tests), "tinyllama-1.1b", "llama-7b".
+std::vector<SynthShape> named_shapes();
+SynthShape named_shape(const std::string& name);  // throws kBadInput listing the known names
+std::vector<std::string> synth_quant_types();
+
+// Writes a GGUF that llama.cpp loads: llama architecture, random weights from `seed`, a
+// generated SentencePiece-style vocabulary with byte fallback and a ChatML template.
+// Quantized types go through llama.cpp's own quantizer, so the tensor-type mix (e.g.
+// q6_k output in q4_k_m) is what llama-quantize would produce. Deterministic per seed.
+void synthesize_model(const SynthOptions& options);
+
+// "synth:SHAPE[:QUANT]" or "" (the built-in default, synth:tinyllama-1.1b:q4_0) -> the
+// path of that model in the model cache, synthesized on first use. Other specs are
+// returned unchanged (they are paths).
+std::string resolve_model_spec(const std::string& spec);
+std::string default_model_cache_dir();
+
+}  // namespace edgeprobe::model

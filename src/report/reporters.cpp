@@ -1,0 +1,255 @@
+#include <fmt/format.h>
+
+#include <ostream>
+
+#include "core/error.h"
+#include "report/reporter.h"
+
+namespace edgeprobe::report {
+namespace {
+
+using nlohmann::json;
+
+const json& at(const json& j, const char* pointer) {
+  static const json kNull;
+  const json::json_pointer p(pointer);
+  return j.contains(p) ? j.at(p) : kNull;
+}
+
+std::string number(const json& v, int decimals) {
+  if (!v.is_number()) return "";
+  return fmt::format("{:.{}f}", v.get<double>(), decimals);
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string scalar(const json& v) {
+  if (v.is_null()) return "";
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "1" : "0";
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_number()) return fmt::format("{:.6g}", v.get<double>());
+  return v.dump();
+}
+
+// "123.45 ± 1.20" from a stats summary, or "" when that phase did not run.
+std::string median_pm(const json& summary, int decimals) {
+  if (!summary.is_object() || summary.value("n", 0) == 0) return "";
+  return fmt::format("{:.{}f} ± {:.{}f}", summary["median"].get<double>(), decimals,
+                     summary["stddev"].get<double>(), decimals);
+}
+
+std::string mib(const json& bytes) {
+  return bytes.is_number() ? fmt::format("{:.0f}", bytes.get<double>() / (1024.0 * 1024.0)) : "";
+}
+
+std::string human_params(const json& n) {
+  if (!n.is_number()) return "";
+  const double v = n.get<double>();
+  return v >= 1e9 ? fmt::format("{:.2f} B", v / 1e9) : fmt::format("{:.2f} M", v / 1e6);
+}
+
+// The markdown table: median ± sd first (what a reader compares), then the latency tail.
+class MarkdownReporter : public Reporter {
+ public:
+  explicit MarkdownReporter(std::ostream& out) : out_(out) {}
+
+  void begin(const result::Provenance& provenance, const std::vector<workload::TestCase>& plan) override {
+    provenance_ = result::to_json(provenance);
+    varied_ = workload::varied_parameters(plan);
+    headers_ = {"model", "size MiB", "params", "quant", "ggml cpu", "threads"};
+    for (const auto& v : varied_)
+      if (v != "model") headers_.push_back(v);
+    for (const char* h : {"test", "prefill t/s", "decode t/s", "ttft ms", "token p50/p99 ms", "load ms", "peak RSS MiB"})
+      headers_.push_back(h);
+    row(headers_);
+    std::vector<std::string> rule;
+    for (const auto& h : headers_) rule.push_back(std::string(std::max<size_t>(3, h.size()), '-'));
+    row(rule);
+  }
+
+  void add(const result::TestResult& r) override {
+    const json j = result::to_json(r);
+    const json& model = provenance_["models"][static_cast<size_t>(r.model_index)];
+    std::vector<std::string> cells = {
+        model.value("name", "").empty() ? model.value("path", "") : model.value("name", ""),
+        mib(model["size_bytes"]), human_params(model["n_params"]), model.value("quant", ""),
+        provenance_["cpu"].value("ggml_variant", ""), std::to_string(r.config.n_threads)};
+    for (const auto& v : varied_)
+      if (v != "model") cells.push_back(scalar(at(j, ("/config/" + config_key(v)).c_str())));
+    if (r.error) {
+      cells.push_back(j["test"].get<std::string>() + " — error: " + r.error->message);
+      while (cells.size() < headers_.size()) cells.push_back("");
+    } else {
+      const json& lat = at(j, "/decode/token_latency_ms");
+      cells.push_back(j["test"].get<std::string>());
+      cells.push_back(median_pm(at(j, "/prefill/tokens_per_s"), 2));
+      cells.push_back(median_pm(at(j, "/decode/tokens_per_s"), 2));
+      cells.push_back(number(at(j, "/ttft_ms/median"), 1));
+      cells.push_back(lat.is_object() ? number(lat["p50"], 2) + " / " + number(lat["p99"], 2) : "");
+      cells.push_back(number(at(j, "/load/cold_ms"), 0));
+      cells.push_back(mib(j["peak_rss_bytes"]));
+    }
+    row(cells);
+    out_.flush();
+  }
+
+  void end(const result::BenchReport&) override {
+    out_ << fmt::format("\nedgeprobe {} · llama.cpp {} ({}) · ggml cpu variant {} · {}\n",
+                        provenance_.value("edgeprobe_version", ""), at(provenance_, "/llama_cpp/version").get<std::string>(),
+                        at(provenance_, "/llama_cpp/commit").get<std::string>(),
+                        at(provenance_, "/cpu/ggml_variant").get<std::string>(),
+                        at(provenance_, "/cpu/model").get<std::string>());
+    out_ << "Medians ± sample sd over repetitions; decode t/s excludes the first generated token.\n";
+    out_.flush();
+  }
+
+ private:
+  static std::string config_key(const std::string& name) { return name == "mmap" ? "use_mmap" : name; }
+  void row(const std::vector<std::string>& cells) {
+    out_ << "|";
+    for (const auto& c : cells) out_ << " " << c << " |";
+    out_ << "\n";
+  }
+  std::ostream& out_;
+  json provenance_;
+  std::vector<std::string> varied_;
+  std::vector<std::string> headers_;
+};
+
+// One row per test: identity, configuration, then aggregates (all from the JSON form).
+class CsvReporter : public Reporter {
+ public:
+  explicit CsvReporter(std::ostream& out) : out_(out) {}
+  struct Column {
+    const char* header;
+    const char* pointer;  // into {"result": ..., "model": ..., "provenance": ...}
+  };
+  static const std::vector<Column>& columns() {
+    static const std::vector<Column> kColumns = {
+        {"schema_version", "/schema_version"},
+        {"model_path", "/result/model_path"},
+        {"model_sha256", "/model/sha256"},
+        {"model_quant", "/model/quant"},
+        {"model_size_bytes", "/model/size_bytes"},
+        {"model_n_params", "/model/n_params"},
+        {"llama_cpp_commit", "/provenance/llama_cpp/commit"},
+        {"ggml_cpu_variant", "/provenance/cpu/ggml_variant"},
+        {"test", "/result/test"},
+        {"n_prompt", "/result/config/n_prompt"},
+        {"n_gen", "/result/config/n_gen"},
+        {"n_depth", "/result/config/n_depth"},
+        {"n_threads", "/result/config/n_threads"},
+        {"cpu_mask", "/result/config/cpu_mask"},
+        {"cpu_strict", "/result/config/cpu_strict"},
+        {"poll", "/result/config/poll"},
+        {"n_batch", "/result/config/n_batch"},
+        {"n_ubatch", "/result/config/n_ubatch"},
+        {"flash_attn", "/result/config/flash_attn"},
+        {"type_k", "/result/config/type_k"},
+        {"type_v", "/result/config/type_v"},
+        {"use_mmap", "/result/config/use_mmap"},
+        {"status", "/result/status"},
+        {"error", "/result/error/message"},
+        {"repetitions", "/result/ttft_ms/n"},
+        {"load_cold_ms", "/result/load/cold_ms"},
+        {"load_warm_median_ms", "/result/load/warm_ms/median"},
+        {"ttft_median_ms", "/result/ttft_ms/median"},
+        {"prefill_tokens_per_s_median", "/result/prefill/tokens_per_s/median"},
+        {"prefill_tokens_per_s_mean", "/result/prefill/tokens_per_s/mean"},
+        {"prefill_tokens_per_s_stddev", "/result/prefill/tokens_per_s/stddev"},
+        {"decode_tokens_per_s_median", "/result/decode/tokens_per_s/median"},
+        {"decode_tokens_per_s_mean", "/result/decode/tokens_per_s/mean"},
+        {"decode_tokens_per_s_stddev", "/result/decode/tokens_per_s/stddev"},
+        {"decode_tokens_per_s_iqr", "/result/decode/tokens_per_s/iqr"},
+        {"token_latency_p50_ms", "/result/decode/token_latency_ms/p50"},
+        {"token_latency_p90_ms", "/result/decode/token_latency_ms/p90"},
+        {"token_latency_p99_ms", "/result/decode/token_latency_ms/p99"},
+        {"token_latency_max_ms", "/result/decode/token_latency_ms/max"},
+        {"peak_rss_bytes", "/result/peak_rss_bytes"},
+        {"decode_efficiency", "/result/roofline/decode_efficiency"},
+        {"prefill_efficiency", "/result/roofline/prefill_efficiency"},
+    };
+    return kColumns;
+  }
+
+  void begin(const result::Provenance& provenance, const std::vector<workload::TestCase>&) override {
+    provenance_ = result::to_json(provenance);
+    std::string header;
+    for (const auto& c : columns()) header += (header.empty() ? "" : ",") + std::string(c.header);
+    out_ << header << "\n";
+  }
+  void add(const result::TestResult& r) override {
+    const json doc = {{"schema_version", result::kSchemaVersion},
+                      {"result", result::to_json(r)},
+                      {"model", provenance_["models"][static_cast<size_t>(r.model_index)]},
+                      {"provenance", provenance_}};
+    std::string line;
+    bool first = true;
+    for (const auto& c : columns()) {
+      line += (first ? "" : ",") + csv_field(scalar(at(doc, c.pointer)));
+      first = false;
+    }
+    out_ << line << "\n";
+    out_.flush();
+  }
+  void end(const result::BenchReport&) override {}
+
+ private:
+  std::ostream& out_;
+  json provenance_;
+};
+
+class JsonReporter : public Reporter {
+ public:
+  explicit JsonReporter(std::ostream& out) : out_(out) {}
+  void begin(const result::Provenance&, const std::vector<workload::TestCase>&) override {}
+  void add(const result::TestResult&) override {}
+  void end(const result::BenchReport& report) override {
+    out_ << result::to_json(report).dump(2) << "\n";
+    out_.flush();
+  }
+
+ private:
+  std::ostream& out_;
+};
+
+// One self-contained object per line, written as each test completes.
+class JsonlReporter : public Reporter {
+ public:
+  explicit JsonlReporter(std::ostream& out) : out_(out) {}
+  void begin(const result::Provenance& provenance, const std::vector<workload::TestCase>&) override {
+    provenance_ = result::to_json(provenance);
+  }
+  void add(const result::TestResult& r) override {
+    json line = result::to_json(r);
+    line["schema_version"] = result::kSchemaVersion;
+    line["provenance"] = provenance_;
+    out_ << line.dump() << "\n";
+    out_.flush();
+  }
+  void end(const result::BenchReport&) override {}
+
+ private:
+  std::ostream& out_;
+  json provenance_;
+};
+
+}  // namespace
+
+std::vector<std::string> reporter_formats() { return {"md", "csv", "json", "jsonl"}; }
+
+std::unique_ptr<Reporter> make_reporter(const std::string& format, std::ostream& out) {
+  if (format == "md") return std::make_unique<MarkdownReporter>(out);
+  if (format == "csv") return std::make_unique<CsvReporter>(out);
+  if (format == "json") return std::make_unique<JsonReporter>(out);
+  if (format == "jsonl") return std::make_unique<JsonlReporter>(out);
+  throw_bad_input("unknown output format '{}'; use md, csv, json or jsonl", format);
+}
+
+}  // namespace edgeprobe::report

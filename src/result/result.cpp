@@ -1,0 +1,138 @@
+#include "result/result.h"
+
+#include <algorithm>
+
+namespace edgeprobe::result {
+
+using nlohmann::json;
+
+TestSummary summarize(const TestResult& r) {
+  TestSummary s;
+  std::vector<double> prefill, decode, ttft, steps;
+  for (const auto& rep : r.repetitions) {
+    if (r.config.n_prompt > 0) prefill.push_back(rep.prefill_tokens_per_s);
+    if (rep.decode_tokens_per_s > 0) decode.push_back(rep.decode_tokens_per_s);
+    ttft.push_back(rep.ttft_ms);
+    steps.insert(steps.end(), rep.decode_step_ms.begin(), rep.decode_step_ms.end());
+    s.peak_rss_bytes = std::max(s.peak_rss_bytes, rep.peak_rss_bytes);
+  }
+  s.prefill_tokens_per_s = stats::summarize(prefill);
+  s.decode_tokens_per_s = stats::summarize(decode);
+  s.ttft_ms = stats::summarize(ttft);
+  s.token_latency_ms = stats::percentiles(steps);
+  s.token_latency_mean_ms = stats::mean(steps);
+  if (!r.load_ms.empty()) {
+    s.load_cold_ms = r.load_ms.front();
+    s.load_warm_ms = stats::summarize(std::span<const double>(r.load_ms).subspan(1));
+  }
+  return s;
+}
+
+json to_json(const stats::Summary& s) {
+  return {{"n", s.n},       {"median", s.median}, {"mean", s.mean}, {"stddev", s.stddev}, {"min", s.min},
+          {"p25", s.p25},   {"p75", s.p75},       {"iqr", s.iqr()}, {"max", s.max}};
+}
+
+json to_json(const ModelIdentity& m) {
+  json types = json::object();
+  for (const auto& [type, st] : m.tensor_types)
+    types[type] = {{"tensors", st.tensors}, {"bytes", st.bytes}, {"params", st.params}};
+  return {{"path", m.path},
+          {"sha256", m.sha256},
+          {"size_bytes", m.size_bytes},
+          {"n_params", m.n_params},
+          {"architecture", m.architecture},
+          {"name", m.name},
+          {"quant", m.dominant_type},
+          {"bits_per_weight", m.bits_per_weight},
+          {"tensor_types", types},
+          {"shape",
+           {{"n_layer", m.n_layer}, {"n_embd", m.n_embd}, {"n_ff", m.n_ff}, {"n_head", m.n_head},
+            {"n_head_kv", m.n_head_kv}, {"n_vocab", m.n_vocab}}}};
+}
+
+json to_json(const Provenance& p) {
+  json features = json::object();
+  for (const auto& [k, v] : p.cpu_variant_features) features[k] = v;
+  json models = json::array();
+  for (const auto& m : p.models) models.push_back(to_json(m));
+  json j = {{"edgeprobe_version", p.edgeprobe_version},
+            {"llama_cpp", {{"version", p.llama_cpp_version}, {"commit", p.llama_cpp_commit}}},
+            {"cpu",
+             {{"model", p.cpu_model},
+              {"ggml_variant", p.cpu_variant},
+              {"ggml_variant_library", p.cpu_variant_library},
+              {"ggml_variant_features", features}}},
+            {"host", {{"hostname", p.hostname}, {"kernel", p.kernel}}},
+            {"started_at_utc", p.started_at_utc},
+            {"command_line", p.command_line},
+            {"models", models}};
+  for (const auto& [k, v] : p.extra.items()) j[k] = v;
+  return j;
+}
+
+json to_json(const workload::TestCase& c) {
+  return {{"n_prompt", c.n_prompt},     {"n_gen", c.n_gen},           {"n_depth", c.n_depth},
+          {"n_threads", c.n_threads},   {"cpu_mask", c.cpu_mask},     {"cpu_strict", c.cpu_strict},
+          {"poll", c.poll},             {"n_batch", c.n_batch},       {"n_ubatch", c.n_ubatch},
+          {"flash_attn", c.flash_attn}, {"type_k", c.type_k},         {"type_v", c.type_v},
+          {"use_mmap", c.use_mmap}};
+}
+
+json to_json(const TestResult& r) {
+  json j;
+  j["test"] = r.config.name();
+  j["model_index"] = r.model_index;
+  j["model_path"] = r.config.model_path;
+  j["config"] = to_json(r.config);
+  j["status"] = r.error ? "error" : "ok";
+  j["error"] = r.error ? json{{"kind", r.error->kind}, {"message", r.error->message}} : json(nullptr);
+  const TestSummary s = summarize(r);
+  j["load"] = {{"cold_ms", r.load_ms.empty() ? json(nullptr) : json(s.load_cold_ms)},
+               {"warm_ms", to_json(s.load_warm_ms)},
+               {"samples_ms", r.load_ms},
+               {"page_cache_resident_share_before",
+                r.page_cache_resident_share < 0 ? json(nullptr) : json(r.page_cache_resident_share)}};
+  j["prefill"] = r.config.n_prompt > 0 ? json{{"tokens", r.config.n_prompt},
+                                              {"tokens_per_s", to_json(s.prefill_tokens_per_s)}}
+                                       : json(nullptr);
+  j["decode"] = r.config.n_gen > 0
+                    ? json{{"tokens", r.config.n_gen},
+                           {"tokens_per_s", to_json(s.decode_tokens_per_s)},
+                           {"token_latency_ms",
+                            {{"mean", s.token_latency_mean_ms},
+                             {"p50", s.token_latency_ms.p50},
+                             {"p90", s.token_latency_ms.p90},
+                             {"p99", s.token_latency_ms.p99},
+                             {"max", s.token_latency_ms.max}}}}
+                    : json(nullptr);
+  j["ttft_ms"] = to_json(s.ttft_ms);
+  j["peak_rss_bytes"] = s.peak_rss_bytes < 0 ? json(nullptr) : json(s.peak_rss_bytes);
+  json reps = json::array();
+  for (const auto& rep : r.repetitions) {
+    reps.push_back({{"index", rep.index},
+                    {"start_ns", rep.start_ns},
+                    {"end_ns", rep.end_ns},
+                    {"ttft_ms", rep.ttft_ms},
+                    {"prefill_ms", rep.prefill_ms},
+                    {"prefill_tokens_per_s", rep.prefill_tokens_per_s},
+                    {"decode_ms", rep.decode_ms},
+                    {"decode_tokens_per_s", rep.decode_tokens_per_s},
+                    {"decode_step_ms", rep.decode_step_ms},
+                    {"peak_rss_bytes", rep.peak_rss_bytes < 0 ? json(nullptr) : json(rep.peak_rss_bytes)}});
+  }
+  j["repetitions"] = reps;
+  j["telemetry"] = r.telemetry;
+  j["roofline"] = r.roofline;
+  return j;
+}
+
+json to_json(const BenchReport& report) {
+  json results = json::array();
+  for (const auto& r : report.results) results.push_back(to_json(r));
+  return {{"schema_version", report.schema_version},
+          {"provenance", to_json(report.provenance)},
+          {"results", results}};
+}
+
+}  // namespace edgeprobe::result

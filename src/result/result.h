@@ -1,0 +1,112 @@
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/stats.h"
+#include "workload/plan.h"
+
+namespace edgeprobe::result {
+
+// Version of the result schema below. Every output format (md, csv, json, jsonl) and the
+// results store are generated from these structs; bump on any incompatible change.
+inline constexpr int kSchemaVersion = 1;
+
+struct TensorTypeStats {
+  int64_t tensors = 0;
+  uint64_t bytes = 0;
+  uint64_t params = 0;
+};
+
+// Which file was measured: the seed's first pitfall is comparing two different files.
+struct ModelIdentity {
+  std::string path;
+  std::string sha256;
+  uint64_t size_bytes = 0;
+  uint64_t n_params = 0;
+  std::string architecture;
+  std::string name;
+  std::string dominant_type;  // the quantisation most weight bytes are in
+  double bits_per_weight = 0;
+  std::map<std::string, TensorTypeStats> tensor_types;
+  int64_t n_layer = 0, n_embd = 0, n_ff = 0, n_head = 0, n_head_kv = 0, n_vocab = 0;
+};
+
+struct Provenance {
+  std::string edgeprobe_version;
+  std::string llama_cpp_version;
+  std::string llama_cpp_commit;
+  std::string cpu_model;
+  std::string cpu_variant;          // the ggml CPU backend variant that loaded
+  std::string cpu_variant_library;
+  std::vector<std::pair<std::string, std::string>> cpu_variant_features;
+  std::string hostname;
+  std::string kernel;
+  std::string started_at_utc;       // RFC 3339
+  std::string command_line;
+  std::vector<ModelIdentity> models;
+  nlohmann::json extra = nlohmann::json::object();  // platform/probe additions
+};
+
+// One timed repetition of one test. Times are wall-clock on the monotonic run clock.
+struct Repetition {
+  int index = 0;
+  int64_t start_ns = 0;  // run clock
+  int64_t end_ns = 0;
+  double ttft_ms = 0;    // see docs: prefill time, or the first decode step without a prompt
+  double prefill_ms = 0;
+  double prefill_tokens_per_s = 0;
+  double decode_ms = 0;  // steps after the first generated token
+  double decode_tokens_per_s = 0;
+  std::vector<double> decode_step_ms;  // every decode step, synchronized
+  int64_t peak_rss_bytes = -1;          // -1: unavailable
+};
+
+struct ErrorInfo {
+  std::string kind;  // "bad_input", "environment", "bug"
+  std::string message;
+};
+
+struct TestResult {
+  workload::TestCase config;
+  int model_index = 0;  // into Provenance::models
+  std::optional<ErrorInfo> error;
+  std::vector<double> load_ms;  // this model's loads: [0] first (cold), the rest warm
+  double page_cache_resident_share = -1;  // of the file, before the first load; -1 unknown
+  std::vector<Repetition> repetitions;
+  nlohmann::json telemetry;  // per-phase telemetry summaries (null when off)
+  nlohmann::json roofline;   // ceilings and efficiencies (null when unknown)
+};
+
+struct BenchReport {
+  int schema_version = kSchemaVersion;
+  Provenance provenance;
+  std::vector<TestResult> results;
+};
+
+// Aggregates computed from the raw repetitions; never stored apart from them.
+struct TestSummary {
+  stats::Summary prefill_tokens_per_s;
+  stats::Summary decode_tokens_per_s;
+  stats::Summary ttft_ms;
+  stats::Percentiles token_latency_ms;  // pooled decode steps of all repetitions
+  double token_latency_mean_ms = 0;
+  double load_cold_ms = -1;
+  stats::Summary load_warm_ms;
+  int64_t peak_rss_bytes = -1;
+};
+TestSummary summarize(const TestResult& result);
+
+nlohmann::json to_json(const stats::Summary& summary);
+nlohmann::json to_json(const ModelIdentity& model);
+nlohmann::json to_json(const Provenance& provenance);
+nlohmann::json to_json(const workload::TestCase& config);
+nlohmann::json to_json(const TestResult& result);
+nlohmann::json to_json(const BenchReport& report);
+
+}  // namespace edgeprobe::result

@@ -1,0 +1,224 @@
+#include "runner/bench_runner.h"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <random>
+#include <thread>
+
+#include "core/error.h"
+#include "engine/llama_engine.h"
+#include "runner/process_memory.h"
+
+namespace edgeprobe::runner {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+double ms_between(int64_t start_ns, int64_t end_ns) { return static_cast<double>(end_ns - start_ns) / 1e6; }
+
+std::vector<int32_t> random_tokens(std::mt19937_64& rng, int n, int32_t n_vocab, int32_t first) {
+  std::uniform_int_distribution<int32_t> dist(0, n_vocab - 1);
+  std::vector<int32_t> tokens(static_cast<size_t>(n));
+  for (auto& t : tokens) t = dist(rng);
+  if (first >= 0 && !tokens.empty()) tokens[0] = first;
+  return tokens;
+}
+
+engine::ContextOptions context_options(const workload::TestCase& c) {
+  engine::ContextOptions o;
+  o.n_ctx = c.n_prompt + c.n_gen + c.n_depth;
+  o.n_batch = c.n_batch;
+  o.n_ubatch = c.n_ubatch;
+  o.n_threads = c.n_threads;
+  if (!c.cpu_mask.empty()) o.cpu_mask = engine::parse_cpu_mask(c.cpu_mask);
+  o.cpu_strict = c.cpu_strict;
+  o.poll = c.poll;
+  o.flash_attn = c.flash_attn;
+  o.type_k = c.type_k;
+  o.type_v = c.type_v;
+  return o;
+}
+
+// Runs one test once. What is timed: the prompt (all batches, then one synchronize) and
+// every decode step (each synchronized). The depth fill before it is not timed.
+class TestExecution {
+ public:
+  TestExecution(const engine::Model& model, engine::Context& ctx, const workload::TestCase& test,
+                const RunClock& clock, const RunnerCallbacks& callbacks, std::vector<PhaseEvent>& events)
+      : model_(model), ctx_(ctx), test_(test), clock_(clock), callbacks_(callbacks), events_(events) {}
+
+  result::Repetition run(int repetition, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    ctx_.clear();
+    if (test_.n_depth > 0) fill_depth(rng);
+    const int32_t first = model_.adds_bos() && test_.n_depth == 0 ? model_.bos_token() : -1;
+    const auto prompt = random_tokens(rng, test_.n_prompt, model_.n_vocab(), first);
+    const auto gen = random_tokens(rng, test_.n_gen, model_.n_vocab(), test_.n_prompt == 0 ? first : -1);
+
+    result::Repetition rep;
+    rep.index = repetition;
+    reset_peak_rss();
+    rep.start_ns = clock_.now_ns();
+    if (!prompt.empty()) {
+      const int64_t p0 = clock_.now_ns();
+      ctx_.decode(prompt);
+      const int64_t p1 = clock_.now_ns();
+      rep.prefill_ms = ms_between(p0, p1);
+      rep.prefill_tokens_per_s = test_.n_prompt / (rep.prefill_ms / 1e3);
+      rep.ttft_ms = rep.prefill_ms;
+      emit({"prefill", "phase", p0, p1, test_.n_prompt, repetition, test_.name()});
+    }
+    if (!gen.empty()) {
+      rep.decode_step_ms.reserve(gen.size());
+      const int64_t d0 = clock_.now_ns();
+      int64_t step_start = d0;
+      for (int32_t token : gen) {
+        ctx_.decode_one(token);
+        const int64_t step_end = clock_.now_ns();
+        rep.decode_step_ms.push_back(ms_between(step_start, step_end));
+        step_start = step_end;
+      }
+      const int64_t d1 = step_start;
+      emit({"decode", "phase", d0, d1, test_.n_gen, repetition, test_.name()});
+      if (callbacks_.event) {
+        int64_t t = d0;
+        for (double ms : rep.decode_step_ms) {
+          const auto end = t + static_cast<int64_t>(ms * 1e6);
+          emit({"token", "token", t, end, 1, repetition, test_.name()});
+          t = end;
+        }
+      }
+      // With a prompt, the first generated token comes from the prefill's logits, so every
+      // decode step yields a later token. Without one, the first step yields the first
+      // token: it is the time to first token and is left out of the decode rate.
+      const size_t skip = prompt.empty() ? 1 : 0;
+      if (prompt.empty()) rep.ttft_ms = rep.decode_step_ms.front();
+      double decode_ms = 0;
+      for (size_t i = skip; i < rep.decode_step_ms.size(); ++i) decode_ms += rep.decode_step_ms[i];
+      const size_t counted = rep.decode_step_ms.size() - skip;
+      rep.decode_ms = decode_ms;
+      rep.decode_tokens_per_s = counted > 0 && decode_ms > 0 ? static_cast<double>(counted) / (decode_ms / 1e3) : 0;
+    }
+    rep.end_ns = clock_.now_ns();
+    rep.peak_rss_bytes = peak_rss_bytes();
+    return rep;
+  }
+
+ private:
+  void fill_depth(std::mt19937_64& rng) {
+    if (!depth_state_.empty() && ctx_.restore_state(depth_state_)) return;
+    const int32_t first = model_.adds_bos() ? model_.bos_token() : -1;
+    ctx_.decode(random_tokens(rng, test_.n_depth, model_.n_vocab(), first));
+    depth_state_ = ctx_.save_state();
+  }
+  void emit(const PhaseEvent& e) {
+    events_.push_back(e);
+    if (callbacks_.event) callbacks_.event(e);
+  }
+
+  const engine::Model& model_;
+  engine::Context& ctx_;
+  const workload::TestCase& test_;
+  const RunClock& clock_;
+  const RunnerCallbacks& callbacks_;
+  std::vector<PhaseEvent>& events_;
+  std::vector<uint8_t> depth_state_;
+};
+
+result::ErrorInfo error_info(const std::exception& e) {
+  if (const auto* err = dynamic_cast<const Error*>(&e)) return {error_kind_name(err->kind()), err->what()};
+  return {"bug", e.what()};
+}
+
+}  // namespace
+
+void request_stop() { g_stop.store(true); }
+bool stop_requested() { return g_stop.load(); }
+
+std::vector<result::TestResult> run_bench(const std::vector<workload::TestCase>& cases, const RunnerOptions& options,
+                                          const RunClock& clock,
+                                          const std::function<int(const std::string&)>& model_index,
+                                          const RunnerCallbacks& callbacks) {
+  auto progress = [&](const std::string& s) {
+    if (callbacks.progress) callbacks.progress(s);
+  };
+  std::vector<result::TestResult> results;
+  std::unique_ptr<engine::Model> model;
+  std::vector<double> load_ms;
+  double resident_share = -1;
+  std::optional<result::ErrorInfo> load_error;
+
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& test = cases[i];
+    const std::string label = fmt::format("test {}/{} {}", i + 1, cases.size(), test.name());
+    result::TestResult res;
+    res.config = test;
+    res.model_index = model_index(test.model_path);
+    std::vector<PhaseEvent> events;
+
+    if (stop_requested()) {
+      res.error = result::ErrorInfo{"interrupted", "not run: the sweep was interrupted"};
+    } else {
+      // A new model group: load it `repetitions` times; the first load is cold (first in
+      // this process), the others warm; the last one stays for the tests.
+      if (i == 0 || !test.same_model(cases[i - 1])) {
+        model.reset();
+        load_ms.clear();
+        load_error.reset();
+        resident_share = page_cache_resident_share(test.model_path);
+        try {
+          const int loads = std::max(1, options.repetitions);
+          for (int l = 0; l < loads && !stop_requested(); ++l) {
+            progress(fmt::format("loading {} ({}/{})", test.model_path, l + 1, loads));
+            model.reset();
+            const int64_t t0 = clock.now_ns();
+            model = engine::Model::load({test.model_path, test.use_mmap, true});
+            const int64_t t1 = clock.now_ns();
+            load_ms.push_back(ms_between(t0, t1));
+            PhaseEvent e{"load", "phase", t0, t1, 0, l, "load"};
+            events.push_back(e);
+            if (callbacks.event) callbacks.event(e);
+          }
+        } catch (const std::exception& e) {
+          load_error = error_info(e);
+        }
+      }
+      res.load_ms = load_ms;
+      res.page_cache_resident_share = resident_share;
+      if (load_error) {
+        res.error = load_error;
+      } else if (!model) {
+        res.error = result::ErrorInfo{"interrupted", "not run: the sweep was interrupted"};
+      } else {
+        try {
+          engine::Context ctx(*model, context_options(test));
+          if (options.delay_s > 0) {
+            progress(label + ": cooling down");
+            std::this_thread::sleep_for(std::chrono::duration<double>(options.delay_s));
+          }
+          TestExecution exec(*model, ctx, test, clock, callbacks, events);
+          if (options.warmup) {
+            progress(label + ": warm-up");
+            std::vector<PhaseEvent> discard;
+            TestExecution warm(*model, ctx, test, clock, RunnerCallbacks{}, discard);
+            warm.run(-1, options.seed ^ 0xabcdefULL);
+          }
+          for (int r = 0; r < options.repetitions && !stop_requested(); ++r) {
+            progress(fmt::format("{}: repetition {}/{}", label, r + 1, options.repetitions));
+            res.repetitions.push_back(exec.run(r, options.seed + static_cast<uint64_t>(r)));
+          }
+          if (res.repetitions.empty()) res.error = result::ErrorInfo{"interrupted", "interrupted before any repetition"};
+        } catch (const std::exception& e) {
+          res.error = error_info(e);
+        }
+      }
+    }
+    if (callbacks.enrich) callbacks.enrich(res, events);
+    if (callbacks.result) callbacks.result(res);
+    results.push_back(std::move(res));
+  }
+  return results;
+}
+
+}  // namespace edgeprobe::runner

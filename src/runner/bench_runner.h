@@ -1,0 +1,41 @@
+#pragma once
+#include <atomic>
+#include <functional>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/events.h"
+#include "result/result.h"
+
+namespace edgeprobe::runner {
+
+struct RunnerOptions {
+  int repetitions = 5;
+  double delay_s = 0;     // sleep before each test, to let the device cool
+  bool warmup = true;     // one untimed full-length run of each test first
+  uint64_t seed = 42;     // prompt tokens are drawn from this
+};
+
+// Called as the runner goes; the CLI prints progress and streams results from these,
+// and telemetry summarises a test from its events.
+struct RunnerCallbacks {
+  std::function<void(const std::string&)> progress;
+  std::function<void(const PhaseEvent&)> event;
+  // Called when a test is complete (or failed), before it is handed on.
+  std::function<void(result::TestResult&, const std::vector<PhaseEvent>&)> enrich;
+  std::function<void(const result::TestResult&)> result;
+};
+
+// Runs every test case in order. A model loads once per group of consecutive cases that
+// share it (expand() orders them so). A failure inside a case becomes an error row and
+// the sweep goes on. `model_index(path)` maps a case to its Provenance::models entry.
+std::vector<result::TestResult> run_bench(const std::vector<workload::TestCase>& cases,
+                                          const RunnerOptions& options, const RunClock& clock,
+                                          const std::function<int(const std::string&)>& model_index,
+                                          const RunnerCallbacks& callbacks);
+
+// Ask a running sweep to stop after the repetition in flight (from a signal handler).
+void request_stop();
+bool stop_requested();
+
+}  // namespace edgeprobe::runner

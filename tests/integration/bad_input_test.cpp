@@ -1,0 +1,81 @@
+// A table of bad inputs: each must give one line on stderr naming the problem, exit code
+// 2, no crash, no hang (run_process kills after the timeout and the exit code shows it).
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "support/run_process.h"
+
+using namespace edgeprobe::test_support;
+
+namespace {
+
+struct BadCase {
+  const char* name;
+  std::vector<std::string> args;  // "MODEL" is replaced by the tiny model, "DIR/" by a temp dir
+  const char* expected;           // a fragment of the error line
+};
+
+std::string patched_model(const TempDir& dir, const std::string& name, size_t keep_bytes, const char* find = nullptr,
+                          const char* replace = nullptr) {
+  std::string bytes = read_file(tiny_model());
+  if (keep_bytes) bytes.resize(keep_bytes);
+  if (find) {
+    const auto at = bytes.find(find);
+    if (at != std::string::npos) std::memcpy(bytes.data() + at, replace, std::strlen(replace));
+  }
+  write_file(dir.file(name), bytes);
+  return dir.file(name);
+}
+
+}  // namespace
+
+class BadInput : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadInput, OneLineExitTwoNoCrash) {
+  TempDir dir;
+  const auto size = read_file(tiny_model()).size();
+  write_file(dir.file("notgguf.gguf"), "this is a text file, not a model\n");
+  patched_model(dir, "truncated.gguf", size * 2 / 3);
+  patched_model(dir, "headonly.gguf", 64);
+  // Same length as "llama", so the file stays well-formed but names an unknown architecture.
+  patched_model(dir, "arch.gguf", 0, "\x05\x00\x00\x00\x00\x00\x00\x00llama", "\x05\x00\x00\x00\x00\x00\x00\x00zzzzz");
+  std::vector<std::string> args;
+  for (auto a : GetParam().args) {
+    if (a == "MODEL") a = tiny_model();
+    if (a.rfind("DIR/", 0) == 0) a = dir.file(a.substr(4));
+    args.push_back(a);
+  }
+  const auto r = run_edgeprobe(args, 120);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(GetParam().expected), std::string::npos) << r.err;
+  // One line: the error, nothing else (progress is off with -q).
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("edgeprobe: error: ", 0), 0u) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, BadInput,
+    ::testing::Values(
+        BadCase{"MissingFile", {"bench", "-q", "-m", "DIR/missing.gguf"}, "does not exist"},
+        BadCase{"NotGguf", {"bench", "-q", "-m", "DIR/notgguf.gguf"}, "not a GGUF file"},
+        BadCase{"Truncated", {"bench", "-q", "-m", "DIR/truncated.gguf"}, "truncated"},
+        BadCase{"HeaderOnly", {"bench", "-q", "-m", "DIR/headonly.gguf"}, "past the end"},
+        BadCase{"UnknownArchitecture", {"bench", "-q", "-r", "1", "-p", "8", "-n", "0", "-m", "DIR/arch.gguf"}, "zzzzz"},
+        BadCase{"Directory", {"bench", "-q", "-m", "DIR/"}, "directory"},
+        BadCase{"ZeroThreads", {"bench", "-q", "-m", "MODEL", "-t", "0"}, "-t 0"},
+        BadCase{"NotANumber", {"bench", "-q", "-m", "MODEL", "-p", "abc"}, "'abc' for -p"},
+        BadCase{"BackwardsRange", {"bench", "-q", "-m", "MODEL", "-n", "64-8"}, "below the start"},
+        BadCase{"BadMask", {"bench", "-q", "-m", "MODEL", "-C", "0xzz"}, "CPU mask"},
+        BadCase{"BadFormat", {"bench", "-q", "-m", "MODEL", "-o", "xml"}, "output format"},
+        BadCase{"BadCacheType", {"bench", "-q", "-m", "MODEL", "-ctk", "q9_9"}, "KV cache type"},
+        BadCase{"BadFlashAttn", {"bench", "-q", "-m", "MODEL", "-fa", "maybe"}, "-fa"},
+        BadCase{"ZeroRepetitions", {"bench", "-q", "-m", "MODEL", "-r", "0"}, "-r 0"},
+        BadCase{"PollOutOfRange", {"bench", "-q", "-m", "MODEL", "--poll", "101"}, "--poll"},
+        BadCase{"BadPair", {"bench", "-q", "-m", "MODEL", "-pg", "16"}, "-pg"},
+        BadCase{"UnknownVariant", {"bench", "-q", "-m", "MODEL", "--cpu-variant", "pentium"}, "unknown CPU variant"},
+        BadCase{"UnknownFlag", {"bench", "-q", "-m", "MODEL", "--frobnicate"}, "frobnicate"},
+        BadCase{"UnwritableOutput", {"bench", "-q", "-m", "MODEL", "--output", "/nonexistent/dir/out.md"}, "--output"},
+        BadCase{"UnknownShape", {"synth", "--shape", "llama-900b", "-o", "DIR/x.gguf"}, "unknown model shape"},
+        BadCase{"UnknownQuant", {"synth", "-q", "q9_k", "-o", "DIR/x.gguf"}, "unknown quantization type"}),
+    [](const ::testing::TestParamInfo<BadCase>& info) { return info.param.name; });

@@ -1,0 +1,177 @@
+// Real inference through the edgeprobe binary on a tiny synthesized model.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "support/run_process.h"
+
+using edgeprobe::test_support::read_file;
+using edgeprobe::test_support::run_edgeprobe;
+using edgeprobe::test_support::TempDir;
+using edgeprobe::test_support::tiny_model;
+using nlohmann::json;
+
+namespace {
+
+json bench_json(const std::vector<std::string>& extra) {
+  std::vector<std::string> args{"bench", "-m", tiny_model(), "-o", "json", "-q"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const auto r = run_edgeprobe(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return json::parse(r.out);
+}
+
+}  // namespace
+
+TEST(BenchCli, MeasuresPrefillAndDecodeApartWithEveryStep) {
+  const json j = bench_json({"-p", "32", "-n", "8", "-r", "2", "-t", "1"});
+  EXPECT_EQ(j["schema_version"], 1);
+  ASSERT_EQ(j["results"].size(), 2u);
+  const json& pp = j["results"][0];
+  const json& tg = j["results"][1];
+  EXPECT_EQ(pp["test"], "pp32");
+  EXPECT_EQ(tg["test"], "tg8");
+  EXPECT_EQ(pp["status"], "ok");
+  EXPECT_GT(pp["prefill"]["tokens_per_s"]["median"].get<double>(), 0);
+  EXPECT_TRUE(pp["decode"].is_null());
+  EXPECT_GT(tg["decode"]["tokens_per_s"]["median"].get<double>(), 0);
+  ASSERT_EQ(tg["repetitions"].size(), 2u);
+  for (const auto& rep : tg["repetitions"]) {
+    EXPECT_EQ(rep["decode_step_ms"].size(), 8u);
+    // Decode rate excludes the first token: 7 steps over their summed time.
+    double sum = 0;
+    for (size_t i = 1; i < 8; ++i) sum += rep["decode_step_ms"][i].get<double>();
+    EXPECT_NEAR(rep["decode_tokens_per_s"].get<double>(), 7 / (sum / 1e3), 1e-6);
+    EXPECT_DOUBLE_EQ(rep["ttft_ms"].get<double>(), rep["decode_step_ms"][0].get<double>());
+    EXPECT_GT(rep["peak_rss_bytes"].get<int64_t>(), 1 << 20);
+  }
+  const auto& lat = tg["decode"]["token_latency_ms"];
+  EXPECT_LE(lat["p50"].get<double>(), lat["p99"].get<double>());
+  EXPECT_LE(lat["p99"].get<double>(), lat["max"].get<double>());
+  // Loads: one per repetition, the first reported as cold.
+  EXPECT_EQ(pp["load"]["samples_ms"].size(), 2u);
+  EXPECT_GT(pp["load"]["cold_ms"].get<double>(), 0);
+}
+
+TEST(BenchCli, ProvenanceNamesTheFileTheVariantAndTheVersions) {
+  const json j = bench_json({"-p", "8", "-n", "0", "-r", "1"});
+  const json& p = j["provenance"];
+  const json& m = p["models"][0];
+  EXPECT_EQ(m["sha256"].get<std::string>().size(), 64u);
+  EXPECT_EQ(m["quant"], "q4_0");
+  EXPECT_GT(m["bits_per_weight"].get<double>(), 4.0);
+  EXPECT_GT(m["n_params"].get<int64_t>(), 1000000);
+  EXPECT_TRUE(m["tensor_types"].contains("q4_0"));
+  EXPECT_FALSE(p["cpu"]["ggml_variant"].get<std::string>().empty());
+  EXPECT_NE(p["cpu"]["ggml_variant_library"].get<std::string>().find("libggml-cpu-"), std::string::npos);
+  EXPECT_FALSE(p["llama_cpp"]["commit"].get<std::string>().empty());
+  EXPECT_FALSE(p["edgeprobe_version"].get<std::string>().empty());
+}
+
+TEST(BenchCli, PromptGenerationPairAtDepth) {
+  const json j = bench_json({"-p", "0", "-n", "0", "-pg", "16,4", "-d", "32", "-r", "2"});
+  ASSERT_EQ(j["results"].size(), 1u);
+  const json& r = j["results"][0];
+  EXPECT_EQ(r["test"], "pp16+tg4 @ d32");
+  EXPECT_EQ(r["status"], "ok") << r["error"];
+  // With a prompt, TTFT is the prefill and all 4 steps count towards decode.
+  const json& rep = r["repetitions"][0];
+  EXPECT_DOUBLE_EQ(rep["ttft_ms"].get<double>(), rep["prefill_ms"].get<double>());
+  double sum = 0;
+  for (const auto& s : rep["decode_step_ms"]) sum += s.get<double>();
+  EXPECT_NEAR(rep["decode_ms"].get<double>(), sum, 1e-9);
+}
+
+TEST(BenchCli, SweepsTheCrossProductInOrder) {
+  const json j = bench_json({"-p", "8,16", "-n", "4", "-t", "1,2", "-r", "1", "--no-warmup"});
+  ASSERT_EQ(j["results"].size(), 6u);
+  std::vector<std::string> names;
+  for (const auto& r : j["results"]) names.push_back(r["test"].get<std::string>() + "/t" + std::to_string(r["config"]["n_threads"].get<int>()));
+  EXPECT_EQ(names, (std::vector<std::string>{"pp8/t1", "pp16/t1", "tg4/t1", "pp8/t2", "pp16/t2", "tg4/t2"}));
+}
+
+TEST(BenchCli, AFailingConfigurationBecomesAnErrorRowAndTheSweepGoesOn) {
+  // A quantized V cache needs flash attention: llama.cpp refuses that context.
+  const auto r = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "0", "-n", "4", "-r", "1", "-fa", "off",
+                                "-ctv", "q4_0,f16", "-o", "json", "-q"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["status"], "error");
+  EXPECT_EQ(j["results"][1]["status"], "ok");
+  EXPECT_NE(r.err.find("error: tg4"), std::string::npos) << r.err;
+}
+
+TEST(BenchCli, EveryOutputFormatIsGeneratedAndWrittenToAFile) {
+  TempDir dir;
+  for (const std::string format : {"md", "csv", "json", "jsonl"}) {
+    const std::string out = dir.file("out." + format);
+    const auto r = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "8", "-n", "4", "-r", "1", "-o", format,
+                                  "--output", out, "-q"});
+    ASSERT_EQ(r.exit_code, 0) << format << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << format;
+    const std::string text = read_file(out);
+    if (format == "md") {
+      EXPECT_NE(text.find("| test |"), std::string::npos) << text;
+      EXPECT_NE(text.find("| tg4 |"), std::string::npos) << text;
+    } else if (format == "csv") {
+      EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3);
+    } else if (format == "jsonl") {
+      std::istringstream lines(text);
+      std::string line;
+      int n = 0;
+      while (std::getline(lines, line)) {
+        const json j = json::parse(line);
+        EXPECT_EQ(j["schema_version"], 1);
+        ++n;
+      }
+      EXPECT_EQ(n, 2);
+    } else {
+      EXPECT_EQ(json::parse(text)["results"].size(), 2u);
+    }
+  }
+}
+
+TEST(BenchCli, ProgressGoesToStderrAndResultsToStdout) {
+  const auto r = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "8", "-n", "0", "-r", "2", "-o", "csv"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("repetition 2/2"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("repetition"), std::string::npos);
+}
+
+TEST(BenchCli, LoadsALowerCpuVariantOnRequest) {
+  const auto r = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "8", "-n", "2", "-r", "1", "--cpu-variant", "x64",
+                                "-o", "json", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["provenance"]["cpu"]["ggml_variant"], "x64");
+}
+
+TEST(SynthCli, WritesEveryRequiredQuantTypeAndLlamaCppRunsIt) {
+  for (const std::string quant : {"f16", "q8_0", "q4_0", "q4_k_m", "q3_k_m"}) {
+    const std::string model = tiny_model(quant);
+    const auto r = run_edgeprobe({"bench", "-m", model, "-p", "8", "-n", "2", "-r", "1", "--no-warmup", "-o", "json", "-q"});
+    ASSERT_EQ(r.exit_code, 0) << quant << ": " << r.err;
+    const json j = json::parse(r.out);
+    EXPECT_EQ(j["results"][1]["status"], "ok") << quant;
+    // The dominant type is what was asked for (k-quant mixes are led by their main type).
+    const std::string dominant = j["provenance"]["models"][0]["quant"];
+    const std::string expected = quant == "q4_k_m" ? "q4_K" : quant == "q3_k_m" ? "q3_K" : quant;
+    EXPECT_EQ(dominant, expected) << quant;
+  }
+}
+
+TEST(SynthCli, SameSeedSameBytesDifferentSeedDifferentBytes) {
+  TempDir dir;
+  auto synth = [&](const std::string& name, const std::string& seed) {
+    const auto r = run_edgeprobe({"synth", "--shape", "tiny", "-q", "q8_0", "--seed", seed, "-o", dir.file(name)});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return read_file(dir.file(name));
+  };
+  const auto a = synth("a.gguf", "1"), b = synth("b.gguf", "1"), c = synth("c.gguf", "2");
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  const auto again = run_edgeprobe({"synth", "--shape", "tiny", "-o", dir.file("a.gguf")});
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.err.find("--force"), std::string::npos);
+}

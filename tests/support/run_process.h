@@ -1,0 +1,35 @@
+#pragma once
+#include <string>
+#include <vector>
+
+namespace edgeprobe::test_support {
+
+struct ProcessResult {
+  int exit_code = -1;  // 128+N when killed by signal N
+  std::string out;
+  std::string err;
+};
+
+// Runs a real process (fork/exec), captures stdout and stderr, and kills it after
+// timeout_s so a hang fails the test instead of stalling the suite.
+ProcessResult run_process(const std::vector<std::string>& argv, int timeout_s = 300);
+ProcessResult run_edgeprobe(const std::vector<std::string>& args, int timeout_s = 300);
+
+// A fresh temporary directory, removed when the object goes away.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// A tiny synthesized model shared by the tests of one binary (made once, then reused).
+std::string tiny_model(const std::string& quant = "q4_0");
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& data);
+
+}  // namespace edgeprobe::test_support

@@ -1,0 +1,78 @@
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "workload/plan.h"
+
+using namespace edgeprobe;
+using workload::parse_int_list;
+
+TEST(ParseIntList, CommaListsAndRanges) {
+  EXPECT_EQ(parse_int_list("1,2", "-t"), (std::vector<int>{1, 2}));
+  EXPECT_EQ(parse_int_list("64-512*2", "-p"), (std::vector<int>{64, 128, 256, 512}));
+  EXPECT_EQ(parse_int_list("1-8+3", "-t"), (std::vector<int>{1, 4, 7}));
+  EXPECT_EQ(parse_int_list("4-6", "-t"), (std::vector<int>{4, 5, 6}));
+  EXPECT_EQ(parse_int_list("0,16-32*2", "-p"), (std::vector<int>{0, 16, 32}));
+}
+
+TEST(ParseIntList, RejectsGarbageWithTheFlagNamed) {
+  for (const char* bad : {"abc", "1,,2", "8-1", "1-8+0", "0-8*2", "1-8*1", "", "3x", "1-2-3"}) {
+    try {
+      parse_int_list(bad, "-p");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kBadInput) << bad;
+      EXPECT_NE(std::string(e.what()).find("-p"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(ParseIntList, RefusesRangesThatWouldNotFitInMemory) {
+  EXPECT_THROW(parse_int_list("1-100000000", "-p"), Error);
+}
+
+TEST(ParseFlashAttn, AcceptsLlamaBenchSpellings) {
+  EXPECT_EQ(workload::parse_flash_attn("on"), 1);
+  EXPECT_EQ(workload::parse_flash_attn("0"), 0);
+  EXPECT_EQ(workload::parse_flash_attn("auto"), -1);
+  EXPECT_THROW(workload::parse_flash_attn("maybe"), Error);
+}
+
+TEST(ExpandSweep, GroupsByModelSoEachLoadsOnce) {
+  workload::SweepSpec spec;
+  spec.models = {"a.gguf", "b.gguf"};
+  spec.n_prompt = {16, 32};
+  spec.n_gen = {8};
+  spec.threads = {1, 2};
+  const auto cases = workload::expand(spec, 4);
+  ASSERT_EQ(cases.size(), 2u * 2u * 3u);
+  int switches = 0;
+  for (size_t i = 1; i < cases.size(); ++i) switches += cases[i].model_path != cases[i - 1].model_path;
+  EXPECT_EQ(switches, 1);
+  EXPECT_EQ(cases[0].name(), "pp16");
+  EXPECT_EQ(cases[2].name(), "tg8");
+  EXPECT_EQ(cases[0].n_threads, 1);
+  EXPECT_EQ(cases[3].n_threads, 2);
+}
+
+TEST(ExpandSweep, ZeroSkipsATestKindAndPairsAddPgTests) {
+  workload::SweepSpec spec;
+  spec.models = {"m.gguf"};
+  spec.n_prompt = {0};
+  spec.n_gen = {0};
+  spec.prompt_gen = {{64, 16}};
+  spec.n_depth = {0, 128};
+  const auto cases = workload::expand(spec, 2);
+  ASSERT_EQ(cases.size(), 2u);
+  EXPECT_EQ(cases[0].name(), "pp64+tg16");
+  EXPECT_EQ(cases[1].name(), "pp64+tg16 @ d128");
+  EXPECT_EQ(cases[0].n_threads, 2);  // the default thread count
+}
+
+TEST(ExpandSweep, VariedParametersAreNamed) {
+  workload::SweepSpec spec;
+  spec.models = {"m.gguf"};
+  spec.n_batch = {128, 256};
+  spec.flash_attn = {0, 1};
+  const auto varied = workload::varied_parameters(workload::expand(spec, 1));
+  EXPECT_EQ(varied, (std::vector<std::string>{"n_batch", "flash_attn"}));
+}

@@ -1,0 +1,146 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <sstream>
+
+#include "core/error.h"
+#include "report/reporter.h"
+#include "support/run_process.h"
+
+using namespace edgeprobe;
+
+namespace {
+
+// A fixed report: two tests on one model, one of them failed. Every format is compared
+// byte for byte with a golden file; EDGEPROBE_UPDATE_GOLDEN=1 rewrites them after an
+// intended change (then review the diff).
+result::BenchReport sample_report() {
+  result::BenchReport r;
+  auto& p = r.provenance;
+  p.edgeprobe_version = "0.1.0";
+  p.llama_cpp_version = "0.0.0";
+  p.llama_cpp_commit = "80fb11a";
+  p.cpu_model = "Example CPU";
+  p.cpu_variant = "haswell";
+  p.cpu_variant_library = "/opt/llama/bin/libggml-cpu-haswell.so";
+  p.cpu_variant_features = {{"AVX2", "1"}, {"REPACK", "1"}};
+  p.hostname = "host";
+  p.kernel = "Linux 6.1.0 x86_64";
+  p.started_at_utc = "2026-11-29T10:00:00Z";
+  p.command_line = "edgeprobe bench -m model.gguf";
+  result::ModelIdentity m;
+  m.path = "model.gguf";
+  m.sha256 = "ab12";
+  m.size_bytes = 636 * 1024 * 1024;
+  m.n_params = 1100048384;
+  m.architecture = "llama";
+  m.name = "edgeprobe-synth-tinyllama-1.1b";
+  m.dominant_type = "q4_0";
+  m.bits_per_weight = 4.85;
+  m.tensor_types["q4_0"] = {155, 600000000, 1000000000};
+  m.tensor_types["f32"] = {45, 180000, 45000};
+  m.n_layer = 22;
+  m.n_embd = 2048;
+  m.n_ff = 5632;
+  m.n_head = 32;
+  m.n_head_kv = 4;
+  m.n_vocab = 32000;
+  p.models.push_back(m);
+
+  result::TestResult pp;
+  pp.config.model_path = "model.gguf";
+  pp.config.kind = workload::TestKind::kPrompt;
+  pp.config.n_prompt = 128;
+  pp.config.n_threads = 2;
+  pp.load_ms = {812.5, 402.25, 398.75};
+  pp.page_cache_resident_share = 1.0;
+  for (int i = 0; i < 3; ++i) {
+    result::Repetition rep;
+    rep.index = i;
+    rep.start_ns = 1000000000LL * (i + 1);
+    rep.end_ns = rep.start_ns + 2000000000LL;
+    rep.prefill_ms = 2000 + 10 * i;
+    rep.ttft_ms = rep.prefill_ms;
+    rep.prefill_tokens_per_s = 128 / (rep.prefill_ms / 1000);
+    rep.peak_rss_bytes = 700 * 1024 * 1024 + i;
+    pp.repetitions.push_back(rep);
+  }
+  result::TestResult tg = pp;
+  tg.config.kind = workload::TestKind::kGenerate;
+  tg.config.n_prompt = 0;
+  tg.config.n_gen = 4;
+  tg.repetitions.clear();
+  for (int i = 0; i < 3; ++i) {
+    result::Repetition rep;
+    rep.index = i;
+    rep.decode_step_ms = {40.0 + i, 34.0, 35.0 + i, 36.0};
+    rep.ttft_ms = rep.decode_step_ms[0];
+    rep.decode_ms = 34.0 + 35.0 + i + 36.0;
+    rep.decode_tokens_per_s = 3 / (rep.decode_ms / 1000);
+    rep.peak_rss_bytes = 650 * 1024 * 1024;
+    tg.repetitions.push_back(rep);
+  }
+  result::TestResult failed = tg;
+  failed.config.type_v = "q4_0";
+  failed.repetitions.clear();
+  failed.error = result::ErrorInfo{"bad_input", "llama.cpp could not create a context"};
+  r.results = {pp, tg, failed};
+  return r;
+}
+
+std::string render(const std::string& format) {
+  const auto report = sample_report();
+  std::vector<workload::TestCase> plan;
+  for (const auto& r : report.results) plan.push_back(r.config);
+  std::ostringstream out;
+  auto reporter = report::make_reporter(format, out);
+  reporter->begin(report.provenance, plan);
+  for (const auto& r : report.results) reporter->add(r);
+  reporter->end(report);
+  return out.str();
+}
+
+void expect_golden(const std::string& format) {
+  const std::string path = std::string(EDGEPROBE_TEST_DATA_DIR) + "/golden/bench." + format;
+  const std::string actual = render(format);
+  if (const char* update = std::getenv("EDGEPROBE_UPDATE_GOLDEN"); update && std::string(update) == "1") {
+    test_support::write_file(path, actual);
+    GTEST_SKIP() << "rewrote " << path;
+  }
+  EXPECT_EQ(actual, test_support::read_file(path)) << "output differs from " << path;
+}
+
+}  // namespace
+
+TEST(Reporters, MarkdownMatchesGolden) { expect_golden("md"); }
+TEST(Reporters, CsvMatchesGolden) { expect_golden("csv"); }
+TEST(Reporters, JsonMatchesGolden) { expect_golden("json"); }
+TEST(Reporters, JsonlMatchesGolden) { expect_golden("jsonl"); }
+
+TEST(Reporters, JsonCarriesEveryRawSampleAndTheSchemaVersion) {
+  const auto j = nlohmann::json::parse(render("json"));
+  EXPECT_EQ(j["schema_version"], result::kSchemaVersion);
+  const auto& tg = j["results"][1];
+  ASSERT_EQ(tg["repetitions"].size(), 3u);
+  EXPECT_EQ(tg["repetitions"][2]["decode_step_ms"].size(), 4u);
+  EXPECT_EQ(tg["load"]["samples_ms"].size(), 3u);
+  // Medians come from the raw samples: rates 3/(105 ms), 3/(106 ms), 3/(107 ms).
+  EXPECT_NEAR(tg["decode"]["tokens_per_s"]["median"].get<double>(), 3 / 0.106, 1e-9);
+  EXPECT_EQ(j["results"][2]["status"], "error");
+}
+
+TEST(Reporters, CsvHasOneRowPerTestAndAHeader) {
+  const std::string csv = render("csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);
+  EXPECT_EQ(csv.rfind("schema_version,model_path,", 0), 0u);
+}
+
+TEST(Reporters, UnknownFormatIsBadInput) {
+  std::ostringstream out;
+  try {
+    report::make_reporter("xml", out);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+  }
+}
