@@ -22,29 +22,27 @@ json metadata(const char* what, int tid, const std::string& name) {
   return {{"ph", "M"}, {"name", what}, {"pid", kPid}, {"tid", tid}, {"args", {{"name", name}}}};
 }
 
-// Track name and the unit of what is drawn for a series.
-std::pair<std::string, std::string> track_of(const SeriesInfo& s) {
+// Track name for a series: the series name for levels ("cpufreq.policy4.freq_khz"); for
+// accumulating counters the rate that is drawn, unit last ("cpu3.utilisation_share").
+std::string track_of(const SeriesInfo& s) {
   switch (s.metric) {
-    case Metric::kCpuBusyS: return {s.group + " utilisation", "share"};
-    case Metric::kSelfCpuS: return {"process cpu", "cores"};
-    case Metric::kSelfClusterCpuS: return {"process cpu on " + s.group, "cores"};
-    case Metric::kEnergyJ: return {s.group + " power", "W"};
-    case Metric::kThrottledS: return {"cgroup throttled", "share"};
-    case Metric::kThrottledPeriods: return {"cgroup throttled periods", "per_s"};
-    case Metric::kVoluntaryCtxSwitches: return {"process voluntary ctx switches", "per_s"};
-    case Metric::kInvoluntaryCtxSwitches: return {"process involuntary ctx switches", "per_s"};
-    default: break;
+    case Metric::kCpuBusyS: return s.group + ".utilisation_share";
+    case Metric::kSelfCpuS: return "process.cpu_cores";
+    case Metric::kSelfClusterCpuS: return "process.cluster." + s.group + ".cpu_cores";
+    case Metric::kEnergyJ: return s.group + ".power_w";
+    case Metric::kThrottledS: return "cgroup.throttled_share";
+    case Metric::kThrottledPeriods: return "cgroup.throttled_periods_per_s";
+    case Metric::kVoluntaryCtxSwitches: return "process.voluntary_ctx_switches_per_s";
+    case Metric::kInvoluntaryCtxSwitches: return "process.involuntary_ctx_switches_per_s";
+    default: return s.name;
   }
-  // Levels: the series name without its unit suffix, the unit as the argument.
-  const size_t dot = s.name.rfind('.');
-  const std::string base = dot == std::string::npos ? s.name : s.name.substr(0, dot);
-  const std::string unit = dot == std::string::npos ? metric_unit(s.metric) : s.name.substr(dot + 1);
-  return {base, unit};
 }
 
-void counter(std::ostream& out, bool* first, const std::string& name, double ts_us, const std::string& key, double v) {
+// One series per track (Chrome stacks the args of one counter name), so mixed units
+// never share an axis.
+void counter(std::ostream& out, bool* first, const std::string& name, double ts_us, double v) {
   if (!std::isfinite(v)) return;
-  const json e = {{"ph", "C"}, {"name", name}, {"pid", kPid}, {"ts", ts_us}, {"args", {{key, v}}}};
+  const json e = {{"ph", "C"}, {"name", name}, {"pid", kPid}, {"ts", ts_us}, {"args", {{"value", v}}}};
   out << (*first ? "\n" : ",\n") << e.dump();
   *first = false;
 }
@@ -90,10 +88,10 @@ void write_chrome_trace(std::ostream& out, const Timeline& tl, const std::vector
   for (size_t s = 0; s < tl.series.size(); ++s) {
     const auto& info = tl.series[s];
     if (info.metric == Metric::kCpuTotalS || info.metric == Metric::kPeriods) continue;
-    const auto [name, key] = track_of(info);
+    const std::string name = track_of(info);
     const auto& v = tl.values[s];
     if (!metric_is_counter(info.metric)) {
-      for (size_t i = 0; i < tl.size(); ++i) counter(out, &first, name, to_us(tl.t_ns[i]), key, v[i]);
+      for (size_t i = 0; i < tl.size(); ++i) counter(out, &first, name, to_us(tl.t_ns[i]), v[i]);
       continue;
     }
     // Rate over [t_i, t_i+1], drawn from t_i (counter tracks are steps).
@@ -108,12 +106,12 @@ void write_chrome_trace(std::ostream& out, const Timeline& tl, const std::vector
         if (!(total > 0)) continue;
         rate = (v[i + 1] - v[i]) / total;
       }
-      counter(out, &first, name, to_us(tl.t_ns[i]), key, rate);
+      counter(out, &first, name, to_us(tl.t_ns[i]), rate);
     }
   }
   // Where each thread last ran: one track per thread.
   for (const auto& t : tl.threads) {
-    counter(out, &first, "thread " + std::to_string(t.tid) + " cpu", to_us(t.t_ns), "cpu", t.cpu);
+    counter(out, &first, "thread." + std::to_string(t.tid) + ".last_cpu", to_us(t.t_ns), t.cpu);
   }
   out << "\n]}\n";
 }

@@ -151,7 +151,10 @@ CpuLayout discover_cpus(const FsRoot& fs) {
     });
     static const std::vector<std::vector<const char*>> kRoles = {
         {}, {""}, {"little", "big"}, {"little", "mid", "big"}, {"little", "mid", "big", "prime"}};
-    if (order.size() < kRoles.size()) {
+    std::set<int64_t> distinct;
+    for (const auto& c : layout.clusters) distinct.insert(c.max_khz.value_or(0));
+    // Clusters with the same top speed (Jetson Orin's two A78AE clusters) have no rank.
+    if (order.size() < kRoles.size() && distinct.size() == order.size()) {
       for (size_t rank = 0; rank < order.size(); ++rank) layout.clusters[order[rank]].role = kRoles[order.size()][rank];
     }
   }

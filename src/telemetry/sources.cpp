@@ -127,17 +127,20 @@ class ThermalSource : public Source {
       // Phones repeat types ("battery", "cpu-0-0" twice): keep labels unique.
       std::string label = z.type.empty() ? z.name : z.type;
       if (type_count[z.type] > 1 || z.type.empty()) label += "#" + z.name.substr(12);
-      entries_.push_back({label, "thermal " + label, z.divisor, CachedFile(fs.path(z.temp_path))});
+      entries_.push_back({label, "thermal." + label + ".temp_c", "thermal " + label, z.divisor, CachedFile(fs.path(z.temp_path))});
     }
     for (const auto& b : batteries) {
-      if (b.has_temp) entries_.push_back({b.name, "thermal " + b.name, 10.0, CachedFile(fs.path(b.dir + "/temp"))});  // 0.1 C (ABI)
+      // 0.1 C (ABI). Named apart from thermal zones: phones also have a zone of type "battery".
+      if (b.has_temp) {
+        entries_.push_back({"power_supply." + b.name, b.name + ".temp_c", "battery temp", 10.0, CachedFile(fs.path(b.dir + "/temp"))});
+      }
     }
   }
   const char* family() const override { return "thermal"; }
   void declare(std::vector<SeriesInfo>* series) override {
     for (const auto& e : entries_) {
       SeriesInfo info;
-      info.name = "thermal." + e.label + ".temp_c";
+      info.name = e.series;
       info.metric = Metric::kTempC;
       info.group = e.label;
       series->push_back(std::move(info));
@@ -157,7 +160,7 @@ class ThermalSource : public Source {
 
  private:
   struct Entry {
-    std::string label, what;
+    std::string label, series, what;
     double divisor;
     CachedFile file;
   };

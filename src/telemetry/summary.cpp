@@ -209,8 +209,10 @@ PhaseTelemetry summarize_phase(const Timeline& tl, int64_t start_ns, int64_t end
   }
 
   if (const auto t = sum_deltas(tl, Metric::kThrottledS, start_ns, end_ns)) out.throttled_ms = *t * 1000.0;
-  out.throttled_periods = sum_deltas(tl, Metric::kThrottledPeriods, start_ns, end_ns);
-  out.periods = sum_deltas(tl, Metric::kPeriods, start_ns, end_ns);
+  // Counts interpolated at the phase edges are estimates: whole numbers say so.
+  const auto rounded = [](std::optional<double> v) { return v ? std::optional<double>(std::round(*v)) : v; };
+  out.throttled_periods = rounded(sum_deltas(tl, Metric::kThrottledPeriods, start_ns, end_ns));
+  out.periods = rounded(sum_deltas(tl, Metric::kPeriods, start_ns, end_ns));
 
   const auto busy = sum_deltas(tl, Metric::kCpuBusyS, start_ns, end_ns);
   const auto total = sum_deltas(tl, Metric::kCpuTotalS, start_ns, end_ns);
@@ -227,8 +229,8 @@ PhaseTelemetry summarize_phase(const Timeline& tl, int64_t start_ns, int64_t end
   for (size_t s : tl.find(Metric::kPeakRssKb)) {
     if (const auto st = level_stats(tl, s, start_ns, end_ns)) out.peak_rss_kb = st->max;
   }
-  out.voluntary_ctx_switches = sum_deltas(tl, Metric::kVoluntaryCtxSwitches, start_ns, end_ns);
-  out.involuntary_ctx_switches = sum_deltas(tl, Metric::kInvoluntaryCtxSwitches, start_ns, end_ns);
+  out.voluntary_ctx_switches = rounded(sum_deltas(tl, Metric::kVoluntaryCtxSwitches, start_ns, end_ns));
+  out.involuntary_ctx_switches = rounded(sum_deltas(tl, Metric::kInvoluntaryCtxSwitches, start_ns, end_ns));
   if (tl.find(Metric::kVoluntaryCtxSwitches).empty()) {
     out.voluntary_ctx_switches.reset();
     out.involuntary_ctx_switches.reset();
