@@ -166,15 +166,27 @@ nlohmann::json parse_stored(const std::string& text, const std::string& path, co
   }
 }
 
+// "tiny.gguf" or "a.gguf,b.gguf": result/result.h writes provenance.models[] with the
+// file path; a single "model" object is accepted too.
 std::string model_label(const nlohmann::json& provenance) {
-  for (const char* pointer : {"/model/name", "/model/file", "/model/path"}) {
-    const nlohmann::json::json_pointer p(pointer);
-    if (provenance.is_object() && provenance.contains(p) && provenance.at(p).is_string()) {
-      const std::string v = provenance.at(p).get<std::string>();
-      return std::filesystem::path(v).filename().string();
+  if (!provenance.is_object()) return "";
+  auto label_of = [](const nlohmann::json& m) -> std::string {
+    if (!m.is_object()) return "";
+    if (m.contains("path") && m["path"].is_string() && !m["path"].get<std::string>().empty())
+      return std::filesystem::path(m["path"].get<std::string>()).filename().string();
+    if (m.contains("name") && m["name"].is_string()) return m["name"].get<std::string>();
+    return "";
+  };
+  std::string out;
+  if (provenance.contains("models") && provenance["models"].is_array()) {
+    for (const nlohmann::json& m : provenance["models"]) {
+      const std::string l = label_of(m);
+      if (!l.empty()) out += (out.empty() ? "" : ",") + l;
     }
+  } else if (provenance.contains("model")) {
+    out = label_of(provenance["model"]);
   }
-  return "";
+  return out;
 }
 
 void check_is_ours(sqlite3* db, const std::string& path) {

@@ -1,0 +1,230 @@
+// The runs/export/compare subcommands, driven through CLI11 as main() would drive them.
+#include <CLI/CLI.hpp>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli/cmd_compare.h"
+#include "cli/cmd_export.h"
+#include "cli/cmd_runs.h"
+#include "core/error.h"
+#include "store/store.h"
+
+namespace edgeprobe::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "edgeprobe-cli-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+nlohmann::json provenance(const std::string& sha) {
+  return {{"models", {{{"sha256", sha}, {"quant", "Q4_0"}, {"path", "/models/tiny.gguf"}, {"name", "tiny"}}}},
+          {"llama_cpp", {{"commit", "80fb11a"}}}};
+}
+
+// A fake `edgeprobe bench -o json` document (provisional schema).
+nlohmann::json result_file(const std::string& sha, double decode) {
+  nlohmann::json reps = nlohmann::json::array();
+  for (int i = 0; i < 5; ++i)
+    reps.push_back({{"index", i}, {"decode_tokens_per_s", decode + 0.1 * i}, {"ttft_ms", 200.0 - i}});
+  return {{"schema_version", 1},
+          {"provenance", provenance(sha)},
+          {"results", {{{"test", "tg64"}, {"config", {{"n_gen", 64}, {"n_threads", 2}}}, {"repetitions", reps}}}}};
+}
+
+std::string write_json(const TempDir& dir, const std::string& name, const nlohmann::json& doc) {
+  const std::string path = dir.file(name);
+  std::ofstream(path) << doc.dump();
+  return path;
+}
+
+// Parses like main() does and returns what the subcommand printed on stdout.
+std::string run_cli(const std::vector<std::string>& args) {
+  CLI::App app;
+  register_runs(app);
+  register_export(app);
+  register_compare(app);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  testing::internal::CaptureStdout();
+  try {
+    app.parse(reversed);
+  } catch (...) {
+    fflush(stdout);
+    const std::string out = testing::internal::GetCapturedStdout();
+    std::cerr << out;
+    throw;
+  }
+  fflush(stdout);
+  return testing::internal::GetCapturedStdout();
+}
+
+TEST(CompareCli, RefusesRunsOfDifferentModelsInBold) {
+  TempDir dir;
+  const std::string a = write_json(dir, "a.json", result_file(std::string(64, 'a'), 20));
+  const std::string b = write_json(dir, "b.json", result_file(std::string(64, 'c'), 30));
+  CLI::App app;
+  register_compare(app);
+  testing::internal::CaptureStdout();
+  ErrorKind kind = ErrorKind::kBug;
+  std::string message;
+  try {
+    app.parse(std::vector<std::string>{b, a, "compare"});
+  } catch (const Error& e) {
+    kind = e.kind();
+    message = e.what();
+  }
+  fflush(stdout);
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(kind, ErrorKind::kBadInput) << message;
+  EXPECT_NE(message.find("not comparable"), std::string::npos) << message;
+  EXPECT_NE(out.find("**not comparable**: model sha256 differs (aaaaaaaaaaaaaaaa… vs cccccccccccccccc…)"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("| tg64 |"), std::string::npos) << "no ratios without --force:\n" << out;
+}
+
+TEST(CompareCli, ForceShowsTheRatiosUnderTheWarning) {
+  TempDir dir;
+  const std::string a = write_json(dir, "a.json", result_file("aa", 20));
+  const std::string b = write_json(dir, "b.json", result_file("cc", 30));
+  const std::string out = run_cli({"compare", a, b, "--force"});
+  EXPECT_NE(out.find("**not comparable**: model sha256 differs (aa vs cc)"), std::string::npos) << out;
+  EXPECT_NE(out.find("| tg64 | decode_tokens_per_s | 20.2 | 30.2 | 1.495 |"), std::string::npos) << out;
+}
+
+TEST(CompareCli, ComparesStoredRunsWithVerdicts) {
+  TempDir dir;
+  const std::string db = dir.file("r.db");
+  {
+    store::Store s = store::Store::open(db);
+    for (double decode : {20.0, 30.0}) {
+      const store::RunId run = s.begin_run(store::RunKind::kBench, provenance("same"), {});
+      s.add_configuration(run, 0, {{"test", "tg64"}, {"n_threads", 2}});
+      for (int rep = 0; rep < 5; ++rep)
+        s.record_repetition(run, 0, rep, {{"decode_tokens_per_s", decode + 0.1 * rep}, {"ttft_ms", 100.0 + rep}});
+      s.finish_run(run, store::Status::kComplete);
+    }
+  }
+  const std::string out = run_cli({"compare", "1", "2", "--db", db});
+  EXPECT_EQ(out.find("not comparable"), std::string::npos) << out;
+  EXPECT_NE(out.find("| tg64 | decode_tokens_per_s | 20.2 | 30.2 | 1.495 |"), std::string::npos) << out;
+  EXPECT_NE(out.find("B better"), std::string::npos) << out;
+  EXPECT_NE(out.find("| tg64 | ttft_ms | 102 | 102 | 1.000 |"), std::string::npos) << out;
+  EXPECT_NE(out.find("no clear change"), std::string::npos) << out;
+
+  const nlohmann::json j = nlohmann::json::parse(run_cli({"compare", "1", "2", "--db", db, "-o", "json"}));
+  EXPECT_TRUE(j["comparable"].get<bool>());
+  EXPECT_EQ(j["metrics"][0]["verdict"], "B better");
+}
+
+TEST(CompareCli, NeitherFileNorRunIdIsBadInput) {
+  TempDir dir;
+  EXPECT_THROW(load_compare_input(dir.file("missing.json"), dir.file("r.db")), Error);
+  const std::string bad = dir.file("bad.json");
+  std::ofstream(bad) << "{ not json";
+  try {
+    load_compare_input(bad, "");
+    FAIL() << "parsed a broken file";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("not a result JSON file"), std::string::npos);
+  }
+}
+
+TEST(RunsCli, ListsStoredRunsWithTheirCounts) {
+  TempDir dir;
+  const std::string db = dir.file("r.db");
+  {
+    store::Store s = store::Store::open(db);
+    const store::RunId run = s.begin_run(store::RunKind::kSession, provenance("x"), {});
+    s.add_configuration(run, 0, {{"test", "session"}});
+    s.record_turn(run, {0, 0, "c01", 0}, {{"ttft_ms", 300.0}});
+    s.record_turn(run, {0, 0, "c01", 1}, {{"ttft_ms", 310.0}});
+  }
+  const std::string out = run_cli({"runs", "--db", db});
+  EXPECT_NE(out.find("session"), std::string::npos) << out;
+  EXPECT_NE(out.find("running"), std::string::npos) << out;
+  EXPECT_NE(out.find("tiny"), std::string::npos) << out;  // model name from provenance
+  std::istringstream lines(out);
+  std::string header, row;
+  std::getline(lines, header);
+  std::getline(lines, row);
+  EXPECT_NE(header.find("TURNS"), std::string::npos);
+  EXPECT_NE(row.find("    1      0      2  tiny.gguf"), std::string::npos) << row;  // 1 config, 0 reps, 2 turns
+}
+
+TEST(RunsCli, MissingDatabaseGivenExplicitlyIsBadInput) {
+  TempDir dir;
+  EXPECT_THROW(run_cli({"runs", "--db", dir.file("none.db")}), Error);
+  EXPECT_FALSE(fs::exists(dir.file("none.db")));
+}
+
+TEST(ExportCli, CsvHasOneQuotedRowPerUnitAndJsonRoundTrips) {
+  TempDir dir;
+  const std::string db = dir.file("r.db");
+  {
+    store::Store s = store::Store::open(db);
+    const store::RunId run = s.begin_run(store::RunKind::kBench, provenance("x"), {});
+    s.add_configuration(run, 0, {{"test", "tg64"}, {"n_threads", 2}});
+    s.record_repetition(run, 0, 0, {{"decode_tokens_per_s", 21.5}, {"decode_step_ms", {40.0, 41.0}}},
+                        {{"decode", {{"freq_khz", 2450000}}}});
+    s.record_repetition(run, 0, 1, {{"decode_tokens_per_s", 22.5}, {"note", "a, \"quoted\" note"}});
+    s.record_turn(run, {0, 0, "c02", 1}, {{"ttft_ms", 300.0}});
+  }
+  const std::string csv = run_cli({"export", "1", "-o", "csv", "--db", db});
+  std::istringstream lines(csv);
+  std::string header, line;
+  std::getline(lines, header);
+  EXPECT_EQ(header.rfind("run_id,unit,configuration_ordinal,repetition,round,conversation_id,turn_index,recorded_at,", 0),
+            0u)
+      << header;
+  EXPECT_NE(header.find("result.decode_tokens_per_s"), std::string::npos);
+  EXPECT_NE(header.find("telemetry.decode.freq_khz"), std::string::npos);
+  EXPECT_NE(header.find("config.n_threads"), std::string::npos);
+  int rows = 0;
+  while (std::getline(lines, line)) ++rows;
+  EXPECT_EQ(rows, 3);
+  EXPECT_NE(csv.find("40.0;41.0"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\"a, \"\"quoted\"\" note\""), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",turn,0,,0,c02,1,"), std::string::npos) << csv;
+
+  const std::string out_file = dir.file("run1.json");
+  EXPECT_EQ(run_cli({"export", "1", "-o", "json", "--db", db, "--output", out_file}), "");
+  std::ifstream in(out_file);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  const store::Store s = store::Store::open(db);
+  EXPECT_EQ(doc, s.load_run(1));
+}
+
+TEST(ExportCli, UnknownRunIsBadInput) {
+  TempDir dir;
+  const std::string db = dir.file("r.db");
+  { store::Store::open(db); }
+  try {
+    run_cli({"export", "7", "--db", db});
+    FAIL() << "exported a run that does not exist";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+  }
+}
+
+}  // namespace
+}  // namespace edgeprobe::cli
