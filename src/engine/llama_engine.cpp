@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 
 #include "core/error.h"
 #include "engine/backend.h"
@@ -13,11 +14,22 @@
 namespace edgeprobe::engine {
 namespace {
 
-// The last error-level line llama.cpp logged, to explain a null return.
-std::string last_llama_error() {
+// The first error line llama.cpp logged since `mark` (a log size), to explain a null
+// return: the first one names the cause ("unknown model architecture: 'x'"), the later
+// ones only say that loading failed. Function-name prefixes are dropped.
+std::string first_llama_error_since(size_t mark) {
   const auto log = captured_log();
-  for (auto it = log.rbegin(); it != log.rend(); ++it)
-    if (it->level == GGML_LOG_LEVEL_ERROR) return it->text;
+  for (size_t i = mark; i < log.size(); ++i) {
+    if (log[i].level != GGML_LOG_LEVEL_ERROR) continue;
+    std::string text = log[i].text;
+    for (const char* prefix : {"error loading model: ", ": "}) {
+      if (const auto at = text.find(prefix); at != std::string::npos) {
+        text = text.substr(at + std::strlen(prefix));
+        break;
+      }
+    }
+    return text;
+  }
   return "";
 }
 
@@ -35,9 +47,10 @@ std::unique_ptr<Model> Model::load(const ModelOptions& options) {
   params.n_gpu_layers = 0;
   params.load_mode = options.use_mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
   params.use_extra_bufts = options.use_repack;
+  const size_t mark = captured_log().size();
   llama_model* model = llama_model_load_from_file(options.path.c_str(), params);
   if (!model) {
-    const std::string why = last_llama_error();
+    const std::string why = first_llama_error_since(mark);
     throw_bad_input("llama.cpp could not load '{}'{}{}", options.path, why.empty() ? "" : ": ", why);
   }
   return std::unique_ptr<Model>(new Model(model, options));
@@ -109,9 +122,10 @@ Context::Context(const Model& model, const ContextOptions& o) : model_(model), n
                            : o.flash_attn == 0 ? LLAMA_FLASH_ATTN_TYPE_DISABLED
                                                : LLAMA_FLASH_ATTN_TYPE_ENABLED;
   params.no_perf = true;
+  const size_t mark = captured_log().size();
   ctx_ = llama_init_from_model(model.raw(), params);
   if (!ctx_) {
-    const std::string why = last_llama_error();
+    const std::string why = first_llama_error_since(mark);
     throw_bad_input("llama.cpp could not create a context{}{}", why.empty() ? "" : ": ", why);
   }
 

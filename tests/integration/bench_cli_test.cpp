@@ -137,7 +137,8 @@ TEST(BenchCli, ProgressGoesToStderrAndResultsToStdout) {
   const auto r = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "8", "-n", "0", "-r", "2", "-o", "csv"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("repetition 2/2"), std::string::npos) << r.err;
-  EXPECT_EQ(r.out.find("repetition"), std::string::npos);
+  EXPECT_EQ(r.out.find("edgeprobe: test"), std::string::npos);
+  EXPECT_EQ(r.out.rfind("schema_version,", 0), 0u);
 }
 
 TEST(BenchCli, LoadsALowerCpuVariantOnRequest) {

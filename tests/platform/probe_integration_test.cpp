@@ -1,0 +1,106 @@
+// Measures the live machine: bandwidth and compute twice (short settings), and the probe
+// subcommand end to end. Figures must be positive, finite, and repeat within the spread
+// stated below. Best-of-passes figures are used because they are what the probe reports
+// and they are the least disturbed by other processes on a shared machine.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "platform/topology.h"
+#include "probe/bandwidth.h"
+#include "probe/ceilings.h"
+#include "probe/compute.h"
+#include "probe/storage.h"
+
+namespace edgeprobe::probe {
+namespace {
+
+// Two runs of the same probe agree within +-25 % (max / min <= 1.25).
+constexpr double kSpread = 1.25;
+
+void expect_stable(double a, double b, const char* what) {
+  EXPECT_TRUE(std::isfinite(a) && a > 0) << what << " first run: " << a;
+  EXPECT_TRUE(std::isfinite(b) && b > 0) << what << " second run: " << b;
+  EXPECT_LE(std::max(a, b) / std::min(a, b), kSpread) << what << ": " << a << " vs " << b;
+}
+
+TEST(ProbeIntegration, BandwidthIsPositiveFiniteAndRepeatsWithinSpread) {
+  const auto topo = platform::detect_topology(FsRoot("/"));
+  BandwidthOptions o;
+  o.buffer_bytes = 512ull << 20;
+  o.min_passes = 5;
+  o.min_seconds = 0.1;
+  const auto first = measure_bandwidth(topo, o);
+  const auto second = measure_bandwidth(topo, o);
+  expect_stable(first.read_best_gb_per_s, second.read_best_gb_per_s, "read GB/s");
+  expect_stable(first.copy_best_gb_per_s, second.copy_best_gb_per_s, "copy GB/s");
+  for (const auto& p : first.points) EXPECT_GE(p.passes, o.min_passes) << p.kernel << " x" << p.threads;
+}
+
+TEST(ProbeIntegration, ComputeThroughGgmlIsPositiveFiniteAndRepeatsWithinSpread) {
+  ComputeOptions o;
+  o.types = {"q4_0", "f32"};
+  o.rows = 2048;
+  o.cols = 2048;
+  o.tokens = 256;
+  o.reps = 3;
+  const auto first = measure_compute(o);
+  const auto second = measure_compute(o);
+  EXPECT_FALSE(first.variant.empty());
+  for (const char* type : {"q4_0", "f32"}) expect_stable(first.gflop_per_s(type), second.gflop_per_s(type), type);
+}
+
+TEST(ProbeIntegration, StorageReadsAFileWarmAndSaysWhatItDidCold) {
+  const std::string path = ::testing::TempDir() + "/edgeprobe-storage-probe.bin";
+  {
+    std::ofstream out(path, std::ios::binary);
+    std::string block(1 << 20, 'x');
+    for (int i = 0; i < 32; ++i) out << block;
+  }
+  const auto s = measure_storage(path);
+  EXPECT_EQ(s.file_bytes, 32u << 20);
+  EXPECT_GT(s.warm_mb_per_s, 0);
+  EXPECT_TRUE(s.cold_available() || s.cold_status.rfind("unavailable: ", 0) == 0) << s.cold_status;
+  std::filesystem::remove(path);
+}
+
+std::string run(const std::string& command) {
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  pclose(pipe);
+  return out;
+}
+
+TEST(ProbeIntegration, ProbeCommandMeasuresThenServesTheCache) {
+  const std::string help = run(std::string(EDGEPROBE_BINARY) + " --help 2>&1");
+  if (help.find("probe") == std::string::npos) GTEST_SKIP() << "probe subcommand not registered in this binary";
+  const std::string cache = ::testing::TempDir() + "/edgeprobe-probe-cache";
+  std::filesystem::remove_all(cache);
+  const std::string base = "XDG_CACHE_HOME=" + cache + " " + EDGEPROBE_BINARY + " probe -o json --buffer-mib 512";
+  const auto first = nlohmann::json::parse(run(base + " --refresh"));
+  const auto second = nlohmann::json::parse(run(base));
+  const auto& c1 = first["ceilings"];
+  const auto& c2 = second["ceilings"];
+  EXPECT_FALSE(c1["from_cache"].get<bool>());
+  EXPECT_TRUE(c2["from_cache"].get<bool>());
+  EXPECT_EQ(c1["bandwidth_gb_per_s"], c2["bandwidth_gb_per_s"]);
+  EXPECT_GT(c1["bandwidth_gb_per_s"].get<double>(), 0);
+  EXPECT_EQ(c1["compute_status"], "measured");
+  for (const auto& p : c1["compute"]["points"]) EXPECT_GT(p["best_gflop_per_s"].get<double>(), 0) << p["type"];
+  EXPECT_LT(c1["probe_seconds"].get<double>(), 60.0);
+  EXPECT_TRUE(std::filesystem::exists(c1["cache_path"].get<std::string>()));
+  EXPECT_FALSE(first["isa_gap"]["loaded_variant"].get<std::string>().empty());
+  std::filesystem::remove_all(cache);
+}
+
+}  // namespace
+}  // namespace edgeprobe::probe

@@ -1,0 +1,161 @@
+// Roofline arithmetic on a hand-built Llama-2-7B Q4_0 shape, checked against numbers
+// worked out by hand below (not by the code under test).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "model/gguf_info.h"
+#include "probe/ceilings.h"
+#include "probe/roofline.h"
+
+namespace edgeprobe::probe {
+namespace {
+
+constexpr int64_t kEmbd = 4096, kFf = 11008, kVocab = 32000, kLayers = 32, kHeads = 32;
+
+uint64_t q4_0_bytes(int64_t n) { return static_cast<uint64_t>(n / 32 * 18); }  // 18 bytes per 32 weights
+
+model::TensorInfo tensor(const std::string& name, const std::string& type, int64_t ne0, int64_t ne1 = 1) {
+  model::TensorInfo t;
+  t.name = name;
+  t.type = type;
+  t.shape = ne1 > 1 ? std::vector<int64_t>{ne0, ne1} : std::vector<int64_t>{ne0};
+  t.n_elements = ne0 * ne1;
+  t.n_bytes = type == "f32" ? static_cast<uint64_t>(t.n_elements * 4) : q4_0_bytes(t.n_elements);
+  return t;
+}
+
+// Llama 2 7B: every matrix Q4_0 (including token_embd and output), norms f32.
+model::GgufInfo llama7b_q4_0(bool with_output = true) {
+  model::GgufInfo info;
+  info.path = "/models/llama-7b-q4_0.gguf";
+  info.shape = {"llama", kVocab, 4096, kEmbd, kLayers, kFf, kHeads, kHeads};
+  info.tensors.push_back(tensor("token_embd.weight", "q4_0", kEmbd, kVocab));
+  for (int l = 0; l < kLayers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_output"})
+      info.tensors.push_back(tensor(p + m + ".weight", "q4_0", kEmbd, kEmbd));
+    info.tensors.push_back(tensor(p + "ffn_gate.weight", "q4_0", kEmbd, kFf));
+    info.tensors.push_back(tensor(p + "ffn_up.weight", "q4_0", kEmbd, kFf));
+    info.tensors.push_back(tensor(p + "ffn_down.weight", "q4_0", kFf, kEmbd));
+    info.tensors.push_back(tensor(p + "attn_norm.weight", "f32", kEmbd));
+    info.tensors.push_back(tensor(p + "ffn_norm.weight", "f32", kEmbd));
+  }
+  info.tensors.push_back(tensor("output_norm.weight", "f32", kEmbd));
+  if (with_output) info.tensors.push_back(tensor("output.weight", "q4_0", kEmbd, kVocab));
+  info.file_bytes = 3'800'000'000;
+  return info;
+}
+
+// By hand, per layer: 4 x 4096^2 + 3 x 4096 x 11008 = 67,108,864 + 135,266,304
+// = 202,375,168 weights -> x 18/32 = 113,836,032 bytes, + 2 norms x 4096 x 4 B = 32,768
+// -> 113,868,800 bytes; x 32 layers = 3,643,801,600.
+// output 4096 x 32000 = 131,072,000 weights -> 73,728,000 bytes; output_norm 16,384;
+// token_embd: one row of 4096 weights = 128 blocks x 18 B = 2,304 bytes.
+// Total at depth 0: 3,643,801,600 + 73,728,000 + 16,384 + 2,304 = 3,717,548,288 bytes.
+constexpr double kWeightsBytes = 3'717'548'288.0;
+// KV at depth 4096, f16: 2 x 32 layers x 32 kv heads x 128 head_dim x 4096 x 2 B
+// = 2,147,483,648 bytes (2 GiB).
+constexpr double kKv4096Bytes = 2'147'483'648.0;
+
+TEST(Roofline, DecodeBytesOf7BQ4_0AtDepthZeroAreWeightsWithOneEmbeddingRow) {
+  EXPECT_EQ(decode_weight_bytes_per_token(llama7b_q4_0()), static_cast<uint64_t>(kWeightsBytes));
+  EXPECT_DOUBLE_EQ(decode_bytes_per_token(llama7b_q4_0(), 0), kWeightsBytes);
+}
+
+TEST(Roofline, DecodeBytesOf7BQ4_0AtDepth4096AddTwoGiBOfF16KvCache) {
+  EXPECT_DOUBLE_EQ(decode_bytes_per_token(llama7b_q4_0(), 4096), kWeightsBytes + kKv4096Bytes);
+  // q8_0 KV cache: 34 bytes per 32 elements
+  EXPECT_DOUBLE_EQ(decode_bytes_per_token(llama7b_q4_0(), 4096, 34.0 / 32.0), kWeightsBytes + kKv4096Bytes / 2 * 34 / 32);
+}
+
+TEST(Roofline, TiedEmbeddingIsReadInFullWhenThereIsNoOutputMatrix) {
+  // Without output.weight: 3,643,801,600 + 16,384 + the whole token_embd 73,728,000.
+  EXPECT_EQ(decode_weight_bytes_per_token(llama7b_q4_0(false)), 3'717'545'984u);
+}
+
+TEST(Roofline, PrefillFlopsAreTwicePerMatmulWeightPlusAttention) {
+  // Matmul weights per token: 32 x 202,375,168 + 131,072,000 (output) = 6,607,077,376 -> x2
+  // = 13,214,154,752 FLOP. Attention at context c: 2 x 2 x 32 x 32 x 128 x c = 524,288 c.
+  EXPECT_DOUBLE_EQ(prefill_flops_per_token(llama7b_q4_0(), 0), 13'214'154'752.0);
+  EXPECT_DOUBLE_EQ(prefill_flops_per_token(llama7b_q4_0(), 1000), 13'214'154'752.0 + 524'288'000.0);
+}
+
+DeviceCeilings ceilings_20gbs() {
+  DeviceCeilings c;
+  c.bandwidth.read_best_gb_per_s = 20.0;
+  c.bandwidth.points.push_back({"read", "device", 1, {0}, 12.0, 11.5, 5});
+  c.bandwidth.points.push_back({"read", "device", 2, {0, 1}, 20.0, 19.0, 5});
+  c.compute_status = "measured";
+  ComputePoint q4;
+  q4.type = "q4_0";
+  q4.best_gflop_per_s = 100.0;
+  ComputePoint f16;
+  f16.type = "f16";
+  f16.best_gflop_per_s = 50.0;
+  c.compute.points = {q4, f16};
+  StorageResult s;
+  s.path = "/models/llama-7b-q4_0.gguf";
+  s.cold_mb_per_s = 1000.0;
+  s.warm_mb_per_s = 5000.0;
+  c.storage = s;
+  return c;
+}
+
+TEST(Roofline, DecodeCeilingIsBandwidthOverBytesPerToken) {
+  // n_gen 1 at depth 0: 20e9 / 3,717,548,288 = 5.37991 t/s; 4 t/s measured -> 0.7435.
+  const Roofline r = compute_roofline(llama7b_q4_0(), ceilings_20gbs(), 0, 1, 0, 0, 4.0, 0, 1);
+  EXPECT_NEAR(r.decode_ceiling_tokens_per_s, 20e9 / kWeightsBytes, 1e-9);
+  EXPECT_NEAR(r.decode_efficiency, 4.0 / (20e9 / kWeightsBytes), 1e-12);
+  EXPECT_NEAR(r.decode_ceiling_at_threads_tokens_per_s, 12e9 / kWeightsBytes, 1e-9);
+  EXPECT_NEAR(r.decode_achieved_gb_per_s, 4.0 * kWeightsBytes / 1e9, 1e-9);
+}
+
+TEST(Roofline, DecodeUsesTheMeanDepthOfTheGeneratedTokens) {
+  // 65 tokens from depth 4064: token i sees 4064 + i cached entries, mean 4096.
+  const Roofline r = compute_roofline(llama7b_q4_0(), ceilings_20gbs(), 0, 65, 4064, 0, 2.0, 0);
+  EXPECT_DOUBLE_EQ(r.decode_mean_depth, 4096.0);
+  EXPECT_DOUBLE_EQ(r.decode_bytes_per_token, kWeightsBytes + kKv4096Bytes);
+}
+
+TEST(Roofline, PrefillCeilingWeighsEachTypeByItsMeasuredRate) {
+  // pp512 at depth 0: mean context (512 + 1) / 2 = 256.5 -> attention 524,288 x 256.5
+  // = 134,479,872 FLOP at 50 GFLOP/s (f16) = 2.68959744 ms; matmuls 13,214,154,752 FLOP
+  // at 100 GFLOP/s (q4_0) = 132.14154752 ms. 1 / 0.13483114496 s = 7.41669 t/s.
+  const Roofline r = compute_roofline(llama7b_q4_0(), ceilings_20gbs(), 512, 0, 0, 5.0, 0, 0);
+  EXPECT_NEAR(r.prefill_ceiling_tokens_per_s, 1.0 / 0.13483114496, 1e-9);
+  EXPECT_NEAR(r.prefill_efficiency, 5.0 * 0.13483114496, 1e-12);
+}
+
+TEST(Roofline, LoadCeilingIsFileBytesAtColdReadRate) {
+  // 3.8e9 bytes at 1000 MB/s = 3800 ms; a 4750 ms load is 80 % of the ceiling.
+  const Roofline r = compute_roofline(llama7b_q4_0(), ceilings_20gbs(), 0, 0, 0, 0, 0, 4750.0);
+  EXPECT_DOUBLE_EQ(r.load_ceiling_ms, 3800.0);
+  EXPECT_EQ(r.load_ceiling_basis, "cold");
+  EXPECT_DOUBLE_EQ(r.load_efficiency, 0.8);
+}
+
+TEST(Roofline, MissingMeasurementsStayUnavailableNotZeroInJson) {
+  DeviceCeilings none;
+  none.compute_status = "unavailable: no CPU backend";
+  const Roofline r = compute_roofline(llama7b_q4_0(), none, 512, 64, 0, 10.0, 3.0, 100.0);
+  const auto j = to_json(r);
+  EXPECT_TRUE(j["decode_ceiling_tokens_per_s"].is_null());
+  EXPECT_TRUE(j["decode_efficiency"].is_null());
+  EXPECT_TRUE(j["prefill_ceiling_tokens_per_s"].is_null());
+  EXPECT_TRUE(j["load_ceiling_ms"].is_null());
+  EXPECT_FALSE(r.notes.empty());
+}
+
+TEST(Roofline, UnmeasuredQuantTypeBorrowsTheNearestMeasuredRateAndSaysSo) {
+  auto info = llama7b_q4_0();
+  info.tensors.back().type = "q6_K";  // output.weight, as llama.cpp's Q4_0 files have it
+  const Roofline r = compute_roofline(info, ceilings_20gbs(), 512, 0, 0, 0, 0, 0);
+  EXPECT_GT(r.prefill_ceiling_tokens_per_s, 0);
+  bool said = false;
+  for (const auto& n : r.notes) said |= n.find("q6_K") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+}  // namespace
+}  // namespace edgeprobe::probe
