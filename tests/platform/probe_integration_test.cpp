@@ -81,8 +81,8 @@ std::string run(const std::string& command) {
 }
 
 TEST(ProbeIntegration, ProbeCommandMeasuresThenServesTheCache) {
-  const std::string help = run(std::string(EDGEPROBE_BINARY) + " --help 2>&1");
-  if (help.find("probe") == std::string::npos) GTEST_SKIP() << "probe subcommand not registered in this binary";
+  const std::string help = run(std::string(EDGEPROBE_BINARY) + " probe --help 2>&1");
+  if (help.find("--refresh") == std::string::npos) GTEST_SKIP() << "probe subcommand not registered in this binary";
   const std::string cache = ::testing::TempDir() + "/edgeprobe-probe-cache";
   std::filesystem::remove_all(cache);
   const std::string base = "XDG_CACHE_HOME=" + cache + " " + EDGEPROBE_BINARY + " probe -o json --buffer-mib 512";

@@ -1,0 +1,299 @@
+#include "probe/bandwidth.h"
+
+#include <fmt/format.h>
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "core/error.h"
+#include "core/stats.h"
+
+namespace edgeprobe::probe {
+namespace {
+
+// 16-byte vectors: plain SSE2/NEON loads already ask for far more than one core's share of
+// DRAM bandwidth (2 loads x 16 B per cycle), so the kernel needs no per-ISA builds.
+typedef uint64_t V2 __attribute__((vector_size(16)));
+constexpr size_t kVecBytes = sizeof(V2);
+constexpr size_t kUnroll = 8;
+
+uint64_t read_kernel(const V2* __restrict p, size_t n) {
+  V2 a0 = {0, 0}, a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  for (size_t i = 0; i + kUnroll <= n; i += kUnroll) {
+    a0 += p[i];
+    a1 += p[i + 1];
+    a2 += p[i + 2];
+    a3 += p[i + 3];
+    a4 += p[i + 4];
+    a5 += p[i + 5];
+    a6 += p[i + 6];
+    a7 += p[i + 7];
+  }
+  const V2 s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+  return s[0] + s[1];
+}
+
+void copy_kernel(V2* __restrict dst, const V2* __restrict src, size_t n) {
+  for (size_t i = 0; i + kUnroll <= n; i += kUnroll) {
+    dst[i] = src[i];
+    dst[i + 1] = src[i + 1];
+    dst[i + 2] = src[i + 2];
+    dst[i + 3] = src[i + 3];
+    dst[i + 4] = src[i + 4];
+    dst[i + 5] = src[i + 5];
+    dst[i + 6] = src[i + 6];
+    dst[i + 7] = src[i + 7];
+    // A compiler barrier keeps GCC from turning the loop into memcpy, whose non-temporal
+    // stores would change what is measured (and differ between libcs).
+    __asm__ volatile("" ::: "memory");
+  }
+}
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<V2[], FreeDeleter>;
+
+Buffer allocate(uint64_t bytes) {
+  void* p = std::aligned_alloc(4096, bytes);
+  if (!p) throw_environment("bandwidth probe: cannot allocate {} MiB", bytes >> 20);
+  return Buffer(static_cast<V2*>(p));
+}
+
+uint64_t mem_available_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t value = 0;
+  std::string unit;
+  while (in >> key >> value >> unit)
+    if (key == "MemAvailable:") return value * 1024;
+  return 0;
+}
+
+bool pin_self(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::atomic<uint64_t> g_sink{0};  // keeps the read sums alive
+constexpr uint64_t kMinAutoBytes = 512ull << 20;
+constexpr uint64_t kMaxAutoBytes = 1024ull << 20;  // keeps the read sums alive
+
+// Runs one kernel on `threads` threads, each on its own contiguous slice, and times whole
+// passes between two barriers (so a pass ends when the slowest thread ends).
+BandwidthPoint run_point(const std::string& kernel, const std::string& scope, const std::vector<int>& cpus,
+                         int threads, V2* a, V2* b, uint64_t bytes, const BandwidthOptions& opt,
+                         std::vector<std::string>& notes) {
+  // read streams the whole buffer, copy moves its first half onto the second half
+  const size_t n_vec = (kernel == "copy" ? bytes / 2 : bytes) / kVecBytes;
+  const size_t per_thread = (n_vec / static_cast<size_t>(threads)) / kUnroll * kUnroll;
+  const bool copy = kernel == "copy";
+  std::barrier start(threads + 1), done(threads + 1);
+  std::atomic<bool> stop{false};
+  std::atomic<int> pin_failures{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      if (!cpus.empty() && !pin_self(cpus[static_cast<size_t>(t)])) pin_failures++;
+      const size_t begin = per_thread * static_cast<size_t>(t);
+      uint64_t sum = 0;
+      for (;;) {
+        start.arrive_and_wait();
+        if (stop.load(std::memory_order_relaxed)) break;
+        if (copy)
+          copy_kernel(b + begin, a + begin, per_thread);
+        else
+          sum += read_kernel(a + begin, per_thread);
+        done.arrive_and_wait();
+      }
+      g_sink += sum;
+    });
+  }
+  const double counted_bytes = static_cast<double>(per_thread * kVecBytes) * threads * (copy ? 2 : 1);
+  std::vector<double> rates;
+  const double t_begin = now_s();
+  for (int pass = 0;; ++pass) {
+    const double t0 = now_s();
+    start.arrive_and_wait();
+    done.arrive_and_wait();
+    const double t1 = now_s();
+    if (pass > 0) rates.push_back(counted_bytes / (t1 - t0) / 1e9);  // pass 0 warms TLBs and caches
+    if (static_cast<int>(rates.size()) >= opt.min_passes && t1 - t_begin >= opt.min_seconds) break;
+    if (rates.size() >= 1000) break;
+  }
+  stop = true;
+  start.arrive_and_wait();
+  for (auto& th : pool) th.join();
+  if (pin_failures > 0)
+    notes.push_back(fmt::format("{} {} x{}: pinning failed for {} thread(s); ran unpinned", kernel, scope, threads,
+                                pin_failures.load()));
+  BandwidthPoint p;
+  p.kernel = kernel;
+  p.scope = scope;
+  p.threads = threads;
+  p.cpus = cpus;
+  p.passes = static_cast<int>(rates.size());
+  p.best_gb_per_s = *std::max_element(rates.begin(), rates.end());
+  p.median_gb_per_s = stats::quantile(rates, 0.5);
+  return p;
+}
+
+}  // namespace
+
+std::vector<int> thread_sweep(int n) {
+  std::vector<int> out;
+  for (int t = 1; t <= n; t = t < 8 ? t + 1 : t * 2) out.push_back(t);
+  if (out.empty() || out.back() != n) out.push_back(n);
+  return out;
+}
+
+double BandwidthResult::read_gb_per_s_at(int threads) const {
+  double best = 0;
+  for (const auto& p : points)
+    if (p.kernel == "read" && p.scope == "device" && p.threads == threads) best = std::max(best, p.best_gb_per_s);
+  return best;
+}
+
+BandwidthResult measure_bandwidth(const platform::Topology& topology, const BandwidthOptions& options) {
+  BandwidthResult result;
+  std::vector<int> order = topology.placement_order();
+  int max_threads = options.max_threads > 0 ? options.max_threads : std::max(1, topology.n_cores);
+  if (order.empty()) {
+    result.notes.push_back("topology has no CPUs: threads run unpinned");
+  } else if (max_threads > static_cast<int>(order.size())) {
+    result.notes.push_back(fmt::format("asked for {} threads, topology has {} CPUs", max_threads, order.size()));
+    max_threads = static_cast<int>(order.size());
+  }
+
+  // STREAM's rule: arrays at least 4x the sum of the last-level caches, so no pass is served
+  // from cache (McCalpin, stream.c, "STREAM_ARRAY_SIZE"). One buffer serves both kernels:
+  // read streams all of it, copy moves its first half onto its second half.
+  const uint64_t llc = topology.llc_total_bytes();
+  uint64_t bytes = options.buffer_bytes;
+  if (bytes == 0) {
+    const uint64_t wanted = 8 * llc;  // each copy half >= 4x LLC
+    bytes = std::clamp<uint64_t>(wanted, kMinAutoBytes, kMaxAutoBytes);
+    if (llc == 0) result.notes.push_back(fmt::format("last-level cache size unknown: using {} MiB", bytes >> 20));
+    if (wanted > kMaxAutoBytes)
+      result.notes.push_back(fmt::format(
+          "8x the reported LLC ({} MiB) exceeds the {} MiB cap that keeps a probe to seconds; pass a buffer size "
+          "to follow STREAM's rule strictly",
+          llc >> 20, kMaxAutoBytes >> 20));
+  }
+  if (const uint64_t avail = mem_available_bytes(); avail > 0 && bytes > avail / 4) {
+    bytes = avail / 4;
+    result.notes.push_back(fmt::format("buffer capped to {} MiB by available memory", bytes >> 20));
+  }
+  const uint64_t quantum = 2 * kVecBytes * kUnroll * 64;  // whole unrolled blocks per half, up to 64 threads
+  bytes = std::max<uint64_t>(quantum, bytes / quantum * quantum);
+  if (llc > 0 && bytes / 2 < 4 * llc)
+    result.notes.push_back(fmt::format("copy halves ({} MiB) are smaller than 4x the reported LLC ({} MiB)",
+                                       bytes >> 21, llc >> 20));
+  result.buffer_bytes = bytes;
+
+  Buffer buffer = allocate(bytes);
+  V2* const a = buffer.get();
+  V2* const b = a + bytes / 2 / kVecBytes;
+  // Touch every page in parallel from pinned threads first: first-touch places pages on the
+  // NUMA node of the toucher, and untouched pages would make the first passes fault.
+  {
+    std::vector<std::thread> touch;
+    const int n = std::max(1, max_threads);
+    const uint64_t slice = bytes / static_cast<uint64_t>(n);
+    for (int t = 0; t < n; ++t) {
+      touch.emplace_back([&, t] {
+        if (options.pin_threads && !order.empty()) pin_self(order[static_cast<size_t>(t)]);
+        auto* p = reinterpret_cast<unsigned char*>(a) + slice * static_cast<uint64_t>(t);
+        const uint64_t len = t == n - 1 ? bytes - slice * static_cast<uint64_t>(t) : slice;
+        for (uint64_t i = 0; i < len; ++i) p[i] = static_cast<unsigned char>(i * 31 + 7);
+      });
+    }
+    for (auto& th : touch) th.join();
+  }
+
+  auto cpus_for = [&](const std::vector<int>& pool, int threads) {
+    if (!options.pin_threads || pool.empty()) return std::vector<int>{};
+    return std::vector<int>(pool.begin(), pool.begin() + std::min<size_t>(pool.size(), static_cast<size_t>(threads)));
+  };
+  for (const char* kernel : {"read", "copy"}) {
+    for (int t : thread_sweep(max_threads)) {
+      auto p = run_point(kernel, "device", cpus_for(order, t), t, a, b, bytes, options, result.notes);
+      result.points.push_back(p);
+    }
+  }
+  if (options.per_cluster && topology.clusters.size() > 1) {
+    for (const auto& cluster : topology.clusters) {
+      // One thread per physical core of the cluster, in the topology's placement order.
+      std::vector<int> pool;
+      for (int cpu : order)
+        if (std::find(cluster.cpus.begin(), cluster.cpus.end(), cpu) != cluster.cpus.end()) pool.push_back(cpu);
+      const int threads = std::max(1, std::min<int>(cluster.n_cores, static_cast<int>(pool.size())));
+      const std::string scope = fmt::format("cluster {} {} pkg {}", cluster.rank, cluster.label, cluster.package_id);
+      result.points.push_back(
+          run_point("read", scope, cpus_for(pool, threads), threads, a, b, bytes, options, result.notes));
+    }
+  }
+  for (const auto& p : result.points) {
+    if (p.scope != "device") continue;
+    if (p.kernel == "read") result.read_best_gb_per_s = std::max(result.read_best_gb_per_s, p.best_gb_per_s);
+    if (p.kernel == "copy") result.copy_best_gb_per_s = std::max(result.copy_best_gb_per_s, p.best_gb_per_s);
+  }
+  return result;
+}
+
+nlohmann::json to_json(const BandwidthResult& r) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& p : r.points)
+    points.push_back({{"kernel", p.kernel},
+                      {"scope", p.scope},
+                      {"threads", p.threads},
+                      {"cpus", p.cpus},
+                      {"best_gb_per_s", p.best_gb_per_s},
+                      {"median_gb_per_s", p.median_gb_per_s},
+                      {"passes", p.passes}});
+  return {{"buffer_bytes", r.buffer_bytes},
+          {"read_best_gb_per_s", r.read_best_gb_per_s},
+          {"copy_best_gb_per_s", r.copy_best_gb_per_s},
+          {"points", points},
+          {"notes", r.notes}};
+}
+
+BandwidthResult bandwidth_from_json(const nlohmann::json& j) {
+  BandwidthResult r;
+  r.buffer_bytes = j.value("buffer_bytes", uint64_t{0});
+  r.read_best_gb_per_s = j.value("read_best_gb_per_s", 0.0);
+  r.copy_best_gb_per_s = j.value("copy_best_gb_per_s", 0.0);
+  for (const auto& p : j.value("points", nlohmann::json::array())) {
+    BandwidthPoint x;
+    x.kernel = p.value("kernel", "");
+    x.scope = p.value("scope", "");
+    x.threads = p.value("threads", 0);
+    x.cpus = p.value("cpus", std::vector<int>{});
+    x.best_gb_per_s = p.value("best_gb_per_s", 0.0);
+    x.median_gb_per_s = p.value("median_gb_per_s", 0.0);
+    x.passes = p.value("passes", 0);
+    r.points.push_back(x);
+  }
+  r.notes = j.value("notes", std::vector<std::string>{});
+  return r;
+}
+
+}  // namespace edgeprobe::probe

@@ -1,0 +1,52 @@
+#pragma once
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "platform/topology.h"
+
+namespace edgeprobe::probe {
+
+// Memory bandwidth as decode sees it: every generated token streams all the weights once,
+// read-only, from DRAM. Bytes are counted the STREAM way (what the kernel asks for, no
+// write-allocate traffic), GB = 1e9 bytes.
+struct BandwidthOptions {
+  int max_threads = 0;          // 0 = one per physical core (SMT siblings only when asked)
+  uint64_t buffer_bytes = 0;    // 0 = 8 x LLC total clamped to 512 MiB..1 GiB (copy uses halves)
+  int min_passes = 5;           // timed passes per point (after one untimed warm-up pass)
+  double min_seconds = 0.15;    // and at least this long per point
+  bool per_cluster = true;      // also measure each cluster alone when there is more than one
+  bool pin_threads = true;
+};
+
+struct BandwidthPoint {
+  std::string kernel;  // "read" (sum of 64-bit words) or "copy" (b[i] = a[i], counts 2 x bytes)
+  std::string scope;   // "device" or "cluster <rank> <label> pkg <id>"
+  int threads = 0;
+  std::vector<int> cpus;  // where the threads were pinned (empty when unpinned)
+  double best_gb_per_s = 0;    // fastest pass: STREAM's convention
+  double median_gb_per_s = 0;
+  int passes = 0;
+};
+
+struct BandwidthResult {
+  uint64_t buffer_bytes = 0;  // read streams all of it; copy moves one half onto the other
+  std::vector<BandwidthPoint> points;
+  double read_best_gb_per_s = 0;  // the decode ceiling: best read figure over device scopes
+  double copy_best_gb_per_s = 0;
+  std::vector<std::string> notes;
+
+  // Best device-scope read figure with exactly `threads` threads (0 if not measured).
+  double read_gb_per_s_at(int threads) const;
+};
+
+BandwidthResult measure_bandwidth(const platform::Topology& topology, const BandwidthOptions& options = {});
+
+// Thread counts a sweep visits for `n` threads: every count up to 8, then powers of two and n.
+std::vector<int> thread_sweep(int n);
+
+nlohmann::json to_json(const BandwidthResult& result);
+BandwidthResult bandwidth_from_json(const nlohmann::json& j);
+
+}  // namespace edgeprobe::probe

@@ -1,0 +1,261 @@
+#include "probe/ceilings.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.h"
+#include "edgeprobe_version.h"
+#include "engine/backend.h"
+#include "platform/cpu_features.h"
+#include "platform/topology.h"
+
+namespace edgeprobe::probe {
+namespace {
+
+// FNV-1a: stable across runs and compilers, unlike std::hash, so cache names survive rebuilds.
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string sanitize(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_')
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!out.empty() && out.back() != '-')
+      out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.substr(0, 48);
+}
+
+std::string utc_now_iso() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string mem_total_kb(const FsRoot& fs) {
+  auto text = fs.read_text("/proc/meminfo");
+  if (!text) return "?";
+  std::istringstream in(*text);
+  std::string key, value;
+  while (in >> key >> value)
+    if (key == "MemTotal:") return value;
+  return "?";
+}
+
+bool same_file(const StorageResult& s, const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  return s.path == path && s.file_bytes == static_cast<uint64_t>(st.st_size) &&
+         s.file_mtime_s == static_cast<int64_t>(st.st_mtime);
+}
+
+void write_cache(const DeviceCeilings& c, const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp);
+    if (!out) return;  // a cache that cannot be written is not an error: the figures stand
+    out << to_json(c).dump(2) << "\n";
+  }
+  std::filesystem::rename(tmp, path, ec);  // atomic: a concurrent reader never sees half a file
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
+}  // namespace
+
+std::string default_cache_dir() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  std::string base;
+  if (xdg && *xdg) {
+    base = xdg;
+  } else {
+    const char* home = std::getenv("HOME");
+    base = std::string(home && *home ? home : "/tmp") + "/.cache";
+  }
+  return base + "/edgeprobe/probe";
+}
+
+std::string device_key(const std::string& sysfs_root) {
+  const FsRoot fs(sysfs_root);
+  const std::string model = platform::cpu_model_name(fs);
+  const auto topo = platform::detect_topology(fs);
+  const auto features = platform::detect_cpu_features(fs);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::string identity = fmt::format("{}|{}|{}|{}|{}|{}", model, topo.n_logical, topo.n_cores, topo.llc_total_bytes(),
+                                     mem_total_kb(fs), host);
+  for (const auto& f : features.present()) identity += "|" + f;
+  return fmt::format("{}-{}t-{:08x}", sanitize(model), topo.n_logical, fnv1a(identity) & 0xffffffffu);
+}
+
+std::string build_key(const std::string& variant) {
+  return sanitize(fmt::format("ep{}-llama{}-{}", kVersion, kLlamaCppCommit, variant.empty() ? "default" : variant));
+}
+
+DeviceCeilings measure_ceilings(const ProbeOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const FsRoot fs(options.sysfs_root);
+  DeviceCeilings c;
+  c.cpu_model = platform::cpu_model_name(fs);
+  c.measured_at_utc = utc_now_iso();
+  const auto topo = platform::detect_topology(fs);
+  c.llc_total_bytes = topo.llc_total_bytes();
+  c.threads = options.max_threads > 0 ? options.max_threads : std::max(1, topo.n_cores);
+
+  BandwidthOptions bw = options.bandwidth;
+  bw.max_threads = c.threads;
+  if (options.buffer_bytes) bw.buffer_bytes = options.buffer_bytes;
+  c.bandwidth = measure_bandwidth(topo, bw);
+
+  std::string variant = options.variant;
+  if (options.measure_compute) {
+    ComputeOptions co = options.compute;
+    co.threads = c.threads;
+    co.variant = options.variant;
+    co.backend_dir = options.backend_dir;
+    try {
+      c.compute = measure_compute(co);
+      c.compute_status = "measured";
+      variant = c.compute.variant;
+    } catch (const Error& e) {
+      c.compute_status = std::string("unavailable: ") + e.what();
+    }
+  } else {
+    c.compute_status = "unavailable: not requested";
+  }
+  if (!options.model_path.empty()) c.storage = measure_storage(options.model_path, options.storage);
+  c.device_key = device_key(options.sysfs_root);
+  c.build_key = build_key(variant);
+  c.probe_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return c;
+}
+
+DeviceCeilings load_or_measure(const ProbeOptions& options, bool refresh) {
+  // The build key names the variant that will run, so load it first (it is needed anyway).
+  std::string variant = options.variant;
+  if (options.measure_compute) variant = engine::load_cpu_backend(options.variant, options.backend_dir).variant;
+  const std::string dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+  const std::string path =
+      fmt::format("{}/{}__{}.json", dir, device_key(options.sysfs_root), build_key(variant));
+
+  if (!refresh) {
+    std::ifstream in(path);
+    if (in) {
+      try {
+        const auto j = nlohmann::json::parse(in);
+        if (j.value("schema_version", 0) == DeviceCeilings::kSchemaVersion &&
+            (options.max_threads <= 0 || j.value("threads", 0) == options.max_threads)) {
+          DeviceCeilings c = ceilings_from_json(j);
+          c.from_cache = true;
+          c.cache_path = path;
+          if (!options.model_path.empty() && !(c.storage && same_file(*c.storage, options.model_path))) {
+            c.storage = measure_storage(options.model_path, options.storage);
+            write_cache(c, path);
+          }
+          return c;
+        }
+      } catch (const nlohmann::json::exception&) {
+        // a damaged cache file is measured over
+      }
+    }
+  }
+  DeviceCeilings c = measure_ceilings(options);
+  c.cache_path = path;
+  write_cache(c, path);
+  return c;
+}
+
+nlohmann::json to_json(const DeviceCeilings& c) {
+  nlohmann::json j = {{"schema_version", DeviceCeilings::kSchemaVersion},
+                      {"device_key", c.device_key},
+                      {"build_key", c.build_key},
+                      {"cpu_model", c.cpu_model},
+                      {"measured_at_utc", c.measured_at_utc},
+                      {"probe_seconds", c.probe_seconds},
+                      {"threads", c.threads},
+                      {"llc_total_bytes", c.llc_total_bytes},
+                      {"bandwidth_gb_per_s", c.bandwidth_gb_per_s()},
+                      {"bandwidth", to_json(c.bandwidth)},
+                      {"compute_status", c.compute_status},
+                      {"compute", to_json(c.compute)},
+                      {"storage", c.storage ? to_json(*c.storage) : nlohmann::json(nullptr)}};
+  return j;
+}
+
+DeviceCeilings ceilings_from_json(const nlohmann::json& j) {
+  DeviceCeilings c;
+  c.device_key = j.value("device_key", "");
+  c.build_key = j.value("build_key", "");
+  c.cpu_model = j.value("cpu_model", "");
+  c.measured_at_utc = j.value("measured_at_utc", "");
+  c.probe_seconds = j.value("probe_seconds", 0.0);
+  c.threads = j.value("threads", 0);
+  c.llc_total_bytes = j.value("llc_total_bytes", uint64_t{0});
+  if (j.contains("bandwidth")) c.bandwidth = bandwidth_from_json(j["bandwidth"]);
+  c.compute_status = j.value("compute_status", "");
+  if (j.contains("compute")) c.compute = compute_from_json(j["compute"]);
+  if (j.contains("storage") && j["storage"].is_object()) c.storage = storage_from_json(j["storage"]);
+  return c;
+}
+
+std::string to_text(const DeviceCeilings& c) {
+  std::string out = fmt::format("Device ceilings for {} ({}; {} thread(s), measured {} in {:.1f} s{})\n", c.cpu_model,
+                                c.build_key, c.threads, c.measured_at_utc, c.probe_seconds,
+                                c.from_cache ? ", from cache " + c.cache_path : "");
+  out += fmt::format("  memory bandwidth (decode ceiling): {:.1f} GB/s read, {:.1f} GB/s copy; buffer {} MiB\n",
+                     c.bandwidth.read_best_gb_per_s, c.bandwidth.copy_best_gb_per_s, c.bandwidth.buffer_bytes >> 20);
+  for (const auto& p : c.bandwidth.points)
+    out += fmt::format("    {:<5} {:<24} {:>3} thr  best {:>6.1f}  median {:>6.1f} GB/s  ({} passes)\n", p.kernel,
+                       p.scope, p.threads, p.best_gb_per_s, p.median_gb_per_s, p.passes);
+  for (const auto& n : c.bandwidth.notes) out += "    note: " + n + "\n";
+  if (c.compute_status != "measured") {
+    out += "  compute (prefill ceiling): " + c.compute_status + "\n";
+  } else {
+    out += fmt::format("  compute (prefill ceiling), ggml variant {}:\n", c.compute.variant);
+    for (const auto& p : c.compute.points) {
+      if (!p.error.empty())
+        out += fmt::format("    {:<5} unavailable: {}\n", p.type, p.error);
+      else
+        out += fmt::format("    {:<5} {}x{} x {} tokens, {} thr, {:<10}  best {:>7.1f}  median {:>7.1f} GFLOP/s\n",
+                           p.type, p.rows, p.cols, p.tokens, p.threads, p.weight_buffer, p.best_gflop_per_s,
+                           p.median_gflop_per_s);
+    }
+    for (const auto& n : c.compute.notes) out += "    note: " + n + "\n";
+  }
+  if (c.storage) {
+    const auto& s = *c.storage;
+    out += fmt::format("  storage (load ceiling): {} ({} MiB read of {} MiB)\n", s.path, s.bytes_read >> 20,
+                       s.file_bytes >> 20);
+    out += s.cold_available() ? fmt::format("    cold {:.0f} MB/s  [{}]\n", s.cold_mb_per_s, s.cold_status)
+                              : fmt::format("    cold {}\n", s.cold_status);
+    out += s.warm_mb_per_s > 0 ? fmt::format("    warm {:.0f} MB/s  [{}]\n", s.warm_mb_per_s, s.warm_status)
+                               : fmt::format("    warm {}\n", s.warm_status);
+  } else {
+    out += "  storage (load ceiling): unavailable: no model file given (-m)\n";
+  }
+  return out;
+}
+
+}  // namespace edgeprobe::probe

@@ -1,0 +1,64 @@
+#pragma once
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+
+#include "probe/bandwidth.h"
+#include "probe/compute.h"
+#include "probe/storage.h"
+
+namespace edgeprobe::probe {
+
+// The device's own measured ceilings: memory bandwidth bounds decode, matrix compute
+// bounds prefill, storage read bounds load. Cached per device and build.
+struct DeviceCeilings {
+  static constexpr int kSchemaVersion = 1;
+  std::string device_key;  // cpu model, topology, memory, host: what the figures belong to
+  std::string build_key;   // edgeprobe + llama.cpp versions and the loaded ggml CPU variant
+  std::string cpu_model;
+  std::string measured_at_utc;  // ISO 8601
+  double probe_seconds = 0;
+  int threads = 0;              // max threads the probe used
+  uint64_t llc_total_bytes = 0;
+  BandwidthResult bandwidth;
+  ComputeResult compute;
+  std::string compute_status;   // "measured" or "unavailable: ..."
+  std::optional<StorageResult> storage;  // only when a model file was given
+  bool from_cache = false;      // not stored: set by load_or_measure
+  std::string cache_path;       // not stored
+
+  // The decode ceiling's bandwidth: best sustained read, GB/s (1e9 B/s).
+  double bandwidth_gb_per_s() const { return bandwidth.read_best_gb_per_s; }
+};
+
+struct ProbeOptions {
+  std::string sysfs_root = "/";
+  int max_threads = 0;          // 0 = one per physical core
+  std::string model_path;       // optional: storage probe on this file
+  std::string variant;          // ggml CPU variant ("" = best)
+  std::string backend_dir;
+  uint64_t buffer_bytes = 0;    // bandwidth buffer (0 = auto)
+  bool measure_compute = true;
+  std::string cache_dir;        // "" = ${XDG_CACHE_HOME:-~/.cache}/edgeprobe/probe
+  BandwidthOptions bandwidth;   // max_threads/buffer_bytes above override these
+  ComputeOptions compute;       // threads/variant above override these
+  StorageOptions storage;
+};
+
+// Measures everything now (no cache involved).
+DeviceCeilings measure_ceilings(const ProbeOptions& options);
+
+// Returns the cached ceilings for this device and build when present and `refresh` is
+// false, else measures and writes the cache. A storage figure is reused only for the
+// same file (path, size, mtime); otherwise it is measured and added.
+DeviceCeilings load_or_measure(const ProbeOptions& options, bool refresh);
+
+std::string default_cache_dir();
+std::string device_key(const std::string& sysfs_root);
+std::string build_key(const std::string& variant);
+
+nlohmann::json to_json(const DeviceCeilings& ceilings);
+DeviceCeilings ceilings_from_json(const nlohmann::json& j);
+std::string to_text(const DeviceCeilings& ceilings);
+
+}  // namespace edgeprobe::probe

@@ -1,0 +1,215 @@
+#include "probe/roofline.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace edgeprobe::probe {
+namespace {
+
+// Tensors a token reads one row of (ggml_get_rows), not the whole matrix.
+bool is_gathered(const std::string& name) {
+  return name == "token_embd.weight" || name == "position_embd.weight" || name == "token_types.weight";
+}
+
+bool has_output_matrix(const model::GgufInfo& info) {
+  return std::any_of(info.tensors.begin(), info.tensors.end(),
+                     [](const model::TensorInfo& t) { return t.name == "output.weight"; });
+}
+
+bool is_matrix(const model::TensorInfo& t) {
+  return t.shape.size() >= 2 && t.shape[0] > 1 && t.shape[1] > 1;
+}
+
+// The measured type whose rate stands in for `type`: itself when measured, else the nearest
+// measured kind (quantized -> q4_0/q8_0, half -> f16). Empty when nothing fits.
+std::string rate_type_for(const std::string& type, const ComputeResult& compute) {
+  if (compute.gflop_per_s(type) > 0) return type;
+  std::vector<std::string> candidates;
+  if (type == "f32") candidates = {"f32", "f16"};
+  else if (type == "f16" || type == "bf16") candidates = {"f16", "f32"};
+  else candidates = {"q4_0", "q8_0", "f16"};
+  for (const auto& c : candidates)
+    if (compute.gflop_per_s(c) > 0) return c;
+  return "";
+}
+
+}  // namespace
+
+uint64_t decode_weight_bytes_per_token(const model::GgufInfo& info) {
+  const bool tied = !has_output_matrix(info);
+  uint64_t bytes = 0;
+  for (const auto& t : info.tensors) {
+    if (t.name == "token_embd.weight" && tied) {
+      bytes += t.n_bytes;  // also the output matrix: read in full
+    } else if (is_gathered(t.name) && t.shape.size() >= 2 && t.shape[1] > 0) {
+      bytes += t.n_bytes / static_cast<uint64_t>(t.shape[1]);  // one row of ne0 elements
+    } else {
+      bytes += t.n_bytes;
+    }
+  }
+  return bytes;
+}
+
+double kv_bytes_per_token(const model::ModelShape& shape, double depth, double kv_bytes_per_element) {
+  const int64_t n_head_kv = shape.n_head_kv > 0 ? shape.n_head_kv : shape.n_head;
+  return 2.0 * static_cast<double>(shape.n_layer) * static_cast<double>(n_head_kv) *
+         static_cast<double>(shape.head_dim()) * depth * kv_bytes_per_element;
+}
+
+double decode_bytes_per_token(const model::GgufInfo& info, int64_t depth, double kv_bytes_per_element) {
+  return static_cast<double>(decode_weight_bytes_per_token(info)) +
+         kv_bytes_per_token(info.shape, static_cast<double>(depth), kv_bytes_per_element);
+}
+
+std::vector<TypeFlops> weight_flops_per_token(const model::GgufInfo& info) {
+  const bool tied = !has_output_matrix(info);
+  std::map<std::string, double> by_type;
+  for (const auto& t : info.tensors) {
+    if (!is_matrix(t)) continue;
+    if (is_gathered(t.name) && !(tied && t.name == "token_embd.weight")) continue;
+    by_type[t.type] += 2.0 * static_cast<double>(t.n_elements);
+  }
+  std::vector<TypeFlops> out;
+  for (const auto& [type, flop] : by_type) out.push_back({type, flop});
+  return out;
+}
+
+double attention_flops_per_token(const model::ModelShape& shape, double context) {
+  return 2.0 * 2.0 * static_cast<double>(shape.n_layer) * static_cast<double>(shape.n_head) *
+         static_cast<double>(shape.head_dim()) * context;
+}
+
+double prefill_flops_per_token(const model::GgufInfo& info, double context) {
+  double flop = attention_flops_per_token(info.shape, context);
+  for (const auto& tf : weight_flops_per_token(info)) flop += tf.flop;
+  return flop;
+}
+
+Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& ceilings, int64_t n_prompt, int64_t n_gen,
+                          int64_t depth, double measured_pp_tps, double measured_tg_tps, double load_ms,
+                          int n_threads) {
+  Roofline r;
+  // Decode: token i of n_gen reads the KV entries of the depth + i positions before it.
+  if (n_gen > 0) {
+    r.decode_mean_depth = static_cast<double>(depth) + static_cast<double>(n_gen - 1) / 2.0;
+    r.decode_bytes_per_token = static_cast<double>(decode_weight_bytes_per_token(info)) +
+                               kv_bytes_per_token(info.shape, r.decode_mean_depth);
+    r.bandwidth_gb_per_s = ceilings.bandwidth_gb_per_s();
+    if (r.bandwidth_gb_per_s > 0 && r.decode_bytes_per_token > 0) {
+      r.decode_ceiling_tokens_per_s = r.bandwidth_gb_per_s * 1e9 / r.decode_bytes_per_token;
+      if (measured_tg_tps > 0) r.decode_efficiency = measured_tg_tps / r.decode_ceiling_tokens_per_s;
+    } else {
+      r.notes.push_back("decode ceiling unavailable: no bandwidth measurement");
+    }
+    if (n_threads > 0) {
+      r.bandwidth_at_threads_gb_per_s = ceilings.bandwidth.read_gb_per_s_at(n_threads);
+      if (r.bandwidth_at_threads_gb_per_s > 0) {
+        r.decode_ceiling_at_threads_tokens_per_s = r.bandwidth_at_threads_gb_per_s * 1e9 / r.decode_bytes_per_token;
+        if (measured_tg_tps > 0) r.decode_efficiency_at_threads = measured_tg_tps / r.decode_ceiling_at_threads_tokens_per_s;
+      } else {
+        r.notes.push_back(fmt::format("no bandwidth measured with {} threads", n_threads));
+      }
+    }
+    if (measured_tg_tps > 0) r.decode_achieved_gb_per_s = measured_tg_tps * r.decode_bytes_per_token / 1e9;
+    if (ceilings.llc_total_bytes > 0 && r.decode_bytes_per_token < static_cast<double>(ceilings.llc_total_bytes))
+      r.notes.push_back("the bytes a token reads fit in the last-level cache: decode may beat the DRAM ceiling");
+    if (std::any_of(info.tensors.begin(), info.tensors.end(),
+                    [](const model::TensorInfo& t) { return t.name.find("_exps") != std::string::npos; }))
+      r.notes.push_back("expert tensors counted in full: for MoE models the decode ceiling is a lower bound");
+  }
+
+  // Prefill: time per token = sum over weight types of FLOPs / that type's measured rate,
+  // plus attention at the f16 rate (KV cache is f16); the ceiling is its inverse.
+  if (n_prompt > 0) {
+    r.prefill_mean_context = static_cast<double>(depth) + static_cast<double>(n_prompt + 1) / 2.0;
+    r.prefill_flop_per_token = prefill_flops_per_token(info, r.prefill_mean_context);
+    double seconds = 0;
+    bool ok = ceilings.compute_status == "measured";
+    if (!ok) r.notes.push_back("prefill ceiling " + (ceilings.compute_status.empty() ? std::string("unavailable")
+                                                                                      : ceilings.compute_status));
+    auto add = [&](const std::string& type, double flop) {
+      const std::string stand_in = rate_type_for(type, ceilings.compute);
+      if (stand_in.empty()) {
+        ok = false;
+        r.notes.push_back("prefill ceiling unavailable: no compute rate for " + type);
+        return;
+      }
+      if (stand_in != type) r.notes.push_back(fmt::format("{} matmuls use the measured {} rate", type, stand_in));
+      seconds += flop / (ceilings.compute.gflop_per_s(stand_in) * 1e9);
+    };
+    if (ok) {
+      for (const auto& tf : weight_flops_per_token(info)) add(tf.type, tf.flop);
+      add("f16", attention_flops_per_token(info.shape, r.prefill_mean_context));
+    }
+    if (ok && seconds > 0) {
+      r.prefill_ceiling_tokens_per_s = 1.0 / seconds;
+      if (measured_pp_tps > 0) r.prefill_efficiency = measured_pp_tps / r.prefill_ceiling_tokens_per_s;
+    }
+    if (measured_pp_tps > 0) r.prefill_achieved_gflop_per_s = measured_pp_tps * r.prefill_flop_per_token / 1e9;
+  }
+
+  // Load: the whole file at the storage read rate.
+  r.model_file_bytes = info.file_bytes;
+  if (!ceilings.storage) {
+    r.load_ceiling_basis = "unavailable: no storage probe (probe -m MODEL)";
+  } else if (ceilings.storage->path != info.path) {
+    r.load_ceiling_basis = "unavailable: storage was probed on " + ceilings.storage->path;
+  } else {
+    const auto& s = *ceilings.storage;
+    const double mb_per_s = s.cold_available() ? s.cold_mb_per_s : s.warm_mb_per_s;
+    r.load_ceiling_basis = s.cold_available() ? "cold" : s.warm_mb_per_s > 0 ? "warm" : "unavailable: " + s.cold_status;
+    if (mb_per_s > 0 && info.file_bytes > 0) {
+      r.load_ceiling_ms = static_cast<double>(info.file_bytes) / (mb_per_s * 1e6) * 1e3;
+      if (load_ms > 0) r.load_efficiency = r.load_ceiling_ms / load_ms;
+    }
+  }
+  return r;
+}
+
+nlohmann::json to_json(const Roofline& r) {
+  auto or_null = [](double v) { return v > 0 && std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  return {{"decode_bytes_per_token", or_null(r.decode_bytes_per_token)},
+          {"decode_mean_depth", r.decode_mean_depth},
+          {"bandwidth_gb_per_s", or_null(r.bandwidth_gb_per_s)},
+          {"decode_ceiling_tokens_per_s", or_null(r.decode_ceiling_tokens_per_s)},
+          {"decode_efficiency", or_null(r.decode_efficiency)},
+          {"bandwidth_at_threads_gb_per_s", or_null(r.bandwidth_at_threads_gb_per_s)},
+          {"decode_ceiling_at_threads_tokens_per_s", or_null(r.decode_ceiling_at_threads_tokens_per_s)},
+          {"decode_efficiency_at_threads", or_null(r.decode_efficiency_at_threads)},
+          {"decode_achieved_gb_per_s", or_null(r.decode_achieved_gb_per_s)},
+          {"prefill_flop_per_token", or_null(r.prefill_flop_per_token)},
+          {"prefill_mean_context", r.prefill_mean_context},
+          {"prefill_ceiling_tokens_per_s", or_null(r.prefill_ceiling_tokens_per_s)},
+          {"prefill_efficiency", or_null(r.prefill_efficiency)},
+          {"prefill_achieved_gflop_per_s", or_null(r.prefill_achieved_gflop_per_s)},
+          {"model_file_bytes", r.model_file_bytes},
+          {"load_ceiling_ms", or_null(r.load_ceiling_ms)},
+          {"load_ceiling_basis", r.load_ceiling_basis},
+          {"load_efficiency", or_null(r.load_efficiency)},
+          {"notes", r.notes}};
+}
+
+std::string to_text(const Roofline& r) {
+  std::string out;
+  if (r.decode_ceiling_tokens_per_s > 0)
+    out += fmt::format("decode: ceiling {:.1f} t/s ({:.1f} GB/s / {:.1f} MB per token){}\n", r.decode_ceiling_tokens_per_s,
+                       r.bandwidth_gb_per_s, r.decode_bytes_per_token / 1e6,
+                       r.decode_efficiency > 0 ? fmt::format(", efficiency {:.0f}%", r.decode_efficiency * 100) : "");
+  if (r.prefill_ceiling_tokens_per_s > 0)
+    out += fmt::format("prefill: ceiling {:.1f} t/s ({:.2f} GFLOP per token){}\n", r.prefill_ceiling_tokens_per_s,
+                       r.prefill_flop_per_token / 1e9,
+                       r.prefill_efficiency > 0 ? fmt::format(", efficiency {:.0f}%", r.prefill_efficiency * 100) : "");
+  if (r.load_ceiling_ms > 0)
+    out += fmt::format("load: ceiling {:.0f} ms ({}){}\n", r.load_ceiling_ms, r.load_ceiling_basis,
+                       r.load_efficiency > 0 ? fmt::format(", efficiency {:.0f}%", r.load_efficiency * 100) : "");
+  else
+    out += "load: " + r.load_ceiling_basis + "\n";
+  for (const auto& n : r.notes) out += "  note: " + n + "\n";
+  return out;
+}
+
+}  // namespace edgeprobe::probe
