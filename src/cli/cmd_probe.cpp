@@ -1,0 +1,96 @@
+#include "cli/cmd_probe.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "engine/backend.h"
+#include "platform/cpu_features.h"
+#include "platform/isa_gap.h"
+#include "platform/topology.h"
+#include "probe/ceilings.h"
+
+namespace edgeprobe::cli {
+
+void register_probe(CLI::App& app) {
+  struct Args {
+    bool refresh = false;
+    std::string model;
+    int threads = 0;
+    std::string sysfs_root = "/";
+    std::string output = "text";
+    std::string cpu_variant;
+    uint64_t buffer_mib = 0;
+    bool no_compute = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "probe", "Measure the device's ceilings: memory bandwidth (decode), matrix compute (prefill), storage (load)");
+  cmd->add_flag("--refresh", args->refresh, "Measure again instead of using the cached figures");
+  cmd->add_option("-m,--model", args->model, "GGUF file whose read throughput (cold and warm) to measure");
+  cmd->add_option("-t,--threads", args->threads, "Most threads to use (default: one per physical core)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--sysfs-root", args->sysfs_root,
+                  "Read topology and CPU features from this tree instead of / (nothing is measured then)")
+      ->capture_default_str();
+  cmd->add_option("-o,--output", args->output, "Output format")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  cmd->add_option("--cpu-variant", args->cpu_variant, "ggml CPU variant to load (default: the best for this CPU)");
+  cmd->add_option("--buffer-mib", args->buffer_mib, "Bandwidth buffer size in MiB (default: 8x LLC, 512-1024 MiB)");
+  cmd->add_flag("--no-compute", args->no_compute, "Skip the compute probe (no ggml backend is loaded)");
+  cmd->callback([args] {
+    const FsRoot fs(args->sysfs_root);
+    const bool live = fs.root() == "/";
+    const std::string model_name = platform::cpu_model_name(fs);
+    const auto features = platform::detect_cpu_features(fs);
+    const auto topology = platform::detect_topology(fs);
+
+    nlohmann::json out = {{"cpu_model", model_name},
+                          {"sysfs_root", fs.root()},
+                          {"cpu_features", platform::to_json(features)},
+                          {"topology", platform::to_json(topology)}};
+    std::string text = fmt::format("CPU: {}\n", model_name) + platform::to_text(features) + platform::to_text(topology);
+
+    if (!live) {
+      out["isa_gap"] = nullptr;
+      out["ceilings"] = nullptr;
+      out["ceilings_status"] = "unavailable: --sysfs-root describes another device; nothing was measured";
+      text += "ceilings: unavailable: --sysfs-root describes another device; nothing was measured\n";
+    } else {
+      engine::start_log_capture(false);  // ggml's load lines stay out of the report
+      probe::ProbeOptions o;
+      o.sysfs_root = fs.root();
+      o.max_threads = args->threads;
+      o.model_path = args->model;
+      o.variant = args->cpu_variant;
+      o.buffer_bytes = args->buffer_mib << 20;
+      o.measure_compute = !args->no_compute;
+      if (!args->no_compute) {
+        const auto& backend = engine::load_cpu_backend(args->cpu_variant);
+        const auto gap = platform::compare_isa(features, backend, engine::installed_cpu_variants());
+        out["isa_gap"] = platform::to_json(gap);
+        text += platform::to_text(gap);
+      } else {
+        out["isa_gap"] = nullptr;
+        text += "ggml CPU variant: not loaded (--no-compute)\n";
+      }
+      if (args->output == "text") std::cerr << "probing (seconds; cached afterwards)...\n";
+      const auto ceilings = probe::load_or_measure(o, args->refresh);
+      out["ceilings"] = probe::to_json(ceilings);
+      out["ceilings"]["from_cache"] = ceilings.from_cache;
+      out["ceilings"]["cache_path"] = ceilings.cache_path;
+      text += probe::to_text(ceilings);
+    }
+    if (args->output == "json")
+      std::cout << out.dump(2) << "\n";
+    else
+      std::cout << text;
+  });
+}
+
+}  // namespace edgeprobe::cli
