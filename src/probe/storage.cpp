@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -58,6 +60,30 @@ double timed_read(int fd, uint64_t bytes, uint64_t chunk, std::string& why) {
   return static_cast<double>(done) / s / 1e6;
 }
 
+// Pids (comma separated, at most a few) whose mappings include `path`: pages a process has
+// mapped stay cached whatever fadvise or drop_caches say.
+std::string processes_mapping(const std::string& path) {
+  std::string out;
+  int found = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc", ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    const std::string pid = it->path().filename().string();
+    if (pid.empty() || !std::isdigit(static_cast<unsigned char>(pid[0])) || pid == std::to_string(::getpid())) continue;
+    std::ifstream maps(it->path() / "maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+      if (line.size() >= path.size() && line.compare(line.size() - path.size(), path.size(), path) == 0) {
+        out += (out.empty() ? "" : ",") + pid;
+        ++found;
+        break;
+      }
+    }
+    if (found >= 4) break;
+  }
+  return out;
+}
+
 }  // namespace
 
 double resident_fraction(const std::string& path, uint64_t bytes) {
@@ -93,10 +119,15 @@ StorageResult measure_storage(const std::string& path, const StorageOptions& opt
   // Cold: ask the kernel to drop this file's clean pages (posix_fadvise(2), POSIX_FADV_DONTNEED;
   // needs no privilege but leaves pages other processes have mapped), then check with
   // mincore(2) that they are really gone before calling the read cold.
+  // Dirty pages are not dropped (a freshly written file), so write them back first.
   std::string method;
+  ::fdatasync(fd.get());
   if (::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED) == 0) method = "posix_fadvise DONTNEED";
   double resident = resident_fraction(path, r.bytes_read);
-  if (resident > 0.01 && options.allow_drop_caches && ::geteuid() == 0) {
+  // Pages another process has mapped survive drop_caches too: then dropping every cache on
+  // the machine would only slow its neighbours down.
+  const std::string holders = resident > 0.01 ? processes_mapping(path) : "";
+  if (resident > 0.01 && holders.empty() && options.allow_drop_caches && ::geteuid() == 0) {
     // Documentation/admin-guide/sysctl/vm.rst: "1" frees the page cache, system wide.
     ::sync();
     std::ofstream drop("/proc/sys/vm/drop_caches");
@@ -107,8 +138,9 @@ StorageResult measure_storage(const std::string& path, const StorageOptions& opt
   if (resident < 0) {
     r.cold_status = "unavailable: cannot tell page-cache residency (mincore failed)";
   } else if (resident > 0.01) {
-    r.cold_status = fmt::format("unavailable: {:.1f}% of the file stayed in the page cache after {}", resident * 100,
-                                method.empty() ? "no eviction method worked" : method);
+    r.cold_status = fmt::format("unavailable: {:.1f}% of the file stayed in the page cache after {}{}", resident * 100,
+                                method.empty() ? "no eviction method worked" : method,
+                                holders.empty() ? "" : " (mapped by pid " + holders + ")");
   } else {
     std::string why;
     const double mb_per_s = timed_read(fd.get(), r.bytes_read, options.chunk_bytes, why);
