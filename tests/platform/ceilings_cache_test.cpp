@@ -1,0 +1,77 @@
+// The ceilings cache: a JSON round trip keeps every figure, and a cached file for this
+// device and build is served without measuring.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "probe/ceilings.h"
+
+namespace edgeprobe::probe {
+namespace {
+
+DeviceCeilings sample() {
+  DeviceCeilings c;
+  c.device_key = "dev";
+  c.build_key = "build";
+  c.cpu_model = "Test CPU";
+  c.threads = 2;
+  c.llc_total_bytes = 32u << 20;
+  c.bandwidth.buffer_bytes = 1u << 30;
+  c.bandwidth.read_best_gb_per_s = 17.5;
+  c.bandwidth.points.push_back({"read", "device", 2, {0, 1}, 17.5, 16.0, 6});
+  c.compute_status = "measured";
+  ComputePoint p;
+  p.type = "q4_0";
+  p.threads = 2;
+  p.best_gflop_per_s = 101.0;
+  p.weight_buffer = "CPU_REPACK";
+  c.compute.points.push_back(p);
+  StorageResult s;
+  s.path = "/m.gguf";
+  s.cold_status = "unavailable: test";
+  s.warm_mb_per_s = 9000;
+  c.storage = s;
+  return c;
+}
+
+TEST(CeilingsCache, JsonRoundTripKeepsEveryFigure) {
+  const DeviceCeilings back = ceilings_from_json(to_json(sample()));
+  EXPECT_EQ(to_json(back), to_json(sample()));
+  EXPECT_DOUBLE_EQ(back.bandwidth_gb_per_s(), 17.5);
+  EXPECT_DOUBLE_EQ(back.bandwidth.read_gb_per_s_at(2), 17.5);
+  EXPECT_DOUBLE_EQ(back.compute.gflop_per_s("q4_0"), 101.0);
+  ASSERT_TRUE(back.storage.has_value());
+  EXPECT_FALSE(back.storage->cold_available());
+  EXPECT_TRUE(to_json(back)["storage"]["cold_mb_per_s"].is_null());
+}
+
+TEST(CeilingsCache, CachedFileForThisDeviceAndBuildIsServedWithoutMeasuring) {
+  const std::string dir = ::testing::TempDir() + "/edgeprobe-ceilings-cache";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ProbeOptions o;
+  o.measure_compute = false;  // no backend: the build key says "default"
+  o.cache_dir = dir;
+  const std::string path = dir + "/" + device_key("/") + "__" + build_key("") + ".json";
+  auto j = to_json(sample());
+  j["storage"] = nullptr;
+  std::ofstream(path) << j.dump();
+  const DeviceCeilings c = load_or_measure(o, false);
+  EXPECT_TRUE(c.from_cache);
+  EXPECT_EQ(c.cache_path, path);
+  EXPECT_DOUBLE_EQ(c.bandwidth_gb_per_s(), 17.5);  // the planted figure, not a measurement
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CeilingsCache, KeysAreStableAndFileNameSafe) {
+  EXPECT_EQ(device_key("/"), device_key("/"));
+  const std::string k = device_key("/") + build_key("haswell");
+  EXPECT_EQ(k.find('/'), std::string::npos);
+  EXPECT_EQ(k.find(' '), std::string::npos);
+  EXPECT_NE(build_key("haswell"), build_key("zen4"));
+}
+
+}  // namespace
+}  // namespace edgeprobe::probe
