@@ -94,19 +94,22 @@ void write_chrome_trace(std::ostream& out, const Timeline& tl, const std::vector
       for (size_t i = 0; i < tl.size(); ++i) counter(out, &first, name, to_us(tl.t_ns[i]), v[i]);
       continue;
     }
-    // Rate over [t_i, t_i+1], drawn from t_i (counter tracks are steps).
-    for (size_t i = 0; i + 1 < tl.size(); ++i) {
-      const double dt = static_cast<double>(tl.t_ns[i + 1] - tl.t_ns[i]) * 1e-9;
-      if (dt <= 0) continue;
-      double rate = (v[i + 1] - v[i]) / dt;
-      if (info.metric == Metric::kCpuBusyS) {
-        const auto it = total_of_cpu.find(info.index);
-        if (it == total_of_cpu.end()) continue;
-        const double total = tl.values[it->second][i + 1] - tl.values[it->second][i];
-        if (!(total > 0)) continue;
-        rate = (v[i + 1] - v[i]) / total;
+    // Rate between consecutive valid samples, drawn from the first (counter tracks are
+    // steps); sources read at a lower rate leave NaN between their samples.
+    size_t prev = tl.size();
+    for (size_t i = 0; i < tl.size(); ++i) {
+      if (std::isnan(v[i])) continue;
+      if (prev < tl.size()) {
+        const double dt = static_cast<double>(tl.t_ns[i] - tl.t_ns[prev]) * 1e-9;
+        double rate = dt > 0 ? (v[i] - v[prev]) / dt : std::nan("");
+        if (info.metric == Metric::kCpuBusyS) {
+          const auto it = total_of_cpu.find(info.index);
+          const double total = it == total_of_cpu.end() ? 0 : tl.values[it->second][i] - tl.values[it->second][prev];
+          rate = total > 0 ? (v[i] - v[prev]) / total : std::nan("");
+        }
+        if (dt > 0) counter(out, &first, name, to_us(tl.t_ns[prev]), rate);
       }
-      counter(out, &first, name, to_us(tl.t_ns[i]), rate);
+      prev = i;
     }
   }
   // Where each thread last ran: one track per thread.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 
@@ -45,6 +46,9 @@ Sampler::Sampler(SamplerOptions options, RunClock clock)
   for (auto& source : sources_) {
     offsets_.push_back(timeline_.series.size());
     source->declare(&timeline_.series);
+    counts_.push_back(timeline_.series.size() - offsets_.back());
+    const double cap = source->max_hz();
+    every_.push_back(cap > 0 ? std::max<int64_t>(1, static_cast<int64_t>(std::ceil(options_.hz / cap - 1e-9))) : 1);
   }
   timeline_.values.resize(timeline_.series.size());
   // Room for a few minutes without reallocating; growth after that is geometric.
@@ -52,6 +56,7 @@ Sampler::Sampler(SamplerOptions options, RunClock clock)
   timeline_.t_ns.reserve(reserve);
   for (auto& column : timeline_.values) column.reserve(reserve);
   row_.assign(timeline_.series.size(), 0.0);
+  read_.assign(sources_.size(), 0);
   unavailable_ = std::move(lines);
 }
 
@@ -71,7 +76,15 @@ void Sampler::take_sample(int64_t t_ns, bool force_slow) {
   std::lock_guard<std::mutex> lock(sample_mutex_);
   const ReportFn report_fn = [this](const std::string& line) { report(line); };
   const int64_t begin = clock_.now_ns();
-  for (size_t i = 0; i < sources_.size(); ++i) sources_[i]->sample(row_.data() + offsets_[i], report_fn);
+  for (size_t i = 0; i < sources_.size(); ++i) {
+    double* row = row_.data() + offsets_[i];
+    read_[i] = force_slow || ticks_ % every_[i] == 0;
+    if (read_[i]) {
+      sources_[i]->sample(row, report_fn);
+    } else {
+      std::fill(row, row + counts_[i], std::numeric_limits<double>::quiet_NaN());
+    }
+  }
   // Stamp the middle of the reads when sampling live; replays give their own time.
   if (t_ns < 0) t_ns = begin + (clock_.now_ns() - begin) / 2;
   const bool slow = force_slow || ticks_ % slow_every_ == 0;
@@ -81,9 +94,9 @@ void Sampler::take_sample(int64_t t_ns, bool force_slow) {
   if (!timeline_.t_ns.empty() && t_ns < timeline_.t_ns.back()) t_ns = timeline_.t_ns.back();
   timeline_.t_ns.push_back(t_ns);
   for (size_t s = 0; s < row_.size(); ++s) timeline_.values[s].push_back(row_[s]);
-  for (auto& source : sources_) {
-    if (slow) source->sample_slow(t_ns, &timeline_, report_fn);
-    source->sample_threads(t_ns, &timeline_);
+  for (size_t i = 0; i < sources_.size(); ++i) {
+    if (slow) sources_[i]->sample_slow(t_ns, &timeline_, report_fn);
+    if (read_[i]) sources_[i]->sample_threads(t_ns, &timeline_);
   }
 }
 

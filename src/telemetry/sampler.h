@@ -56,7 +56,10 @@ class Sampler {
   FsRoot fs_;
   std::vector<std::unique_ptr<Source>> sources_;
   std::vector<size_t> offsets_;  // first series of each source
+  std::vector<size_t> counts_;   // number of series of each source
+  std::vector<int64_t> every_;   // read a source on every every_[i]-th tick
   std::vector<double> row_;
+  std::vector<char> read_;  // which sources this tick reads (no per-tick allocation)
 
   std::mutex sample_mutex_;       // one sample at a time; guards sources_ and row_
   mutable std::mutex data_mutex_;  // guards timeline_ and unavailable_

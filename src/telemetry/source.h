@@ -24,6 +24,9 @@ class Source {
   virtual void declare(std::vector<SeriesInfo>* series) = 0;
   // Writes one value per declared series (NaN when a read fails).
   virtual void sample(double* row, const ReportFn& report) = 0;
+  // Highest useful rate; the sampler reads this source on every k-th tick to stay under
+  // it (NaN in the ticks between) and on every forced sample. 0 = every tick.
+  virtual double max_hz() const { return 0; }
   // Slower readings taken a few times a second (cpufreq time_in_state tables).
   virtual void sample_slow(int64_t /*t_ns*/, Timeline* /*timeline*/, const ReportFn& /*report*/) {}
   // Per-thread placement (the process source).

@@ -68,12 +68,19 @@ std::pair<size_t, size_t> Timeline::window(int64_t start_ns, int64_t end_ns) con
 }
 
 std::optional<double> Timeline::counter_at(size_t s, int64_t t) const {
-  if (t_ns.empty() || t < t_ns.front() || t > t_ns.back()) return std::nullopt;
+  // Nearest valid samples on each side: a source read at a lower rate, or a failed
+  // read, leaves NaN in between.
   const auto& v = values[s];
-  const size_t hi = static_cast<size_t>(std::lower_bound(t_ns.begin(), t_ns.end(), t) - t_ns.begin());
-  if (t_ns[hi] == t) return std::isnan(v[hi]) ? std::nullopt : std::optional<double>(v[hi]);
-  const size_t lo = hi - 1;
-  if (std::isnan(v[lo]) || std::isnan(v[hi])) return std::nullopt;
+  const size_t n = t_ns.size();
+  size_t hi = static_cast<size_t>(std::lower_bound(t_ns.begin(), t_ns.end(), t) - t_ns.begin());
+  while (hi < n && std::isnan(v[hi])) ++hi;
+  if (hi == n) return std::nullopt;
+  if (t_ns[hi] == t) return v[hi];
+  size_t lo = static_cast<size_t>(std::upper_bound(t_ns.begin(), t_ns.end(), t) - t_ns.begin());
+  while (lo > 0 && std::isnan(v[lo - 1])) --lo;
+  if (lo == 0) return std::nullopt;
+  --lo;  // the last valid sample with t_ns[lo] <= t
+  if (t_ns[lo] == t_ns[hi]) return v[hi];
   const double f = static_cast<double>(t - t_ns[lo]) / static_cast<double>(t_ns[hi] - t_ns[lo]);
   return v[lo] + f * (v[hi] - v[lo]);
 }
@@ -86,22 +93,22 @@ std::optional<double> Timeline::counter_delta(size_t s, int64_t start, int64_t e
 }
 
 std::optional<double> Timeline::integrate(size_t s, int64_t start, int64_t end) const {
-  if (t_ns.empty() || start < t_ns.front() || end > t_ns.back() || end < start) return std::nullopt;
-  // Points: the interpolated value at start, the samples inside, the value at end.
-  const auto at = [&](int64_t t) { return counter_at(s, t); };  // linear interpolation of a level too
-  auto prev_v = at(start);
-  if (!prev_v) return std::nullopt;
+  if (end < start) return std::nullopt;
+  // Trapezoids through the value at start, the valid samples inside, the value at end.
+  auto prev_v = counter_at(s, start);
+  const auto end_v = counter_at(s, end);
+  if (!prev_v || !end_v) return std::nullopt;
   int64_t prev_t = start;
   double sum = 0;
   const auto [first, last] = window(start, end);
-  for (size_t i = first; i <= last; ++i) {
-    const int64_t t = i < last ? t_ns[i] : end;
-    const auto v = i < last ? (std::isnan(values[s][i]) ? std::nullopt : std::optional<double>(values[s][i])) : at(end);
-    if (!v) return std::nullopt;
-    sum += 0.5 * (*prev_v + *v) * static_cast<double>(t - prev_t) * 1e-9;
-    prev_t = t;
+  for (size_t i = first; i < last; ++i) {
+    const double v = values[s][i];
+    if (std::isnan(v)) continue;
+    sum += 0.5 * (*prev_v + v) * static_cast<double>(t_ns[i] - prev_t) * 1e-9;
+    prev_t = t_ns[i];
     prev_v = v;
   }
+  sum += 0.5 * (*prev_v + *end_v) * static_cast<double>(end - prev_t) * 1e-9;
   return sum;
 }
 

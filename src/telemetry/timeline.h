@@ -82,8 +82,8 @@ struct Timeline {
   // Series indexes with this metric (in declaration order).
   std::vector<size_t> find(Metric metric) const;
   std::optional<size_t> find(const std::string& name) const;
-  // A counter's value at time t, linearly interpolated between the samples around t;
-  // nullopt when t is outside the sampled span or a neighbour is missing.
+  // A series' value at time t, linearly interpolated between the nearest valid samples
+  // on either side (NaN entries are skipped); nullopt outside the sampled span.
   std::optional<double> counter_at(size_t series_index, int64_t t_ns) const;
   // Counter increase over [start, end]; nullopt unless samples bracket both ends.
   std::optional<double> counter_delta(size_t series_index, int64_t start_ns, int64_t end_ns) const;

@@ -314,3 +314,22 @@ TEST(Parsing, TemperatureUnitGuessedFromMagnitude) {
   EXPECT_DOUBLE_EQ(guess_temp_divisor(45), 1);
   EXPECT_DOUBLE_EQ(guess_temp_divisor(-5000), 1000);
 }
+
+// ---- timeline arithmetic ------------------------------------------------------------
+
+TEST(TimelineMath, CountersInterpolateAcrossSkippedTicks) {
+  Timeline tl;
+  SeriesInfo info;
+  info.name = "process.cpu_s";
+  info.metric = Metric::kSelfCpuS;
+  tl.series.push_back(info);
+  const double nan = std::nan("");
+  tl.t_ns = {0, 100, 200, 300, 400};
+  tl.values = {{0.0, nan, nan, 3.0, 4.0}};  // a source read at a third of the rate
+  EXPECT_DOUBLE_EQ(*tl.counter_at(0, 150), 1.5);
+  EXPECT_DOUBLE_EQ(*tl.counter_delta(0, 100, 350), 3.5 - 1.0);
+  EXPECT_FALSE(tl.counter_at(0, 500).has_value());  // past the last sample: unknown
+  EXPECT_FALSE(tl.counter_at(0, -1).has_value());
+  // Integral of the level 0..3 over [0, 300] through the skipped ticks: 0.5 * 3 * 300 ns.
+  EXPECT_NEAR(*tl.integrate(0, 0, 300), 0.5 * 3.0 * 300e-9, 1e-18);
+}
