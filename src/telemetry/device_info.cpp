@@ -45,6 +45,7 @@ std::string render_text(const DeviceInfo& info) {
     if (c.capacity) text += fmt::format(" capacity {}", *c.capacity);
     line(text);
   }
+  if (!info.cpu.policies.empty()) line("cpufreq policies:");
   for (const auto& p : info.cpu.policies) {
     line(fmt::format("  {:<10} cpus {:<8} now {} scaling {} - {} driver {}", p.name, format_cpu_list(p.cpus),
                      mhz(p.cur_khz), mhz(p.scaling_min_khz), mhz(p.scaling_max_khz),
@@ -70,7 +71,10 @@ std::string render_text(const DeviceInfo& info) {
     line(fmt::format("  rapl {} ({}){}", z.id, z.name, z.counts_in_total ? " counted in total" : ""));
   }
   for (const auto& r : info.power.rails) {
-    line(fmt::format("  ina3221 {} rail {}{}", r.device, r.label, r.counts_in_total ? " counted in total" : ""));
+    line(fmt::format("  ina3221 {} rail {:<16} {:.3f} V {:.3f} A {:.2f} W{}", r.device, r.label,
+                     static_cast<double>(r.voltage_mv.value_or(0)) / 1e3, static_cast<double>(r.current_ma.value_or(0)) / 1e3,
+                     static_cast<double>(r.voltage_mv.value_or(0) * r.current_ma.value_or(0)) / 1e6,
+                     r.counts_in_total ? " counted in total" : ""));
   }
   const auto& cg = info.cgroup;
   if (cg.version != 0) {
@@ -145,7 +149,10 @@ nlohmann::json to_json(const DeviceInfo& info) {
   }
   json rails = json::array();
   for (const auto& r : info.power.rails) {
-    rails.push_back({{"label", r.label}, {"device", r.device}, {"in_total", r.counts_in_total}});
+    json jr = {{"label", r.label}, {"device", r.device}, {"in_total", r.counts_in_total}};
+    put(jr, "voltage_mv", r.voltage_mv);
+    put(jr, "current_ma", r.current_ma);
+    rails.push_back(jr);
   }
   j["power"] = {{"batteries", batteries}, {"rapl", rapl}, {"ina3221_rails", rails}};
   const auto& cg = info.cgroup;

@@ -344,7 +344,9 @@ PowerLayout discover_power(const FsRoot& fs) {
       rail.device = device;
       rail.voltage_path = dir + "/in" + n + "_input";
       rail.current_path = dir + "/curr" + n + "_input";
-      if (!fs.read_int(rail.voltage_path) || !fs.read_int(rail.current_path)) {
+      rail.voltage_mv = fs.read_int(rail.voltage_path);
+      rail.current_ma = rail.voltage_mv ? fs.read_int(rail.current_path) : std::nullopt;
+      if (!rail.voltage_mv || !rail.current_ma) {
         power.unavailable.push_back("ina3221 rail " + rail.label + ": unavailable: " + fs.last_error());
         continue;
       }

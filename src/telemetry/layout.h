@@ -84,6 +84,7 @@ struct PowerRail {
   std::string device;  // "1-0040/hwmon3"
   std::string voltage_path, current_path;
   bool counts_in_total = false;  // VDD_IN when present (module input), else every rail
+  std::optional<int64_t> voltage_mv, current_ma;  // at discovery
 };
 
 struct PowerLayout {

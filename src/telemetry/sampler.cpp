@@ -1,6 +1,8 @@
 #include "telemetry/sampler.h"
 
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -40,7 +42,7 @@ Sampler::Sampler(SamplerOptions options, RunClock clock)
   }
   sources_.push_back(make_procstat_source(fs_, cpus.online));
   const bool live_self = options_.pid == 0 && fs_.root() == "/";
-  sources_.push_back(make_process_source(fs_, options_.pid, cpus, live_self));
+  sources_.push_back(make_process_source(fs_, options_.pid, cpus, live_self, live_self ? &sampler_tid_ : nullptr));
   if (cgroup.version != 0) sources_.push_back(make_cgroup_source(fs_, cgroup));
 
   for (auto& source : sources_) {
@@ -133,6 +135,8 @@ void Sampler::run() {
 #ifdef __linux__
   pthread_setname_np(pthread_self(), "ep-sampler");  // tells it apart in the thread list
 #endif
+  // The sampler's own reads are not the workload's placement.
+  sampler_tid_.store(static_cast<int>(::syscall(SYS_gettid)), std::memory_order_relaxed);
   using clock = std::chrono::steady_clock;
   const auto period = std::chrono::nanoseconds(static_cast<int64_t>(1e9 / options_.hz));
   auto next = clock::now() + period;

@@ -1,4 +1,5 @@
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -68,6 +69,7 @@ class Sampler {
   int64_t ticks_ = 0;
   int64_t slow_every_ = 1;
 
+  std::atomic<int> sampler_tid_{0};  // left out of thread placement
   std::mutex wake_mutex_;
   std::condition_variable wake_;
   bool stop_requested_ = false;

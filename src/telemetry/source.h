@@ -1,4 +1,5 @@
 #pragma once
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -40,7 +41,9 @@ std::unique_ptr<Source> make_power_source(const FsRoot& fs, const PowerLayout& p
 std::unique_ptr<Source> make_procstat_source(const FsRoot& fs, const std::vector<int>& cpus);
 // live_self: the sampler measures its own process on the real root, so getrusage() can
 // count context switches of every thread (procfs status only counts the main thread's).
-std::unique_ptr<Source> make_process_source(const FsRoot& fs, int pid, const CpuLayout& cpus, bool live_self);
+// exclude_tid: a thread left out of the placement figures (the sampler's own thread).
+std::unique_ptr<Source> make_process_source(const FsRoot& fs, int pid, const CpuLayout& cpus, bool live_self,
+                                            const std::atomic<int>* exclude_tid = nullptr);
 std::unique_ptr<Source> make_cgroup_source(const FsRoot& fs, const CgroupInfo& cgroup);
 
 // Parses one /proc/<pid>/task/<tid>/stat line (proc(5)): utime+stime in clock ticks and

@@ -374,8 +374,8 @@ class ProcStatSource : public Source {
 
 class ProcessSource : public Source {
  public:
-  ProcessSource(const FsRoot& fs, int pid, const CpuLayout& cpus, bool live_self)
-      : proc_(proc_dir(pid)), task_dir_(fs.path(proc_ + "/task")), live_self_(live_self),
+  ProcessSource(const FsRoot& fs, int pid, const CpuLayout& cpus, bool live_self, const std::atomic<int>* exclude_tid)
+      : proc_(proc_dir(pid)), task_dir_(fs.path(proc_ + "/task")), exclude_tid_(exclude_tid), live_self_(live_self),
         stat_(fs.path(proc_ + "/stat")), status_(fs.path(proc_ + "/status")) {
     for (size_t c = 0; c < cpus.clusters.size(); ++c) {
       cluster_names_.push_back(cpus.clusters[c].name);
@@ -493,7 +493,9 @@ class ProcessSource : public Source {
         pos += reclen;
       }
     }
+    const int excluded = exclude_tid_ != nullptr ? exclude_tid_->load(std::memory_order_relaxed) : 0;
     for (const int tid : tids_) {
+      if (tid == excluded) continue;
       auto it = std::find_if(files_.begin(), files_.end(), [&](const auto& f) { return f.first == tid; });
       if (it == files_.end()) {
         files_.emplace_back(tid, CachedFile(task_dir_ + "/" + std::to_string(tid) + "/stat"));
@@ -526,6 +528,7 @@ class ProcessSource : public Source {
   }
 
   std::string proc_, task_dir_;
+  const std::atomic<int>* exclude_tid_;
   int task_fd_ = -1;
   std::vector<char> dirents_ = std::vector<char>(16384);
   std::vector<int> tids_;
@@ -621,8 +624,9 @@ std::unique_ptr<Source> make_power_source(const FsRoot& fs, const PowerLayout& p
 std::unique_ptr<Source> make_procstat_source(const FsRoot& fs, const std::vector<int>& cpus) {
   return std::make_unique<ProcStatSource>(fs, cpus);
 }
-std::unique_ptr<Source> make_process_source(const FsRoot& fs, int pid, const CpuLayout& cpus, bool live_self) {
-  return std::make_unique<ProcessSource>(fs, pid, cpus, live_self);
+std::unique_ptr<Source> make_process_source(const FsRoot& fs, int pid, const CpuLayout& cpus, bool live_self,
+                                            const std::atomic<int>* exclude_tid) {
+  return std::make_unique<ProcessSource>(fs, pid, cpus, live_self, exclude_tid);
 }
 std::unique_ptr<Source> make_cgroup_source(const FsRoot& fs, const CgroupInfo& cgroup) {
   return std::make_unique<CgroupSource>(fs, cgroup);

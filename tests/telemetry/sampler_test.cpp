@@ -4,6 +4,9 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include <time.h>
@@ -22,8 +25,17 @@ TEST(LiveSampler, SamplesAtTheRequestedRateOnOneClock) {
   const int64_t before = clock.now_ns();
   sampler.start();
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  int sampler_tid = 0;  // the thread named ep-sampler
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(entry.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name == "ep-sampler") sampler_tid = std::stoi(entry.path().filename().string());
+  }
   sampler.stop();
   const int64_t after = clock.now_ns();
+  ASSERT_NE(sampler_tid, 0);
+  for (const auto& t : sampler.timeline().threads) EXPECT_NE(t.tid, sampler_tid) << "sampler counted as workload";
   const auto tl = sampler.timeline();
   // 50 Hz for 0.4 s = 20 ticks, plus the samples at start and stop; a loaded 2-core
   // machine may delay some ticks, never add any.
