@@ -57,7 +57,10 @@ void register_probe(CLI::App& app) {
     std::string text = fmt::format("CPU: {}\n", model_name) + platform::to_text(features) + platform::to_text(topology);
 
     if (!live) {
-      out["isa_gap"] = nullptr;
+      // No variant is loaded for another device, but the best one for its CPU can be named.
+      const auto gap = platform::compare_isa(features, engine::CpuBackendInfo{});
+      out["isa_gap"] = platform::to_json(gap);
+      text += fmt::format("best ggml CPU variant for this CPU: {}\n", gap.best_variant.empty() ? "?" : gap.best_variant);
       out["ceilings"] = nullptr;
       out["ceilings_status"] = "unavailable: --sysfs-root describes another device; nothing was measured";
       text += "ceilings: unavailable: --sysfs-root describes another device; nothing was measured\n";

@@ -422,15 +422,14 @@ std::string to_text(const Topology& t) {
     out += fmt::format("  cluster {} {:<8} package {} cpus {} ({} cores){}\n", c.rank, c.label, c.package_id,
                        format_cpu_list(c.cpus), c.n_cores, extra);
   }
-  std::map<std::string, std::pair<uint64_t, int>> caches;  // "L2 Unified" -> size, count
-  for (const auto& c : t.caches) {
-    auto& e = caches[fmt::format("L{}{}", c.level, c.type == "Data" ? "d" : c.type == "Instruction" ? "i" : "")];
-    e.first = c.size_bytes;
-    ++e.second;
-  }
+  // "L2 512 KiB" -> instances, in level order (a phone's clusters have different L2s).
+  std::map<std::tuple<int, std::string, uint64_t>, int> caches;
+  for (const auto& c : t.caches)
+    ++caches[{c.level, c.type == "Data" ? "d" : c.type == "Instruction" ? "i" : "", c.size_bytes}];
   if (!caches.empty()) {
     out += "  caches:";
-    for (const auto& [name, e] : caches) out += fmt::format(" {} {} x{}", name, format_bytes(e.first), e.second);
+    for (const auto& [key, n] : caches)
+      out += fmt::format(" L{}{} {} x{}", std::get<0>(key), std::get<1>(key), format_bytes(std::get<2>(key)), n);
     out += "\n";
   }
   for (const auto& n : t.numa_nodes)
