@@ -15,7 +15,12 @@
 #include "model/gguf_info.h"
 #include "model/synth.h"
 #include "report/reporter.h"
+#include "core/fs.h"
+#include "platform/cpu_features.h"
+#include "platform/isa_gap.h"
+#include "probe/ceilings.h"
 #include "runner/bench_runner.h"
+#include "runner/enrich.h"
 #include "runner/provenance.h"
 #include "workload/plan.h"
 
@@ -36,6 +41,10 @@ struct BenchArgs {
   bool verbose = false;
   bool quiet = false;
   bool no_hash = false;
+  double sample_hz = 20;
+  std::string sysfs_root = "/";
+  std::string trace_file;
+  std::string ceilings = "auto";
 };
 
 std::vector<std::string> split_all(const std::vector<std::string>& texts) {
@@ -117,6 +126,8 @@ int run(const BenchArgs& args, const std::vector<std::string>& command_line) {
     if (!file) throw_bad_input("cannot write --output '{}'", args.output_file);
   }
   std::ostream& out = args.output_file.empty() ? std::cout : file;
+  if (!args.trace_file.empty() && !std::ofstream(args.trace_file, std::ios::app))
+    throw_bad_input("cannot write --trace '{}'", args.trace_file);
   auto reporter = report::make_reporter(args.output_format, out);
 
   result::BenchReport report;
@@ -124,6 +135,34 @@ int run(const BenchArgs& args, const std::vector<std::string>& command_line) {
   for (const auto& info : infos) {
     progress.update(fmt::format("hashing {}", info.path));
     report.provenance.models.push_back(runner::model_identity(info, !args.no_hash));
+  }
+  // What the CPU can do next to what the loaded variant was built for: the seed's
+  // silent fallback shows up as a gap here.
+  const FsRoot fs(args.sysfs_root);
+  const auto cpu_features = platform::detect_cpu_features(fs);
+  report.provenance.extra["cpu_features"] = platform::to_json(cpu_features);
+  report.provenance.extra["isa_gap"] = platform::to_json(platform::compare_isa(cpu_features, backend));
+
+  // The device's own ceilings, measured once per device and build (then cached), before
+  // the sampler starts so the probe does not disturb the timeline.
+  if (args.ceilings != "auto" && args.ceilings != "off" && args.ceilings != "refresh")
+    throw_bad_input("--ceilings '{}': use auto, refresh or off", args.ceilings);
+  std::vector<std::optional<probe::DeviceCeilings>> ceilings(infos.size());
+  if (args.ceilings != "off") {
+    for (size_t i = 0; i < infos.size(); ++i) {
+      progress.update("measuring the device's ceilings (cached after the first run)");
+      probe::ProbeOptions po;
+      po.sysfs_root = args.sysfs_root;
+      po.model_path = infos[i].path;
+      po.variant = backend.variant;
+      try {
+        ceilings[i] = probe::load_or_measure(po, args.ceilings == "refresh" && i == 0);
+      } catch (const Error& e) {
+        if (e.kind() == ErrorKind::kBadInput) throw;
+        std::cerr << "edgeprobe: warning: ceilings unavailable: " << e.what() << "\n";
+      }
+    }
+    if (ceilings[0]) report.provenance.extra["ceilings"] = probe::to_json(*ceilings[0]);
   }
 
   reporter->begin(report.provenance, cases);
@@ -139,10 +178,18 @@ int run(const BenchArgs& args, const std::vector<std::string>& command_line) {
     reporter->add(r);
   };
   const RunClock clock;
+  runner::TelemetryRecorder recorder(args.sample_hz, args.sysfs_root, clock);
+  callbacks.event = [&](const PhaseEvent& e) { recorder.on_event(e); };
+  callbacks.enrich = [&](result::TestResult& r, const std::vector<PhaseEvent>&) {
+    recorder.enrich(r);
+    if (const auto& c = ceilings[static_cast<size_t>(r.model_index)]) r.roofline = runner::roofline_json(r, infos[static_cast<size_t>(r.model_index)], *c);
+  };
   report.results = runner::run_bench(cases, options, clock, [&](const std::string& p) { return model_index.at(p); },
                                      callbacks);
+  recorder.stop();
   progress.finish();
   reporter->end(report);
+  recorder.write_trace(args.trace_file);
 
   // Every row is written; now say what failed, once per distinct message, and exit non-zero.
   int exit_code = 0;
@@ -188,6 +235,11 @@ void register_bench(CLI::App& app, const std::vector<std::string>& command_line)
   cmd->add_option("--cpu-variant", a->cpu_variant,
                   "Load this ggml CPU variant (e.g. sse42) instead of the best one for this CPU");
   cmd->add_flag("--no-hash", a->no_hash, "Skip the model file's SHA-256 (big files on slow storage)");
+  cmd->add_option("--sample-hz", a->sample_hz, "Telemetry sampling rate (0 = off)")->capture_default_str();
+  cmd->add_option("--sysfs-root", a->sysfs_root, "Read sysfs/procfs under this root (fixture trees)")->capture_default_str();
+  cmd->add_option("--trace", a->trace_file, "Write a Chrome/Perfetto trace of phases, tokens and telemetry");
+  cmd->add_option("--ceilings", a->ceilings, "Device ceilings for efficiency: auto (cached probe), refresh or off")
+      ->capture_default_str();
   cmd->add_flag("-v,--verbose", a->verbose, "Echo llama.cpp's log to stderr");
   cmd->add_flag("-q,--quiet", a->quiet, "No progress on stderr");
   cmd->callback([a, command_line] {

@@ -7,7 +7,12 @@
 #include <iostream>
 
 #include "cli/cmd_bench.h"
+#include "cli/cmd_compare.h"
+#include "cli/cmd_export.h"
+#include "cli/cmd_probe.h"
+#include "cli/cmd_runs.h"
 #include "cli/cmd_synth.h"
+#include "cli/cmd_sysinfo.h"
 #include "cli/common.h"
 #include "core/error.h"
 #include "edgeprobe_version.h"
@@ -30,6 +35,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("edgeprobe ") + kVersion + " (llama.cpp " + kLlamaCppCommit + ")");
   cli::register_bench(app, command_line);
   cli::register_synth(app);
+  cli::register_sysinfo(app);
+  cli::register_probe(app);
+  cli::register_runs(app);
+  cli::register_export(app);
+  cli::register_compare(app);
 
   // Ctrl-C ends the sweep after the repetition in flight; what was measured is written.
   std::signal(SIGINT, on_interrupt);

@@ -48,6 +48,13 @@ std::string mib(const json& bytes) {
   return bytes.is_number() ? fmt::format("{:.0f}", bytes.get<double>() / (1024.0 * 1024.0)) : "";
 }
 
+// Share of the device's measured ceiling, "" when the phase did not run, "n/a" when the
+// ceiling is unknown.
+std::string efficiency(const json& share, bool ran) {
+  if (!ran) return "";
+  return share.is_number() && share.get<double>() > 0 ? fmt::format("{:.0f}%", 100 * share.get<double>()) : "n/a";
+}
+
 std::string human_params(const json& n) {
   if (!n.is_number()) return "";
   const double v = n.get<double>();
@@ -65,7 +72,8 @@ class MarkdownReporter : public Reporter {
     headers_ = {"model", "size MiB", "params", "quant", "ggml cpu", "threads"};
     for (const auto& v : varied_)
       if (v != "model") headers_.push_back(v);
-    for (const char* h : {"test", "prefill t/s", "decode t/s", "ttft ms", "token p50/p99 ms", "load ms", "peak RSS MiB"})
+    for (const char* h : {"test", "prefill t/s", "decode t/s", "ttft ms", "token p50/p99 ms", "load ms", "peak RSS MiB",
+                          "efficiency pp / tg"})
       headers_.push_back(h);
     row(headers_);
     std::vector<std::string> rule;
@@ -94,6 +102,8 @@ class MarkdownReporter : public Reporter {
       cells.push_back(lat.is_object() ? number(lat["p50"], 2) + " / " + number(lat["p99"], 2) : "");
       cells.push_back(number(at(j, "/load/cold_ms"), 0));
       cells.push_back(mib(j["peak_rss_bytes"]));
+      cells.push_back(efficiency(at(j, "/roofline/prefill_efficiency"), r.config.n_prompt > 0) + " / " +
+                      efficiency(at(j, "/roofline/decode_efficiency"), r.config.n_gen > 0));
     }
     row(cells);
     out_.flush();
@@ -105,7 +115,8 @@ class MarkdownReporter : public Reporter {
                         at(provenance_, "/llama_cpp/commit").get<std::string>(),
                         at(provenance_, "/cpu/ggml_variant").get<std::string>(),
                         at(provenance_, "/cpu/model").get<std::string>());
-    out_ << "Medians ± sample sd over repetitions; decode t/s excludes the first generated token.\n";
+    out_ << "Medians ± sample sd over repetitions; decode t/s excludes the first generated token; efficiency is "
+            "the share of this device's measured ceiling (compute for prefill, memory bandwidth for decode).\n";
     out_.flush();
   }
 

@@ -119,7 +119,8 @@ json to_json(const TestResult& r) {
                     {"decode_ms", rep.decode_ms},
                     {"decode_tokens_per_s", rep.decode_tokens_per_s},
                     {"decode_step_ms", rep.decode_step_ms},
-                    {"peak_rss_bytes", rep.peak_rss_bytes < 0 ? json(nullptr) : json(rep.peak_rss_bytes)}});
+                    {"peak_rss_bytes", rep.peak_rss_bytes < 0 ? json(nullptr) : json(rep.peak_rss_bytes)},
+                    {"telemetry", rep.telemetry}});
   }
   j["repetitions"] = reps;
   j["telemetry"] = r.telemetry;

@@ -65,6 +65,7 @@ struct Repetition {
   double decode_tokens_per_s = 0;
   std::vector<double> decode_step_ms;  // every decode step, synchronized
   int64_t peak_rss_bytes = -1;          // -1: unavailable
+  nlohmann::json telemetry;             // {"prefill": {...}, "decode": {...}}; null when off
 };
 
 struct ErrorInfo {
@@ -79,7 +80,7 @@ struct TestResult {
   std::vector<double> load_ms;  // this model's loads: [0] first (cold), the rest warm
   double page_cache_resident_share = -1;  // of the file, before the first load; -1 unknown
   std::vector<Repetition> repetitions;
-  nlohmann::json telemetry;  // per-phase telemetry summaries (null when off)
+  nlohmann::json telemetry;  // {"sample_hz", "unavailable", "load"}: null when off
   nlohmann::json roofline;   // ceilings and efficiencies (null when unknown)
 };
 

@@ -15,7 +15,8 @@
 
 namespace edgeprobe::test_support {
 
-ProcessResult run_process(const std::vector<std::string>& argv, int timeout_s) {
+ProcessResult run_process(const std::vector<std::string>& argv, int timeout_s,
+                          const std::vector<std::pair<std::string, std::string>>& env) {
   int out_pipe[2], err_pipe[2];
   if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
   const pid_t pid = fork();
@@ -27,6 +28,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, int timeout_s) {
     close(err_pipe[0]);
     const int devnull = open("/dev/null", O_RDONLY);
     dup2(devnull, STDIN_FILENO);
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
     std::vector<char*> cargv;
     for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
     cargv.push_back(nullptr);
@@ -73,7 +75,10 @@ ProcessResult run_process(const std::vector<std::string>& argv, int timeout_s) {
 ProcessResult run_edgeprobe(const std::vector<std::string>& args, int timeout_s) {
   std::vector<std::string> argv{EDGEPROBE_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_process(argv, timeout_s);
+  // Keep the tests' probe cache and results store out of the user's: a probe measured
+  // while other tests run is noisy, and test runs are not results.
+  const std::string base = std::string(EDGEPROBE_BUILD_DIR) + "/test-home";
+  return run_process(argv, timeout_s, {{"XDG_CACHE_HOME", base + "/cache"}, {"XDG_DATA_HOME", base + "/data"}});
 }
 
 TempDir::TempDir() {

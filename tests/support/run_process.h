@@ -1,5 +1,6 @@
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace edgeprobe::test_support {
@@ -12,7 +13,8 @@ struct ProcessResult {
 
 // Runs a real process (fork/exec), captures stdout and stderr, and kills it after
 // timeout_s so a hang fails the test instead of stalling the suite.
-ProcessResult run_process(const std::vector<std::string>& argv, int timeout_s = 300);
+ProcessResult run_process(const std::vector<std::string>& argv, int timeout_s = 300,
+                          const std::vector<std::pair<std::string, std::string>>& env = {});
 ProcessResult run_edgeprobe(const std::vector<std::string>& args, int timeout_s = 300);
 
 // A fresh temporary directory, removed when the object goes away.

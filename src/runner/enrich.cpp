@@ -1,0 +1,78 @@
+#include "runner/enrich.h"
+
+#include <fstream>
+
+#include "core/error.h"
+#include "probe/roofline.h"
+#include "telemetry/chrome_trace.h"
+#include "telemetry/summary.h"
+
+namespace edgeprobe::runner {
+
+TelemetryRecorder::TelemetryRecorder(double sample_hz, const std::string& sysfs_root, const RunClock& clock)
+    : sample_hz_(sample_hz) {
+  if (sample_hz < 0 || sample_hz > 1000) throw_bad_input("--sample-hz {} out of range 0..1000 (0 = off)", sample_hz);
+  if (sample_hz == 0) return;
+  telemetry::SamplerOptions options;
+  options.hz = sample_hz;
+  options.sysfs_root = sysfs_root;
+  sampler_ = std::make_unique<telemetry::Sampler>(options, clock);
+  sampler_->start();
+}
+
+TelemetryRecorder::~TelemetryRecorder() { stop(); }
+
+void TelemetryRecorder::stop() {
+  if (sampler_ && sampler_->running()) sampler_->stop();
+}
+
+void TelemetryRecorder::on_event(const PhaseEvent& event) {
+  events_.push_back(event);
+  if (event.name == "load" && event.repetition == 0) cold_load_ = event;
+}
+
+std::vector<std::string> TelemetryRecorder::unavailable() const {
+  return sampler_ ? sampler_->unavailable() : std::vector<std::string>{};
+}
+
+void TelemetryRecorder::enrich(result::TestResult& r) {
+  if (!sampler_) return;
+  sampler_->sample_now();  // a sample after the last phase, so its end is bracketed
+  const telemetry::Timeline timeline = sampler_->timeline();
+  nlohmann::json t = {{"sample_hz", sample_hz_}, {"unavailable", sampler_->unavailable()}};
+  t["load"] = cold_load_ ? telemetry::to_json(telemetry::summarize_phase(timeline, cold_load_->start_ns,
+                                                                         cold_load_->end_ns, 0))
+                         : nlohmann::json(nullptr);
+  r.telemetry = t;
+  const std::string test = r.config.name();
+  for (auto& rep : r.repetitions) {
+    nlohmann::json phases = nlohmann::json::object();
+    for (const auto& e : events_) {
+      if (e.category != "phase" || e.test != test || e.repetition != rep.index) continue;
+      if (e.start_ns < rep.start_ns || e.end_ns > rep.end_ns) continue;  // an earlier test of the same name
+      phases[e.name] = telemetry::to_json(telemetry::summarize_phase(timeline, e.start_ns, e.end_ns, e.tokens));
+    }
+    rep.telemetry = phases;
+  }
+}
+
+void TelemetryRecorder::write_trace(const std::string& path) const {
+  if (path.empty()) return;
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) throw_bad_input("cannot write --trace '{}'", path);
+  const telemetry::Timeline timeline = sampler_ ? sampler_->timeline() : telemetry::Timeline{};
+  telemetry::write_chrome_trace(out, timeline, events_);
+}
+
+nlohmann::json roofline_json(const result::TestResult& r, const model::GgufInfo& info,
+                             const probe::DeviceCeilings& ceilings) {
+  if (r.error) return nullptr;
+  const result::TestSummary s = result::summarize(r);
+  const double pp = r.config.n_prompt > 0 ? s.prefill_tokens_per_s.median : 0;
+  const double tg = r.config.n_gen > 0 ? s.decode_tokens_per_s.median : 0;
+  const auto roofline = probe::compute_roofline(info, ceilings, r.config.n_prompt, r.config.n_gen, r.config.n_depth,
+                                                pp, tg, s.load_cold_ms, r.config.n_threads);
+  return probe::to_json(roofline);
+}
+
+}  // namespace edgeprobe::runner

@@ -1,0 +1,42 @@
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/events.h"
+#include "model/gguf_info.h"
+#include "probe/ceilings.h"
+#include "result/result.h"
+#include "telemetry/sampler.h"
+
+namespace edgeprobe::runner {
+
+// Puts telemetry on the results: runs the sampler for the whole sweep, keeps every phase
+// event, and summarises each repetition's prefill and decode windows (and the model's
+// cold load) from the samples on the same clock.
+class TelemetryRecorder {
+ public:
+  TelemetryRecorder(double sample_hz, const std::string& sysfs_root, const RunClock& clock);
+  ~TelemetryRecorder();
+  bool enabled() const { return sampler_ != nullptr; }
+  void on_event(const PhaseEvent& event);
+  void enrich(result::TestResult& result);
+  void stop();
+  // Chrome Trace Event JSON (Perfetto, chrome://tracing) of the whole run.
+  void write_trace(const std::string& path) const;
+  std::vector<std::string> unavailable() const;
+
+ private:
+  double sample_hz_;
+  std::unique_ptr<telemetry::Sampler> sampler_;
+  std::vector<PhaseEvent> events_;
+  std::optional<PhaseEvent> cold_load_;
+};
+
+// Ceilings and efficiencies of one result from the device's measured ceilings.
+nlohmann::json roofline_json(const result::TestResult& result, const model::GgufInfo& info,
+                             const probe::DeviceCeilings& ceilings);
+
+}  // namespace edgeprobe::runner
