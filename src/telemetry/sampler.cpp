@@ -158,6 +158,11 @@ Timeline Sampler::timeline() const {
   return timeline_;
 }
 
+Timeline Sampler::timeline(int64_t start_ns, int64_t end_ns) const {
+  std::lock_guard<std::mutex> lock(data_mutex_);
+  return timeline_.slice(start_ns, end_ns);
+}
+
 std::vector<std::string> Sampler::unavailable() const {
   std::lock_guard<std::mutex> lock(data_mutex_);
   return unavailable_;

@@ -44,6 +44,8 @@ class Sampler {
   void sample_at(int64_t t_ns);
 
   Timeline timeline() const;
+  // Only what summarize_phase needs for [start, end] (see Timeline::slice).
+  Timeline timeline(int64_t start_ns, int64_t end_ns) const;
   std::vector<std::string> unavailable() const;
   const SamplerOptions& options() const { return options_; }
 

@@ -1,7 +1,10 @@
 #include "telemetry/timeline.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
+#include <map>
 
 namespace edgeprobe::telemetry {
 
@@ -110,6 +113,53 @@ std::optional<double> Timeline::integrate(size_t s, int64_t start, int64_t end) 
   }
   sum += 0.5 * (*prev_v + *end_v) * static_cast<double>(end - prev_t) * 1e-9;
   return sum;
+}
+
+Timeline Timeline::slice(int64_t start_ns, int64_t end_ns) const {
+  Timeline out;
+  out.series = series;
+  out.clusters = clusters;
+  out.sample_hz = sample_hz;
+  out.values.resize(series.size());
+  auto [first, last] = window(start_ns, end_ns);
+  // Widen to the nearest valid sample of every series before and after.
+  size_t lo = first, hi = last;
+  for (const auto& column : values) {
+    size_t i = first;  // the last valid sample before the window
+    while (i > 0) {
+      --i;
+      if (!std::isnan(column[i])) break;
+    }
+    lo = std::min(lo, i);
+    size_t j = last;
+    while (j < t_ns.size() && std::isnan(column[j])) ++j;
+    hi = std::max(hi, std::min(j + 1, t_ns.size()));
+  }
+  out.t_ns.assign(t_ns.begin() + static_cast<std::ptrdiff_t>(lo), t_ns.begin() + static_cast<std::ptrdiff_t>(hi));
+  for (size_t s = 0; s < values.size(); ++s) {
+    out.values[s].assign(values[s].begin() + static_cast<std::ptrdiff_t>(lo),
+                         values[s].begin() + static_cast<std::ptrdiff_t>(hi));
+  }
+  const int64_t from = out.t_ns.empty() ? start_ns : out.t_ns.front();
+  const int64_t to = out.t_ns.empty() ? end_ns : out.t_ns.back();
+  // time_in_state is sampled more slowly: keep the last snapshot at or before the start
+  // and the first at or after the end of each policy, and everything between.
+  std::map<std::string, std::pair<int64_t, int64_t>> keep;  // policy -> (latest <= start, earliest >= end)
+  for (const auto& snap : time_in_state) {
+    auto [it, added] = keep.try_emplace(snap.policy, INT64_MIN, INT64_MAX);
+    if (snap.t_ns <= start_ns) it->second.first = std::max(it->second.first, snap.t_ns);
+    if (snap.t_ns >= end_ns) it->second.second = std::min(it->second.second, snap.t_ns);
+  }
+  for (const auto& snap : time_in_state) {
+    const auto& [before, after] = keep[snap.policy];
+    if (snap.t_ns >= std::min(before, start_ns) && snap.t_ns <= std::max(after == INT64_MAX ? end_ns : after, end_ns)) {
+      out.time_in_state.push_back(snap);
+    }
+  }
+  for (const auto& t : threads) {
+    if (t.t_ns >= from && t.t_ns <= to) out.threads.push_back(t);
+  }
+  return out;
 }
 
 }  // namespace edgeprobe::telemetry

@@ -90,6 +90,10 @@ struct Timeline {
   // Integral of a level series over [start, end] (trapezoids, value units x seconds);
   // nullopt unless samples bracket both ends.
   std::optional<double> integrate(size_t series_index, int64_t start_ns, int64_t end_ns) const;
+  // The samples of [start, end] plus the nearest valid one outside each edge for every
+  // series (so counters stay bracketed), with the matching time_in_state snapshots and
+  // thread samples: what summarize_phase needs, without copying a whole long run.
+  Timeline slice(int64_t start_ns, int64_t end_ns) const;
   // Indexes of samples with start <= t <= end.
   std::pair<size_t, size_t> window(int64_t start_ns, int64_t end_ns) const;
 };

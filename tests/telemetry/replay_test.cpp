@@ -181,3 +181,15 @@ TEST(Replay, ChargingBatteryIsNotUsedAsEnergyTotal) {
   EXPECT_NE(p.notes[0].find("not discharging"), std::string::npos);
   EXPECT_LT(*p.discharge_mah, 0);  // charge flowed in
 }
+
+TEST(Replay, SliceGivesTheSameFiguresAsTheWholeTimeline) {
+  const auto r = replay();
+  for (const auto& [start, end] : {std::pair<int64_t, int64_t>{0, 1000 * kMs}, {1000 * kMs, 3000 * kMs}, {1500 * kMs, 2500 * kMs}}) {
+    const auto slice = r.timeline.slice(start, end);
+    EXPECT_LE(slice.size(), r.timeline.size());
+    const auto a = to_json(summarize_phase(r.timeline, start, end, 40));
+    auto b = to_json(summarize_phase(slice, start, end, 40));
+    EXPECT_EQ(a, b) << a.dump() << "\n" << b.dump();
+  }
+  EXPECT_EQ(r.timeline.slice(1500 * kMs, 1600 * kMs).size(), 2u);  // only the bracketing samples
+}
