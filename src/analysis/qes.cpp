@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analysis/stability.h"
+#include "core/stats.h"
+
 namespace edgeprobe::analysis {
 namespace {
 
@@ -102,6 +105,35 @@ QesResult compute_qes(const QesInputs& in, const QesTargets& t) {
   }
   if (weights > 0) r.total = weighted / weights;
   return r;
+}
+
+QesInputs make_qes_inputs(std::span<const double> ttft_ms, std::span<const double> decode_tokens_per_s,
+                          std::optional<double> missed_frame_share, std::optional<double> peak_temp_c,
+                          std::string temp_sensor) {
+  auto finite = [](std::span<const double> xs) {
+    std::vector<double> out;
+    for (double x : xs)
+      if (std::isfinite(x)) out.push_back(x);
+    return out;
+  };
+  QesInputs in;
+  const std::vector<double> ttft = finite(ttft_ms);
+  if (!ttft.empty()) {
+    in.ttft_ms = stats::quantile(ttft, 0.5);
+  } else {
+    in.ttft_missing_reason = "no turn produced a first token";
+  }
+  const std::vector<double> decode = finite(decode_tokens_per_s);
+  in.throughput_cv = coefficient_of_variation(decode);
+  if (const std::optional<Drift> d = drift(decode)) in.drift_ratio = d->ratio;
+  if (!in.throughput_cv || !in.drift_ratio)
+    in.stability_missing_reason = fmt::format("{} turns with a decode rate; need at least 2", decode.size());
+  in.missed_frame_share = missed_frame_share;
+  if (!missed_frame_share) in.frames_missing_reason = "frame probe not run";
+  in.peak_temp_c = peak_temp_c;
+  in.temp_sensor = std::move(temp_sensor);
+  if (!peak_temp_c) in.temp_missing_reason = "no temperature sensor readable";
+  return in;
 }
 
 nlohmann::json to_json(const QesResult& r) {

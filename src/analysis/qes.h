@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,13 @@ struct QesResult {
 };
 
 QesResult compute_qes(const QesInputs& inputs, const QesTargets& targets = {});
+
+// Builds the inputs from a session's raw series (turns in the order they ran): median
+// TTFT, and CV and drift of the decode throughput. Non-finite values (failed turns) are
+// left out; a series too short to say anything gives an unavailable part with a reason.
+QesInputs make_qes_inputs(std::span<const double> ttft_ms, std::span<const double> decode_tokens_per_s,
+                          std::optional<double> missed_frame_share, std::optional<double> peak_temp_c,
+                          std::string temp_sensor = "");
 nlohmann::json to_json(const QesResult& result);
 
 // The individual scoring rules, exposed so that tests and docs agree with the code.

@@ -92,17 +92,21 @@ std::optional<double> pooled_sd(std::span<const double> xs, const std::vector<si
   return std::sqrt(sq / static_cast<double>(xs.size() - segments));
 }
 
+bool all_finite(std::span<const double> xs) {
+  return std::all_of(xs.begin(), xs.end(), [](double x) { return std::isfinite(x); });
+}
+
 }  // namespace
 
 std::optional<double> coefficient_of_variation(std::span<const double> series) {
-  if (series.size() < 2) return std::nullopt;
+  if (series.size() < 2 || !all_finite(series)) return std::nullopt;
   const double m = stats::mean(series);
   if (m == 0) return std::nullopt;
   return stats::stddev(series) / std::fabs(m);
 }
 
 std::optional<Drift> drift(std::span<const double> series) {
-  if (series.size() < 2) return std::nullopt;
+  if (series.size() < 2 || !all_finite(series)) return std::nullopt;
   Drift d;
   d.window = std::max<size_t>(1, series.size() / 10);
   d.first_mean = stats::mean(series.first(d.window));
@@ -115,7 +119,7 @@ std::optional<Drift> drift(std::span<const double> series) {
 std::vector<Spike> detect_spikes(std::span<const double> series, const SpikeOptions& options) {
   std::vector<Spike> spikes;
   const size_t k = std::max<size_t>(2, options.neighbours);
-  if (series.size() < k + 2) return spikes;
+  if (series.size() < k + 2 || !all_finite(series)) return spikes;
   const std::optional<double> sigma = robust_sigma(series);
   if (!sigma) return spikes;
   // sd of (x - median of k neighbours) for normal noise: sigma * sqrt(1 + pi / (2k)),
@@ -146,7 +150,7 @@ std::vector<Spike> detect_spikes(std::span<const double> series, const SpikeOpti
 }
 
 std::optional<double> robust_sigma(std::span<const double> series) {
-  if (series.size() < 3) return std::nullopt;
+  if (series.size() < 3 || !all_finite(series)) return std::nullopt;
   std::vector<double> diffs(series.size() - 1);
   for (size_t i = 1; i < series.size(); ++i) diffs[i - 1] = series[i] - series[i - 1];
   const double centre = median_of(diffs);
@@ -169,7 +173,7 @@ Segmentation segment_series(std::span<const double> series, const ChangePointOpt
   Segmentation result;
   std::vector<ChangePoint>& points = result.points;
   const size_t min_segment = std::max<size_t>(1, options.min_segment);
-  if (series.size() < 2 * min_segment) return result;
+  if (series.size() < 2 * min_segment || !all_finite(series)) return result;
   std::vector<double> xs(series.begin(), series.end());
   if (options.remove_spikes) {
     for (const Spike& s : detect_spikes(series, options.spikes)) xs[s.index] = s.baseline;

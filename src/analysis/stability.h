@@ -9,7 +9,8 @@
 namespace edgeprobe::analysis {
 
 // Stability of a per-turn (or per-repetition) throughput series, in the order the
-// turns ran. MELT reports sudden drops and spikes mid-session; these functions find
+// turns ran. The series must be finite: leave failed turns out (indices then count the
+// turns that succeeded); a NaN or infinity makes every result below empty or nullopt. MELT reports sudden drops and spikes mid-session; these functions find
 // them by a stated method instead of by eye.
 
 // Sample standard deviation over mean; nullopt for fewer than 2 points or a mean of 0.

@@ -157,6 +157,13 @@ class Transaction {
   bool done_ = false;
 };
 
+// Results carry strings from the outside world (paths, hostnames, model names, generated
+// text) that need not be valid UTF-8; dump() would throw and lose the whole unit, so
+// invalid bytes become U+FFFD instead.
+std::string to_text(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 nlohmann::json parse_stored(const std::string& text, const std::string& path, const char* what) {
   try {
     return nlohmann::json::parse(text);
@@ -312,7 +319,7 @@ RunId Store::begin_run(RunKind kind, const nlohmann::json& provenance, const nlo
   Transaction tx(db_, path_);
   Statement s(db_, path_,
               "INSERT INTO runs (kind, status, provenance_json, plan_json) VALUES (?1, 'running', ?2, ?3)");
-  s.bind(1, std::string(to_string(kind))).bind(2, provenance.dump()).bind(3, plan.dump()).step();
+  s.bind(1, std::string(to_string(kind))).bind(2, to_text(provenance)).bind(3, to_text(plan)).step();
   const RunId id = sqlite3_last_insert_rowid(db_);
   tx.commit();
   return id;
@@ -356,14 +363,15 @@ int64_t Store::add_configuration(RunId run, int64_t ordinal, const nlohmann::jso
     Statement existing(db_, path_, "SELECT id, config_json FROM configurations WHERE run_id = ?1 AND ordinal = ?2");
     existing.bind(1, run).bind(2, ordinal);
     if (existing.step()) {
-      if (parse_stored(existing.text(1), path_, "configuration") != config)
+      // Compared as stored, so a config with invalid UTF-8 still matches itself.
+      if (parse_stored(existing.text(1), path_, "configuration") != nlohmann::json::parse(to_text(config)))
         throw_bad_input("run {}: configuration {} differs from the stored one; resume needs the same plan", run,
                         ordinal);
       return existing.integer(0);
     }
   }
   Statement s(db_, path_, "INSERT INTO configurations (run_id, ordinal, config_json) VALUES (?1, ?2, ?3)");
-  s.bind(1, run).bind(2, ordinal).bind(3, config.dump()).step();
+  s.bind(1, run).bind(2, ordinal).bind(3, to_text(config)).step();
   const int64_t id = sqlite3_last_insert_rowid(db_);
   tx.commit();
   return id;
@@ -387,7 +395,7 @@ void Store::insert_telemetry(const char* owner_kind, int64_t owner_id,
   for (const TelemetrySummary& t : telemetry) {
     Statement s(db_, path_,
                 "INSERT INTO telemetry_summaries (owner_kind, owner_id, phase, summary_json) VALUES (?1, ?2, ?3, ?4)");
-    s.bind(1, std::string(owner_kind)).bind(2, owner_id).bind(3, t.phase).bind(4, t.summary.dump()).step();
+    s.bind(1, std::string(owner_kind)).bind(2, owner_id).bind(3, t.phase).bind(4, to_text(t.summary)).step();
   }
 }
 
@@ -396,7 +404,7 @@ int64_t Store::record_repetition(RunId run, int64_t configuration_ordinal, int64
   Transaction tx(db_, path_);
   const int64_t config_id = configuration_id(run, configuration_ordinal);
   Statement s(db_, path_, "INSERT INTO repetitions (configuration_id, ordinal, result_json) VALUES (?1, ?2, ?3)");
-  s.bind(1, config_id).bind(2, repetition).bind(3, result.dump()).step();
+  s.bind(1, config_id).bind(2, repetition).bind(3, to_text(result)).step();
   const int64_t id = sqlite3_last_insert_rowid(db_);
   insert_telemetry("repetition", id, telemetry);
   tx.commit();
@@ -414,7 +422,7 @@ int64_t Store::record_turn(RunId run, const TurnKey& key, const nlohmann::json& 
       .bind(3, key.round)
       .bind(4, key.conversation_id)
       .bind(5, key.turn_index)
-      .bind(6, result.dump())
+      .bind(6, to_text(result))
       .step();
   const int64_t id = sqlite3_last_insert_rowid(db_);
   insert_telemetry("turn", id, telemetry);

@@ -98,5 +98,30 @@ TEST(Qes, NonFiniteInputIsTreatedAsUnavailable) {
   EXPECT_DOUBLE_EQ(*r.total, 50.0);
 }
 
+TEST(Qes, InputsFromRawSeriesSkipFailedTurns) {
+  const std::vector<double> ttft{300, std::nan(""), 500, 400};
+  std::vector<double> decode(20, 10.0);
+  decode[18] = decode[19] = 8.0;  // last decile slower
+  decode[5] = std::nan("");       // a failed turn
+  const QesInputs in = make_qes_inputs(ttft, decode, 0.02, std::nullopt);
+  EXPECT_DOUBLE_EQ(*in.ttft_ms, 400);
+  EXPECT_DOUBLE_EQ(*in.drift_ratio, 0.8);
+  EXPECT_GT(*in.throughput_cv, 0);
+  EXPECT_DOUBLE_EQ(*in.missed_frame_share, 0.02);
+  EXPECT_FALSE(in.peak_temp_c.has_value());
+  EXPECT_EQ(in.temp_missing_reason, "no temperature sensor readable");
+  const QesResult r = compute_qes(in);
+  EXPECT_EQ(r.unavailable, (std::vector<std::string>{"temperature"}));
+}
+
+TEST(Qes, OneTurnIsTooFewForStability) {
+  const QesInputs in = make_qes_inputs(std::vector<double>{250}, std::vector<double>{12}, std::nullopt, 40.0, "skin");
+  EXPECT_FALSE(in.throughput_cv.has_value());
+  EXPECT_EQ(in.stability_missing_reason, "1 turns with a decode rate; need at least 2");
+  const QesResult r = compute_qes(in);
+  EXPECT_EQ(r.rests_on, (std::vector<std::string>{"responsiveness", "temperature"}));
+  EXPECT_DOUBLE_EQ(*r.total, 100.0);
+}
+
 }  // namespace
 }  // namespace edgeprobe::analysis

@@ -95,6 +95,15 @@ TEST(Stability, DriftComparesFirstAndLastDecile) {
   EXPECT_FALSE(drift(std::vector<double>{3}).has_value());
 }
 
+TEST(Stability, NonFiniteSeriesGivesNoResultsRatherThanNonsense) {
+  std::vector<double> xs = noisy_steps({{20, 10.0}, {20, 5.0}}, 0.2, 3);
+  xs[7] = std::nan("");
+  EXPECT_FALSE(coefficient_of_variation(xs).has_value());
+  EXPECT_FALSE(drift(xs).has_value());
+  EXPECT_TRUE(detect_change_points(xs).empty());
+  EXPECT_TRUE(detect_spikes(xs).empty());
+}
+
 TEST(Stability, ConstantSeriesIsStableEverywhere) {
   const std::vector<double> xs(30, 12.5);
   const StabilityReport r = analyse_stability(xs);
