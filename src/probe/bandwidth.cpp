@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -89,11 +90,18 @@ bool pin_self(int cpu) {
   return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
 }
 
+double thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 std::atomic<uint64_t> g_sink{0};  // keeps the read sums alive
+constexpr double kBusyShare = 0.9;
 constexpr uint64_t kMinAutoBytes = 512ull << 20;
 constexpr uint64_t kMaxAutoBytes = 1024ull << 20;  // keeps the read sums alive
 
@@ -109,19 +117,22 @@ BandwidthPoint run_point(const std::string& kernel, const std::string& scope, co
   std::barrier start(threads + 1), done(threads + 1);
   std::atomic<bool> stop{false};
   std::atomic<int> pin_failures{0};
+  std::vector<double> cpu_s(static_cast<size_t>(threads), 0.0);
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
       if (!cpus.empty() && !pin_self(cpus[static_cast<size_t>(t)])) pin_failures++;
       const size_t begin = per_thread * static_cast<size_t>(t);
       uint64_t sum = 0;
-      for (;;) {
+      for (int pass = 0;; ++pass) {
         start.arrive_and_wait();
         if (stop.load(std::memory_order_relaxed)) break;
+        const double c0 = thread_cpu_s();
         if (copy)
           copy_kernel(b + begin, a + begin, per_thread);
         else
           sum += read_kernel(a + begin, per_thread);
+        if (pass > 0) cpu_s[static_cast<size_t>(t)] += thread_cpu_s() - c0;
         done.arrive_and_wait();
       }
       g_sink += sum;
@@ -129,13 +140,17 @@ BandwidthPoint run_point(const std::string& kernel, const std::string& scope, co
   }
   const double counted_bytes = static_cast<double>(per_thread * kVecBytes) * threads * (copy ? 2 : 1);
   std::vector<double> rates;
+  double timed_wall_s = 0;
   const double t_begin = now_s();
   for (int pass = 0;; ++pass) {
     const double t0 = now_s();
     start.arrive_and_wait();
     done.arrive_and_wait();
     const double t1 = now_s();
-    if (pass > 0) rates.push_back(counted_bytes / (t1 - t0) / 1e9);  // pass 0 warms TLBs and caches
+    if (pass > 0) {  // pass 0 warms TLBs and caches
+      rates.push_back(counted_bytes / (t1 - t0) / 1e9);
+      timed_wall_s += t1 - t0;
+    }
     if (static_cast<int>(rates.size()) >= opt.min_passes && t1 - t_begin >= opt.min_seconds) break;
     if (rates.size() >= 1000) break;
   }
@@ -153,6 +168,9 @@ BandwidthPoint run_point(const std::string& kernel, const std::string& scope, co
   p.passes = static_cast<int>(rates.size());
   p.best_gb_per_s = *std::max_element(rates.begin(), rates.end());
   p.median_gb_per_s = stats::quantile(rates, 0.5);
+  double cpu_total = 0;
+  for (double c : cpu_s) cpu_total += c;
+  p.cpu_share = timed_wall_s > 0 ? std::min(1.0, cpu_total / (timed_wall_s * threads)) : 0;
   return p;
 }
 
@@ -163,6 +181,12 @@ std::vector<int> thread_sweep(int n) {
   for (int t = 1; t <= n; t = t < 8 ? t + 1 : t * 2) out.push_back(t);
   if (out.empty() || out.back() != n) out.push_back(n);
   return out;
+}
+
+double BandwidthResult::min_cpu_share() const {
+  double share = 1;
+  for (const auto& p : points) share = std::min(share, p.cpu_share);
+  return share;
 }
 
 double BandwidthResult::read_gb_per_s_at(int threads) const {
@@ -251,6 +275,11 @@ BandwidthResult measure_bandwidth(const platform::Topology& topology, const Band
           run_point("read", scope, cpus_for(pool, threads), threads, a, b, bytes, options, result.notes));
     }
   }
+  if (result.min_cpu_share() < kBusyShare)
+    result.notes.push_back(fmt::format(
+        "other processes competed for the CPUs: probe threads ran {:.0f}% of the time at worst, so these figures "
+        "may be low; measure again (--refresh) on a quiet machine",
+        result.min_cpu_share() * 100));
   for (const auto& p : result.points) {
     if (p.scope != "device") continue;
     if (p.kernel == "read") result.read_best_gb_per_s = std::max(result.read_best_gb_per_s, p.best_gb_per_s);
@@ -268,7 +297,8 @@ nlohmann::json to_json(const BandwidthResult& r) {
                       {"cpus", p.cpus},
                       {"best_gb_per_s", p.best_gb_per_s},
                       {"median_gb_per_s", p.median_gb_per_s},
-                      {"passes", p.passes}});
+                      {"passes", p.passes},
+                      {"cpu_share", p.cpu_share}});
   return {{"buffer_bytes", r.buffer_bytes},
           {"read_best_gb_per_s", r.read_best_gb_per_s},
           {"copy_best_gb_per_s", r.copy_best_gb_per_s},
@@ -290,6 +320,7 @@ BandwidthResult bandwidth_from_json(const nlohmann::json& j) {
     x.best_gb_per_s = p.value("best_gb_per_s", 0.0);
     x.median_gb_per_s = p.value("median_gb_per_s", 0.0);
     x.passes = p.value("passes", 0);
+    x.cpu_share = p.value("cpu_share", 0.0);
     r.points.push_back(x);
   }
   r.notes = j.value("notes", std::vector<std::string>{});

@@ -28,6 +28,9 @@ struct BandwidthPoint {
   double best_gb_per_s = 0;    // fastest pass: STREAM's convention
   double median_gb_per_s = 0;
   int passes = 0;
+  // CPU time the threads got over threads x wall time of the timed passes: below ~0.9
+  // other processes took the cores, and the figures are low by about that much.
+  double cpu_share = 0;
 };
 
 struct BandwidthResult {
@@ -36,6 +39,7 @@ struct BandwidthResult {
   double read_best_gb_per_s = 0;  // the decode ceiling: best read figure over device scopes
   double copy_best_gb_per_s = 0;
   std::vector<std::string> notes;
+  double min_cpu_share() const;  // lowest over the points (1 when none)
 
   // Best device-scope read figure with exactly `threads` threads (0 if not measured).
   double read_gb_per_s_at(int threads) const;

@@ -227,8 +227,8 @@ std::string to_text(const DeviceCeilings& c) {
   out += fmt::format("  memory bandwidth (decode ceiling): {:.1f} GB/s read, {:.1f} GB/s copy; buffer {} MiB\n",
                      c.bandwidth.read_best_gb_per_s, c.bandwidth.copy_best_gb_per_s, c.bandwidth.buffer_bytes >> 20);
   for (const auto& p : c.bandwidth.points)
-    out += fmt::format("    {:<5} {:<24} {:>3} thr  best {:>6.1f}  median {:>6.1f} GB/s  ({} passes)\n", p.kernel,
-                       p.scope, p.threads, p.best_gb_per_s, p.median_gb_per_s, p.passes);
+    out += fmt::format("    {:<5} {:<24} {:>3} thr  best {:>6.1f}  median {:>6.1f} GB/s  ({} passes, cpu {:.0f}%)\n",
+                       p.kernel, p.scope, p.threads, p.best_gb_per_s, p.median_gb_per_s, p.passes, p.cpu_share * 100);
   for (const auto& n : c.bandwidth.notes) out += "    note: " + n + "\n";
   if (c.compute_status != "measured") {
     out += "  compute (prefill ceiling): " + c.compute_status + "\n";
@@ -238,9 +238,10 @@ std::string to_text(const DeviceCeilings& c) {
       if (!p.error.empty())
         out += fmt::format("    {:<5} unavailable: {}\n", p.type, p.error);
       else
-        out += fmt::format("    {:<5} {}x{} x {} tokens, {} thr, {:<10}  best {:>7.1f}  median {:>7.1f} GFLOP/s\n",
-                           p.type, p.rows, p.cols, p.tokens, p.threads, p.weight_buffer, p.best_gflop_per_s,
-                           p.median_gflop_per_s);
+        out += fmt::format(
+            "    {:<5} {}x{} x {} tokens, {} thr, {:<10}  best {:>7.1f}  median {:>7.1f} GFLOP/s  (cpu {:.0f}%)\n",
+            p.type, p.rows, p.cols, p.tokens, p.threads, p.weight_buffer, p.best_gflop_per_s, p.median_gflop_per_s,
+            p.cpu_share * 100);
     }
     for (const auto& n : c.compute.notes) out += "    note: " + n + "\n";
   }

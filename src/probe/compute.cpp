@@ -4,6 +4,7 @@
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
 #include <ggml.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -48,6 +49,13 @@ CtxPtr new_ctx(size_t n_tensors, bool graph) {
   params.mem_buffer = nullptr;
   params.no_alloc = true;
   return CtxPtr(ggml_init(params));
+}
+
+double process_cpu_s() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
 
 // Small, well-scaled values (a cheap LCG): throughput does not depend on them, but NaNs or
@@ -135,8 +143,9 @@ ComputePoint run_type(ggml_backend_dev_t dev, ggml_backend_t backend, const std:
 
   const double flop = 2.0 * static_cast<double>(opt.rows) * static_cast<double>(opt.cols) * static_cast<double>(opt.tokens);
   std::vector<double> rates;
-  double spent_s = 0;
+  double spent_s = 0, timed_s = 0, timed_cpu_s = 0;
   for (int rep = 0; rep <= opt.reps; ++rep) {
+    const double c0 = process_cpu_s();
     const auto t0 = std::chrono::steady_clock::now();
     const ggml_status status = ggml_backend_graph_compute(backend, graph);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -145,12 +154,18 @@ ComputePoint run_type(ggml_backend_dev_t dev, ggml_backend_t backend, const std:
       return p;
     }
     spent_s += s;
-    if (rep > 0) rates.push_back(flop / s / 1e9);  // rep 0 warms caches and the thread pool
+    if (rep > 0) {  // rep 0 warms caches and the thread pool
+      rates.push_back(flop / s / 1e9);
+      timed_s += s;
+      timed_cpu_s += process_cpu_s() - c0;
+    }
     if (rep > 0 && spent_s > opt.max_seconds_per_type) break;
   }
   p.reps = static_cast<int>(rates.size());
   p.best_gflop_per_s = *std::max_element(rates.begin(), rates.end());
   p.median_gflop_per_s = stats::quantile(rates, 0.5);
+  // ggml's worker threads spin while they wait, so an undisturbed run uses ~threads x wall.
+  if (threads > 0 && timed_s > 0) p.cpu_share = std::min(1.0, timed_cpu_s / (timed_s * threads));
   return p;
 }
 
@@ -161,6 +176,13 @@ double ComputeResult::gflop_per_s(const std::string& type) const {
   for (const auto& p : points)
     if (p.type == type && p.error.empty()) best = std::max(best, p.best_gflop_per_s);
   return best;
+}
+
+double ComputeResult::min_cpu_share() const {
+  double share = 1;
+  for (const auto& p : points)
+    if (p.error.empty() && p.cpu_share > 0) share = std::min(share, p.cpu_share);
+  return share;
 }
 
 ComputeResult measure_compute(const ComputeOptions& options) {
@@ -187,6 +209,11 @@ ComputeResult measure_compute(const ComputeOptions& options) {
     if (!p.error.empty()) result.notes.push_back(type + ": unavailable: " + p.error);
     result.points.push_back(std::move(p));
   }
+  if (result.min_cpu_share() < 0.9)
+    result.notes.push_back(fmt::format(
+        "other processes competed for the CPUs: ggml's threads ran {:.0f}% of the time at worst, so these figures "
+        "may be low; measure again (--refresh) on a quiet machine",
+        result.min_cpu_share() * 100));
   return result;
 }
 
@@ -201,7 +228,8 @@ nlohmann::json to_json(const ComputeResult& r) {
                         {"weight_buffer", p.weight_buffer},
                         {"best_gflop_per_s", p.best_gflop_per_s},
                         {"median_gflop_per_s", p.median_gflop_per_s},
-                        {"reps", p.reps}};
+                        {"reps", p.reps},
+                        {"cpu_share", p.cpu_share}};
     if (!p.error.empty()) j["error"] = p.error;
     points.push_back(j);
   }
@@ -222,6 +250,7 @@ ComputeResult compute_from_json(const nlohmann::json& j) {
     x.best_gflop_per_s = p.value("best_gflop_per_s", 0.0);
     x.median_gflop_per_s = p.value("median_gflop_per_s", 0.0);
     x.reps = p.value("reps", 0);
+    x.cpu_share = p.value("cpu_share", 0.0);
     x.error = p.value("error", "");
     r.points.push_back(x);
   }

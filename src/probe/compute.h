@@ -28,6 +28,7 @@ struct ComputePoint {
   double best_gflop_per_s = 0;
   double median_gflop_per_s = 0;
   int reps = 0;
+  double cpu_share = 0;  // process CPU time over threads x wall of the timed runs (< ~0.9: disturbed)
   std::string error;  // non-empty: this type could not be measured
 };
 
@@ -37,6 +38,7 @@ struct ComputeResult {
   std::vector<std::string> notes;
   // Best GFLOP/s for a weight type at any thread count (0 when not measured).
   double gflop_per_s(const std::string& type) const;
+  double min_cpu_share() const;  // lowest over the measured points (1 when none)
 };
 
 // Loads the CPU backend through engine::load_cpu_backend (once per process) and runs one

@@ -20,12 +20,19 @@
 namespace edgeprobe::probe {
 namespace {
 
-// Two runs of the same probe agree within +-25 % (max / min <= 1.25).
+// Two runs of the same probe agree within +-25 % (max / min <= 1.25) when nothing else
+// competed for the CPUs. The probe measures that itself (cpu_share: CPU time its threads got
+// over threads x wall time); when either run got less than 90 %, the spread cannot be
+// judged and the test says so instead of failing or passing on noise.
 constexpr double kSpread = 1.25;
+constexpr double kQuietShare = 0.9;
 
-void expect_stable(double a, double b, const char* what) {
+void expect_positive_finite(double a, double b, const char* what) {
   EXPECT_TRUE(std::isfinite(a) && a > 0) << what << " first run: " << a;
   EXPECT_TRUE(std::isfinite(b) && b > 0) << what << " second run: " << b;
+}
+
+void expect_stable(double a, double b, const char* what) {
   EXPECT_LE(std::max(a, b) / std::min(a, b), kSpread) << what << ": " << a << " vs " << b;
 }
 
@@ -37,9 +44,15 @@ TEST(ProbeIntegration, BandwidthIsPositiveFiniteAndRepeatsWithinSpread) {
   o.min_seconds = 0.1;
   const auto first = measure_bandwidth(topo, o);
   const auto second = measure_bandwidth(topo, o);
+  expect_positive_finite(first.read_best_gb_per_s, second.read_best_gb_per_s, "read GB/s");
+  expect_positive_finite(first.copy_best_gb_per_s, second.copy_best_gb_per_s, "copy GB/s");
+  for (const auto& p : first.points) EXPECT_GE(p.passes, o.min_passes) << p.kernel << " x" << p.threads;
+  const double share = std::min(first.min_cpu_share(), second.min_cpu_share());
+  if (share < kQuietShare)
+    GTEST_SKIP() << "machine busy: probe threads got " << share * 100 << "% of the CPU; read "
+                 << first.read_best_gb_per_s << " vs " << second.read_best_gb_per_s << " GB/s not judged";
   expect_stable(first.read_best_gb_per_s, second.read_best_gb_per_s, "read GB/s");
   expect_stable(first.copy_best_gb_per_s, second.copy_best_gb_per_s, "copy GB/s");
-  for (const auto& p : first.points) EXPECT_GE(p.passes, o.min_passes) << p.kernel << " x" << p.threads;
 }
 
 TEST(ProbeIntegration, ComputeThroughGgmlIsPositiveFiniteAndRepeatsWithinSpread) {
@@ -52,6 +65,11 @@ TEST(ProbeIntegration, ComputeThroughGgmlIsPositiveFiniteAndRepeatsWithinSpread)
   const auto first = measure_compute(o);
   const auto second = measure_compute(o);
   EXPECT_FALSE(first.variant.empty());
+  for (const char* type : {"q4_0", "f32"}) expect_positive_finite(first.gflop_per_s(type), second.gflop_per_s(type), type);
+  const double share = std::min(first.min_cpu_share(), second.min_cpu_share());
+  if (share < kQuietShare)
+    GTEST_SKIP() << "machine busy: ggml threads got " << share * 100 << "% of the CPU; q4_0 "
+                 << first.gflop_per_s("q4_0") << " vs " << second.gflop_per_s("q4_0") << " GFLOP/s not judged";
   for (const char* type : {"q4_0", "f32"}) expect_stable(first.gflop_per_s(type), second.gflop_per_s(type), type);
 }
 
