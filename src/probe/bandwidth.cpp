@@ -185,7 +185,8 @@ std::vector<int> thread_sweep(int n) {
 
 double BandwidthResult::min_cpu_share() const {
   double share = 1;
-  for (const auto& p : points) share = std::min(share, p.cpu_share);
+  for (const auto& p : points)
+    if (p.cpu_share > 0) share = std::min(share, p.cpu_share);  // 0: not recorded
   return share;
 }
 

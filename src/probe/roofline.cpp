@@ -114,9 +114,15 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
         r.notes.push_back(fmt::format("no bandwidth measured with {} threads", n_threads));
       }
     }
+    if (ceilings.bandwidth.min_cpu_share() < 0.9)
+      r.notes.push_back(fmt::format("bandwidth was probed while other processes held the CPUs ({:.0f}% share): "
+                                    "the decode ceiling may be low and the efficiency high",
+                                    ceilings.bandwidth.min_cpu_share() * 100));
     if (measured_tg_tps > 0) r.decode_achieved_gb_per_s = measured_tg_tps * r.decode_bytes_per_token / 1e9;
     if (ceilings.llc_total_bytes > 0 && r.decode_bytes_per_token < static_cast<double>(ceilings.llc_total_bytes))
-      r.notes.push_back("the bytes a token reads fit in the last-level cache: decode may beat the DRAM ceiling");
+      r.notes.push_back(fmt::format("the bytes a token reads fit in the last-level cache as reported ({} MiB): "
+                                    "decode may beat the DRAM ceiling",
+                                    ceilings.llc_total_bytes >> 20));
     if (std::any_of(info.tensors.begin(), info.tensors.end(),
                     [](const model::TensorInfo& t) { return t.name.find("_exps") != std::string::npos; }))
       r.notes.push_back("expert tensors counted in full: for MoE models the decode ceiling is a lower bound");
@@ -149,6 +155,10 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
       r.prefill_ceiling_tokens_per_s = 1.0 / seconds;
       if (measured_pp_tps > 0) r.prefill_efficiency = measured_pp_tps / r.prefill_ceiling_tokens_per_s;
     }
+    if (ok && ceilings.compute.min_cpu_share() < 0.9)
+      r.notes.push_back(fmt::format("compute was probed while other processes held the CPUs ({:.0f}% share): "
+                                    "the prefill ceiling may be low and the efficiency high",
+                                    ceilings.compute.min_cpu_share() * 100));
     if (measured_pp_tps > 0) r.prefill_achieved_gflop_per_s = measured_pp_tps * r.prefill_flop_per_token / 1e9;
   }
 
