@@ -60,6 +60,16 @@ double kv_bytes_per_token(const model::ModelShape& shape, double depth, double k
          static_cast<double>(shape.head_dim()) * depth * kv_bytes_per_element;
 }
 
+double kv_type_bytes_per_element(const std::string& t) {
+  // ggml block layouts (ggml-common.h): bytes per block / elements per block.
+  static const std::map<std::string, double> kBytes = {
+      {"f32", 4.0},           {"f16", 2.0},           {"bf16", 2.0},          {"q8_0", 34.0 / 32},
+      {"q4_0", 18.0 / 32},    {"q4_1", 20.0 / 32},    {"q5_0", 22.0 / 32},    {"q5_1", 24.0 / 32},
+      {"iq4_nl", 18.0 / 32}};
+  const auto it = kBytes.find(t);
+  return it == kBytes.end() ? 0.0 : it->second;
+}
+
 double decode_bytes_per_token(const model::GgufInfo& info, int64_t depth, double kv_bytes_per_element) {
   return static_cast<double>(decode_weight_bytes_per_token(info)) +
          kv_bytes_per_token(info.shape, static_cast<double>(depth), kv_bytes_per_element);
@@ -91,13 +101,13 @@ double prefill_flops_per_token(const model::GgufInfo& info, double context) {
 
 Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& ceilings, int64_t n_prompt, int64_t n_gen,
                           int64_t depth, double measured_pp_tps, double measured_tg_tps, double load_ms,
-                          int n_threads) {
+                          int n_threads, double kv_bytes_per_element) {
   Roofline r;
   // Decode: token i of n_gen reads the KV entries of the depth + i positions before it.
   if (n_gen > 0) {
     r.decode_mean_depth = static_cast<double>(depth) + static_cast<double>(n_gen - 1) / 2.0;
     r.decode_bytes_per_token = static_cast<double>(decode_weight_bytes_per_token(info)) +
-                               kv_bytes_per_token(info.shape, r.decode_mean_depth);
+                               kv_bytes_per_token(info.shape, r.decode_mean_depth, kv_bytes_per_element);
     r.bandwidth_gb_per_s = ceilings.bandwidth_gb_per_s();
     if (r.bandwidth_gb_per_s > 0 && r.decode_bytes_per_token > 0) {
       r.decode_ceiling_tokens_per_s = r.bandwidth_gb_per_s * 1e9 / r.decode_bytes_per_token;

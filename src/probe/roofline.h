@@ -18,6 +18,10 @@ uint64_t decode_weight_bytes_per_token(const model::GgufInfo& info);
 // 2 (K and V) x n_layer x n_head_kv x head_dim x depth x bytes per element.
 double kv_bytes_per_token(const model::ModelShape& shape, double depth, double kv_bytes_per_element = 2.0);
 
+// Bytes per element of a KV cache type ("f16" 2, "q8_0" 34/32, "q4_0" 18/32, ...): ggml's
+// block sizes. 0 for a type edgeprobe does not know.
+double kv_type_bytes_per_element(const std::string& ggml_type);
+
 // Weights plus KV cache at that depth (f16 KV cache by default, llama.cpp's default type).
 double decode_bytes_per_token(const model::GgufInfo& info, int64_t depth, double kv_bytes_per_element = 2.0);
 
@@ -65,9 +69,11 @@ struct Roofline {
 // n_threads: the bench's thread count (0 = unknown): adds the same-thread-count ceiling,
 // which says whether too few threads, rather than the kernels, leave bandwidth unused.
 // Measured values <= 0 mean "not measured": their efficiency stays 0 with a note.
+// kv_bytes_per_element: mean of the K and V cache types' (see kv_type_bytes_per_element),
+// f16 by default.
 Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& ceilings, int64_t n_prompt, int64_t n_gen,
                           int64_t depth, double measured_pp_tps, double measured_tg_tps, double load_ms,
-                          int n_threads = 0);
+                          int n_threads = 0, double kv_bytes_per_element = 2.0);
 
 nlohmann::json to_json(const Roofline& roofline);
 std::string to_text(const Roofline& roofline);

@@ -69,6 +69,16 @@ TEST(Roofline, DecodeBytesOf7BQ4_0AtDepth4096AddTwoGiBOfF16KvCache) {
   EXPECT_DOUBLE_EQ(decode_bytes_per_token(llama7b_q4_0(), 4096, 34.0 / 32.0), kWeightsBytes + kKv4096Bytes / 2 * 34 / 32);
 }
 
+TEST(Roofline, QuantizedKvCacheShrinksTheBytesReadPerToken) {
+  EXPECT_DOUBLE_EQ(kv_type_bytes_per_element("f16"), 2.0);
+  EXPECT_DOUBLE_EQ(kv_type_bytes_per_element("q8_0"), 34.0 / 32);
+  EXPECT_DOUBLE_EQ(kv_type_bytes_per_element("q4_0"), 18.0 / 32);
+  EXPECT_DOUBLE_EQ(kv_type_bytes_per_element("nonsense"), 0.0);
+  // 65 tokens from depth 4064 (mean depth 4096) with a q8_0 cache: 2 GiB x 34/64.
+  const Roofline r = compute_roofline(llama7b_q4_0(), DeviceCeilings{}, 0, 65, 4064, 0, 0, 0, 0, 34.0 / 32);
+  EXPECT_DOUBLE_EQ(r.decode_bytes_per_token, kWeightsBytes + kKv4096Bytes * 34 / 64);
+}
+
 TEST(Roofline, TiedEmbeddingIsReadInFullWhenThereIsNoOutputMatrix) {
   // Without output.weight: 3,643,801,600 + 16,384 + the whole token_embd 73,728,000.
   EXPECT_EQ(decode_weight_bytes_per_token(llama7b_q4_0(false)), 3'717'545'984u);
