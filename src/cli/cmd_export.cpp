@@ -66,15 +66,19 @@ std::string export_csv(const nlohmann::json& run) {
   std::vector<std::string> columns{"run_id", "unit", "configuration_ordinal", "repetition", "round",
                                    "conversation_id", "turn_index", "recorded_at"};
   std::vector<Row> rows;
-  const std::string run_id = scalar_text(run["run"]["id"]);
+  const nlohmann::json none;
+  auto field = [&](const nlohmann::json& object, const char* key) -> const nlohmann::json& {
+    return object.is_object() && object.contains(key) ? object[key] : none;
+  };
+  const std::string run_id = scalar_text(field(field(run, "run"), "id"));
   std::map<int64_t, nlohmann::json> configs;
   for (const nlohmann::json& c : run.value("configurations", nlohmann::json::array())) {
     configs[c.value("ordinal", int64_t{0})] = c.value("config", nlohmann::json());
     for (const nlohmann::json& rep : c.value("repetitions", nlohmann::json::array())) {
       Row row{{"run_id", run_id},
               {"unit", "repetition"},
-              {"configuration_ordinal", scalar_text(c["ordinal"])},
-              {"repetition", scalar_text(rep["ordinal"])},
+              {"configuration_ordinal", scalar_text(field(c, "ordinal"))},
+              {"repetition", scalar_text(field(rep, "ordinal"))},
               {"recorded_at", scalar_text(rep.value("recorded_at", nlohmann::json()))}};
       flatten(c.value("config", nlohmann::json()), "config", row, columns);
       flatten(rep.value("result", nlohmann::json()), "result", row, columns);
@@ -86,10 +90,10 @@ std::string export_csv(const nlohmann::json& run) {
     const int64_t ordinal = t.value("configuration_ordinal", int64_t{0});
     Row row{{"run_id", run_id},
             {"unit", "turn"},
-            {"configuration_ordinal", scalar_text(t["configuration_ordinal"])},
-            {"round", scalar_text(t["round"])},
-            {"conversation_id", scalar_text(t["conversation_id"])},
-            {"turn_index", scalar_text(t["turn_index"])},
+            {"configuration_ordinal", scalar_text(field(t, "configuration_ordinal"))},
+            {"round", scalar_text(field(t, "round"))},
+            {"conversation_id", scalar_text(field(t, "conversation_id"))},
+            {"turn_index", scalar_text(field(t, "turn_index"))},
             {"recorded_at", scalar_text(t.value("recorded_at", nlohmann::json()))}};
     if (configs.contains(ordinal)) flatten(configs[ordinal], "config", row, columns);
     flatten(t.value("result", nlohmann::json()), "result", row, columns);

@@ -41,8 +41,9 @@ TEST(FrameProbe, TicksAtSixtyHertzOnTheRunClock) {
   probe.stop();
   const int64_t end = clock.now_ns();
   const std::vector<FrameRecord> frames = probe.frames();
-  // 30 deadlines in 500 ms; allow for a slow start on a loaded machine.
-  EXPECT_GE(frames.size(), 25u);
+  // 30 deadlines in 500 ms. Overdue frames are caught up, so only a thread starved at
+  // the very end (stop() wins the race) loses some; allow for that on a loaded machine.
+  EXPECT_GE(frames.size(), 20u);
   EXPECT_LE(frames.size(), 31u);
   for (size_t i = 1; i < frames.size(); ++i)
     EXPECT_EQ(frames[i].deadline_ns - frames[i - 1].deadline_ns, probe.period_ns());
@@ -66,7 +67,7 @@ TEST(FrameProbe, StallOfAHundredMillisecondsCountsAsMissedFrames) {
   const FrameWindowStats s = probe.window_stats(0, clock.now_ns());
   // Deadlines 6..10 come due while frame 5 blocks: frames 6-9 start > 16.7 ms late.
   EXPECT_GE(s.missed, 4u);
-  EXPECT_LE(s.missed, 8u);
+  EXPECT_LT(s.missed, s.frames / 2);  // the rest of the 400 ms ran on schedule
   EXPECT_GE(s.max_lateness_ns, 70 * kMs);
   ASSERT_TRUE(probe.missed_share(0, clock.now_ns()).has_value());
   EXPECT_GT(*probe.missed_share(0, clock.now_ns()), 0.1);
