@@ -7,7 +7,7 @@
 #    threads. For tinyllama-1.1b q4_0 on the 2-core dev machine llama-bench's tg runs at
 #    ~18 GB/s effective, at the bandwidth limit, so a correct tool reports 0.8-1.1.
 #
-# usage: bench/bandwidth-check.sh [-b BUILD_DIR] [-t THREADS] [-m MODEL.gguf] [--buffer-mib N]
+# usage: bench/bandwidth-check.sh [-b BUILD_DIR] [-t THREADS] [-m MODEL.gguf] [--buffer-mib N] [--rounds N]
 # env:   EDGEPROBE, STREAM_REF override the binaries' paths.
 set -euo pipefail
 
@@ -15,13 +15,15 @@ build=build
 threads=2
 model=""
 buffer_mib=1024
+rounds=3
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -b) build="$2"; shift 2 ;;
     -t) threads="$2"; shift 2 ;;
     -m) model="$2"; shift 2 ;;
     --buffer-mib) buffer_mib="$2"; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "bandwidth-check: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -33,40 +35,52 @@ done
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-echo "== 1. edgeprobe probe vs STREAM-like reference ($threads threads, ${buffer_mib} MiB buffer)"
-# A private cache dir so an old cached figure is never compared.
-XDG_CACHE_HOME="$tmp/cache" "$edgeprobe" probe --refresh --no-compute -o json -t "$threads" \
-  --buffer-mib "$buffer_mib" > "$tmp/probe.json"
-buffer_bytes="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ceilings"]["bandwidth"]["buffer_bytes"])' "$tmp/probe.json")"
-# edgeprobe's read streams the whole buffer and its copy moves one half onto the other;
-# the reference's arrays are each half the buffer, so its copy moves the same bytes and
-# its sum reads both arrays (the whole buffer), as edgeprobe's read does.
-"$stream_ref" --bytes "$((buffer_bytes / 2))" --threads "$threads" > "$tmp/ref.jsonl"
+echo "== 1. edgeprobe probe vs STREAM-like reference ($threads threads, ${buffer_mib} MiB buffer, $rounds rounds)"
+# The two programs run one after the other, so load from other processes can favour either:
+# alternating them for a few rounds and keeping each figure's best makes the ratio about the
+# kernels rather than about which one ran while the machine was busy. A private cache dir
+# so an old cached figure is never compared.
+for ((round = 1; round <= rounds; round++)); do
+  XDG_CACHE_HOME="$tmp/cache" "$edgeprobe" probe --refresh --no-compute -o json -t "$threads" \
+    --buffer-mib "$buffer_mib" > "$tmp/probe.$round.json"
+  buffer_bytes="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ceilings"]["bandwidth"]["buffer_bytes"])' "$tmp/probe.$round.json")"
+  # edgeprobe's read streams the whole buffer and its copy moves one half onto the other;
+  # the reference's arrays are each half the buffer, so its copy moves the same bytes and
+  # its sum reads both arrays (the whole buffer), as edgeprobe's read does.
+  "$stream_ref" --bytes "$((buffer_bytes / 2))" --threads "$threads" > "$tmp/ref.$round.jsonl"
+done
 
-python3 - "$tmp/probe.json" "$tmp/ref.jsonl" <<'EOF'
+python3 - "$tmp" "$rounds" <<'PY'
 import json, sys
-probe = json.load(open(sys.argv[1]))["ceilings"]["bandwidth"]
-ref = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
-def ref_at(kernel, t):
-    return next((r["best_gb_per_s"] for r in ref if r["kernel"] == kernel and r["threads"] == t), None)
-print(f"{'kernel':<6} {'threads':>7} {'edgeprobe':>10} {'reference':>10} {'ratio':>6}")
+tmp, rounds = sys.argv[1], int(sys.argv[2])
+probe, ref, share = {}, {}, 1.0
+for i in range(1, rounds + 1):
+    bw = json.load(open(f"{tmp}/probe.{i}.json"))["ceilings"]["bandwidth"]
+    for p in bw["points"]:
+        if p["scope"] == "device":
+            k = ("sum" if p["kernel"] == "read" else p["kernel"], p["threads"])
+            probe[k] = max(probe.get(k, 0), p["best_gb_per_s"])
+            share = min(share, p.get("cpu_share") or 1)
+    for line in open(f"{tmp}/ref.{i}.jsonl"):
+        if line.strip():
+            r = json.loads(line)
+            k = (r["kernel"], r["threads"])
+            ref[k] = max(ref.get(k, 0), r["best_gb_per_s"])
+print(f"{'kernel':<8} {'threads':>7} {'edgeprobe':>10} {'reference':>10} {'ratio':>6}   (GB/s, best of {rounds} rounds)")
 worst = 0.0
-for p in probe["points"]:
-    if p["scope"] != "device":
-        continue
-    r = ref_at("sum" if p["kernel"] == "read" else p["kernel"], p["threads"])
+for (kernel, t), v in sorted(probe.items()):
+    r = ref.get((kernel, t))
     if not r:
         continue
-    ratio = p["best_gb_per_s"] / r
-    worst = max(worst, abs(ratio - 1))
-    name = "read/sum" if p["kernel"] == "read" else p["kernel"]
-    print(f"{name:<8} {p['threads']:>5} {p['best_gb_per_s']:>10.2f} {r:>10.2f} {ratio:>6.2f}")
-best_ref = max(r["best_gb_per_s"] for r in ref if r["kernel"] in ("copy", "scale", "add", "triad", "sum"))
-print(f"decode ceiling (edgeprobe best read): {probe['read_best_gb_per_s']:.2f} GB/s; "
-      f"best reference kernel: {best_ref:.2f} GB/s; triad: "
-      + ", ".join(f"{r['best_gb_per_s']:.2f}" for r in ref if r["kernel"] == "triad") + " GB/s")
-print(f"worst deviation {worst*100:.1f} % -> {'PASS' if worst <= 0.15 else 'OUTSIDE'} the +-15 % target")
-EOF
+    worst = max(worst, abs(v / r - 1))
+    print(f"{'read/sum' if kernel == 'sum' else kernel:<8} {t:>7} {v:>10.2f} {r:>10.2f} {v / r:>6.2f}")
+triad = ", ".join(f"{v:.2f}" for (k, t), v in sorted(ref.items()) if k == "triad")
+print(f"decode ceiling (edgeprobe best read): {max(v for (k, t), v in probe.items() if k == 'sum'):.2f} GB/s; "
+      f"reference triad by threads: {triad} GB/s")
+if share < 0.9:
+    print(f"note: probe threads got as little as {share * 100:.0f}% of the CPU: other processes were running")
+print(f"worst deviation {worst * 100:.1f} % -> {'PASS' if worst <= 0.15 else 'OUTSIDE'} the +-15 % target")
+PY
 
 if [[ -z "$model" ]]; then
   echo "== 2. decode efficiency: skipped (pass -m tinyllama-1.1b-q4_0.gguf)"
@@ -74,9 +88,10 @@ if [[ -z "$model" ]]; then
 fi
 echo "== 2. decode efficiency of $model, tg64, 2 threads"
 # Provisional: the result path results[].roofline.decode_efficiency follows the bench
-# schema being written alongside this script.
+# schema being written alongside this script. The private cache makes the bench probe
+# its ceilings afresh, under the same conditions as the run it judges.
 XDG_CACHE_HOME="$tmp/cache" "$edgeprobe" bench -m "$model" -p 0 -n 64 -t 2 -o json > "$tmp/bench.json"
-python3 - "$tmp/bench.json" <<'EOF'
+python3 - "$tmp/bench.json" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 for r in doc.get("results", []):
@@ -86,6 +101,9 @@ for r in doc.get("results", []):
         print("decode_efficiency: unavailable", roof.get("notes", ""))
         continue
     verdict = "PASS" if 0.8 <= eff <= 1.1 else "OUTSIDE"
-    print(f"decode: {roof.get('decode_achieved_gb_per_s', 0):.2f} GB/s achieved, ceiling "
-          f"{roof.get('decode_ceiling_tokens_per_s', 0):.1f} t/s, efficiency {eff:.2f} -> {verdict} the 0.8-1.1 target")
-EOF
+    print(f"decode: {roof.get('decode_achieved_gb_per_s') or 0:.2f} GB/s achieved, ceiling "
+          f"{roof.get('decode_ceiling_tokens_per_s') or 0:.1f} t/s at {roof.get('bandwidth_gb_per_s') or 0:.2f} GB/s, "
+          f"efficiency {eff:.2f} -> {verdict} the 0.8-1.1 target")
+    for note in roof.get("notes", []):
+        print("  note:", note)
+PY

@@ -213,11 +213,13 @@ BandwidthResult measure_bandwidth(const platform::Topology& topology, const Band
   // read streams all of it, copy moves its first half onto its second half.
   const uint64_t llc = topology.llc_total_bytes();
   uint64_t bytes = options.buffer_bytes;
+  bool said_llc = false;
   if (bytes == 0) {
     const uint64_t wanted = 8 * llc;  // each copy half >= 4x LLC
     bytes = std::clamp<uint64_t>(wanted, kMinAutoBytes, kMaxAutoBytes);
     if (llc == 0) result.notes.push_back(fmt::format("last-level cache size unknown: using {} MiB", bytes >> 20));
-    if (wanted > kMaxAutoBytes)
+    said_llc = wanted > kMaxAutoBytes;
+    if (said_llc)
       result.notes.push_back(fmt::format(
           "8x the reported LLC ({} MiB) exceeds the {} MiB cap that keeps a probe to seconds; pass a buffer size "
           "to follow STREAM's rule strictly",
@@ -229,7 +231,7 @@ BandwidthResult measure_bandwidth(const platform::Topology& topology, const Band
   }
   const uint64_t quantum = 2 * kVecBytes * kUnroll * 64;  // whole unrolled blocks per half, up to 64 threads
   bytes = std::max<uint64_t>(quantum, bytes / quantum * quantum);
-  if (llc > 0 && bytes / 2 < 4 * llc)
+  if (llc > 0 && bytes / 2 < 4 * llc && !said_llc)
     result.notes.push_back(fmt::format("copy halves ({} MiB) are smaller than 4x the reported LLC ({} MiB)",
                                        bytes >> 21, llc >> 20));
   result.buffer_bytes = bytes;
