@@ -15,7 +15,9 @@ using nlohmann::json;
 namespace {
 
 json bench_json(const std::vector<std::string>& extra) {
-  std::vector<std::string> args{"bench", "-m", tiny_model(), "-o", "json", "-q"};
+  // Ceilings off: BenchCli.ResultsCarryEfficiency covers them; a probe per test would
+  // only slow the suite down.
+  std::vector<std::string> args{"bench", "-m", tiny_model(), "-o", "json", "-q", "--ceilings", "off"};
   args.insert(args.end(), extra.begin(), extra.end());
   const auto r = run_edgeprobe(args);
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -94,7 +96,7 @@ TEST(BenchCli, SweepsTheCrossProductInOrder) {
 TEST(BenchCli, AFailingConfigurationBecomesAnErrorRowAndTheSweepGoesOn) {
   // A quantized V cache needs flash attention: llama.cpp refuses that context.
   const auto r = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "0", "-n", "4", "-r", "1", "-fa", "off",
-                                "-ctv", "q4_0,f16", "-o", "json", "-q"});
+                                "-ctv", "q4_0,f16", "-o", "json", "-q", "--ceilings", "off"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   const json j = json::parse(r.out);
   ASSERT_EQ(j["results"].size(), 2u);
@@ -108,7 +110,7 @@ TEST(BenchCli, EveryOutputFormatIsGeneratedAndWrittenToAFile) {
   for (const std::string format : {"md", "csv", "json", "jsonl"}) {
     const std::string out = dir.file("out." + format);
     const auto r = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "8", "-n", "4", "-r", "1", "-o", format,
-                                  "--output", out, "-q"});
+                                  "--output", out, "-q", "--ceilings", "off"});
     ASSERT_EQ(r.exit_code, 0) << format << ": " << r.err;
     EXPECT_TRUE(r.out.empty()) << format;
     const std::string text = read_file(out);
@@ -134,7 +136,7 @@ TEST(BenchCli, EveryOutputFormatIsGeneratedAndWrittenToAFile) {
 }
 
 TEST(BenchCli, ProgressGoesToStderrAndResultsToStdout) {
-  const auto r = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "8", "-n", "0", "-r", "2", "-o", "csv"});
+  const auto r = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "8", "-n", "0", "-r", "2", "-o", "csv", "--ceilings", "off"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("repetition 2/2"), std::string::npos) << r.err;
   EXPECT_EQ(r.out.find("edgeprobe: test"), std::string::npos);
@@ -143,15 +145,38 @@ TEST(BenchCli, ProgressGoesToStderrAndResultsToStdout) {
 
 TEST(BenchCli, LoadsALowerCpuVariantOnRequest) {
   const auto r = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "8", "-n", "2", "-r", "1", "--cpu-variant", "x64",
-                                "-o", "json", "-q"});
+                                "-o", "json", "-q", "--ceilings", "off"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["provenance"]["cpu"]["ggml_variant"], "x64");
+}
+
+TEST(BenchCli, ResultsCarryEfficiencyAgainstTheMeasuredCeilingsAndTelemetry) {
+  TempDir trace_dir;
+  const std::string trace = trace_dir.file("trace.json");
+  const auto r = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "16", "-n", "8", "-r", "2", "-o", "json", "-q",
+                                "--sample-hz", "50", "--trace", trace});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_GT(j["provenance"]["ceilings"]["bandwidth"]["read_best_gb_per_s"].get<double>(), 0);
+  EXPECT_FALSE(j["provenance"]["isa_gap"]["cpu_features"].empty());
+  const json& pp = j["results"][0];
+  const json& tg = j["results"][1];
+  EXPECT_GT(pp["roofline"]["prefill_efficiency"].get<double>(), 0);
+  EXPECT_GT(tg["roofline"]["decode_efficiency"].get<double>(), 0);
+  EXPECT_GT(tg["roofline"]["decode_ceiling_tokens_per_s"].get<double>(), 0);
+  // Telemetry on the same clock: each repetition has its phase summaries.
+  EXPECT_TRUE(tg["repetitions"][0]["telemetry"].contains("decode"));
+  EXPECT_TRUE(pp["repetitions"][1]["telemetry"].contains("prefill"));
+  EXPECT_TRUE(tg["telemetry"]["unavailable"].is_array());
+  const json t = json::parse(read_file(trace));
+  EXPECT_FALSE(t["traceEvents"].empty());
 }
 
 TEST(SynthCli, WritesEveryRequiredQuantTypeAndLlamaCppRunsIt) {
   for (const std::string quant : {"f16", "q8_0", "q4_0", "q4_k_m", "q3_k_m"}) {
     const std::string model = tiny_model(quant);
-    const auto r = run_edgeprobe({"bench", "-m", model, "-p", "8", "-n", "2", "-r", "1", "--no-warmup", "-o", "json", "-q"});
+    const auto r = run_edgeprobe(
+        {"bench", "-m", model, "-p", "8", "-n", "2", "-r", "1", "--no-warmup", "-o", "json", "-q", "--ceilings", "off"});
     ASSERT_EQ(r.exit_code, 0) << quant << ": " << r.err;
     const json j = json::parse(r.out);
     EXPECT_EQ(j["results"][1]["status"], "ok") << quant;
