@@ -223,11 +223,12 @@ PhaseTelemetry summarize_phase(const Timeline& tl, int64_t start_ns, int64_t end
     if (busy && self) out.other_cpu_share = std::clamp((*busy - *self) / *total, 0.0, 1.0);
   }
 
+  // Memory is read in whole KiB; an edge value interpolated between two readings is not.
   for (size_t s : tl.find(Metric::kRssKb)) {
-    if (const auto st = level_stats(tl, s, start_ns, end_ns)) out.max_rss_kb = st->max;
+    if (const auto st = level_stats(tl, s, start_ns, end_ns)) out.max_rss_kb = std::round(st->max);
   }
   for (size_t s : tl.find(Metric::kPeakRssKb)) {
-    if (const auto st = level_stats(tl, s, start_ns, end_ns)) out.peak_rss_kb = st->max;
+    if (const auto st = level_stats(tl, s, start_ns, end_ns)) out.peak_rss_kb = std::round(st->max);
   }
   out.voluntary_ctx_switches = rounded(sum_deltas(tl, Metric::kVoluntaryCtxSwitches, start_ns, end_ns));
   out.involuntary_ctx_switches = rounded(sum_deltas(tl, Metric::kInvoluntaryCtxSwitches, start_ns, end_ns));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "core/clock.h"
 #include "telemetry/device_info.h"
@@ -332,4 +333,17 @@ TEST(TimelineMath, CountersInterpolateAcrossSkippedTicks) {
   EXPECT_FALSE(tl.counter_at(0, -1).has_value());
   // Integral of the level 0..3 over [0, 300] through the skipped ticks: 0.5 * 3 * 300 ns.
   EXPECT_NEAR(*tl.integrate(0, 0, 300), 0.5 * 3.0 * 300e-9, 1e-18);
+}
+
+TEST(Unavailable, ManyUnreadableZonesAreOneLineNotOnePerZone) {
+  // As an Android app sees them: the zones are listed, every temp read fails.
+  ScratchRoot root("denied");
+  for (int i = 0; i < 6; ++i) {
+    root.write("/sys/class/thermal/thermal_zone" + std::to_string(i) + "/type", "cpu-" + std::to_string(i));
+    std::filesystem::create_directories(root.path() + "/sys/class/thermal/thermal_zone" + std::to_string(i) + "/temp");
+  }
+  std::vector<std::string> unavailable;
+  EXPECT_TRUE(discover_thermal(FsRoot(root.path()), &unavailable).empty());
+  ASSERT_EQ(unavailable.size(), 1u);
+  EXPECT_EQ(unavailable[0].rfind("thermal: unavailable: 6 of 6 zones unreadable (", 0), 0u) << unavailable[0];
 }
