@@ -55,6 +55,38 @@ TEST(ProbeIntegration, BandwidthIsPositiveFiniteAndRepeatsWithinSpread) {
   expect_stable(first.copy_best_gb_per_s, second.copy_best_gb_per_s, "copy GB/s");
 }
 
+TEST(ProbeIntegration, EachClusterIsMeasuredAloneWithItsThreadsPinnedToIt) {
+  // The live topology split into two one-core "clusters", as on a big.LITTLE part.
+  platform::Topology topo = platform::detect_topology(FsRoot("/"));
+  const auto order = topo.placement_order();
+  if (order.size() < 2) GTEST_SKIP() << "needs two CPUs";
+  topo.clusters = {platform::Cluster{}, platform::Cluster{}};
+  for (int i = 0; i < 2; ++i) {
+    topo.clusters[static_cast<size_t>(i)].rank = i;
+    topo.clusters[static_cast<size_t>(i)].label = i == 0 ? "big" : "little";
+    topo.clusters[static_cast<size_t>(i)].package_id = 0;
+    topo.clusters[static_cast<size_t>(i)].cpus = {order[static_cast<size_t>(i)]};
+    topo.clusters[static_cast<size_t>(i)].n_cores = 1;
+  }
+  BandwidthOptions o;
+  o.max_threads = 1;
+  o.buffer_bytes = 64ull << 20;
+  o.min_passes = 2;
+  o.min_seconds = 0;
+  const auto r = measure_bandwidth(topo, o);
+  std::vector<std::string> scopes;
+  for (const auto& p : r.points) {
+    if (p.scope == "device") continue;
+    scopes.push_back(p.scope);
+    EXPECT_EQ(p.kernel, "read");
+    EXPECT_EQ(p.threads, 1);
+    EXPECT_GT(p.best_gb_per_s, 0);
+  }
+  ASSERT_EQ(scopes, (std::vector<std::string>{"cluster 0 big pkg 0", "cluster 1 little pkg 0"}));
+  EXPECT_EQ(r.points[r.points.size() - 2].cpus, std::vector<int>{order[0]});
+  EXPECT_EQ(r.points.back().cpus, std::vector<int>{order[1]});
+}
+
 TEST(ProbeIntegration, ComputeThroughGgmlIsPositiveFiniteAndRepeatsWithinSpread) {
   ComputeOptions o;
   o.types = {"q4_0", "f32"};
