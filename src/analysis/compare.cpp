@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <tuple>
 
 #include "core/stats.h"
 
@@ -282,9 +283,24 @@ CompareReport compare_documents(const nlohmann::json& a, const nlohmann::json& b
         report.only_in_a.push_back(test + "/" + metric);
         continue;
       }
-      report.metrics.push_back({test, metric, compare_samples(samples, tb->second.at(metric), options)});
+      const std::vector<double>& other = tb->second.at(metric);
+      // A metric that is 0 in every sample of both runs was not measured by this test
+      // (decode rate of a prefill-only test): leave it out rather than print "n/a".
+      auto all_zero = [](const std::vector<double>& xs) {
+        return std::all_of(xs.begin(), xs.end(), [](double x) { return x == 0; });
+      };
+      if (all_zero(samples) && all_zero(other)) continue;
+      report.metrics.push_back({test, metric, compare_samples(samples, other, options)});
     }
   }
+  // Within a test: throughput first, then time to first token, then the rest by name.
+  auto rank = [](const std::string& metric) {
+    if (metric.find("tokens_per_s") != std::string::npos) return metric.starts_with("decode") ? 0 : 1;
+    return metric == "ttft_ms" ? 2 : 3;
+  };
+  std::stable_sort(report.metrics.begin(), report.metrics.end(), [&](const auto& x, const auto& y) {
+    return std::tuple(x.test, rank(x.metric), x.metric) < std::tuple(y.test, rank(y.metric), y.metric);
+  });
   for (const auto& [test, metrics] : sb) {
     const auto ta = sa.find(test);
     for (const auto& [metric, samples] : metrics)

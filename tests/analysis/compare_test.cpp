@@ -131,6 +131,19 @@ TEST(Compare, ExtractsSamplesFromAStoredRun) {
   EXPECT_EQ(extract_provenance(stored)["models"][0]["sha256"], "s");
 }
 
+TEST(Compare, MetricsATestDoesNotMeasureAreLeftOutAndThroughputComesFirst) {
+  nlohmann::json a = bench_document(provenance("s"), {10, 11, 12});
+  for (auto& rep : a["results"][0]["repetitions"]) {
+    rep["prefill_tokens_per_s"] = 0.0;  // a tg test has no prefill
+    rep["decode_ms"] = 100.0;
+  }
+  const CompareReport r = compare_documents(a, a);
+  ASSERT_EQ(r.metrics.size(), 3u);
+  EXPECT_EQ(r.metrics[0].metric, "decode_tokens_per_s");
+  EXPECT_EQ(r.metrics[1].metric, "ttft_ms");
+  EXPECT_EQ(r.metrics[2].metric, "decode_ms");
+}
+
 TEST(Compare, DifferentWorkloadIsNotComparable) {
   const CompareReport r = compare_documents(bench_document(provenance("s"), {10, 11}, 2),
                                             bench_document(provenance("s"), {10, 11}, 4));
