@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <map>
-#include <set>
 
 #include <nlohmann/json.hpp>
 

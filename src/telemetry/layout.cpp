@@ -1,10 +1,11 @@
 #include "telemetry/layout.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
-#include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "telemetry/file_reader.h"
 
