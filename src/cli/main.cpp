@@ -11,6 +11,7 @@
 #include "cli/cmd_export.h"
 #include "cli/cmd_probe.h"
 #include "cli/cmd_runs.h"
+#include "cli/cmd_session.h"
 #include "cli/cmd_synth.h"
 #include "cli/cmd_sysinfo.h"
 #include "cli/common.h"
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("edgeprobe ") + kVersion + " (llama.cpp " + kLlamaCppCommit + ")");
   cli::register_bench(app, command_line);
   cli::register_synth(app);
+  cli::register_session(app, command_line);
   cli::register_sysinfo(app);
   cli::register_probe(app);
   cli::register_runs(app);

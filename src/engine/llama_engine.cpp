@@ -76,6 +76,54 @@ std::string Model::chat_template() const {
   return t ? t : "";
 }
 
+std::vector<int32_t> Model::tokenize(const std::string& text, bool add_special) const {
+  std::vector<int32_t> tokens(text.size() + 8);
+  int32_t n = llama_tokenize(vocab(), text.data(), static_cast<int32_t>(text.size()), tokens.data(),
+                             static_cast<int32_t>(tokens.size()), add_special, true);
+  if (n < 0) {
+    tokens.resize(static_cast<size_t>(-n));
+    n = llama_tokenize(vocab(), text.data(), static_cast<int32_t>(text.size()), tokens.data(),
+                       static_cast<int32_t>(tokens.size()), add_special, true);
+  }
+  if (n < 0) throw_environment("llama.cpp could not tokenize a prompt of {} bytes", text.size());
+  tokens.resize(static_cast<size_t>(n));
+  return tokens;
+}
+
+std::string Model::token_to_piece(int32_t token) const {
+  char buf[256];
+  const int32_t n = llama_token_to_piece(vocab(), token, buf, sizeof(buf), 0, false);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+bool Model::is_end_of_generation(int32_t token) const { return llama_vocab_is_eog(vocab(), token); }
+
+std::string apply_chat_template(const Model& model, const std::vector<ChatMessage>& messages, bool add_assistant,
+                                bool* used_fallback) {
+  std::vector<llama_chat_message> chat;
+  for (const auto& m : messages) chat.push_back({m.role.c_str(), m.content.c_str()});
+  const std::string tmpl = model.chat_template();
+  if (!tmpl.empty()) {
+    std::vector<char> buf(4096);
+    int32_t n = llama_chat_apply_template(tmpl.c_str(), chat.data(), chat.size(), add_assistant, buf.data(),
+                                          static_cast<int32_t>(buf.size()));
+    if (n > static_cast<int32_t>(buf.size())) {
+      buf.resize(static_cast<size_t>(n));
+      n = llama_chat_apply_template(tmpl.c_str(), chat.data(), chat.size(), add_assistant, buf.data(),
+                                    static_cast<int32_t>(buf.size()));
+    }
+    if (n >= 0) {
+      if (used_fallback) *used_fallback = false;
+      return std::string(buf.data(), static_cast<size_t>(n));
+    }
+  }
+  if (used_fallback) *used_fallback = true;
+  std::string text;
+  for (const auto& m : messages) text += m.role + ": " + m.content + "\n";
+  if (add_assistant) text += "assistant: ";
+  return text;
+}
+
 int parse_cache_type(const std::string& name) {
   // The types llama.cpp's KV cache accepts (llama-bench's list, research notes 1.1).
   static const std::pair<const char*, ggml_type> kTypes[] = {
@@ -178,6 +226,15 @@ void Context::decode_one(int32_t token) {
                       rc == 1 ? ": the KV cache is full; use a larger context" : "");
   }
   llama_synchronize(ctx_);
+}
+
+bool Context::shift(int n_keep, int n_discard) {
+  llama_memory_t mem = llama_get_memory(ctx_);
+  if (!llama_memory_can_shift(mem)) return false;
+  const int n_past_now = n_past();
+  llama_memory_seq_rm(mem, 0, n_keep, n_keep + n_discard);
+  llama_memory_seq_add(mem, 0, n_keep + n_discard, n_past_now, -n_discard);
+  return true;
 }
 
 void Context::clear() { llama_memory_clear(llama_get_memory(ctx_), false); }

@@ -38,6 +38,13 @@ class Model {
   uint64_t n_params() const;
   std::string chat_template() const;  // "" when the model has none
 
+  // Text <-> tokens with the model's own tokenizer. add_special adds BOS where the
+  // model wants one (the first turn of a conversation); special tokens in the text
+  // (a chat template's markers) are parsed as such.
+  std::vector<int32_t> tokenize(const std::string& text, bool add_special) const;
+  std::string token_to_piece(int32_t token) const;
+  bool is_end_of_generation(int32_t token) const;
+
  private:
   Model(llama_model* model, ModelOptions options) : model_(model), options_(std::move(options)) {}
   llama_model* model_;
@@ -77,6 +84,10 @@ class Context {
   // Greedy pick from the logits of the last decoded token.
   int32_t argmax_last() const;
 
+  // Drops n_discard tokens after the first n_keep and moves the rest down, as
+  // llama.cpp's context shift does; false when the memory cannot shift.
+  bool shift(int n_keep, int n_discard);
+
   // Snapshot and restore of sequence 0 (to reuse a depth fill across repetitions).
   std::vector<uint8_t> save_state() const;
   bool restore_state(const std::vector<uint8_t>& state);
@@ -89,6 +100,17 @@ class Context {
   ggml_threadpool* threadpool_ = nullptr;
   int n_batch_;
 };
+
+struct ChatMessage {
+  std::string role;  // "system", "user", "assistant"
+  std::string content;
+};
+// Formats a conversation with the model's chat template (llama_chat_apply_template, which
+// knows llama.cpp's built-in templates); a model without one, or with a template
+// llama.cpp does not know, gets a plain "role: content" rendering, and `used_fallback`
+// says so.
+std::string apply_chat_template(const Model& model, const std::vector<ChatMessage>& messages, bool add_assistant,
+                                bool* used_fallback = nullptr);
 
 // "f16", "q8_0", ... -> ggml_type; throws kBadInput for a type the KV cache cannot hold.
 int parse_cache_type(const std::string& name);

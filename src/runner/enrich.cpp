@@ -1,5 +1,6 @@
 #include "runner/enrich.h"
 
+#include <cmath>
 #include <fstream>
 
 #include "core/error.h"
@@ -56,6 +57,24 @@ void TelemetryRecorder::enrich(result::TestResult& r) {
   }
 }
 
+nlohmann::json TelemetryRecorder::summarize(int64_t start_ns, int64_t end_ns, int64_t tokens) {
+  if (!sampler_) return nullptr;
+  sampler_->sample_now();
+  return telemetry::to_json(telemetry::summarize_phase(sampler_->timeline(), start_ns, end_ns, tokens));
+}
+
+double TelemetryRecorder::current_max_temp_c() {
+  if (!sampler_) return NAN;
+  sampler_->sample_now();
+  const auto now = sampler_->timeline();
+  if (now.t_ns.empty()) return NAN;
+  const auto phase = telemetry::summarize_phase(now, now.t_ns.back(), now.t_ns.back(), 0);
+  double hottest = NAN;
+  for (const auto& zone : phase.thermal)
+    if (std::isnan(hottest) || zone.max_temp_c > hottest) hottest = zone.max_temp_c;
+  return hottest;
+}
+
 void TelemetryRecorder::write_trace(const std::string& path) const {
   if (path.empty()) return;
   std::ofstream out(path, std::ios::trunc);
@@ -71,7 +90,9 @@ nlohmann::json roofline_json(const result::TestResult& r, const model::GgufInfo&
   const double pp = r.config.n_prompt > 0 ? s.prefill_tokens_per_s.median : 0;
   const double tg = r.config.n_gen > 0 ? s.decode_tokens_per_s.median : 0;
   const auto roofline = probe::compute_roofline(info, ceilings, r.config.n_prompt, r.config.n_gen, r.config.n_depth,
-                                                pp, tg, s.load_cold_ms, r.config.n_threads);
+                                                pp, tg, s.load_cold_ms, r.config.n_threads,
+                                                (probe::kv_type_bytes_per_element(r.config.type_k) +
+                                                 probe::kv_type_bytes_per_element(r.config.type_v)) / 2);
   return probe::to_json(roofline);
 }
 

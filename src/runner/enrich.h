@@ -22,6 +22,10 @@ class TelemetryRecorder {
   ~TelemetryRecorder();
   bool enabled() const { return sampler_ != nullptr; }
   void on_event(const PhaseEvent& event);
+  // Telemetry of one window of the run clock (a session turn's prefill or decode).
+  nlohmann::json summarize(int64_t start_ns, int64_t end_ns, int64_t tokens);
+  // The hottest thermal zone now, NaN when none is readable (for --cooldown temp).
+  double current_max_temp_c();
   void enrich(result::TestResult& result);
   void stop();
   // Chrome Trace Event JSON (Perfetto, chrome://tracing) of the whole run.

@@ -1,0 +1,247 @@
+#include "runner/session_runner.h"
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include "core/error.h"
+#include "engine/llama_engine.h"
+
+namespace edgeprobe::runner {
+namespace {
+
+double ms_between(int64_t a, int64_t b) { return static_cast<double>(b - a) / 1e6; }
+
+// A model's pieces can split a multi-byte character (byte-fallback tokens), so a reply
+// may not be valid UTF-8; JSON must be. Invalid bytes become U+FFFD.
+std::string valid_utf8(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    if (ok) {
+      out.append(s, i, len);
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+// Waits between rounds, as MELT cools the device between its repetitions.
+void cool_down(const std::string& mode, double start_temp_c, const SessionCallbacks& cb) {
+  if (mode == "none") return;
+  if (mode == "temp") {
+    if (!cb.current_max_temp_c || std::isnan(start_temp_c)) {
+      if (cb.progress) cb.progress("cool-down by temperature unavailable: no readable thermal zone; not waiting");
+      return;
+    }
+    // Back within 1 °C of where the session started, for at most five minutes.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+    while (std::chrono::steady_clock::now() < deadline) {
+      const double t = cb.current_max_temp_c();
+      if (std::isnan(t) || t <= start_temp_c + 1.0) return;
+      if (cb.progress) cb.progress(fmt::format("cooling down: {:.1f} °C, waiting for {:.1f} °C", t, start_temp_c + 1));
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+    }
+    return;
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(std::stod(mode)));
+}
+
+}  // namespace
+
+std::string default_conversations_path() {
+  if (const char* env = std::getenv("EDGEPROBE_DATA_DIR"); env && *env) return std::string(env) + "/conversations.jsonl";
+  return std::string(EDGEPROBE_DATA_DIR) + "/conversations.jsonl";
+}
+
+std::vector<Conversation> load_conversations(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw_bad_input("cannot read the prompt set '{}'", path);
+  std::vector<Conversation> conversations;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const std::exception& e) {
+      throw_bad_input("{}:{}: not JSON: {}", path, line_no, e.what());
+    }
+    if (!j.is_object() || !j.contains("turns") || !j["turns"].is_array() || j["turns"].empty())
+      throw_bad_input("{}:{}: expected {{\"id\": ..., \"turns\": [\"...\"]}} with at least one turn", path, line_no);
+    Conversation c;
+    c.id = j.value("id", fmt::format("line{}", line_no));
+    c.lang = j.value("lang", "");
+    for (const auto& t : j["turns"]) {
+      if (!t.is_string() || t.get<std::string>().empty()) throw_bad_input("{}:{}: every turn must be a non-empty string", path, line_no);
+      c.turns.push_back(t.get<std::string>());
+    }
+    conversations.push_back(std::move(c));
+  }
+  if (conversations.empty()) throw_bad_input("the prompt set '{}' holds no conversation", path);
+  return conversations;
+}
+
+nlohmann::json SessionConfig::to_json() const {
+  return {{"model_path", model_path}, {"n_ctx", n_ctx}, {"max_tokens", max_tokens}, {"n_batch", n_batch},
+          {"n_threads", n_threads}};
+}
+
+nlohmann::json TurnResult::to_json() const {
+  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  return {{"round", round},
+          {"conversation_id", conversation_id},
+          {"turn_index", turn_index},
+          {"prompt_tokens", prompt_tokens},
+          {"context_tokens", context_tokens},
+          {"generated_tokens", generated_tokens},
+          {"stop_reason", stop_reason},
+          {"ttft_ms", ttft_ms},
+          {"prefill_ms", prefill_ms},
+          {"prefill_tokens_per_s", prefill_tokens_per_s},
+          {"decode_tokens_per_s", decode_tokens_per_s},
+          {"e2e_ms", e2e_ms},
+          {"decode_step_ms", decode_step_ms},
+          {"start_ns", start_ns},
+          {"prefill_end_ns", prefill_end_ns},
+          {"end_ns", end_ns},
+          {"reply", valid_utf8(reply)},
+          {"reply_tokens", reply_tokens},
+          {"telemetry", telemetry},
+          {"missed_frame_share_prefill", opt(missed_frame_share_prefill)},
+          {"missed_frame_share_decode", opt(missed_frame_share_decode)}};
+}
+
+void run_session(const std::vector<SessionConfig>& configs, const std::vector<Conversation>& conversations,
+                 const SessionOptions& options, const RunClock& clock, const SessionCallbacks& cb) {
+  auto progress = [&](const std::string& s) {
+    if (cb.progress) cb.progress(s);
+  };
+  auto emit = [&](const PhaseEvent& e) {
+    if (cb.event) cb.event(e);
+  };
+  const size_t n_conv = std::min(conversations.size(), static_cast<size_t>(std::max(1, options.conversations)));
+  const double start_temp_c = cb.current_max_temp_c ? cb.current_max_temp_c() : NAN;
+  std::unique_ptr<engine::Model> model;
+  for (size_t ci = 0; ci < configs.size(); ++ci) {
+    const SessionConfig& cfg = configs[ci];
+    if (!model || model->options().path != cfg.model_path) {
+      model.reset();
+      progress("loading " + cfg.model_path);
+      model = engine::Model::load({cfg.model_path, true, true});
+    }
+    engine::ContextOptions co;
+    co.n_ctx = cfg.n_ctx;
+    co.n_batch = cfg.n_batch;
+    co.n_ubatch = std::min(cfg.n_batch, 512);
+    co.n_threads = cfg.n_threads;
+    engine::Context ctx(*model, co);
+    const int n_ctx = ctx.n_ctx();
+
+    for (int round = 0; round < options.rounds; ++round) {
+      if (round > 0) cool_down(options.cooldown, start_temp_c, cb);
+      for (size_t k = 0; k < n_conv; ++k) {
+        const Conversation& conv = conversations[k];
+        ctx.clear();
+        std::vector<engine::ChatMessage> history;
+        size_t formatted_len = 0;  // the history's text already in the KV cache
+        for (int ti = 0; ti < static_cast<int>(conv.turns.size()); ++ti) {
+          progress(fmt::format("config {}/{} round {}/{} conversation {}/{} ({}) turn {}/{}", ci + 1, configs.size(),
+                               round + 1, options.rounds, k + 1, n_conv, conv.id, ti + 1, conv.turns.size()));
+          history.push_back({"user", conv.turns[static_cast<size_t>(ti)]});
+          const std::string full = engine::apply_chat_template(*model, history, true);
+          const std::string fresh = full.substr(std::min(formatted_len, full.size()));
+          const auto tokens = model->tokenize(fresh, ctx.n_past() == 0);
+
+          // A turn an interrupted run already stored: replay it untimed to rebuild the
+          // history, then go on with the first turn that is missing.
+          if (cb.completed_turn) {
+            if (auto done = cb.completed_turn(ci, round, conv.id, ti)) {
+              if (done->stop_reason == "context_full") break;
+              const auto& reply_tokens = done->reply_tokens;
+              if (ctx.n_past() + static_cast<int>(tokens.size() + reply_tokens.size()) >= n_ctx) break;
+              ctx.decode(tokens);
+              if (!reply_tokens.empty()) ctx.decode(reply_tokens);
+              history.push_back({"assistant", done->reply});
+              formatted_len = engine::apply_chat_template(*model, history, false).size();
+              continue;
+            }
+          }
+
+          TurnResult t;
+          t.round = round;
+          t.conversation_id = conv.id;
+          t.turn_index = ti;
+          t.prompt_tokens = static_cast<int>(tokens.size());
+          std::string note;
+          if (ctx.n_past() + t.prompt_tokens + cfg.max_tokens > n_ctx) {
+            const int needed = t.prompt_tokens + cfg.max_tokens;
+            if (options.on_overflow == "shift" && needed < n_ctx / 2 && ctx.n_past() > 1) {
+              // Keep the first token (BOS), drop the oldest half of the rest, as llama.cpp does.
+              const int n_discard = (ctx.n_past() - 1) / 2;
+              if (!ctx.shift(1, n_discard)) throw_environment("this model's memory cannot shift its context");
+              note = "context_shifted";
+            } else {
+              t.stop_reason = "context_full";
+              t.context_tokens = ctx.n_past();
+              if (cb.turn_done) cb.turn_done(ci, t);
+              break;  // the conversation cannot go on in this context
+            }
+          }
+          t.start_ns = clock.now_ns();
+          ctx.decode(tokens);
+          int32_t token = ctx.argmax_last();
+          t.prefill_end_ns = clock.now_ns();
+          t.prefill_ms = ms_between(t.start_ns, t.prefill_end_ns);
+          t.prefill_tokens_per_s = t.prompt_tokens / (t.prefill_ms / 1e3);
+          t.ttft_ms = t.prefill_ms;  // greedy pick included: the first token is known here
+          emit({"prefill", "phase", t.start_ns, t.prefill_end_ns, t.prompt_tokens, round, conv.id + "#" + std::to_string(ti)});
+          t.generated_tokens = 1;
+          t.reply = model->token_to_piece(token);
+          t.reply_tokens.push_back(token);
+          t.stop_reason = model->is_end_of_generation(token) ? "end_of_turn" : "max_tokens";
+          int64_t step_start = t.prefill_end_ns;
+          while (t.stop_reason == "max_tokens" && t.generated_tokens < cfg.max_tokens) {
+            if (ctx.n_past() >= n_ctx) {
+              t.stop_reason = "context_full";
+              break;
+            }
+            ctx.decode_one(token);
+            token = ctx.argmax_last();
+            t.reply_tokens.push_back(token);
+            const int64_t step_end = clock.now_ns();
+            t.decode_step_ms.push_back(ms_between(step_start, step_end));
+            step_start = step_end;
+            ++t.generated_tokens;
+            if (model->is_end_of_generation(token)) t.stop_reason = "end_of_turn";
+            else t.reply += model->token_to_piece(token);
+          }
+          t.end_ns = step_start;
+          t.e2e_ms = ms_between(t.start_ns, t.end_ns);
+          double decode_ms = 0;
+          for (double ms : t.decode_step_ms) decode_ms += ms;
+          t.decode_tokens_per_s = decode_ms > 0 ? static_cast<double>(t.decode_step_ms.size()) / (decode_ms / 1e3) : 0;
+          t.context_tokens = ctx.n_past();
+          if (!note.empty() && t.stop_reason != "context_full") t.stop_reason += "," + note;
+          emit({"decode", "phase", t.prefill_end_ns, t.end_ns, t.generated_tokens - 1, round, conv.id + "#" + std::to_string(ti)});
+          if (cb.turn_done) cb.turn_done(ci, t);
+          history.push_back({"assistant", t.reply});
+          formatted_len = engine::apply_chat_template(*model, history, false).size();
+          if (t.stop_reason.starts_with("context_full")) break;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace edgeprobe::runner

@@ -1,0 +1,86 @@
+#pragma once
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+#include "core/events.h"
+
+namespace edgeprobe::runner {
+
+// A multi-turn conversation of the prompt set (data/conversations.jsonl format):
+// {"id": "c01", "lang": "en", "turns": ["...", "..."]}
+struct Conversation {
+  std::string id;
+  std::string lang;
+  std::vector<std::string> turns;
+};
+// Throws Error(kBadInput) naming the line of a malformed entry.
+std::vector<Conversation> load_conversations(const std::string& path);
+std::string default_conversations_path();
+
+// One configuration of a session sweep (MELT's grid: model, context, generation length,
+// batch, threads).
+struct SessionConfig {
+  std::string model_path;
+  int n_ctx = 2048;
+  int max_tokens = 128;
+  int n_batch = 512;
+  int n_threads = 1;
+  nlohmann::json to_json() const;
+};
+
+struct SessionOptions {
+  int rounds = 3;           // MELT repeats its conversations 3 times
+  int conversations = 50;   // the first N of the prompt set
+  std::string on_overflow = "stop";  // "stop" the conversation, or "shift" the context
+  std::string cooldown = "none";     // "none", seconds ("30"), or "temp" (back near start)
+  uint64_t seed = 42;
+};
+
+// One user turn, measured: what the user lives through.
+struct TurnResult {
+  int round = 0;
+  std::string conversation_id;
+  int turn_index = 0;
+  int prompt_tokens = 0;      // new tokens prefilled this turn (the history is cached)
+  int context_tokens = 0;     // tokens in the KV cache after the turn
+  int generated_tokens = 0;
+  std::string stop_reason;    // "end_of_turn", "max_tokens", "context_full", "context_shifted"
+  double ttft_ms = 0;         // prefill + picking the first token
+  double prefill_ms = 0;
+  double prefill_tokens_per_s = 0;
+  double decode_tokens_per_s = 0;  // tokens after the first over their time
+  double e2e_ms = 0;          // from the turn's start to its last token
+  std::vector<double> decode_step_ms;
+  int64_t start_ns = 0, prefill_end_ns = 0, end_ns = 0;
+  std::string reply;          // generated text (invalid UTF-8 replaced in JSON)
+  std::vector<int32_t> reply_tokens;  // what was decoded into the cache: a resumed run replays these
+  nlohmann::json telemetry;   // {"prefill": ..., "decode": ...}
+  std::optional<double> missed_frame_share_prefill, missed_frame_share_decode;
+  nlohmann::json to_json() const;
+};
+
+struct SessionCallbacks {
+  std::function<void(const std::string&)> progress;
+  std::function<void(const PhaseEvent&)> event;
+  // Called once a turn is complete, to add telemetry and store it before the next turn.
+  std::function<void(size_t config_index, TurnResult&)> turn_done;
+  // Turns already stored by an interrupted run: (config, round, conversation, turn) ->
+  // the stored result, replayed untimed to rebuild the history.
+  std::function<std::optional<TurnResult>(size_t, int, const std::string&, int)> completed_turn;
+  std::function<double()> current_max_temp_c;  // for --cooldown temp; nullopt-like NaN when unknown
+};
+
+// Runs every configuration: rounds x conversations, turn by turn through the chat
+// template, keeping each conversation's history in the KV cache so a turn prefills only
+// its new tokens. Throws on a model that cannot load; a failing turn ends its
+// conversation with the error recorded.
+void run_session(const std::vector<SessionConfig>& configs, const std::vector<Conversation>& conversations,
+                 const SessionOptions& options, const RunClock& clock, const SessionCallbacks& callbacks);
+
+}  // namespace edgeprobe::runner

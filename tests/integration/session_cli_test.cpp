@@ -1,0 +1,116 @@
+// Sessions through the real engine on a tiny synthesized model, and the store's promise:
+// a kill -9 mid-run loses at most the turn in flight, and --resume finishes the plan.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "store/store.h"
+#include "support/run_process.h"
+
+using namespace edgeprobe::test_support;
+using nlohmann::json;
+
+namespace {
+
+std::string two_by_two_prompts(const TempDir& dir) {
+  const std::string path = dir.file("prompts.jsonl");
+  write_file(path,
+             "{\"id\": \"a\", \"lang\": \"en\", \"turns\": [\"Please summarise the plot of a short story about a "
+             "lighthouse keeper in three sentences.\", \"Now make it funnier and shorter than before.\"]}\n"
+             "{\"id\": \"b\", \"lang\": \"zh\", \"turns\": [\"请用三句话介绍一下北京的历史和今天的样子。\", "
+             "\"再补充一下适合秋天去的景点，谢谢。\"]}\n");
+  return path;
+}
+
+}  // namespace
+
+TEST(SessionCli, ShortSessionKeepsHistoryInTheKvCacheAndScoresQes) {
+  TempDir dir;
+  const auto r = run_edgeprobe({"session", "-m", tiny_model(), "--prompts", two_by_two_prompts(dir), "--rounds", "1",
+                                "--max-tokens", "8", "-o", "json", "-q", "--db", dir.file("r.db")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["configs"].size(), 1u);
+  const json& turns = j["configs"][0]["turns"];
+  ASSERT_EQ(turns.size(), 4u);
+  for (const auto& t : turns) {
+    EXPECT_GT(t["ttft_ms"].get<double>(), 0);
+    EXPECT_GT(t["prompt_tokens"].get<int>(), 0);
+    EXPECT_GE(t["generated_tokens"].get<int>(), 1);
+    EXPECT_LE(t["generated_tokens"].get<int>(), 8);
+    EXPECT_TRUE(t["telemetry"].contains("decode"));
+  }
+  // The second turn prefills only its new tokens: the cache holds more than it prefilled.
+  EXPECT_GT(turns[1]["context_tokens"].get<int>(), turns[1]["prompt_tokens"].get<int>() + turns[0]["prompt_tokens"].get<int>());
+  const json& qes = j["configs"][0]["analysis"]["qes"];
+  EXPECT_TRUE(qes["total"].is_number());
+  EXPECT_NE(qes["rests_on"].dump().find("responsiveness"), std::string::npos);
+  // No thermal zone on this machine: temperature must be named unavailable, not invented.
+  EXPECT_NE(qes["unavailable"].dump().find("temperature"), std::string::npos);
+}
+
+TEST(SessionCli, KillNineLosesAtMostTheTurnInFlightAndResumeFinishesThePlan) {
+  TempDir dir;
+  const std::string db = dir.file("results.db");
+  const std::string prompts = two_by_two_prompts(dir);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setenv("XDG_CACHE_HOME", (std::string(EDGEPROBE_BUILD_DIR) + "/test-home/cache").c_str(), 1);
+    const int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, STDOUT_FILENO);
+    dup2(devnull, STDERR_FILENO);
+    execl(EDGEPROBE_BINARY, EDGEPROBE_BINARY, "session", "-m", tiny_model().c_str(), "--prompts", prompts.c_str(),
+          "--rounds", "6", "--max-tokens", "48", "--db", db.c_str(), "-q", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Kill it once a few turns are stored.
+  int64_t stored_before_kill = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  while (std::chrono::steady_clock::now() < deadline && stored_before_kill < 5) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    try {
+      auto s = edgeprobe::store::Store::open(db, edgeprobe::store::Store::Mode::kMustExist);
+      const auto runs = s.list_runs();
+      stored_before_kill = runs.empty() ? 0 : runs[0].turns;
+    } catch (const std::exception&) {
+    }
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the session finished before it could be killed";
+  ASSERT_GE(stored_before_kill, 5);
+
+  {
+    auto s = edgeprobe::store::Store::open(db, edgeprobe::store::Store::Mode::kMustExist);
+    EXPECT_EQ(s.integrity_check(), "ok");
+    const auto runs = s.list_runs();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].status, "running");
+    EXPECT_GE(runs[0].turns, stored_before_kill);  // nothing committed was lost
+    EXPECT_LT(runs[0].turns, 6 * 4);
+  }
+  const auto r = run_edgeprobe({"session", "--resume", "1", "--db", db, "-o", "json", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto s = edgeprobe::store::Store::open(db, edgeprobe::store::Store::Mode::kMustExist);
+  const auto runs = s.list_runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, "complete");
+  EXPECT_EQ(runs[0].turns, 6 * 4);  // every (round, conversation, turn) exactly once
+  EXPECT_EQ(json::parse(r.out)["configs"][0]["turns"].size(), 24u);
+}
+
+TEST(SessionCli, BadPromptFileIsOneLineExitTwo) {
+  TempDir dir;
+  write_file(dir.file("bad.jsonl"), "{\"id\": \"x\", \"turns\": []}\n");
+  const auto r = run_edgeprobe({"session", "-m", tiny_model(), "--prompts", dir.file("bad.jsonl"), "--no-store", "-q"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("bad.jsonl:1"), std::string::npos) << r.err;
+}
