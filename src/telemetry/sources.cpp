@@ -66,6 +66,20 @@ class CpufreqSource : public Source {
         if (policy.has_time_in_state) entry.tis = CachedFile(fs.path(policy.dir + "/stats/time_in_state"));
         entries_.push_back(std::move(entry));
       }
+      // The cap a thermal governor or power HAL sets (scaling_max_freq below
+      // cpuinfo_max_freq): one read per cluster, its policies are capped alike.
+      for (size_t p : cpus.clusters[c].policies) {
+        const auto& policy = cpus.policies[p];
+        if (!policy.scaling_max_khz) continue;
+        Cap cap;
+        cap.cluster = c;
+        cap.cluster_name = cpus.clusters[c].name;
+        cap.what = "cpufreq " + policy.name + " scaling_max_freq";
+        cap.max_khz = policy.cpuinfo_max_khz ? static_cast<double>(*policy.cpuinfo_max_khz) : kNaN;
+        cap.file = CachedFile(fs.path(policy.dir + "/scaling_max_freq"));
+        caps_.push_back(std::move(cap));
+        break;
+      }
     }
   }
   const char* family() const override { return "cpufreq"; }
@@ -79,9 +93,21 @@ class CpufreqSource : public Source {
       info.reference = e.max_khz;
       series->push_back(std::move(info));
     }
+    for (const auto& c : caps_) {
+      SeriesInfo info;
+      info.name = "cpufreq." + c.cluster_name + ".cap_khz";
+      info.metric = Metric::kFreqCapKhz;
+      info.group = c.cluster_name;
+      info.index = static_cast<int>(c.cluster);
+      info.reference = c.max_khz;
+      series->push_back(std::move(info));
+    }
   }
   void sample(double* row, const ReportFn& report) override {
     for (size_t i = 0; i < entries_.size(); ++i) row[i] = read_or_nan(entries_[i].cur, i, entries_[i].what, once_, report);
+    for (size_t i = 0; i < caps_.size(); ++i) {
+      row[entries_.size() + i] = read_or_nan(caps_[i].file, entries_.size() + i, caps_[i].what, once_, report);
+    }
   }
   void sample_slow(int64_t t_ns, Timeline* timeline, const ReportFn& report) override {
     for (size_t i = 0; i < entries_.size(); ++i) {
@@ -114,7 +140,14 @@ class CpufreqSource : public Source {
     double max_khz = kNaN;
     CachedFile cur, tis;
   };
+  struct Cap {
+    std::string cluster_name, what;
+    size_t cluster = 0;
+    double max_khz = kNaN;
+    CachedFile file;
+  };
   std::vector<Entry> entries_;
+  std::vector<Cap> caps_;
   OnceFlags once_, tis_once_;
 };
 

@@ -100,6 +100,11 @@ PhaseTelemetry summarize_phase(const Timeline& tl, int64_t start_ns, int64_t end
         phase.min_freq_share = std::min(phase.min_freq_share.value_or(khz->min / ref), khz->min / ref);
       }
     }
+    for (size_t s : tl.find(Metric::kFreqCapKhz)) {
+      const double ref = tl.series[s].reference;
+      if (tl.series[s].index != static_cast<int>(c) || !std::isfinite(ref) || ref <= 0) continue;
+      if (const auto cap = level_stats(tl, s, start_ns, end_ns)) phase.min_cap_share = cap->min / ref;
+    }
     if (n > 0) phase.mean_freq_khz = mean_khz / static_cast<double>(n);
     if (n_share > 0) phase.mean_freq_share = mean_share / static_cast<double>(n_share);
 
@@ -258,6 +263,7 @@ nlohmann::json to_json(const PhaseTelemetry& p) {
     put(jc, "min_freq_khz", c.min_freq_khz);
     put(jc, "mean_freq_share", c.mean_freq_share);
     put(jc, "min_freq_share", c.min_freq_share);
+    put(jc, "min_cap_share", c.min_cap_share);
     put(jc, "residency_mean_freq_share", c.residency_mean_freq_share);
     if (!c.time_in_state_ms.empty()) {
       json tis = json::object();

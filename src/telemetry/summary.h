@@ -15,6 +15,8 @@ struct ClusterPhase {
   std::vector<int> cpus;
   std::optional<double> max_khz;  // cpuinfo_max_freq: what the shares are of
   std::optional<double> mean_freq_khz, min_freq_khz, mean_freq_share, min_freq_share;
+  // Lowest scaling_max_freq in the phase as a share of cpuinfo_max_freq: < 1 = capped.
+  std::optional<double> min_cap_share;
   // From cpufreq stats/time_in_state between the snapshots around the phase.
   std::optional<double> residency_mean_freq_share;
   std::vector<std::pair<int64_t, double>> time_in_state_ms;  // (kHz, ms), non-zero only

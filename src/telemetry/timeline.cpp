@@ -10,7 +10,8 @@ namespace edgeprobe::telemetry {
 
 const char* metric_unit(Metric metric) {
   switch (metric) {
-    case Metric::kFreqKhz: return "kHz";
+    case Metric::kFreqKhz:
+    case Metric::kFreqCapKhz: return "kHz";
     case Metric::kTempC: return "°C";
     case Metric::kPowerW: return "W";
     case Metric::kDischargeCurrentUa: return "µA";

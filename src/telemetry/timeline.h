@@ -11,6 +11,7 @@ namespace edgeprobe::telemetry {
 // tracks by series name. Units are fixed per metric (the suffix of every series name).
 enum class Metric {
   kFreqKhz,            // level: a cpufreq policy's scaling_cur_freq; group = cluster
+  kFreqCapKhz,         // level: scaling_max_freq of a cluster's first policy (thermal/policy cap)
   kTempC,              // level: thermal zone or battery temperature in degrees C; group = zone
   kPowerW,             // level: instantaneous power (battery V*I, INA3221 rail V*I); group = source
   kDischargeCurrentUa, // level: battery current, positive while discharging

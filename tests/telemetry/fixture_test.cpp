@@ -154,6 +154,17 @@ TEST(AndroidFixture, ProcStatAndThreadPlacementParsed) {
   EXPECT_EQ(placement, (std::vector<std::pair<int, int>>{{4321, 1}, {4330, 7}, {4331, 5}, {4332, 4}}));
 }
 
+TEST(AndroidFixture, ThermalCapOnPrimeClusterShowsInPhaseSummary) {
+  Sampler sampler({.hz = 10, .sysfs_root = fixture("android-phone-3cluster"), .pid = 0}, RunClock());
+  sampler.sample_at(0);
+  sampler.sample_at(1'000'000'000);
+  const auto tl = sampler.timeline();
+  EXPECT_DOUBLE_EQ(value_of(tl, "cpufreq.policy7.cap_khz"), 2515200);
+  const auto phase = summarize_phase(tl, 0, 1'000'000'000, 1);
+  EXPECT_NEAR(*phase.clusters[2].min_cap_share, 2515200.0 / 3187200.0, 1e-12);  // capped
+  EXPECT_DOUBLE_EQ(*phase.clusters[1].min_cap_share, 1.0);                     // not capped
+}
+
 TEST(AndroidFixture, TimeInStateTableParsedInKhzAndTicks) {
   const auto tl = sample_once(fixture("android-phone-3cluster"));
   ASSERT_EQ(tl.time_in_state.size(), 3u);

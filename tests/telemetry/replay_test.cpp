@@ -70,6 +70,8 @@ TEST(Replay, ClockDropShowsInDecodeNotPrefill) {
   EXPECT_DOUBLE_EQ(*cluster(decode, "policy2").min_freq_share, 0.5);
   EXPECT_EQ(cluster(decode, "policy2").role, "big");
   EXPECT_DOUBLE_EQ(*cluster(decode, "policy0").mean_freq_share, 1.0);
+  // The clock fell without a scaling_max_freq cap: the governor chose it.
+  EXPECT_DOUBLE_EQ(*cluster(decode, "policy2").min_cap_share, 1.0);
 }
 
 TEST(Replay, TimeInStateResidencyAgreesWithSampledClock) {
