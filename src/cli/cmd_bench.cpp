@@ -21,6 +21,7 @@
 #include "probe/ceilings.h"
 #include "runner/bench_runner.h"
 #include "runner/enrich.h"
+#include "store/store.h"
 #include "runner/provenance.h"
 #include "workload/plan.h"
 
@@ -45,6 +46,9 @@ struct BenchArgs {
   std::string sysfs_root = "/";
   std::string trace_file;
   std::string ceilings = "auto";
+  std::string db;
+  bool no_store = false;
+  int64_t resume = 0;
 };
 
 std::vector<std::string> split_all(const std::vector<std::string>& texts) {
@@ -99,6 +103,8 @@ int run(const BenchArgs& args, const std::vector<std::string>& command_line) {
   if (args.delay_s < 0 || args.delay_s > 3600) throw_bad_input("--delay {} out of range 0..3600 seconds", args.delay_s);
   workload::SweepSpec spec = to_spec(args);
   if (spec.models.empty()) spec.models.push_back("");  // the built-in default model
+  if (args.resume && args.no_store) throw_bad_input("--resume needs the results store; drop --no-store");
+  if (args.resume) spec.models.clear();  // the stored plan says what to run
 
   // Check every model file ourselves before llama.cpp sees it: llama.cpp aborts on some
   // hostile files instead of returning an error.
@@ -117,8 +123,47 @@ int run(const BenchArgs& args, const std::vector<std::string>& command_line) {
     model_index[path] = static_cast<int>(infos.size());
     infos.push_back(model::read_gguf_info(path));
   }
-  const auto cases = workload::expand(spec, workload::default_thread_count());
-  if (cases.empty()) throw_bad_input("nothing to run: every -p, -n and -pg value is 0");
+  auto cases = workload::expand(spec, workload::default_thread_count());
+  if (cases.empty() && !args.resume) throw_bad_input("nothing to run: every -p, -n and -pg value is 0");
+
+  // The results store: every repetition is committed as it completes; --resume takes
+  // the stored plan and runs only what is missing.
+  std::optional<store::Store> db;
+  store::RunId run_id = 0;
+  std::map<std::pair<size_t, int>, result::Repetition> stored;
+  runner::RunnerOptions options;
+  options.repetitions = args.repetitions;
+  options.delay_s = args.delay_s;
+  options.warmup = !args.no_warmup;
+  options.seed = args.seed;
+  if (!args.no_store) {
+    db.emplace(store::Store::open(args.db.empty() ? store::default_db_path() : args.db,
+                                  args.resume ? store::Store::Mode::kMustExist : store::Store::Mode::kCreate));
+  }
+  if (args.resume) {
+    const auto rec = db->get_run(args.resume);
+    if (rec.kind != "bench") throw_bad_input("--resume {}: that run is a {} run, not a bench run", args.resume, rec.kind);
+    if (rec.status == "complete") throw_bad_input("run {} is already complete; nothing to resume", args.resume);
+    const nlohmann::json& plan = rec.plan;
+    cases.clear();
+    for (const auto& c : plan.at("cases")) cases.push_back(result::test_case_from_json(c.at("config"), c.at("model_path")));
+    options.repetitions = plan.at("repetitions");
+    options.delay_s = plan.at("delay_s");
+    options.warmup = plan.at("warmup");
+    options.seed = plan.at("seed");
+    const nlohmann::json done = db->load_run(args.resume);
+    for (const auto& c : done["configurations"])
+      for (const auto& rep : c["repetitions"])
+        stored[{c["ordinal"].get<size_t>(), rep["ordinal"].get<int>()}] = result::repetition_from_json(rep["result"]);
+    db->resume_run(args.resume);
+    run_id = args.resume;
+    for (const auto& c : cases) {
+      if (!model_index.count(c.model_path)) {
+        model_index[c.model_path] = static_cast<int>(infos.size());
+        infos.push_back(model::read_gguf_info(c.model_path));
+      }
+    }
+  }
 
   std::ofstream file;
   if (!args.output_file.empty()) {
@@ -166,11 +211,21 @@ int run(const BenchArgs& args, const std::vector<std::string>& command_line) {
   }
 
   reporter->begin(report.provenance, cases);
-  runner::RunnerOptions options;
-  options.repetitions = args.repetitions;
-  options.delay_s = args.delay_s;
-  options.warmup = !args.no_warmup;
-  options.seed = args.seed;
+  if (db) {
+    if (!args.resume) {
+      nlohmann::json plan_cases = nlohmann::json::array();
+      for (const auto& c : cases) plan_cases.push_back({{"model_path", c.model_path}, {"config", result::to_json(c)}});
+      const nlohmann::json plan = {{"kind", "bench"}, {"cases", plan_cases}, {"repetitions", options.repetitions},
+                                   {"delay_s", options.delay_s}, {"warmup", options.warmup}, {"seed", options.seed}};
+      run_id = db->begin_run(store::RunKind::kBench, result::to_json(report.provenance), plan);
+    }
+    for (size_t i = 0; i < cases.size(); ++i) {
+      nlohmann::json config = result::to_json(cases[i]);
+      config["model_path"] = cases[i].model_path;
+      config["test"] = cases[i].name();
+      db->add_configuration(run_id, static_cast<int64_t>(i), config);
+    }
+  }
   runner::RunnerCallbacks callbacks;
   callbacks.progress = [&](const std::string& s) { progress.update(s); };
   callbacks.result = [&](const result::TestResult& r) {
@@ -180,7 +235,22 @@ int run(const BenchArgs& args, const std::vector<std::string>& command_line) {
   const RunClock clock;
   runner::TelemetryRecorder recorder(args.sample_hz, args.sysfs_root, clock);
   callbacks.event = [&](const PhaseEvent& e) { recorder.on_event(e); };
+  callbacks.stored_repetition = [&](size_t i, int r) -> std::optional<result::Repetition> {
+    auto it = stored.find({i, r});
+    if (it == stored.end()) return std::nullopt;
+    return it->second;
+  };
+  callbacks.repetition = [&](size_t i, const workload::TestCase& test, result::Repetition& rep) {
+    recorder.enrich_repetition(test.name(), rep);
+    if (db) db->record_repetition(run_id, static_cast<int64_t>(i), rep.index, result::to_json(rep));
+  };
+  size_t finished_cases = 0;
   callbacks.enrich = [&](result::TestResult& r, const std::vector<PhaseEvent>&) {
+    if (db) {
+      db->finish_configuration(run_id, static_cast<int64_t>(finished_cases),
+                               r.error ? store::Status::kFailed : store::Status::kComplete, r.error ? r.error->message : "");
+    }
+    ++finished_cases;
     recorder.enrich(r);
     if (const auto& c = ceilings[static_cast<size_t>(r.model_index)]) r.roofline = runner::roofline_json(r, infos[static_cast<size_t>(r.model_index)], *c);
   };
@@ -190,6 +260,15 @@ int run(const BenchArgs& args, const std::vector<std::string>& command_line) {
   progress.finish();
   reporter->end(report);
   recorder.write_trace(args.trace_file);
+  if (db) {
+    const bool interrupted = runner::stop_requested();
+    db->finish_run(run_id, interrupted ? store::Status::kFailed : store::Status::kComplete,
+                   interrupted ? "interrupted" : "");
+    if (!args.quiet)
+      std::cerr << "edgeprobe: stored as run " << run_id << " in " << db->path()
+                << (interrupted ? fmt::format(" (interrupted: 'edgeprobe bench --resume {}' finishes it)", run_id) : "")
+                << "\n";
+  }
 
   // Every row is written; now say what failed, once per distinct message, and exit non-zero.
   int exit_code = 0;
@@ -240,6 +319,9 @@ void register_bench(CLI::App& app, const std::vector<std::string>& command_line)
   cmd->add_option("--trace", a->trace_file, "Write a Chrome/Perfetto trace of phases, tokens and telemetry");
   cmd->add_option("--ceilings", a->ceilings, "Device ceilings for efficiency: auto (cached probe), refresh or off")
       ->capture_default_str();
+  cmd->add_option("--db", a->db, "Results store (default: ~/.local/share/edgeprobe/results.db)");
+  cmd->add_flag("--no-store", a->no_store, "Do not record the run in the results store");
+  cmd->add_option("--resume", a->resume, "Finish an interrupted bench run from the store (its stored plan)");
   cmd->add_flag("-v,--verbose", a->verbose, "Echo llama.cpp's log to stderr");
   cmd->add_flag("-q,--quiet", a->quiet, "No progress on stderr");
   cmd->callback([a, command_line] {

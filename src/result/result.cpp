@@ -79,6 +79,58 @@ json to_json(const workload::TestCase& c) {
           {"use_mmap", c.use_mmap}};
 }
 
+json to_json(const Repetition& rep) {
+  return {{"index", rep.index},
+          {"start_ns", rep.start_ns},
+          {"end_ns", rep.end_ns},
+          {"ttft_ms", rep.ttft_ms},
+          {"prefill_ms", rep.prefill_ms},
+          {"prefill_tokens_per_s", rep.prefill_tokens_per_s},
+          {"decode_ms", rep.decode_ms},
+          {"decode_tokens_per_s", rep.decode_tokens_per_s},
+          {"decode_step_ms", rep.decode_step_ms},
+          {"peak_rss_bytes", rep.peak_rss_bytes < 0 ? json(nullptr) : json(rep.peak_rss_bytes)},
+          {"telemetry", rep.telemetry}};
+}
+
+Repetition repetition_from_json(const json& j) {
+  Repetition rep;
+  rep.index = j.at("index");
+  rep.start_ns = j.value("start_ns", int64_t{0});
+  rep.end_ns = j.value("end_ns", int64_t{0});
+  rep.ttft_ms = j.value("ttft_ms", 0.0);
+  rep.prefill_ms = j.value("prefill_ms", 0.0);
+  rep.prefill_tokens_per_s = j.value("prefill_tokens_per_s", 0.0);
+  rep.decode_ms = j.value("decode_ms", 0.0);
+  rep.decode_tokens_per_s = j.value("decode_tokens_per_s", 0.0);
+  rep.decode_step_ms = j.value("decode_step_ms", std::vector<double>{});
+  rep.peak_rss_bytes = j["peak_rss_bytes"].is_number() ? j["peak_rss_bytes"].get<int64_t>() : -1;
+  rep.telemetry = j.value("telemetry", json(nullptr));
+  return rep;
+}
+
+workload::TestCase test_case_from_json(const json& j, const std::string& model_path) {
+  workload::TestCase c;
+  c.model_path = model_path;
+  c.n_prompt = j.at("n_prompt");
+  c.n_gen = j.at("n_gen");
+  c.kind = c.n_prompt > 0 && c.n_gen > 0 ? workload::TestKind::kPromptGenerate
+           : c.n_prompt > 0              ? workload::TestKind::kPrompt
+                                         : workload::TestKind::kGenerate;
+  c.n_depth = j.at("n_depth");
+  c.n_threads = j.at("n_threads");
+  c.cpu_mask = j.at("cpu_mask");
+  c.cpu_strict = j.at("cpu_strict");
+  c.poll = j.at("poll");
+  c.n_batch = j.at("n_batch");
+  c.n_ubatch = j.at("n_ubatch");
+  c.flash_attn = j.at("flash_attn");
+  c.type_k = j.at("type_k");
+  c.type_v = j.at("type_v");
+  c.use_mmap = j.at("use_mmap");
+  return c;
+}
+
 json to_json(const TestResult& r) {
   json j;
   j["test"] = r.config.name();
@@ -109,19 +161,7 @@ json to_json(const TestResult& r) {
   j["ttft_ms"] = to_json(s.ttft_ms);
   j["peak_rss_bytes"] = s.peak_rss_bytes < 0 ? json(nullptr) : json(s.peak_rss_bytes);
   json reps = json::array();
-  for (const auto& rep : r.repetitions) {
-    reps.push_back({{"index", rep.index},
-                    {"start_ns", rep.start_ns},
-                    {"end_ns", rep.end_ns},
-                    {"ttft_ms", rep.ttft_ms},
-                    {"prefill_ms", rep.prefill_ms},
-                    {"prefill_tokens_per_s", rep.prefill_tokens_per_s},
-                    {"decode_ms", rep.decode_ms},
-                    {"decode_tokens_per_s", rep.decode_tokens_per_s},
-                    {"decode_step_ms", rep.decode_step_ms},
-                    {"peak_rss_bytes", rep.peak_rss_bytes < 0 ? json(nullptr) : json(rep.peak_rss_bytes)},
-                    {"telemetry", rep.telemetry}});
-  }
+  for (const auto& rep : r.repetitions) reps.push_back(to_json(rep));
   j["repetitions"] = reps;
   j["telemetry"] = r.telemetry;
   j["roofline"] = r.roofline;

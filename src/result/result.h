@@ -106,7 +106,10 @@ TestSummary summarize(const TestResult& result);
 nlohmann::json to_json(const stats::Summary& summary);
 nlohmann::json to_json(const ModelIdentity& model);
 nlohmann::json to_json(const Provenance& provenance);
-nlohmann::json to_json(const workload::TestCase& config);
+nlohmann::json to_json(const workload::TestCase& config);  // without the model path
+workload::TestCase test_case_from_json(const nlohmann::json& config, const std::string& model_path);
+nlohmann::json to_json(const Repetition& repetition);
+Repetition repetition_from_json(const nlohmann::json& j);  // for --resume from the store
 nlohmann::json to_json(const TestResult& result);
 nlohmann::json to_json(const BenchReport& report);
 

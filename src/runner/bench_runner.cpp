@@ -192,6 +192,17 @@ std::vector<result::TestResult> run_bench(const std::vector<workload::TestCase>&
         res.error = result::ErrorInfo{"interrupted", "not run: the sweep was interrupted"};
       } else {
         try {
+          // A configuration an interrupted run finished is taken from the store whole.
+          std::vector<result::Repetition> stored;
+          for (int r = 0; callbacks.stored_repetition && r < options.repetitions; ++r)
+            if (auto rep = callbacks.stored_repetition(i, r)) stored.push_back(std::move(*rep));
+          if (static_cast<int>(stored.size()) == options.repetitions) {
+            res.repetitions = std::move(stored);
+            if (callbacks.enrich) callbacks.enrich(res, events);
+            if (callbacks.result) callbacks.result(res);
+            results.push_back(std::move(res));
+            continue;
+          }
           engine::Context ctx(*model, context_options(test));
           if (options.delay_s > 0) {
             progress(label + ": cooling down");
@@ -205,8 +216,15 @@ std::vector<result::TestResult> run_bench(const std::vector<workload::TestCase>&
             warm.run(-1, options.seed ^ 0xabcdefULL);
           }
           for (int r = 0; r < options.repetitions && !stop_requested(); ++r) {
+            if (callbacks.stored_repetition) {
+              if (auto stored = callbacks.stored_repetition(i, r)) {
+                res.repetitions.push_back(std::move(*stored));
+                continue;
+              }
+            }
             progress(fmt::format("{}: repetition {}/{}", label, r + 1, options.repetitions));
             res.repetitions.push_back(exec.run(r, options.seed + static_cast<uint64_t>(r)));
+            if (callbacks.repetition) callbacks.repetition(i, test, res.repetitions.back());
           }
           if (res.repetitions.empty()) res.error = result::ErrorInfo{"interrupted", "interrupted before any repetition"};
         } catch (const std::exception& e) {

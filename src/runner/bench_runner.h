@@ -1,6 +1,7 @@
 #pragma once
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "core/clock.h"
@@ -21,6 +22,12 @@ struct RunnerOptions {
 struct RunnerCallbacks {
   std::function<void(const std::string&)> progress;
   std::function<void(const PhaseEvent&)> event;
+  // Called after each timed repetition, before the next one starts, so it can be stored
+  // at once (a kill loses at most the repetition in flight).
+  std::function<void(size_t case_index, const workload::TestCase&, result::Repetition&)> repetition;
+  // Repetitions an interrupted run already stored: returns it to reuse instead of running
+  // it again (--resume).
+  std::function<std::optional<result::Repetition>(size_t case_index, int repetition)> stored_repetition;
   // Called when a test is complete (or failed), before it is handed on.
   std::function<void(result::TestResult&, const std::vector<PhaseEvent>&)> enrich;
   std::function<void(const result::TestResult&)> result;

@@ -45,16 +45,21 @@ void TelemetryRecorder::enrich(result::TestResult& r) {
                                                                          cold_load_->end_ns, 0))
                          : nlohmann::json(nullptr);
   r.telemetry = t;
-  const std::string test = r.config.name();
-  for (auto& rep : r.repetitions) {
-    nlohmann::json phases = nlohmann::json::object();
-    for (const auto& e : events_) {
-      if (e.category != "phase" || e.test != test || e.repetition != rep.index) continue;
-      if (e.start_ns < rep.start_ns || e.end_ns > rep.end_ns) continue;  // an earlier test of the same name
-      phases[e.name] = telemetry::to_json(telemetry::summarize_phase(timeline, e.start_ns, e.end_ns, e.tokens));
-    }
-    rep.telemetry = phases;
+  for (auto& rep : r.repetitions)
+    if (rep.telemetry.is_null()) enrich_repetition(r.config.name(), rep);
+}
+
+void TelemetryRecorder::enrich_repetition(const std::string& test, result::Repetition& rep) {
+  if (!sampler_) return;
+  sampler_->sample_now();  // brackets the phase that just ended
+  const telemetry::Timeline timeline = sampler_->timeline().slice(rep.start_ns, rep.end_ns);
+  nlohmann::json phases = nlohmann::json::object();
+  for (const auto& e : events_) {
+    if (e.category != "phase" || e.test != test || e.repetition != rep.index) continue;
+    if (e.start_ns < rep.start_ns || e.end_ns > rep.end_ns) continue;  // an earlier test of the same name
+    phases[e.name] = telemetry::to_json(telemetry::summarize_phase(timeline, e.start_ns, e.end_ns, e.tokens));
   }
+  rep.telemetry = phases;
 }
 
 nlohmann::json TelemetryRecorder::summarize(int64_t start_ns, int64_t end_ns, int64_t tokens) {

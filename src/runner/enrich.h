@@ -26,6 +26,9 @@ class TelemetryRecorder {
   nlohmann::json summarize(int64_t start_ns, int64_t end_ns, int64_t tokens);
   // The hottest thermal zone now, NaN when none is readable (for --cooldown temp).
   double current_max_temp_c();
+  // Prefill/decode telemetry of one repetition (called as soon as it ends).
+  void enrich_repetition(const std::string& test, result::Repetition& repetition);
+  // Test-level telemetry (the cold load), and repetitions that have none yet.
   void enrich(result::TestResult& result);
   void stop();
   // Chrome Trace Event JSON (Perfetto, chrome://tracing) of the whole run.
