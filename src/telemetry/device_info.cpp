@@ -62,6 +62,7 @@ std::string render_text(const DeviceInfo& info) {
     line(fmt::format("  battery {} status {}{}{}", b.name, b.status.empty() ? "?" : b.status,
                      b.discharge_current_ua ? fmt::format(" discharge {:.0f} mA", *b.discharge_current_ua / 1000) : "",
                      b.voltage_uv ? fmt::format(" {:.3f} V", *b.voltage_uv / 1e6) : ""));
+    if (b.has_power_now) line("    power_now (µW) instead of current_now");
     if (!b.current_unit_note.empty()) line("    " + b.current_unit_note);
     if (!b.voltage_unit_note.empty()) line("    " + b.voltage_unit_note);
     if (b.charge_counter_uah) line(fmt::format("    charge_counter {:.0f} mAh", *b.charge_counter_uah / 1000));
@@ -135,7 +136,7 @@ nlohmann::json to_json(const DeviceInfo& info) {
   json batteries = json::array();
   for (const auto& b : info.power.batteries) {
     json jb = {{"name", b.name}, {"status", b.status}, {"current_unit", b.current_unit_note},
-               {"voltage_unit", b.voltage_unit_note}};
+               {"voltage_unit", b.voltage_unit_note}, {"power_now", b.has_power_now}};
     put(jb, "discharge_current_ua", b.discharge_current_ua);
     put(jb, "voltage_uv", b.voltage_uv);
     put(jb, "charge_counter_uah", b.charge_counter_uah);

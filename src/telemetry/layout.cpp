@@ -254,6 +254,8 @@ PowerLayout discover_power(const FsRoot& fs) {
       }
       battery.current_ua = static_cast<double>(*raw) * battery.current_scale_to_ua;
       battery.discharge_current_ua = discharge_current_ua(*raw, battery.current_scale_to_ua, battery.status);
+    } else if (fs.read_int(dir + "/power_now")) {
+      battery.has_power_now = true;
     } else {
       power.unavailable.push_back("battery " + name + " current_now: unavailable: " + fs.last_error());
     }

@@ -58,6 +58,8 @@ struct Battery {
   std::string dir;
   std::string status;  // "Discharging", "Charging", "Full", ...
   bool has_current = false, has_voltage = false, has_charge_counter = false, has_temp = false;
+  // Without current_now, ACPI batteries (many laptops) report power_now in µW instead.
+  bool has_power_now = false;
   // current_now is µA with negative = discharging by the ABI
   // (Documentation/ABI/testing/sysfs-class-power); vendors differ in both.
   double current_scale_to_ua = 1;  // 1000 when the driver reports mA

@@ -209,6 +209,10 @@ class PowerSource : public Source {
  public:
   PowerSource(const FsRoot& fs, const PowerLayout& power) {
     for (const auto& b : power.batteries) {
+      if (b.has_power_now) {
+        power_now_.push_back({b.name, b.status, CachedFile(fs.path(b.dir + "/status")),
+                              CachedFile(fs.path(b.dir + "/power_now"))});
+      }
       if (!b.has_current) continue;
       BatteryEntry e;
       e.name = b.name;
@@ -253,6 +257,7 @@ class PowerSource : public Source {
       }
       if (b.has_charge) add(b.name + ".charge_counter_uah", Metric::kChargeCounterUah, b.name, false);
     }
+    for (const auto& p : power_now_) add(p.name + ".power_w", Metric::kPowerW, p.name, true);
     for (const auto& r : rapl_) add(r.label + ".energy_j", Metric::kEnergyJ, r.label, r.in_total);
     for (const auto& r : rails_) add("ina3221." + r.label + ".power_w", Metric::kPowerW, r.label, r.in_total);
   }
@@ -280,6 +285,19 @@ class PowerSource : public Source {
       }
       ++flag;
       if (b.has_charge) row[k++] = read_or_nan(b.charge, flag, "battery charge_counter", once_, report);
+      ++flag;
+    }
+    for (auto& p : power_now_) {
+      const std::string_view status = p.status_file.read();
+      if (!p.status_file.failed() && status != p.status) p.status.assign(status);
+      long long raw = 0;
+      // µW, positive while discharging: the same sign rule as current_now.
+      if (p.file.read_int(&raw)) {
+        row[k++] = discharge_current_ua(raw, 1, p.status) * 1e-6;
+      } else {
+        once_.report_once(flag, "battery power_now", p.file, report);
+        row[k++] = kNaN;
+      }
       ++flag;
     }
     for (auto& r : rapl_) {
@@ -330,7 +348,12 @@ class PowerSource : public Source {
     bool in_total;
     CachedFile voltage, current;
   };
+  struct PowerNowEntry {
+    std::string name, status;
+    CachedFile status_file, file;
+  };
   std::vector<BatteryEntry> batteries_;
+  std::vector<PowerNowEntry> power_now_;
   std::vector<RaplEntry> rapl_;
   std::vector<RailEntry> rails_;
   OnceFlags once_;

@@ -120,6 +120,26 @@ TEST(BatteryNormalisation, AbiNegativeSignAndMilliampsGiveTheSameDischargeCurren
   }
 }
 
+TEST(BatteryNormalisation, LaptopPowerNowGivesEnergyWithoutCurrent) {
+  // ACPI batteries without current_now report power_now in µW (drivers/acpi/battery.c).
+  ScratchRoot root("power_now");
+  root.write("/sys/class/power_supply/BAT0/type", "Battery");
+  root.write("/sys/class/power_supply/BAT0/status", "Discharging");
+  root.write("/sys/class/power_supply/BAT0/power_now", "9500000");
+  root.write("/sys/class/power_supply/BAT0/voltage_now", "11800000");
+  Sampler sampler({.hz = 10, .sysfs_root = root.path(), .pid = 0}, RunClock());
+  sampler.sample_at(0);
+  root.write("/sys/class/power_supply/BAT0/power_now", "10500000");
+  sampler.sample_at(2'000'000'000);
+  const auto tl = sampler.timeline();
+  EXPECT_DOUBLE_EQ(value_of(tl, "BAT0.power_w"), 9.5);
+  const auto phase = summarize_phase(tl, 0, 2'000'000'000, 20);
+  EXPECT_EQ(phase.energy_source, "battery");
+  EXPECT_NEAR(*phase.energy_j, 20.0, 1e-9);  // (9.5 + 10.5) / 2 W for 2 s
+  EXPECT_NEAR(*phase.joules_per_token, 1.0, 1e-9);
+  EXPECT_FALSE(phase.discharge_mah.has_value());  // no current: no charge figure
+}
+
 TEST(BatteryNormalisation, ChargingCurrentIsNegativeDischarge) {
   EXPECT_DOUBLE_EQ(discharge_current_ua(800000, 1, "Charging"), -800000);
   EXPECT_DOUBLE_EQ(discharge_current_ua(-800000, 1, "Charging"), -800000);
