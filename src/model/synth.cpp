@@ -260,11 +260,11 @@ std::string resolve_model_spec(const std::string& spec) {
 std::vector<SynthShape> named_shapes() {
   return {
       // A few MB: fast enough for every test. GQA (2 KV heads) so the KV path is exercised.
-      {"tiny", 4096, 2048, 256, 4, 768, 4, 2},
+      {{"llama", 4096, 2048, 256, 4, 768, 4, 2}, "tiny"},
       // TinyLlama-1.1B (TinyLlama/TinyLlama-1.1B-Chat-v1.0 config.json).
-      {"tinyllama-1.1b", 32000, 2048, 2048, 22, 5632, 32, 4},
+      {{"llama", 32000, 2048, 2048, 22, 5632, 32, 4}, "tinyllama-1.1b"},
       // LLaMA-7B (Touvron et al. 2023, table 2; HF config).
-      {"llama-7b", 32000, 4096, 4096, 32, 11008, 32, 32},
+      {{"llama", 32000, 4096, 4096, 32, 11008, 32, 32}, "llama-7b"},
   };
 }
 

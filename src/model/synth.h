@@ -3,19 +3,14 @@
 #include <string>
 #include <vector>
 
+#include "model/gguf_info.h"
+
 namespace edgeprobe::model {
 
 // A llama-architecture shape. Throughput depends on shapes and types, not on weight
 // values, so a synthesized model with random weights benchmarks like the real one.
-struct SynthShape {
+struct SynthShape : ModelShape {
   std::string name;
-  int64_t n_vocab = 0;
-  int64_t n_ctx_train = 0;
-  int64_t n_embd = 0;
-  int64_t n_layer = 0;
-  int64_t n_ff = 0;
-  int64_t n_head = 0;
-  int64_t n_head_kv = 0;
 };
 
 struct SynthOptions {
