@@ -114,3 +114,49 @@ TEST(SessionCli, BadPromptFileIsOneLineExitTwo) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("bad.jsonl:1"), std::string::npos) << r.err;
 }
+
+TEST(BenchStore, CtrlCKeepsEveryFinishedRepetitionAndResumeRunsOnlyTheRest) {
+  TempDir dir;
+  const std::string db = dir.file("results.db");
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, STDOUT_FILENO);
+    dup2(devnull, STDERR_FILENO);
+    execl(EDGEPROBE_BINARY, EDGEPROBE_BINARY, "bench", "-m", tiny_model().c_str(), "-p", "512", "-n", "128", "-r", "8",
+          "-t", "1,2", "--db", db.c_str(), "-q", "--ceilings", "off", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int64_t stored = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  while (std::chrono::steady_clock::now() < deadline && stored < 3) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    try {
+      auto s = edgeprobe::store::Store::open(db, edgeprobe::store::Store::Mode::kMustExist);
+      const auto runs = s.list_runs();
+      stored = runs.empty() ? 0 : runs[0].repetitions;
+    } catch (const std::exception&) {
+    }
+  }
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "Ctrl-C must end the run cleanly, not kill it";
+  EXPECT_NE(WEXITSTATUS(status), 0);  // an interrupted sweep is not a success
+  {
+    auto s = edgeprobe::store::Store::open(db, edgeprobe::store::Store::Mode::kMustExist);
+    const auto runs = s.list_runs();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_GE(runs[0].repetitions, stored);
+    EXPECT_LT(runs[0].repetitions, 4 * 8);
+  }
+  const auto r = run_edgeprobe({"bench", "--resume", "1", "--db", db, "-o", "json", "-q", "--ceilings", "off"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto s = edgeprobe::store::Store::open(db, edgeprobe::store::Store::Mode::kMustExist);
+  EXPECT_EQ(s.list_runs()[0].repetitions, 4 * 8);  // 2 thread counts x (pp, tg) x 8, each once
+  EXPECT_EQ(s.list_runs()[0].status, "complete");
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["results"].size(), 4u);
+  for (const auto& res : j["results"]) EXPECT_EQ(res["repetitions"].size(), 8u);
+}
