@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -84,10 +85,47 @@ CpuLayout discover_cpus(const FsRoot& fs) {
     }
   };
 
+  // Intel hybrid parts register one perf PMU per core type, each listing its CPUs
+  // (Documentation/admin-guide/perf/ ... "cpu_core"/"cpu_atom"; tools/perf hybrid support).
+  const auto core_cpus = fs.read_text("/sys/devices/cpu_core/cpus");
+  const auto atom_cpus = fs.read_text("/sys/devices/cpu_atom/cpus");
+
   if (layout.policies.empty()) {
     layout.unavailable.push_back(
         "cpufreq: unavailable: no /sys/devices/system/cpu/cpufreq/policy* (" +
         std::string(fs.exists(kCpufreqDir) ? "no policies: no cpufreq driver" : "absent") + ")");
+    // Without cpufreq, core types still tell clusters apart: the hybrid PMUs, else
+    // arm64 cpu_capacity (equal within a cluster).
+    if (core_cpus && atom_cpus) {
+      layout.clusters.push_back({"cpu_core", "p-core", parse_cpu_list(*core_cpus), {}, {}, {}, "", {}});
+      layout.clusters.push_back({"cpu_atom", "e-core", parse_cpu_list(*atom_cpus), {}, {}, {}, "", {}});
+      layout.cluster_source = "Intel hybrid core types (no cpufreq policies)";
+      return layout;
+    }
+    std::map<int64_t, std::vector<int>> by_capacity;
+    for (int cpu : layout.online) {
+      const auto capacity = fs.read_int(std::string(kCpuDir) + "/cpu" + std::to_string(cpu) + "/cpu_capacity");
+      if (!capacity) {
+        by_capacity.clear();
+        break;
+      }
+      by_capacity[*capacity].push_back(cpu);
+    }
+    static const std::vector<std::vector<const char*>> kCapacityRoles = {
+        {}, {""}, {"little", "big"}, {"little", "mid", "big"}, {"little", "mid", "big", "prime"}};
+    if (by_capacity.size() > 1 && by_capacity.size() < kCapacityRoles.size()) {
+      size_t rank = 0;
+      for (const auto& [capacity, cpus] : by_capacity) {
+        Cluster cluster;
+        cluster.name = "capacity" + std::to_string(capacity);
+        cluster.role = kCapacityRoles[by_capacity.size()][rank++];
+        cluster.cpus = cpus;
+        cluster.capacity = capacity;
+        layout.clusters.push_back(std::move(cluster));
+      }
+      layout.cluster_source = "cpu_capacity (no cpufreq policies)";
+      return layout;
+    }
     Cluster all;
     all.name = "cpu";
     all.cpus = layout.online;
@@ -95,11 +133,6 @@ CpuLayout discover_cpus(const FsRoot& fs) {
     layout.cluster_source = "one cluster of all online CPUs (no cpufreq policies)";
     return layout;
   }
-
-  // Intel hybrid parts register one perf PMU per core type, each listing its CPUs
-  // (Documentation/admin-guide/perf/ ... "cpu_core"/"cpu_atom"; tools/perf hybrid support).
-  const auto core_cpus = fs.read_text("/sys/devices/cpu_core/cpus");
-  const auto atom_cpus = fs.read_text("/sys/devices/cpu_atom/cpus");
   const bool one_cpu_policies =
       std::all_of(layout.policies.begin(), layout.policies.end(), [](const auto& p) { return p.cpus.size() == 1; });
   if (core_cpus && atom_cpus) {

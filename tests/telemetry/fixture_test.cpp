@@ -378,3 +378,17 @@ TEST(Unavailable, ManyUnreadableZonesAreOneLineNotOnePerZone) {
   ASSERT_EQ(unavailable.size(), 1u);
   EXPECT_EQ(unavailable[0].rfind("thermal: unavailable: 6 of 6 zones unreadable (", 0), 0u) << unavailable[0];
 }
+
+TEST(Clusters, WithoutCpufreqCoreTypesStillFormClusters) {
+  // The platform module's topology fixtures carry no cpufreq policies.
+  const auto phone = discover_cpus(FsRoot(fixture("phone-1-3-4")));
+  ASSERT_EQ(phone.clusters.size(), 3u);
+  EXPECT_EQ(phone.clusters[0].role, "little");
+  EXPECT_EQ(phone.clusters[0].cpus, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(phone.clusters[2].role, "big");
+  EXPECT_EQ(phone.clusters[2].cpus, (std::vector<int>{7}));
+  const auto laptop = discover_cpus(FsRoot(fixture("intel-hybrid-laptop")));
+  ASSERT_EQ(laptop.clusters.size(), 2u);
+  EXPECT_EQ(laptop.clusters[1].name, "cpu_atom");
+  EXPECT_EQ(laptop.clusters[1].cpus.size(), 8u);
+}
