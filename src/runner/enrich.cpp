@@ -39,10 +39,10 @@ std::vector<std::string> TelemetryRecorder::unavailable() const {
 void TelemetryRecorder::enrich(result::TestResult& r) {
   if (!sampler_) return;
   sampler_->sample_now();  // a sample after the last phase, so its end is bracketed
-  const telemetry::Timeline timeline = sampler_->timeline();
   nlohmann::json t = {{"sample_hz", sample_hz_}, {"unavailable", sampler_->unavailable()}};
-  t["load"] = cold_load_ ? telemetry::to_json(telemetry::summarize_phase(timeline, cold_load_->start_ns,
-                                                                         cold_load_->end_ns, 0))
+  t["load"] = cold_load_ ? telemetry::to_json(telemetry::summarize_phase(
+                               sampler_->timeline(cold_load_->start_ns, cold_load_->end_ns), cold_load_->start_ns,
+                               cold_load_->end_ns, 0))
                          : nlohmann::json(nullptr);
   r.telemetry = t;
   for (auto& rep : r.repetitions)
@@ -52,7 +52,7 @@ void TelemetryRecorder::enrich(result::TestResult& r) {
 void TelemetryRecorder::enrich_repetition(const std::string& test, result::Repetition& rep) {
   if (!sampler_) return;
   sampler_->sample_now();  // brackets the phase that just ended
-  const telemetry::Timeline timeline = sampler_->timeline().slice(rep.start_ns, rep.end_ns);
+  const telemetry::Timeline timeline = sampler_->timeline(rep.start_ns, rep.end_ns);
   nlohmann::json phases = nlohmann::json::object();
   for (const auto& e : events_) {
     if (e.category != "phase" || e.test != test || e.repetition != rep.index) continue;
@@ -65,7 +65,7 @@ void TelemetryRecorder::enrich_repetition(const std::string& test, result::Repet
 nlohmann::json TelemetryRecorder::summarize(int64_t start_ns, int64_t end_ns, int64_t tokens) {
   if (!sampler_) return nullptr;
   sampler_->sample_now();
-  return telemetry::to_json(telemetry::summarize_phase(sampler_->timeline(), start_ns, end_ns, tokens));
+  return telemetry::to_json(telemetry::summarize_phase(sampler_->timeline(start_ns, end_ns), start_ns, end_ns, tokens));
 }
 
 double TelemetryRecorder::current_max_temp_c() {
