@@ -113,7 +113,7 @@ int run(const BenchArgs& args, const std::vector<std::string>& command_line) {
   progress.update("loading the ggml CPU backend");
   const auto& backend = engine::load_cpu_backend(args.cpu_variant);
   for (auto& m : spec.models) {
-    if (m.empty() || m.starts_with("synth:")) progress.update("synthesizing the default model (first run only)");
+    if (m.empty() || m.starts_with("synth:")) progress.update("preparing the synthesized model (written on first use, then cached)");
     m = model::resolve_model_spec(m);
   }
   std::vector<model::GgufInfo> infos;

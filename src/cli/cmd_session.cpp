@@ -209,7 +209,7 @@ int run(const SessionArgs& a, const std::vector<std::string>& command_line) {
       for (const auto& item : workload::split_list(m)) models.push_back(item);
     if (models.empty()) models.push_back("");
     for (auto& m : models) {
-      if (m.empty() || m.starts_with("synth:")) progress.update("synthesizing the default model (first run only)");
+      if (m.empty() || m.starts_with("synth:")) progress.update("preparing the synthesized model (written on first use, then cached)");
       m = model::resolve_model_spec(m);
       model::read_gguf_info(m);  // bad files fail here, before anything runs
     }

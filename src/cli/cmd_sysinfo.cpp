@@ -3,10 +3,13 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "engine/backend.h"
+#include "probe/ceilings.h"
 #include "telemetry/device_info.h"
 
 namespace edgeprobe::cli {
@@ -28,10 +31,25 @@ void register_sysinfo(CLI::App& app) {
   sub->callback([options] {
     const FsRoot fs(options->sysfs_root);
     const auto info = telemetry::describe_device(fs);
+    // The device's ceilings, from the probe cache (sysinfo measures nothing itself);
+    // fixture trees describe another device, whose ceilings this machine cannot measure.
+    std::optional<probe::DeviceCeilings> ceilings;
+    std::string ceilings_note;
+    if (options->sysfs_root != "/") {
+      ceilings_note = "unavailable: ceilings are measured on the live device, not read from a fixture tree";
+    } else {
+      engine::start_log_capture(false);  // keep ggml's backend-loading line off stderr
+      probe::ProbeOptions po;
+      ceilings = probe::load_cached(po);
+      if (!ceilings) ceilings_note = "not measured yet for this device and build: run 'edgeprobe probe'";
+    }
     if (options->output == "json") {
-      std::cout << telemetry::to_json(info).dump(2) << "\n";
+      auto j = telemetry::to_json(info);
+      j["ceilings"] = ceilings ? probe::to_json(*ceilings) : nlohmann::json(ceilings_note);
+      std::cout << j.dump(2) << "\n";
     } else {
       std::cout << telemetry::render_text(info);
+      std::cout << (ceilings ? probe::to_text(*ceilings) : "Ceilings: " + ceilings_note + "\n");
     }
   });
 }

@@ -152,33 +152,45 @@ DeviceCeilings measure_ceilings(const ProbeOptions& options) {
   return c;
 }
 
-DeviceCeilings load_or_measure(const ProbeOptions& options, bool refresh) {
+namespace {
+
+std::string cache_file(const ProbeOptions& options, const std::string& variant) {
+  const std::string dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+  return fmt::format("{}/{}__{}.json", dir, device_key(options.sysfs_root), build_key(variant));
+}
+
+}  // namespace
+
+std::optional<DeviceCeilings> load_cached(const ProbeOptions& options) {
   // The build key names the variant that will run, so load it first (it is needed anyway).
+  const std::string variant = engine::load_cpu_backend(options.variant, options.backend_dir).variant;
+  const std::string path = cache_file(options, variant);
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  try {
+    const auto j = nlohmann::json::parse(in);
+    if (j.value("schema_version", 0) != DeviceCeilings::kSchemaVersion) return std::nullopt;
+    if (options.max_threads > 0 && j.value("threads", 0) != options.max_threads) return std::nullopt;
+    DeviceCeilings c = ceilings_from_json(j);
+    c.from_cache = true;
+    c.cache_path = path;
+    return c;
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;  // a damaged cache file is measured over
+  }
+}
+
+DeviceCeilings load_or_measure(const ProbeOptions& options, bool refresh) {
   std::string variant = options.variant;
   if (options.measure_compute) variant = engine::load_cpu_backend(options.variant, options.backend_dir).variant;
-  const std::string dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
-  const std::string path =
-      fmt::format("{}/{}__{}.json", dir, device_key(options.sysfs_root), build_key(variant));
-
-  if (!refresh) {
-    std::ifstream in(path);
-    if (in) {
-      try {
-        const auto j = nlohmann::json::parse(in);
-        if (j.value("schema_version", 0) == DeviceCeilings::kSchemaVersion &&
-            (options.max_threads <= 0 || j.value("threads", 0) == options.max_threads)) {
-          DeviceCeilings c = ceilings_from_json(j);
-          c.from_cache = true;
-          c.cache_path = path;
-          if (!options.model_path.empty() && !(c.storage && same_file(*c.storage, options.model_path))) {
-            c.storage = measure_storage(options.model_path, options.storage);
-            write_cache(c, path);
-          }
-          return c;
-        }
-      } catch (const nlohmann::json::exception&) {
-        // a damaged cache file is measured over
+  const std::string path = cache_file(options, variant);
+  if (!refresh && options.measure_compute) {
+    if (auto c = load_cached(options)) {
+      if (!options.model_path.empty() && !(c->storage && same_file(*c->storage, options.model_path))) {
+        c->storage = measure_storage(options.model_path, options.storage);
+        write_cache(*c, path);
       }
+      return *c;
     }
   }
   DeviceCeilings c = measure_ceilings(options);

@@ -52,6 +52,8 @@ DeviceCeilings measure_ceilings(const ProbeOptions& options);
 // false, else measures and writes the cache. A storage figure is reused only for the
 // same file (path, size, mtime); otherwise it is measured and added.
 DeviceCeilings load_or_measure(const ProbeOptions& options, bool refresh);
+// The cached ceilings for this device and build, without measuring anything.
+std::optional<DeviceCeilings> load_cached(const ProbeOptions& options);
 
 std::string default_cache_dir();
 std::string device_key(const std::string& sysfs_root);
