@@ -90,7 +90,7 @@ echo "== 2. decode efficiency of $model, tg64, 2 threads"
 # Provisional: the result path results[].roofline.decode_efficiency follows the bench
 # schema being written alongside this script. The private cache makes the bench probe
 # its ceilings afresh, under the same conditions as the run it judges.
-XDG_CACHE_HOME="$tmp/cache" "$edgeprobe" bench -m "$model" -p 0 -n 64 -t 2 -o json > "$tmp/bench.json"
+XDG_CACHE_HOME="$tmp/cache" "$edgeprobe" bench -m "$model" -p 0 -n 64 -t 2 -o json -q --no-store > "$tmp/bench.json"
 python3 - "$tmp/bench.json" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))

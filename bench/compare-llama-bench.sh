@@ -2,7 +2,8 @@
 # edgeprobe against the reference llama-bench (same llama.cpp build, same model, threads
 # and test sizes), interleaved so that machine noise hits both alike. Prints
 # edgeprobe/llama-bench for prefill and decode tokens/s (medians of repetitions, then the
-# median over rounds) and for peak RSS of the whole process (GNU time).
+# median over rounds) and for peak RSS of the whole process (GNU time). The decode rate
+# is taken over every step on both sides (llama-bench's definition).
 #
 #   bench/compare-llama-bench.sh [MODEL] [THREADS=1,2] [ROUNDS=3] [PP=128] [TG=32] [REPS=5]
 #
@@ -25,7 +26,7 @@ llama_bench="$prefix/bin/llama-bench"
 
 if [[ "$model" == synth:* ]]; then
   # Resolve (and synthesize once) through edgeprobe itself, then use the same file for both.
-  "$edgeprobe" bench -m "$model" -p 8 -n 0 -r 1 --no-warmup --no-hash -q -o json >/dev/null
+  "$edgeprobe" bench -m "$model" -p 8 -n 0 -r 1 --no-warmup --no-hash -q -o json --no-store --ceilings off >/dev/null
   shape_quant=${model#synth:}
   model="${EDGEPROBE_MODEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edgeprobe/models}/synth-${shape_quant%%:*}-${shape_quant#*:}-seed42.gguf"
 fi
@@ -37,7 +38,7 @@ for t in ${threads//,/ }; do
   for r in $(seq 1 "$rounds"); do
     echo "round $r/$rounds, $t thread(s): edgeprobe" >&2
     /usr/bin/time -f "%M" -o "$out/ep-$t-$r.rss" \
-      "$edgeprobe" bench -m "$model" -t "$t" -p "$pp" -n "$tg" -r "$reps" -o json -q --no-hash > "$out/ep-$t-$r.json"
+      "$edgeprobe" bench -m "$model" -t "$t" -p "$pp" -n "$tg" -r "$reps" -o json -q --no-hash --no-store > "$out/ep-$t-$r.json"
     echo "round $r/$rounds, $t thread(s): llama-bench" >&2
     /usr/bin/time -f "%M" -o "$out/lb-$t-$r.rss" \
       "$llama_bench" -m "$model" -t "$t" -p "$pp" -n "$tg" -r "$reps" -o json > "$out/lb-$t-$r.json" 2>/dev/null
@@ -50,7 +51,10 @@ out, threads, rounds, pp, tg = sys.argv[1], sys.argv[2].split(","), int(sys.argv
 def ep(t, r):
     j = json.load(open(f"{out}/ep-{t}-{r}.json"))
     res = {x["test"]: x for x in j["results"]}
-    return (res[f"pp{pp}"]["prefill"]["tokens_per_s"]["median"], res[f"tg{tg}"]["decode"]["tokens_per_s"]["median"])
+    # llama-bench's tg rate counts every step, the first included; edgeprobe's decode rate
+    # leaves the first generated token out. Compare like with like: every step here too.
+    all_steps = [len(r["decode_step_ms"]) / (sum(r["decode_step_ms"]) / 1e3) for r in res[f"tg{tg}"]["repetitions"]]
+    return (res[f"pp{pp}"]["prefill"]["tokens_per_s"]["median"], statistics.median(all_steps))
 def lb(t, r):
     rows = json.load(open(f"{out}/lb-{t}-{r}.json"))
     get = lambda p, n: statistics.median(next(x for x in rows if x["n_prompt"] == p and x["n_gen"] == n)["samples_ts"])
