@@ -1,6 +1,8 @@
 // The runs/export/compare subcommands, driven through CLI11 as main() would drive them.
 #include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
+
+#include "support/run_process.h"
 #include <stdlib.h>
 
 #include <filesystem>
@@ -18,22 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "edgeprobe-cli-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using edgeprobe::test_support::TempDir;  // shared with every other test
 
 nlohmann::json provenance(const std::string& sha) {
   return {{"models", {{{"sha256", sha}, {"quant", "Q4_0"}, {"path", "/models/tiny.gguf"}, {"name", "tiny"}}}},

@@ -1,6 +1,8 @@
 #include "store/store.h"
 
 #include <gtest/gtest.h>
+
+#include "support/run_process.h"
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
@@ -19,22 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "edgeprobe-store-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using edgeprobe::test_support::TempDir;  // shared with every other test
 
 nlohmann::json provenance() {
   return {{"model", {{"name", "tiny-q4_0.gguf"}, {"sha256", std::string(64, 'a')}, {"quant", "Q4_0"}}},
