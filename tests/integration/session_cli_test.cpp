@@ -28,6 +28,40 @@ std::string two_by_two_prompts(const TempDir& dir) {
   return path;
 }
 
+// Starts edgeprobe in the background (output discarded) and returns its pid.
+pid_t spawn_edgeprobe(const std::vector<std::string>& args) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setenv("XDG_CACHE_HOME", (std::string(EDGEPROBE_BUILD_DIR) + "/test-home/cache").c_str(), 1);
+    const int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, STDOUT_FILENO);
+    dup2(devnull, STDERR_FILENO);
+    std::vector<char*> argv{const_cast<char*>(EDGEPROBE_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(EDGEPROBE_BINARY, argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Polls the store (as another reader would, while the run writes) until its first run
+// holds at least `n` repetitions or turns; returns how many it saw.
+int64_t wait_until_stored(const std::string& db, int64_t n, bool turns) {
+  int64_t stored = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  while (std::chrono::steady_clock::now() < deadline && stored < n) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    try {
+      auto s = edgeprobe::store::Store::open(db, edgeprobe::store::Store::Mode::kMustExist);
+      const auto runs = s.list_runs();
+      stored = runs.empty() ? 0 : turns ? runs[0].turns : runs[0].repetitions;
+    } catch (const std::exception&) {
+    }
+  }
+  return stored;
+}
+
 }  // namespace
 
 TEST(SessionCli, ShortSessionKeepsHistoryInTheKvCacheAndScoresQes) {
@@ -59,29 +93,11 @@ TEST(SessionCli, KillNineLosesAtMostTheTurnInFlightAndResumeFinishesThePlan) {
   TempDir dir;
   const std::string db = dir.file("results.db");
   const std::string prompts = two_by_two_prompts(dir);
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    setenv("XDG_CACHE_HOME", (std::string(EDGEPROBE_BUILD_DIR) + "/test-home/cache").c_str(), 1);
-    const int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, STDOUT_FILENO);
-    dup2(devnull, STDERR_FILENO);
-    execl(EDGEPROBE_BINARY, EDGEPROBE_BINARY, "session", "-m", tiny_model().c_str(), "--prompts", prompts.c_str(),
-          "--rounds", "6", "--max-tokens", "48", "--db", db.c_str(), "-q", static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  const pid_t pid = spawn_edgeprobe({"session", "-m", tiny_model(), "--prompts", prompts, "--rounds", "6",
+                                     "--max-tokens", "48", "--db", db, "-q"});
+  ASSERT_GT(pid, 0);
   // Kill it once a few turns are stored.
-  int64_t stored_before_kill = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
-  while (std::chrono::steady_clock::now() < deadline && stored_before_kill < 5) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    try {
-      auto s = edgeprobe::store::Store::open(db, edgeprobe::store::Store::Mode::kMustExist);
-      const auto runs = s.list_runs();
-      stored_before_kill = runs.empty() ? 0 : runs[0].turns;
-    } catch (const std::exception&) {
-    }
-  }
+  const int64_t stored_before_kill = wait_until_stored(db, 5, true);
   kill(pid, SIGKILL);
   int status = 0;
   waitpid(pid, &status, 0);
@@ -118,27 +134,10 @@ TEST(SessionCli, BadPromptFileIsOneLineExitTwo) {
 TEST(BenchStore, CtrlCKeepsEveryFinishedRepetitionAndResumeRunsOnlyTheRest) {
   TempDir dir;
   const std::string db = dir.file("results.db");
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    const int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, STDOUT_FILENO);
-    dup2(devnull, STDERR_FILENO);
-    execl(EDGEPROBE_BINARY, EDGEPROBE_BINARY, "bench", "-m", tiny_model().c_str(), "-p", "512", "-n", "128", "-r", "8",
-          "-t", "1,2", "--db", db.c_str(), "-q", "--ceilings", "off", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  int64_t stored = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
-  while (std::chrono::steady_clock::now() < deadline && stored < 3) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    try {
-      auto s = edgeprobe::store::Store::open(db, edgeprobe::store::Store::Mode::kMustExist);
-      const auto runs = s.list_runs();
-      stored = runs.empty() ? 0 : runs[0].repetitions;
-    } catch (const std::exception&) {
-    }
-  }
+  const pid_t pid = spawn_edgeprobe({"bench", "-m", tiny_model(), "-p", "512", "-n", "128", "-r", "8", "-t", "1,2",
+                                     "--db", db, "-q", "--ceilings", "off"});
+  ASSERT_GT(pid, 0);
+  const int64_t stored = wait_until_stored(db, 3, false);
   kill(pid, SIGINT);
   int status = 0;
   waitpid(pid, &status, 0);
