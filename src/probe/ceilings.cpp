@@ -163,7 +163,8 @@ std::string cache_file(const ProbeOptions& options, const std::string& variant) 
 
 std::optional<DeviceCeilings> load_cached(const ProbeOptions& options) {
   // The build key names the variant that will run, so load it first (it is needed anyway).
-  const std::string variant = engine::load_cpu_backend(options.variant, options.backend_dir).variant;
+  std::string variant = options.variant;
+  if (options.measure_compute) variant = engine::load_cpu_backend(options.variant, options.backend_dir).variant;
   const std::string path = cache_file(options, variant);
   std::ifstream in(path);
   if (!in) return std::nullopt;
@@ -184,7 +185,7 @@ DeviceCeilings load_or_measure(const ProbeOptions& options, bool refresh) {
   std::string variant = options.variant;
   if (options.measure_compute) variant = engine::load_cpu_backend(options.variant, options.backend_dir).variant;
   const std::string path = cache_file(options, variant);
-  if (!refresh && options.measure_compute) {
+  if (!refresh) {
     if (auto c = load_cached(options)) {
       if (!options.model_path.empty() && !(c->storage && same_file(*c->storage, options.model_path))) {
         c->storage = measure_storage(options.model_path, options.storage);
