@@ -1,6 +1,7 @@
 #include "runner/bench_runner.h"
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <random>
@@ -8,6 +9,7 @@
 
 #include "core/error.h"
 #include "engine/llama_engine.h"
+#include "probe/storage.h"
 #include "runner/process_memory.h"
 
 namespace edgeprobe::runner {
@@ -166,7 +168,10 @@ std::vector<result::TestResult> run_bench(const std::vector<workload::TestCase>&
         model.reset();
         load_ms.clear();
         load_error.reset();
-        resident_share = page_cache_resident_share(test.model_path);
+        // Share of the file already in the page cache: tells a cold load from a warm one.
+        std::error_code ec;
+        const auto bytes = std::filesystem::file_size(test.model_path, ec);
+        resident_share = ec ? -1 : probe::resident_fraction(test.model_path, bytes);
         try {
           const int loads = std::max(1, options.repetitions);
           for (int l = 0; l < loads && !stop_requested(); ++l) {

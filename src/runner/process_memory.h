@@ -10,8 +10,5 @@ bool reset_peak_rss();
 // VmHWM in bytes, or -1 when /proc is unavailable.
 int64_t peak_rss_bytes();
 int64_t current_rss_bytes();
-// Share of the file's pages in the page cache right now (mincore), or -1 when unknown.
-// Tells a cold load from a warm one honestly, instead of guessing from timing.
-double page_cache_resident_share(const std::string& path);
 
 }  // namespace edgeprobe::runner

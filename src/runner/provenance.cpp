@@ -5,28 +5,12 @@
 
 #include <chrono>
 #include <ctime>
-#include <fstream>
 
+#include "core/fs.h"
 #include "edgeprobe_version.h"
+#include "platform/cpu_features.h"
 
 namespace edgeprobe::runner {
-
-std::string cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  // x86 says "model name"; many Arm kernels only give "Hardware" or "CPU part".
-  for (const char* key : {"model name", "Hardware", "Processor"}) {
-    in.clear();
-    in.seekg(0);
-    while (std::getline(in, line)) {
-      if (line.rfind(key, 0) == 0) {
-        const auto colon = line.find(':');
-        if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
-      }
-    }
-  }
-  return "unknown";
-}
 
 std::string utc_now_rfc3339() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -42,7 +26,7 @@ result::Provenance make_provenance(const engine::CpuBackendInfo& backend, const 
   p.edgeprobe_version = kVersion;
   p.llama_cpp_version = kLlamaCppVersion;
   p.llama_cpp_commit = kLlamaCppCommit;
-  p.cpu_model = cpu_model_name();
+  p.cpu_model = platform::cpu_model_name(FsRoot("/"));
   p.cpu_variant = backend.variant;
   p.cpu_variant_library = backend.library_path;
   p.cpu_variant_features = backend.features;

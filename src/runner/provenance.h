@@ -12,7 +12,6 @@ namespace edgeprobe::runner {
 result::Provenance make_provenance(const engine::CpuBackendInfo& backend, const std::string& command_line);
 // Identity of a model file: SHA-256, size, parameter count, tensor-type histogram.
 result::ModelIdentity model_identity(const model::GgufInfo& info, bool hash);
-std::string cpu_model_name();
 std::string utc_now_rfc3339();
 
 }  // namespace edgeprobe::runner
