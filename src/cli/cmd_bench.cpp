@@ -19,6 +19,7 @@
 #include "platform/cpu_features.h"
 #include "platform/isa_gap.h"
 #include "probe/ceilings.h"
+#include "probe/roofline.h"
 #include "runner/bench_runner.h"
 #include "runner/enrich.h"
 #include "store/store.h"
@@ -202,6 +203,15 @@ int run(const BenchArgs& args, const std::vector<std::string>& command_line) {
       po.variant = backend.variant;
       try {
         ceilings[i] = probe::load_or_measure(po, args.ceilings == "refresh" && i == 0);
+        // The model's own matmuls at this sweep's ubatches and thread counts (cached too).
+        probe::KernelNeeds needs;
+        for (const auto& c : cases) {
+          if (c.model_path != infos[i].path) continue;
+          if (c.n_prompt > 0) needs.prefill_tokens.insert(probe::prefill_kernel_tokens(c.n_prompt, c.n_ubatch));
+          if (c.n_gen > 0) needs.decode_threads.insert(c.n_threads);
+        }
+        progress.update("measuring the model's kernels (cached after the first run)");
+        probe::ensure_model_kernels(*ceilings[i], infos[i], needs, po);
       } catch (const Error& e) {
         if (e.kind() == ErrorKind::kBadInput) throw;
         std::cerr << "edgeprobe: warning: ceilings unavailable: " << e.what() << "\n";

@@ -12,7 +12,9 @@
 #include "platform/cpu_features.h"
 #include "platform/isa_gap.h"
 #include "platform/topology.h"
+#include "model/gguf_info.h"
 #include "probe/ceilings.h"
+#include "probe/roofline.h"
 
 namespace edgeprobe::cli {
 
@@ -26,6 +28,7 @@ void register_probe(CLI::App& app) {
     std::string cpu_variant;
     uint64_t buffer_mib = 0;
     bool no_compute = false;
+    int ubatch = 512;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -43,6 +46,10 @@ void register_probe(CLI::App& app) {
   cmd->add_option("--cpu-variant", args->cpu_variant, "ggml CPU variant to load (default: the best for this CPU)");
   cmd->add_option("--buffer-mib", args->buffer_mib, "Bandwidth buffer size in MiB (default: 8x LLC, 512-1024 MiB)");
   cmd->add_flag("--no-compute", args->no_compute, "Skip the compute probe (no ggml backend is loaded)");
+  cmd->add_option("--ubatch-size", args->ubatch,
+                  "With -m: the prompt batch the model's prefill kernels are measured at (bench's -ub)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   cmd->callback([args] {
     const FsRoot fs(args->sysfs_root);
     const bool live = fs.root() == "/";
@@ -83,7 +90,14 @@ void register_probe(CLI::App& app) {
         text += "ggml CPU variant: not loaded (--no-compute)\n";
       }
       if (args->output == "text") std::cerr << "probing (seconds; cached afterwards)...\n";
-      const auto ceilings = probe::load_or_measure(o, args->refresh);
+      auto ceilings = probe::load_or_measure(o, args->refresh);
+      if (!args->model.empty()) {
+        // The model's own prefill shapes and decode matvecs, as a bench of it would use them.
+        probe::KernelNeeds needs;
+        needs.prefill_tokens.insert(args->ubatch);
+        needs.decode_threads.insert(ceilings.threads);
+        probe::ensure_model_kernels(ceilings, model::read_gguf_info(args->model), needs, o);
+      }
       out["ceilings"] = probe::to_json(ceilings);
       out["ceilings"]["from_cache"] = ceilings.from_cache;
       out["ceilings"]["cache_path"] = ceilings.cache_path;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
@@ -84,6 +85,25 @@ void write_cache(const DeviceCeilings& c, const std::string& path) {
 }
 
 }  // namespace
+
+void save_cache(const DeviceCeilings& c) {
+  if (!c.cache_path.empty()) write_cache(c, c.cache_path);
+}
+
+const KernelPoint* DeviceCeilings::decode_kernel(const std::string& model_signature, int threads) const {
+  for (const auto& k : kernels)
+    if (k.phase == "decode" && k.model == model_signature && k.threads == threads && k.error.empty()) return &k;
+  return nullptr;
+}
+
+double DeviceCeilings::prefill_kernel_gflop_per_s(const MatrixShape& shape, int64_t tokens, int threads) const {
+  double best = 0;
+  for (const auto& k : kernels)
+    if (k.phase == "prefill" && k.type == shape.type && k.rows == shape.rows && k.cols == shape.cols &&
+        k.tokens == tokens && k.threads == threads && k.error.empty())
+      best = std::max(best, k.best_gflop_per_s);
+  return best;
+}
 
 std::string default_cache_dir() {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
@@ -214,6 +234,9 @@ nlohmann::json to_json(const DeviceCeilings& c) {
                       {"compute_status", c.compute_status},
                       {"compute", to_json(c.compute)},
                       {"storage", c.storage ? to_json(*c.storage) : nlohmann::json(nullptr)}};
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const auto& k : c.kernels) kernels.push_back(to_json(k));
+  j["model_kernels"] = kernels;
   return j;
 }
 
@@ -230,6 +253,8 @@ DeviceCeilings ceilings_from_json(const nlohmann::json& j) {
   c.compute_status = j.value("compute_status", "");
   if (j.contains("compute")) c.compute = compute_from_json(j["compute"]);
   if (j.contains("storage") && j["storage"].is_object()) c.storage = storage_from_json(j["storage"]);
+  if (j.contains("model_kernels") && j["model_kernels"].is_array())
+    for (const auto& k : j["model_kernels"]) c.kernels.push_back(kernel_point_from_json(k));
   return c;
 }
 
@@ -257,6 +282,26 @@ std::string to_text(const DeviceCeilings& c) {
             p.cpu_share * 100);
     }
     for (const auto& n : c.compute.notes) out += "    note: " + n + "\n";
+  }
+  if (!c.kernels.empty()) {
+    out += "  model kernels (prefill at the model's shapes; decode: every matrix x 1 token, weights from memory):\n";
+    for (const auto& k : c.kernels) {
+      if (!k.error.empty()) {
+        out += fmt::format("    {:<7} {} unavailable: {}\n", k.phase, k.type, k.error);
+      } else if (k.phase == "prefill") {
+        out += fmt::format("    prefill {:<5} {}x{} x {} tokens, {} thr, {:<10}  best {:>7.1f}  median {:>7.1f} GFLOP/s  (cpu {:.0f}%)\n",
+                           k.type, k.rows, k.cols, k.tokens, k.threads, k.weight_buffer, k.best_gflop_per_s,
+                           k.median_gflop_per_s, k.cpu_share * 100);
+      } else {
+        out += fmt::format("    decode  {} {} matrices, {} MiB{}, {} thr, {}  best {:>6.1f}  median {:>6.1f} GB/s  "
+                           "(= {:.1f} t/s of matvecs; cpu {:.0f}%)\n",
+                           k.type, k.matrices, k.weight_bytes >> 20,
+                           k.model_bytes > k.weight_bytes ? fmt::format(" of {} MiB", k.model_bytes >> 20) : "",
+                           k.threads, k.weight_buffer, k.best_gb_per_s, k.median_gb_per_s,
+                           k.model_bytes > 0 ? k.best_gb_per_s * 1e9 / static_cast<double>(k.model_bytes) : 0.0,
+                           k.cpu_share * 100);
+      }
+    }
   }
   if (c.storage) {
     const auto& s = *c.storage;

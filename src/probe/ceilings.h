@@ -24,11 +24,18 @@ struct DeviceCeilings {
   ComputeResult compute;
   std::string compute_status;   // "measured" or "unavailable: ..."
   std::optional<StorageResult> storage;  // only when a model file was given
+  // A model's own matmuls (prefill shapes, decode matvecs), measured the first time a bench
+  // or `probe -m` needs them; absent from caches written before they existed.
+  std::vector<KernelPoint> kernels;
   bool from_cache = false;      // not stored: set by load_or_measure
   std::string cache_path;       // not stored
 
   // The decode ceiling's bandwidth: best sustained read, GB/s (1e9 B/s).
   double bandwidth_gb_per_s() const { return bandwidth.read_best_gb_per_s; }
+  // The decode point for that set of matrices at that thread count (nullptr when none).
+  const KernelPoint* decode_kernel(const std::string& model_signature, int threads) const;
+  // Best prefill GFLOP/s of that type and shape at `tokens` x `threads` (0 when none).
+  double prefill_kernel_gflop_per_s(const MatrixShape& shape, int64_t tokens, int threads) const;
 };
 
 struct ProbeOptions {
@@ -54,6 +61,9 @@ DeviceCeilings measure_ceilings(const ProbeOptions& options);
 DeviceCeilings load_or_measure(const ProbeOptions& options, bool refresh);
 // The cached ceilings for this device and build, without measuring anything.
 std::optional<DeviceCeilings> load_cached(const ProbeOptions& options);
+
+// Rewrites `ceilings` to its cache_path (nothing when empty); a failed write is ignored.
+void save_cache(const DeviceCeilings& ceilings);
 
 std::string default_cache_dir();
 std::string device_key(const std::string& sysfs_root);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -43,9 +44,10 @@ bool type_from_name(const std::string& name, ggml_type& out) {
   return false;
 }
 
-CtxPtr new_ctx(size_t n_tensors, bool graph) {
+// graph_size: nodes of the graph the context will hold (0: no graph).
+CtxPtr new_ctx(size_t n_tensors, size_t graph_size) {
   ggml_init_params params{};
-  params.mem_size = ggml_tensor_overhead() * n_tensors + (graph ? ggml_graph_overhead() : 0);
+  params.mem_size = ggml_tensor_overhead() * n_tensors + (graph_size ? ggml_graph_overhead_custom(graph_size, false) : 0);
   params.mem_buffer = nullptr;
   params.no_alloc = true;
   return CtxPtr(ggml_init(params));
@@ -87,6 +89,135 @@ ggml_backend_buffer_type_t pick_weight_buft(ggml_backend_dev_t dev, ggml_tensor*
   return ggml_backend_dev_buffer_type(dev);
 }
 
+// One graph of mul_mats: `count` weights of each shape, each times its own f32 activations of
+// `tokens` columns (one activation tensor per input width, shared as in a transformer
+// layer), timed over `reps` runs after a warm-up. Weights of a shape share one quantized
+// source, copied into each (repacked where the buffer repacks), so their values do not
+// matter but their bytes are distinct in memory.
+struct TimedGraph {
+  std::string error;
+  std::string weight_buffer;
+  uint64_t weight_bytes = 0;
+  int matrices = 0;
+  double flop = 0;
+  std::vector<double> seconds;
+  double cpu_share = 0;
+};
+
+TimedGraph time_matmuls(ggml_backend_dev_t dev, ggml_backend_t backend, const std::vector<MatrixShape>& shapes,
+                        int64_t tokens, int threads, int reps, double max_seconds) {
+  TimedGraph g;
+  std::vector<ggml_type> types;
+  for (const auto& m : shapes) {
+    ggml_type type;
+    if (!type_from_name(m.type, type)) {
+      g.error = "unknown ggml type " + m.type;
+      return g;
+    }
+    if (ggml_quantize_requires_imatrix(type)) {
+      g.error = m.type + " needs an importance matrix to quantize";
+      return g;
+    }
+    if (m.cols % ggml_blck_size(type) != 0) {
+      g.error = fmt::format("cols {} not a multiple of the block size {}", m.cols, ggml_blck_size(type));
+      return g;
+    }
+    if (m.count < 1 || m.rows < 1 || m.cols < 1 || tokens < 1) {
+      g.error = "empty shape";
+      return g;
+    }
+    types.push_back(type);
+  }
+  size_t n_weights = 0;
+  std::vector<int64_t> widths;
+  for (const auto& m : shapes) {
+    n_weights += static_cast<size_t>(m.count);
+    if (std::find(widths.begin(), widths.end(), m.cols) == widths.end()) widths.push_back(m.cols);
+  }
+  std::vector<CtxPtr> ctx_w;  // one per shape: each may need its own buffer type
+  const size_t graph_size = std::max<size_t>(n_weights, 16) * 2;
+  CtxPtr ctx_g = new_ctx(n_weights + widths.size(), graph_size);
+  std::vector<ggml_tensor*> xs;
+  for (int64_t w : widths) xs.push_back(ggml_new_tensor_2d(ctx_g.get(), GGML_TYPE_F32, w, tokens));
+  ggml_cgraph* graph = ggml_new_graph_custom(ctx_g.get(), graph_size, false);
+  std::vector<std::vector<ggml_tensor*>> weights(shapes.size());
+  std::vector<BufPtr> buffers;
+  std::vector<std::string> buffer_names;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const auto& m = shapes[i];
+    ctx_w.push_back(new_ctx(static_cast<size_t>(m.count), 0));
+    const size_t xi = static_cast<size_t>(std::find(widths.begin(), widths.end(), m.cols) - widths.begin());
+    ggml_tensor* first_op = nullptr;
+    for (int c = 0; c < m.count; ++c) {
+      ggml_tensor* w = ggml_new_tensor_2d(ctx_w.back().get(), types[i], m.cols, m.rows);
+      ggml_tensor* y = ggml_mul_mat(ctx_g.get(), w, xs[xi]);
+      ggml_build_forward_expand(graph, y);
+      weights[i].push_back(w);
+      if (!first_op) first_op = y;
+    }
+    ggml_backend_buffer_type_t buft = pick_weight_buft(dev, first_op, weights[i][0]);
+    const std::string name = ggml_backend_buft_name(buft);
+    if (std::find(buffer_names.begin(), buffer_names.end(), name) == buffer_names.end()) buffer_names.push_back(name);
+    buffers.emplace_back(ggml_backend_alloc_ctx_tensors_from_buft(ctx_w.back().get(), buft));
+    if (!buffers.back()) {
+      g.error = fmt::format("ggml could not allocate {} {} weights", m.count, m.type);
+      return g;
+    }
+  }
+  for (const auto& n : buffer_names) g.weight_buffer += (g.weight_buffer.empty() ? "" : "+") + n;
+  BufPtr buf_g(ggml_backend_alloc_ctx_tensors(ctx_g.get(), backend));
+  if (!buf_g) {
+    g.error = "ggml could not allocate the activations";
+    return g;
+  }
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const auto& m = shapes[i];
+    std::vector<uint8_t> data(ggml_row_size(types[i], m.cols) * static_cast<size_t>(m.rows));
+    {
+      std::vector<float> src(static_cast<size_t>(m.rows * m.cols));
+      fill_random(src, 1234u + static_cast<uint32_t>(i));
+      if (types[i] == GGML_TYPE_F32) {
+        std::memcpy(data.data(), src.data(), data.size());
+      } else if (types[i] == GGML_TYPE_F16) {
+        ggml_fp32_to_fp16_row(src.data(), reinterpret_cast<ggml_fp16_t*>(data.data()), m.rows * m.cols);
+      } else {
+        ggml_quantize_chunk(types[i], src.data(), data.data(), 0, m.rows, m.cols, nullptr);
+      }
+    }
+    for (ggml_tensor* w : weights[i]) ggml_backend_tensor_set(w, data.data(), 0, data.size());  // CPU_REPACK repacks here
+    g.weight_bytes += data.size() * static_cast<size_t>(m.count);
+    g.matrices += m.count;
+    g.flop += 2.0 * static_cast<double>(m.rows) * static_cast<double>(m.cols) * static_cast<double>(tokens) * m.count;
+  }
+  for (size_t i = 0; i < widths.size(); ++i) {
+    std::vector<float> act(static_cast<size_t>(widths[i] * tokens));
+    fill_random(act, 99u + static_cast<uint32_t>(i));
+    ggml_backend_tensor_set(xs[i], act.data(), 0, act.size() * sizeof(float));
+  }
+
+  double spent_s = 0, timed_s = 0, timed_cpu_s = 0;
+  for (int rep = 0; rep <= reps; ++rep) {
+    const double c0 = process_cpu_s();
+    const auto t0 = std::chrono::steady_clock::now();
+    const ggml_status status = ggml_backend_graph_compute(backend, graph);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (status != GGML_STATUS_SUCCESS) {
+      g.error = fmt::format("ggml_backend_graph_compute failed ({})", static_cast<int>(status));
+      return g;
+    }
+    spent_s += s;
+    if (rep > 0) {  // rep 0 warms caches and the thread pool
+      g.seconds.push_back(s);
+      timed_s += s;
+      timed_cpu_s += process_cpu_s() - c0;
+    }
+    if (rep > 0 && spent_s > max_seconds) break;
+  }
+  // ggml's worker threads spin while they wait, so an undisturbed run uses ~threads x wall.
+  if (threads > 0 && timed_s > 0) g.cpu_share = std::min(1.0, timed_cpu_s / (timed_s * threads));
+  return g;
+}
+
 ComputePoint run_type(ggml_backend_dev_t dev, ggml_backend_t backend, const std::string& type_name, int threads,
                       const ComputeOptions& opt) {
   ComputePoint p;
@@ -95,78 +226,48 @@ ComputePoint run_type(ggml_backend_dev_t dev, ggml_backend_t backend, const std:
   p.rows = opt.rows;
   p.cols = opt.cols;
   p.tokens = opt.tokens;
-  ggml_type type;
-  if (!type_from_name(type_name, type)) {
-    p.error = "unknown ggml type";
+  const TimedGraph g = time_matmuls(dev, backend, {{type_name, opt.cols, opt.rows, 1}}, opt.tokens, threads, opt.reps,
+                                    opt.max_seconds_per_type);
+  p.weight_buffer = g.weight_buffer;
+  if (!g.error.empty()) {
+    p.error = g.error;
     return p;
   }
-  if (ggml_quantize_requires_imatrix(type)) {
-    p.error = "type needs an importance matrix to quantize";
-    return p;
-  }
-  if (opt.cols % ggml_blck_size(type) != 0) {
-    p.error = fmt::format("cols {} not a multiple of the block size {}", opt.cols, ggml_blck_size(type));
-    return p;
-  }
-  CtxPtr ctx_w = new_ctx(1, false);
-  CtxPtr ctx_g = new_ctx(4, true);
-  ggml_tensor* w = ggml_new_tensor_2d(ctx_w.get(), type, opt.cols, opt.rows);
-  ggml_tensor* x = ggml_new_tensor_2d(ctx_g.get(), GGML_TYPE_F32, opt.cols, opt.tokens);
-  ggml_tensor* y = ggml_mul_mat(ctx_g.get(), w, x);
-  ggml_cgraph* graph = ggml_new_graph(ctx_g.get());
-  ggml_build_forward_expand(graph, y);
-
-  ggml_backend_buffer_type_t buft = pick_weight_buft(dev, y, w);
-  p.weight_buffer = ggml_backend_buft_name(buft);
-  BufPtr buf_w(ggml_backend_alloc_ctx_tensors_from_buft(ctx_w.get(), buft));
-  BufPtr buf_g(ggml_backend_alloc_ctx_tensors(ctx_g.get(), backend));
-  if (!buf_w || !buf_g) {
-    p.error = "ggml could not allocate the tensors";
-    return p;
-  }
-  {
-    std::vector<float> src(static_cast<size_t>(opt.rows * opt.cols));
-    fill_random(src, 1234u);
-    std::vector<uint8_t> data(ggml_nbytes(w));
-    if (type == GGML_TYPE_F32) {
-      std::memcpy(data.data(), src.data(), data.size());
-    } else if (type == GGML_TYPE_F16) {
-      ggml_fp32_to_fp16_row(src.data(), reinterpret_cast<ggml_fp16_t*>(data.data()), opt.rows * opt.cols);
-    } else {
-      ggml_quantize_chunk(type, src.data(), data.data(), 0, opt.rows, opt.cols, nullptr);
-    }
-    ggml_backend_tensor_set(w, data.data(), 0, data.size());  // CPU_REPACK repacks here
-    std::vector<float> act(static_cast<size_t>(opt.cols * opt.tokens));
-    fill_random(act, 99u);
-    ggml_backend_tensor_set(x, act.data(), 0, act.size() * sizeof(float));
-  }
-
-  const double flop = 2.0 * static_cast<double>(opt.rows) * static_cast<double>(opt.cols) * static_cast<double>(opt.tokens);
   std::vector<double> rates;
-  double spent_s = 0, timed_s = 0, timed_cpu_s = 0;
-  for (int rep = 0; rep <= opt.reps; ++rep) {
-    const double c0 = process_cpu_s();
-    const auto t0 = std::chrono::steady_clock::now();
-    const ggml_status status = ggml_backend_graph_compute(backend, graph);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (status != GGML_STATUS_SUCCESS) {
-      p.error = fmt::format("ggml_backend_graph_compute failed ({})", static_cast<int>(status));
-      return p;
-    }
-    spent_s += s;
-    if (rep > 0) {  // rep 0 warms caches and the thread pool
-      rates.push_back(flop / s / 1e9);
-      timed_s += s;
-      timed_cpu_s += process_cpu_s() - c0;
-    }
-    if (rep > 0 && spent_s > opt.max_seconds_per_type) break;
-  }
+  for (double s : g.seconds) rates.push_back(g.flop / s / 1e9);
   p.reps = static_cast<int>(rates.size());
   p.best_gflop_per_s = *std::max_element(rates.begin(), rates.end());
   p.median_gflop_per_s = stats::quantile(rates, 0.5);
-  // ggml's worker threads spin while they wait, so an undisturbed run uses ~threads x wall.
-  if (threads > 0 && timed_s > 0) p.cpu_share = std::min(1.0, timed_cpu_s / (timed_s * threads));
+  p.cpu_share = g.cpu_share;
   return p;
+}
+
+// The CPU device of the loaded variant, with its thread count set.
+struct CpuBackend {
+  std::string variant;
+  ggml_backend_dev_t dev = nullptr;
+  std::unique_ptr<ggml_backend, BackendDeleter> backend;
+  int threads = 0;  // 0: the backend's default (no setter found)
+};
+
+CpuBackend open_cpu_backend(const std::string& variant, const std::string& backend_dir, int threads_wanted) {
+  CpuBackend b;
+  const auto& info = engine::load_cpu_backend(variant, backend_dir);
+  b.variant = info.variant;
+  b.dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+  if (!b.dev) throw_environment("compute probe: no ggml CPU device after loading '{}'", info.library_path);
+  b.backend.reset(ggml_backend_dev_init(b.dev, nullptr));
+  if (!b.backend) throw_environment("compute probe: ggml_backend_dev_init failed for the CPU device");
+  // In a GGML_BACKEND_DL build ggml_backend_cpu_set_n_threads lives in the variant's .so,
+  // so it is reached through the registry, as llama.cpp does.
+  auto set_threads = reinterpret_cast<ggml_backend_set_n_threads_t>(
+      ggml_backend_reg_get_proc_address(ggml_backend_dev_backend_reg(b.dev), "ggml_backend_set_n_threads"));
+  b.threads = threads_wanted > 0 ? threads_wanted : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (set_threads)
+    set_threads(b.backend.get(), b.threads);
+  else
+    b.threads = 0;
+  return b;
 }
 
 }  // namespace
@@ -187,25 +288,15 @@ double ComputeResult::min_cpu_share() const {
 
 ComputeResult measure_compute(const ComputeOptions& options) {
   ComputeResult result;
-  const auto& info = engine::load_cpu_backend(options.variant, options.backend_dir);
-  result.variant = info.variant;
-  ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
-  if (!dev) throw_environment("compute probe: no ggml CPU device after loading '{}'", info.library_path);
-  std::unique_ptr<ggml_backend, BackendDeleter> backend(ggml_backend_dev_init(dev, nullptr));
-  if (!backend) throw_environment("compute probe: ggml_backend_dev_init failed for the CPU device");
-  // In a GGML_BACKEND_DL build ggml_backend_cpu_set_n_threads lives in the variant's .so,
-  // so it is reached through the registry, as llama.cpp does.
-  auto set_threads = reinterpret_cast<ggml_backend_set_n_threads_t>(
-      ggml_backend_reg_get_proc_address(ggml_backend_dev_backend_reg(dev), "ggml_backend_set_n_threads"));
-  int threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (set_threads) {
-    set_threads(backend.get(), threads);
-  } else {
+  CpuBackend b = open_cpu_backend(options.variant, options.backend_dir, options.threads);
+  result.variant = b.variant;
+  if (b.threads == 0)
     result.notes.push_back("CPU backend has no ggml_backend_set_n_threads: ran with its default thread count");
-    threads = 0;
-  }
+  ggml_backend_dev_t dev = b.dev;
+  ggml_backend_t backend_ptr = b.backend.get();
+  const int threads = b.threads;
   for (const auto& type : options.types) {
-    ComputePoint p = run_type(dev, backend.get(), type, threads, options);
+    ComputePoint p = run_type(dev, backend_ptr, type, threads, options);
     if (!p.error.empty()) result.notes.push_back(type + ": unavailable: " + p.error);
     result.points.push_back(std::move(p));
   }
@@ -256,6 +347,131 @@ ComputeResult compute_from_json(const nlohmann::json& j) {
   }
   r.notes = j.value("notes", std::vector<std::string>{});
   return r;
+}
+
+
+uint64_t MatrixShape::bytes() const {
+  ggml_type t;
+  if (!type_from_name(type, t) || cols % ggml_blck_size(t) != 0) return 0;
+  return static_cast<uint64_t>(ggml_row_size(t, cols)) * static_cast<uint64_t>(rows) * static_cast<uint64_t>(count);
+}
+
+std::string matrices_signature(const std::vector<MatrixShape>& matrices) {
+  std::vector<std::string> parts;
+  for (const auto& m : matrices) parts.push_back(fmt::format("{}:{}x{}x{}", m.type, m.cols, m.rows, m.count));
+  std::sort(parts.begin(), parts.end());
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : ",") + p;
+  return out;
+}
+
+namespace {
+
+void fill_rates(KernelPoint& p, const TimedGraph& g) {
+  p.weight_buffer = g.weight_buffer;
+  if (!g.error.empty()) {
+    p.error = g.error;
+    return;
+  }
+  p.matrices = g.matrices;
+  p.weight_bytes = g.weight_bytes;
+  std::vector<double> gflops, gbs;
+  for (double s : g.seconds) {
+    gflops.push_back(g.flop / s / 1e9);
+    gbs.push_back(static_cast<double>(g.weight_bytes) / s / 1e9);
+  }
+  p.reps = static_cast<int>(g.seconds.size());
+  p.best_gflop_per_s = *std::max_element(gflops.begin(), gflops.end());
+  p.median_gflop_per_s = stats::quantile(gflops, 0.5);
+  p.best_gb_per_s = *std::max_element(gbs.begin(), gbs.end());
+  p.median_gb_per_s = stats::quantile(gbs, 0.5);
+  p.cpu_share = g.cpu_share;
+}
+
+}  // namespace
+
+KernelPoint measure_prefill_kernel(const MatrixShape& shape, int64_t tokens, const KernelOptions& options) {
+  KernelPoint p;
+  p.phase = "prefill";
+  p.type = shape.type;
+  p.rows = shape.rows;
+  p.cols = shape.cols;
+  p.tokens = tokens;
+  CpuBackend b = open_cpu_backend(options.variant, options.backend_dir, options.threads);
+  p.threads = b.threads;
+  // One matrix: prefill reuses each weight across the ubatch, so its working set does not matter.
+  fill_rates(p, time_matmuls(b.dev, b.backend.get(), {{shape.type, shape.cols, shape.rows, 1}}, tokens, b.threads,
+                             options.reps, options.max_seconds));
+  return p;
+}
+
+KernelPoint measure_decode_kernel(const std::vector<MatrixShape>& matrices, const KernelOptions& options) {
+  KernelPoint p;
+  p.phase = "decode";
+  p.model = matrices_signature(matrices);
+  p.tokens = 1;
+  std::vector<std::string> types;
+  for (const auto& m : matrices) {
+    p.model_bytes += m.bytes();
+    if (std::find(types.begin(), types.end(), m.type) == types.end()) types.push_back(m.type);
+  }
+  for (const auto& t : types) p.type += (p.type.empty() ? "" : "+") + t;
+  // The model's own matrices, so caches help the probe exactly as much as they help a
+  // generated token; thinned in proportion when they exceed the cap (each shape keeps one).
+  std::vector<MatrixShape> graph = matrices;
+  if (p.model_bytes > options.max_working_set_bytes && options.max_working_set_bytes > 0) {
+    const double keep = static_cast<double>(options.max_working_set_bytes) / static_cast<double>(p.model_bytes);
+    for (auto& m : graph) m.count = std::max(1, static_cast<int>(std::floor(m.count * keep)));
+  }
+  CpuBackend b = open_cpu_backend(options.variant, options.backend_dir, options.threads);
+  p.threads = b.threads;
+  fill_rates(p, time_matmuls(b.dev, b.backend.get(), graph, 1, b.threads, options.reps, options.max_seconds));
+  return p;
+}
+
+nlohmann::json to_json(const KernelPoint& p) {
+  nlohmann::json j = {{"phase", p.phase},
+                      {"model", p.model},
+                      {"type", p.type},
+                      {"rows", p.rows},
+                      {"cols", p.cols},
+                      {"tokens", p.tokens},
+                      {"threads", p.threads},
+                      {"matrices", p.matrices},
+                      {"weight_bytes", p.weight_bytes},
+                      {"model_bytes", p.model_bytes},
+                      {"weight_buffer", p.weight_buffer},
+                      {"best_gflop_per_s", p.best_gflop_per_s},
+                      {"median_gflop_per_s", p.median_gflop_per_s},
+                      {"best_gb_per_s", p.best_gb_per_s},
+                      {"median_gb_per_s", p.median_gb_per_s},
+                      {"reps", p.reps},
+                      {"cpu_share", p.cpu_share}};
+  if (!p.error.empty()) j["error"] = p.error;
+  return j;
+}
+
+KernelPoint kernel_point_from_json(const nlohmann::json& j) {
+  KernelPoint p;
+  p.phase = j.value("phase", "");
+  p.model = j.value("model", "");
+  p.type = j.value("type", "");
+  p.rows = j.value("rows", int64_t{0});
+  p.cols = j.value("cols", int64_t{0});
+  p.tokens = j.value("tokens", int64_t{0});
+  p.threads = j.value("threads", 0);
+  p.matrices = j.value("matrices", 0);
+  p.weight_bytes = j.value("weight_bytes", uint64_t{0});
+  p.model_bytes = j.value("model_bytes", uint64_t{0});
+  p.weight_buffer = j.value("weight_buffer", "");
+  p.best_gflop_per_s = j.value("best_gflop_per_s", 0.0);
+  p.median_gflop_per_s = j.value("median_gflop_per_s", 0.0);
+  p.best_gb_per_s = j.value("best_gb_per_s", 0.0);
+  p.median_gb_per_s = j.value("median_gb_per_s", 0.0);
+  p.reps = j.value("reps", 0);
+  p.cpu_share = j.value("cpu_share", 0.0);
+  p.error = j.value("error", "");
+  return p;
 }
 
 }  // namespace edgeprobe::probe

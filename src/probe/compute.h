@@ -48,4 +48,56 @@ ComputeResult measure_compute(const ComputeOptions& options = {});
 nlohmann::json to_json(const ComputeResult& result);
 ComputeResult compute_from_json(const nlohmann::json& j);
 
+// `count` weight matrices of one type and shape, as a model holds them: ne0 = cols (input
+// features), ne1 = rows (output features).
+struct MatrixShape {
+  std::string type;
+  int64_t cols = 0, rows = 0;
+  int count = 1;
+  uint64_t bytes() const;  // all `count` of them, by ggml's block sizes (0 for an unknown type)
+};
+
+// "q4_0:2048x5632x44,..." sorted: names the set of matrices a kernel point was measured for.
+std::string matrices_signature(const std::vector<MatrixShape>& matrices);
+
+// A model's own matmuls timed through ggml, on the loaded CPU variant, with the weight
+// buffers llama.cpp would use:
+//  - "prefill": one matrix of the model's shape times `tokens` f32 activations (an ubatch);
+//  - "decode": every matrix of the model once times one token, as a generated token does,
+//    so the time includes streaming the weights from memory, not only the arithmetic.
+struct KernelPoint {
+  std::string phase;      // "prefill" or "decode"
+  std::string model;      // matrices_signature of the model it was measured for
+  std::string type;       // prefill: the weight type; decode: the types in the graph, '+'-joined
+  int64_t rows = 0, cols = 0;  // prefill: the matrix shape (0 for decode)
+  int64_t tokens = 0;
+  int threads = 0;
+  int matrices = 0;            // weight matrices in the graph
+  uint64_t weight_bytes = 0;   // the weights one run reads (decode: the working set)
+  uint64_t model_bytes = 0;    // decode: the model's matrices' bytes (more when the working set was capped)
+  std::string weight_buffer;   // ggml buffer type(s) of the weights, '+'-joined
+  double best_gflop_per_s = 0, median_gflop_per_s = 0;
+  double best_gb_per_s = 0, median_gb_per_s = 0;  // weight bytes streamed per second
+  int reps = 0;
+  double cpu_share = 0;
+  std::string error;
+};
+
+struct KernelOptions {
+  int threads = 0;  // 0 = hardware_concurrency
+  int reps = 5;     // timed runs after one warm-up
+  double max_seconds = 1.5;  // stop repeating once a point has used this much
+  // Decode working set cap: the model's matrices are thinned (each shape keeps at least one)
+  // to fit, so a 7B model does not need 4 GB of extra memory to be probed.
+  uint64_t max_working_set_bytes = 1ull << 30;
+  std::string variant;
+  std::string backend_dir;
+};
+
+KernelPoint measure_prefill_kernel(const MatrixShape& shape, int64_t tokens, const KernelOptions& options);
+KernelPoint measure_decode_kernel(const std::vector<MatrixShape>& matrices, const KernelOptions& options);
+
+nlohmann::json to_json(const KernelPoint& point);
+KernelPoint kernel_point_from_json(const nlohmann::json& j);
+
 }  // namespace edgeprobe::probe

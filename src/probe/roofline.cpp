@@ -24,6 +24,31 @@ bool is_matrix(const model::TensorInfo& t) {
   return t.shape.size() >= 2 && t.shape[0] > 1 && t.shape[1] > 1;
 }
 
+// A matrix a token multiplies (the gathered embedding only when it doubles as the output).
+bool is_multiplied(const model::TensorInfo& t, bool tied) {
+  return is_matrix(t) && (!is_gathered(t.name) || (tied && t.name == "token_embd.weight"));
+}
+
+// The matrix that turns hidden states into logits.
+bool is_output_matrix(const model::TensorInfo& t, bool tied) {
+  return t.name == "output.weight" || (tied && t.name == "token_embd.weight");
+}
+
+// Groups matrices by type and shape, in first-seen order.
+std::vector<MatrixShape> group(const std::vector<const model::TensorInfo*>& tensors) {
+  std::vector<MatrixShape> out;
+  for (const auto* t : tensors) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const MatrixShape& m) {
+      return m.type == t->type && m.cols == t->shape[0] && m.rows == t->shape[1];
+    });
+    if (it != out.end())
+      ++it->count;
+    else
+      out.push_back({t->type, t->shape[0], t->shape[1], 1});
+  }
+  return out;
+}
+
 // The measured type whose rate stands in for `type`: itself when measured, else the nearest
 // measured kind (quantized -> q4_0/q8_0, half -> f16). Empty when nothing fits.
 std::string rate_type_for(const std::string& type, const ComputeResult& compute) {
@@ -75,13 +100,12 @@ double decode_bytes_per_token(const model::GgufInfo& info, int64_t depth, double
          kv_bytes_per_token(info.shape, static_cast<double>(depth), kv_bytes_per_element);
 }
 
-std::vector<TypeFlops> weight_flops_per_token(const model::GgufInfo& info) {
+std::vector<TypeFlops> weight_flops_per_token(const model::GgufInfo& info, double output_share) {
   const bool tied = !has_output_matrix(info);
   std::map<std::string, double> by_type;
   for (const auto& t : info.tensors) {
-    if (!is_matrix(t)) continue;
-    if (is_gathered(t.name) && !(tied && t.name == "token_embd.weight")) continue;
-    by_type[t.type] += 2.0 * static_cast<double>(t.n_elements);
+    if (!is_multiplied(t, tied)) continue;
+    by_type[t.type] += 2.0 * static_cast<double>(t.n_elements) * (is_output_matrix(t, tied) ? output_share : 1.0);
   }
   std::vector<TypeFlops> out;
   for (const auto& [type, flop] : by_type) out.push_back({type, flop});
@@ -93,15 +117,85 @@ double attention_flops_per_token(const model::ModelShape& shape, double context)
          static_cast<double>(shape.head_dim()) * context;
 }
 
-double prefill_flops_per_token(const model::GgufInfo& info, double context) {
+double prefill_flops_per_token(const model::GgufInfo& info, double context, double output_share) {
   double flop = attention_flops_per_token(info.shape, context);
-  for (const auto& tf : weight_flops_per_token(info)) flop += tf.flop;
+  for (const auto& tf : weight_flops_per_token(info, output_share)) flop += tf.flop;
   return flop;
+}
+
+std::vector<MatrixShape> decode_matrices(const model::GgufInfo& info) {
+  const bool tied = !has_output_matrix(info);
+  std::vector<const model::TensorInfo*> mats;
+  for (const auto& t : info.tensors)
+    if (is_multiplied(t, tied)) mats.push_back(&t);
+  return group(mats);
+}
+
+std::vector<MatrixShape> prefill_shapes(const model::GgufInfo& info) {
+  const bool tied = !has_output_matrix(info);
+  std::vector<const model::TensorInfo*> mats;
+  for (const auto& t : info.tensors)
+    if (is_multiplied(t, tied) && !is_output_matrix(t, tied)) mats.push_back(&t);
+  std::vector<MatrixShape> all = group(mats);
+  auto flop = [](const MatrixShape& m) { return static_cast<double>(m.cols) * static_cast<double>(m.rows) * m.count; };
+  double total = 0;
+  std::map<std::string, double> by_type;
+  for (const auto& m : all) {
+    total += flop(m);
+    by_type[m.type] += flop(m);
+  }
+  std::stable_sort(all.begin(), all.end(), [&](const MatrixShape& a, const MatrixShape& b) { return flop(a) > flop(b); });
+  std::vector<MatrixShape> out;
+  std::map<std::string, int> taken;
+  for (auto m : all) {
+    if (by_type[m.type] < 0.05 * total || taken[m.type] >= 4) continue;
+    ++taken[m.type];
+    m.count = 1;
+    out.push_back(m);
+  }
+  return out;
+}
+
+int64_t prefill_kernel_tokens(int64_t n_prompt, int64_t n_ubatch) {
+  return n_ubatch > 0 ? std::min(n_prompt, n_ubatch) : n_prompt;
+}
+
+int ensure_model_kernels(DeviceCeilings& c, const model::GgufInfo& info, const KernelNeeds& needs,
+                         const ProbeOptions& options) {
+  if (c.compute_status != "measured") return 0;
+  KernelOptions ko;
+  ko.variant = options.variant;
+  ko.backend_dir = options.backend_dir;
+  int measured = 0;
+  // Prefill at the device's thread count: the ceiling is the device's, as for bandwidth.
+  for (int64_t tokens : needs.prefill_tokens) {
+    if (tokens < 1) continue;
+    for (const auto& shape : prefill_shapes(info)) {
+      if (c.prefill_kernel_gflop_per_s(shape, tokens, c.threads) > 0) continue;
+      ko.threads = c.threads;
+      c.kernels.push_back(measure_prefill_kernel(shape, tokens, ko));
+      ++measured;
+    }
+  }
+  if (!needs.decode_threads.empty()) {
+    const auto matrices = decode_matrices(info);
+    const std::string signature = matrices_signature(matrices);
+    std::set<int> threads = needs.decode_threads;
+    threads.insert(c.threads);
+    for (int t : threads) {
+      if (t < 1 || c.decode_kernel(signature, t)) continue;
+      ko.threads = t;
+      c.kernels.push_back(measure_decode_kernel(matrices, ko));
+      ++measured;
+    }
+  }
+  if (measured > 0) save_cache(c);
+  return measured;
 }
 
 Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& ceilings, int64_t n_prompt, int64_t n_gen,
                           int64_t depth, double measured_pp_tps, double measured_tg_tps, double load_ms,
-                          int n_threads, double kv_bytes_per_element) {
+                          int n_threads, double kv_bytes_per_element, int64_t n_batch, int64_t n_ubatch) {
   Roofline r;
   // Decode: token i of n_gen reads the KV entries of the depth + i positions before it.
   if (n_gen > 0) {
@@ -109,21 +203,66 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
     r.decode_bytes_per_token = static_cast<double>(decode_weight_bytes_per_token(info)) +
                                kv_bytes_per_token(info.shape, r.decode_mean_depth, kv_bytes_per_element);
     r.bandwidth_gb_per_s = ceilings.bandwidth_gb_per_s();
+    // The matvec kernels read the model's matrices; the rest of a token's bytes (norms, the
+    // embedding row, the KV cache) are charged at the memory bandwidth.
+    const auto matrices = decode_matrices(info);
+    const std::string signature = matrices_signature(matrices);
+    double matrix_bytes = 0;
+    for (const auto& t : info.tensors)
+      if (is_multiplied(t, !has_output_matrix(info))) matrix_bytes += static_cast<double>(t.n_bytes);
+    auto kernel_ceiling = [&](double kernel_gb_per_s, double bw_gb_per_s) {
+      double s = matrix_bytes / (kernel_gb_per_s * 1e9);
+      const double rest = std::max(0.0, r.decode_bytes_per_token - matrix_bytes);
+      if (rest > 0 && bw_gb_per_s > 0) s += rest / (bw_gb_per_s * 1e9);
+      return s > 0 ? 1.0 / s : 0.0;
+    };
+    // attainable = min(bandwidth roof, kernel roof); the binding one is named.
+    auto combine = [](double bw_ceiling, double kernel, std::string& bound) {
+      if (bw_ceiling > 0 && kernel > 0) {
+        bound = kernel < kKernelBoundShare * bw_ceiling ? "kernel" : "bandwidth";
+        return std::min(bw_ceiling, kernel);
+      }
+      bound = bw_ceiling > 0 ? "bandwidth" : kernel > 0 ? "kernel" : "";
+      return std::max(bw_ceiling, kernel);
+    };
     if (r.bandwidth_gb_per_s > 0 && r.decode_bytes_per_token > 0) {
-      r.decode_ceiling_tokens_per_s = r.bandwidth_gb_per_s * 1e9 / r.decode_bytes_per_token;
-      if (measured_tg_tps > 0) r.decode_efficiency = measured_tg_tps / r.decode_ceiling_tokens_per_s;
+      r.decode_bandwidth_ceiling_tokens_per_s = r.bandwidth_gb_per_s * 1e9 / r.decode_bytes_per_token;
+      if (measured_tg_tps > 0) r.decode_bandwidth_efficiency = measured_tg_tps / r.decode_bandwidth_ceiling_tokens_per_s;
     } else {
-      r.notes.push_back("decode ceiling unavailable: no bandwidth measurement");
+      r.notes.push_back("decode bandwidth ceiling unavailable: no bandwidth measurement");
     }
+    if (const KernelPoint* k = ceilings.decode_kernel(signature, ceilings.threads)) {
+      r.decode_kernel_gb_per_s = k->best_gb_per_s;
+      r.decode_kernel_ceiling_tokens_per_s = kernel_ceiling(k->best_gb_per_s, r.bandwidth_gb_per_s);
+      if (k->model_bytes > k->weight_bytes)
+        r.notes.push_back(fmt::format("decode kernel probed on {} of the model's {} MiB of matrices (working set cap)",
+                                      k->weight_bytes >> 20, k->model_bytes >> 20));
+    } else if (ceilings.compute_status == "measured") {
+      r.notes.push_back("decode kernel ceiling not measured for this model (bench or probe -m measures it)");
+    }
+    r.decode_ceiling_tokens_per_s =
+        combine(r.decode_bandwidth_ceiling_tokens_per_s, r.decode_kernel_ceiling_tokens_per_s, r.decode_bound);
+    if (r.decode_ceiling_tokens_per_s > 0 && measured_tg_tps > 0)
+      r.decode_efficiency = measured_tg_tps / r.decode_ceiling_tokens_per_s;
     if (n_threads > 0) {
       r.bandwidth_at_threads_gb_per_s = ceilings.bandwidth.read_gb_per_s_at(n_threads);
-      if (r.bandwidth_at_threads_gb_per_s > 0) {
-        r.decode_ceiling_at_threads_tokens_per_s = r.bandwidth_at_threads_gb_per_s * 1e9 / r.decode_bytes_per_token;
-        if (measured_tg_tps > 0) r.decode_efficiency_at_threads = measured_tg_tps / r.decode_ceiling_at_threads_tokens_per_s;
-      } else {
+      double bw_ceiling = 0, kernel = 0;
+      if (r.bandwidth_at_threads_gb_per_s > 0)
+        bw_ceiling = r.bandwidth_at_threads_gb_per_s * 1e9 / r.decode_bytes_per_token;
+      else
         r.notes.push_back(fmt::format("no bandwidth measured with {} threads", n_threads));
+      if (const KernelPoint* k = ceilings.decode_kernel(signature, n_threads)) {
+        r.decode_kernel_at_threads_gb_per_s = k->best_gb_per_s;
+        kernel = kernel_ceiling(k->best_gb_per_s, r.bandwidth_at_threads_gb_per_s);
       }
+      r.decode_ceiling_at_threads_tokens_per_s = combine(bw_ceiling, kernel, r.decode_bound_at_threads);
+      if (r.decode_ceiling_at_threads_tokens_per_s > 0 && measured_tg_tps > 0)
+        r.decode_efficiency_at_threads = measured_tg_tps / r.decode_ceiling_at_threads_tokens_per_s;
     }
+    if (const KernelPoint* k = ceilings.decode_kernel(signature, ceilings.threads); k && k->cpu_share > 0 && k->cpu_share < 0.9)
+      r.notes.push_back(fmt::format("the decode kernel was probed while other processes held the CPUs ({:.0f}% share): "
+                                    "its ceiling may be low and the efficiency high",
+                                    k->cpu_share * 100));
     if (ceilings.bandwidth.min_cpu_share() < 0.9)
       r.notes.push_back(fmt::format("bandwidth was probed while other processes held the CPUs ({:.0f}% share): "
                                     "the decode ceiling may be low and the efficiency high",
@@ -138,37 +277,71 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
       r.notes.push_back("expert tensors counted in full: for MoE models the decode ceiling is a lower bound");
   }
 
-  // Prefill: time per token = sum over weight types of FLOPs / that type's measured rate,
-  // plus attention at the f16 rate (KV cache is f16); the ceiling is its inverse.
+  // Prefill: time per token = sum over weight types of FLOPs / that type's rate, plus
+  // attention at the f16 rate (KV cache is f16); the ceiling is its inverse. A type's rate is
+  // the best over the model's own shapes at the bench's ubatch (ggml's speed depends on the
+  // shape, and a ceiling must not sit below what the model really reaches), else the generic
+  // probe's (4096x4096) with a note.
   if (n_prompt > 0) {
     r.prefill_mean_context = static_cast<double>(depth) + static_cast<double>(n_prompt + 1) / 2.0;
-    r.prefill_flop_per_token = prefill_flops_per_token(info, r.prefill_mean_context);
+    const double n_outputs = n_batch > 0 ? std::ceil(static_cast<double>(n_prompt) / static_cast<double>(n_batch)) : 1;
+    const double output_share = n_outputs / static_cast<double>(n_prompt);
+    r.prefill_flop_per_token = prefill_flops_per_token(info, r.prefill_mean_context, output_share);
+    const int64_t tokens = prefill_kernel_tokens(n_prompt, n_ubatch);
+    std::map<std::string, double> model_rate;  // type -> best GFLOP/s over its model shapes
+    double kernel_share = 1;                   // lowest CPU share of those points
+    for (const auto& shape : prefill_shapes(info)) {
+      model_rate[shape.type] =
+          std::max(model_rate[shape.type], ceilings.prefill_kernel_gflop_per_s(shape, tokens, ceilings.threads));
+      for (const auto& k : ceilings.kernels)
+        if (k.phase == "prefill" && k.type == shape.type && k.rows == shape.rows && k.cols == shape.cols &&
+            k.tokens == tokens && k.threads == ceilings.threads && k.error.empty() && k.cpu_share > 0)
+          kernel_share = std::min(kernel_share, k.cpu_share);
+    }
     double seconds = 0;
     bool ok = ceilings.compute_status == "measured";
+    bool generic = false;
     if (!ok) r.notes.push_back("prefill ceiling " + (ceilings.compute_status.empty() ? std::string("unavailable")
                                                                                       : ceilings.compute_status));
-    auto add = [&](const std::string& type, double flop) {
+    auto add = [&](const std::string& type, double flop, bool use_model_rate) {
+      if (use_model_rate && model_rate[type] > 0) {
+        seconds += flop / (model_rate[type] * 1e9);
+        return;
+      }
       const std::string stand_in = rate_type_for(type, ceilings.compute);
       if (stand_in.empty()) {
         ok = false;
         r.notes.push_back("prefill ceiling unavailable: no compute rate for " + type);
         return;
       }
+      if (use_model_rate) generic = true;
       if (stand_in != type) r.notes.push_back(fmt::format("{} matmuls use the measured {} rate", type, stand_in));
       seconds += flop / (ceilings.compute.gflop_per_s(stand_in) * 1e9);
     };
     if (ok) {
-      for (const auto& tf : weight_flops_per_token(info)) add(tf.type, tf.flop);
-      add("f16", attention_flops_per_token(info.shape, r.prefill_mean_context));
+      for (const auto& tf : weight_flops_per_token(info, output_share)) {
+        // Types below the prefill_shapes threshold (the output matrix's, a few norms' worth)
+        // borrow a rate without changing the basis.
+        const bool major = model_rate.count(tf.type) > 0;
+        add(tf.type, tf.flop, major);
+      }
+      add("f16", attention_flops_per_token(info.shape, r.prefill_mean_context), false);
     }
     if (ok && seconds > 0) {
       r.prefill_ceiling_tokens_per_s = 1.0 / seconds;
+      r.prefill_compute_gflop_per_s = r.prefill_flop_per_token / seconds / 1e9;
+      r.prefill_compute_basis = generic ? "generic 4096x4096 matmul (model shapes not measured)"
+                                        : fmt::format("model shapes x {} tokens", tokens);
+      if (generic)
+        r.notes.push_back("prefill ceiling from the generic 4096x4096 matmul: the model's own shapes were not "
+                          "measured (bench or probe -m measures them)");
       if (measured_pp_tps > 0) r.prefill_efficiency = measured_pp_tps / r.prefill_ceiling_tokens_per_s;
     }
-    if (ok && ceilings.compute.min_cpu_share() < 0.9)
+    const double share = generic ? ceilings.compute.min_cpu_share() : kernel_share;
+    if (ok && share < 0.9)
       r.notes.push_back(fmt::format("compute was probed while other processes held the CPUs ({:.0f}% share): "
                                     "the prefill ceiling may be low and the efficiency high",
-                                    ceilings.compute.min_cpu_share() * 100));
+                                    share * 100));
     if (measured_pp_tps > 0) r.prefill_achieved_gflop_per_s = measured_pp_tps * r.prefill_flop_per_token / 1e9;
   }
 
@@ -192,17 +365,27 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
 
 nlohmann::json to_json(const Roofline& r) {
   auto or_null = [](double v) { return v > 0 && std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  auto or_null_str = [](const std::string& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v); };
   return {{"decode_bytes_per_token", or_null(r.decode_bytes_per_token)},
           {"decode_mean_depth", r.decode_mean_depth},
           {"bandwidth_gb_per_s", or_null(r.bandwidth_gb_per_s)},
+          {"decode_bandwidth_ceiling_tokens_per_s", or_null(r.decode_bandwidth_ceiling_tokens_per_s)},
+          {"decode_bandwidth_efficiency", or_null(r.decode_bandwidth_efficiency)},
+          {"decode_kernel_gb_per_s", or_null(r.decode_kernel_gb_per_s)},
+          {"decode_kernel_ceiling_tokens_per_s", or_null(r.decode_kernel_ceiling_tokens_per_s)},
           {"decode_ceiling_tokens_per_s", or_null(r.decode_ceiling_tokens_per_s)},
+          {"decode_bound", or_null_str(r.decode_bound)},
           {"decode_efficiency", or_null(r.decode_efficiency)},
           {"bandwidth_at_threads_gb_per_s", or_null(r.bandwidth_at_threads_gb_per_s)},
+          {"decode_kernel_at_threads_gb_per_s", or_null(r.decode_kernel_at_threads_gb_per_s)},
           {"decode_ceiling_at_threads_tokens_per_s", or_null(r.decode_ceiling_at_threads_tokens_per_s)},
+          {"decode_bound_at_threads", or_null_str(r.decode_bound_at_threads)},
           {"decode_efficiency_at_threads", or_null(r.decode_efficiency_at_threads)},
           {"decode_achieved_gb_per_s", or_null(r.decode_achieved_gb_per_s)},
           {"prefill_flop_per_token", or_null(r.prefill_flop_per_token)},
           {"prefill_mean_context", r.prefill_mean_context},
+          {"prefill_compute_basis", or_null_str(r.prefill_compute_basis)},
+          {"prefill_compute_gflop_per_s", or_null(r.prefill_compute_gflop_per_s)},
           {"prefill_ceiling_tokens_per_s", or_null(r.prefill_ceiling_tokens_per_s)},
           {"prefill_efficiency", or_null(r.prefill_efficiency)},
           {"prefill_achieved_gflop_per_s", or_null(r.prefill_achieved_gflop_per_s)},
@@ -215,13 +398,23 @@ nlohmann::json to_json(const Roofline& r) {
 
 std::string to_text(const Roofline& r) {
   std::string out;
-  if (r.decode_ceiling_tokens_per_s > 0)
-    out += fmt::format("decode: ceiling {:.1f} t/s ({:.1f} GB/s / {:.1f} MB per token){}\n", r.decode_ceiling_tokens_per_s,
-                       r.bandwidth_gb_per_s, r.decode_bytes_per_token / 1e6,
+  if (r.decode_ceiling_tokens_per_s > 0) {
+    out += fmt::format("decode: ceiling {:.1f} t/s, {}-bound{}\n", r.decode_ceiling_tokens_per_s, r.decode_bound,
                        r.decode_efficiency > 0 ? fmt::format(", efficiency {:.0f}%", r.decode_efficiency * 100) : "");
+    if (r.decode_bandwidth_ceiling_tokens_per_s > 0)
+      out += fmt::format("  bandwidth: {:.1f} t/s ({:.1f} GB/s / {:.1f} MB per token){}\n",
+                         r.decode_bandwidth_ceiling_tokens_per_s, r.bandwidth_gb_per_s, r.decode_bytes_per_token / 1e6,
+                         r.decode_bandwidth_efficiency > 0
+                             ? fmt::format(", {:.0f}% of it", r.decode_bandwidth_efficiency * 100)
+                             : "");
+    if (r.decode_kernel_ceiling_tokens_per_s > 0)
+      out += fmt::format("  matvec kernels: {:.1f} t/s ({:.1f} GB/s of weights)\n", r.decode_kernel_ceiling_tokens_per_s,
+                         r.decode_kernel_gb_per_s);
+  }
   if (r.prefill_ceiling_tokens_per_s > 0)
-    out += fmt::format("prefill: ceiling {:.1f} t/s ({:.2f} GFLOP per token){}\n", r.prefill_ceiling_tokens_per_s,
-                       r.prefill_flop_per_token / 1e9,
+    out += fmt::format("prefill: ceiling {:.1f} t/s ({:.2f} GFLOP per token at {:.0f} GFLOP/s, {}){}\n",
+                       r.prefill_ceiling_tokens_per_s, r.prefill_flop_per_token / 1e9, r.prefill_compute_gflop_per_s,
+                       r.prefill_compute_basis,
                        r.prefill_efficiency > 0 ? fmt::format(", efficiency {:.0f}%", r.prefill_efficiency * 100) : "");
   if (r.load_ceiling_ms > 0)
     out += fmt::format("load: ceiling {:.0f} ms ({}){}\n", r.load_ceiling_ms, r.load_ceiling_basis,

@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,30 +32,56 @@ struct TypeFlops {
   std::string type;
   double flop = 0;
 };
-std::vector<TypeFlops> weight_flops_per_token(const model::GgufInfo& info);
+// output_share: how many of the tokens multiply the output matrix (output.weight, or the
+// tied token_embd). A generated token does; in a prompt only the tokens whose logits are
+// asked for do: llama.cpp skips the rest (inp_out_ids), and edgeprobe, like llama-bench,
+// asks for the last token of each llama_decode call only.
+std::vector<TypeFlops> weight_flops_per_token(const model::GgufInfo& info, double output_share = 1.0);
+
+// The weight matrices a generated token multiplies, grouped by type and shape: what the
+// decode kernel probe runs.
+std::vector<MatrixShape> decode_matrices(const model::GgufInfo& info);
+
+// The shapes whose rate bounds prefill: for every weight type with at least 5 % of the
+// per-token matmul FLOPs (the output matrix left out: it runs for one token per batch),
+// its distinct shapes, the 4 with most FLOPs. One matrix each (count 1).
+std::vector<MatrixShape> prefill_shapes(const model::GgufInfo& info);
+
+// The ubatch a prompt of n_prompt tokens runs in: what the prefill probe multiplies by.
+int64_t prefill_kernel_tokens(int64_t n_prompt, int64_t n_ubatch);
 
 // Attention FLOPs for one token that attends to `context` positions: Q.K^T and softmax.V,
 // each 2 x n_head x head_dim x context per layer.
 double attention_flops_per_token(const model::ModelShape& shape, double context);
 
 // Weights plus attention for a token with `context` positions before and including it.
-double prefill_flops_per_token(const model::GgufInfo& info, double context);
+double prefill_flops_per_token(const model::GgufInfo& info, double context, double output_share = 1.0);
 
 // Ceilings for one bench result and how close the measurement came to them.
 struct Roofline {
-  // decode (tg): bandwidth-bound
+  // decode (tg): attainable = min(memory bandwidth / bytes per token, the ggml matrix-vector
+  // kernels streaming this model's weights); the lower one is the binding limit.
   double decode_bytes_per_token = 0;      // at the mean depth of the generated tokens
   double decode_mean_depth = 0;
   double bandwidth_gb_per_s = 0;          // device's best sustained read bandwidth
-  double decode_ceiling_tokens_per_s = 0;
+  double decode_bandwidth_ceiling_tokens_per_s = 0;  // bandwidth / bytes per token
+  double decode_bandwidth_efficiency = 0;            // measured / that: the share of pure bandwidth
+  double decode_kernel_gb_per_s = 0;      // the model's matvecs, weight bytes/s (device threads)
+  double decode_kernel_ceiling_tokens_per_s = 0;
+  double decode_ceiling_tokens_per_s = 0; // the lower of the two above
+  std::string decode_bound;               // "bandwidth" or "kernel" ("" when unknown)
   double decode_efficiency = 0;           // measured / ceiling; 0 when not measured
   double bandwidth_at_threads_gb_per_s = 0;  // read bandwidth with the bench's thread count
+  double decode_kernel_at_threads_gb_per_s = 0;
   double decode_ceiling_at_threads_tokens_per_s = 0;
+  std::string decode_bound_at_threads;
   double decode_efficiency_at_threads = 0;
   double decode_achieved_gb_per_s = 0;    // measured tokens/s x bytes per token
   // prefill (pp): compute-bound
   double prefill_flop_per_token = 0;
   double prefill_mean_context = 0;
+  std::string prefill_compute_basis;      // "model shapes ..." or "generic ..." : which rates the ceiling used
+  double prefill_compute_gflop_per_s = 0; // FLOPs per token / ceiling time per token
   double prefill_ceiling_tokens_per_s = 0;
   double prefill_efficiency = 0;
   double prefill_achieved_gflop_per_s = 0;
@@ -66,14 +93,33 @@ struct Roofline {
   std::vector<std::string> notes;         // approximations and why a figure is missing
 };
 
+// Below this share of the bandwidth ceiling, the decode kernel ceiling is named the binding
+// limit; above it the kernels stream the weights at about memory speed (the kernel probe
+// reads the weights from memory too, so it can only come near the bandwidth, not pass it).
+constexpr double kKernelBoundShare = 0.9;
+
 // n_threads: the bench's thread count (0 = unknown): adds the same-thread-count ceiling,
 // which says whether too few threads, rather than the kernels, leave bandwidth unused.
 // Measured values <= 0 mean "not measured": their efficiency stays 0 with a note.
 // kv_bytes_per_element: mean of the K and V cache types' (see kv_type_bytes_per_element),
-// f16 by default.
+// f16 by default. n_batch / n_ubatch: the bench's batch sizes (how many prompt tokens get
+// logits, and which prefill kernel points apply).
 Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& ceilings, int64_t n_prompt, int64_t n_gen,
                           int64_t depth, double measured_pp_tps, double measured_tg_tps, double load_ms,
-                          int n_threads = 0, double kv_bytes_per_element = 2.0);
+                          int n_threads = 0, double kv_bytes_per_element = 2.0, int64_t n_batch = 2048,
+                          int64_t n_ubatch = 512);
+
+// What the roofline of a set of bench tests needs from the kernel probe.
+struct KernelNeeds {
+  std::set<int64_t> prefill_tokens;  // prefill_kernel_tokens of each test with a prompt
+  std::set<int> decode_threads;      // thread counts of the tests that generate
+};
+
+// Measures the model's kernel points that `ceilings` lacks (prefill at the device's thread
+// count, decode at the device's and at each needed thread count), adds them and rewrites
+// the cache file. Nothing when compute is unavailable. Returns how many were measured.
+int ensure_model_kernels(DeviceCeilings& ceilings, const model::GgufInfo& info, const KernelNeeds& needs,
+                         const ProbeOptions& options);
 
 nlohmann::json to_json(const Roofline& roofline);
 std::string to_text(const Roofline& roofline);

@@ -55,6 +55,17 @@ std::string efficiency(const json& share, bool ran) {
   return share.is_number() && share.get<double>() > 0 ? fmt::format("{:.0f}%", 100 * share.get<double>()) : "n/a";
 }
 
+// Which limit binds decode and the share of pure memory bandwidth reached, "kernel (49% bw)";
+// "" when the phase did not run, "n/a" when unknown.
+std::string decode_bound(const json& roofline, bool ran) {
+  if (!ran) return "";
+  const json& bound = roofline.is_object() && roofline.contains("decode_bound") ? roofline["decode_bound"] : json();
+  if (!bound.is_string()) return "n/a";
+  const json& bw = roofline.contains("decode_bandwidth_efficiency") ? roofline["decode_bandwidth_efficiency"] : json();
+  return bound.get<std::string>() +
+         (bw.is_number() && bw.get<double>() > 0 ? fmt::format(" ({:.0f}% bw)", 100 * bw.get<double>()) : "");
+}
+
 std::string human_params(const json& n) {
   if (!n.is_number()) return "";
   const double v = n.get<double>();
@@ -73,7 +84,7 @@ class MarkdownReporter : public Reporter {
     for (const auto& v : varied_)
       if (v != "model") headers_.push_back(v);
     for (const char* h : {"test", "prefill t/s", "decode t/s", "ttft ms", "token p50/p99 ms", "load ms", "peak RSS MiB",
-                          "efficiency pp / tg"})
+                          "efficiency pp / tg", "tg bound"})
       headers_.push_back(h);
     row(headers_);
     std::vector<std::string> rule;
@@ -104,6 +115,7 @@ class MarkdownReporter : public Reporter {
       cells.push_back(mib(j["peak_rss_bytes"]));
       cells.push_back(efficiency(at(j, "/roofline/prefill_efficiency"), r.config.n_prompt > 0) + " / " +
                       efficiency(at(j, "/roofline/decode_efficiency"), r.config.n_gen > 0));
+      cells.push_back(decode_bound(j["roofline"], r.config.n_gen > 0));
     }
     row(cells);
     out_.flush();
@@ -116,7 +128,9 @@ class MarkdownReporter : public Reporter {
                         at(provenance_, "/cpu/ggml_variant").get<std::string>(),
                         at(provenance_, "/cpu/model").get<std::string>());
     out_ << "Medians ± sample sd over repetitions; decode t/s excludes the first generated token; efficiency is "
-            "the share of this device's measured ceiling (compute for prefill, memory bandwidth for decode).\n";
+            "the share of this device's measured ceiling: for prefill, ggml's matmul rate at the model's own shapes; "
+            "for decode, the lower of memory bandwidth and ggml's matrix-vector kernels streaming the model's "
+            "weights, named in 'tg bound' with the share of pure bandwidth reached.\n";
     out_.flush();
   }
 
@@ -185,6 +199,8 @@ class CsvReporter : public Reporter {
         {"peak_rss_bytes", "/result/peak_rss_bytes"},
         {"decode_efficiency", "/result/roofline/decode_efficiency"},
         {"prefill_efficiency", "/result/roofline/prefill_efficiency"},
+        {"decode_bound", "/result/roofline/decode_bound"},
+        {"decode_bandwidth_efficiency", "/result/roofline/decode_bandwidth_efficiency"},
     };
     return kColumns;
   }

@@ -97,7 +97,8 @@ nlohmann::json roofline_json(const result::TestResult& r, const model::GgufInfo&
   const auto roofline = probe::compute_roofline(info, ceilings, r.config.n_prompt, r.config.n_gen, r.config.n_depth,
                                                 pp, tg, s.load_cold_ms, r.config.n_threads,
                                                 (probe::kv_type_bytes_per_element(r.config.type_k) +
-                                                 probe::kv_type_bytes_per_element(r.config.type_v)) / 2);
+                                                 probe::kv_type_bytes_per_element(r.config.type_v)) / 2,
+                                                r.config.n_batch, r.config.n_ubatch);
   return probe::to_json(roofline);
 }
 

@@ -33,6 +33,16 @@ DeviceCeilings sample() {
   s.cold_status = "unavailable: test";
   s.warm_mb_per_s = 9000;
   c.storage = s;
+  KernelPoint k;
+  k.phase = "decode";
+  k.model = "q4_0:2048x2048x44";
+  k.type = "q4_0";
+  k.tokens = 1;
+  k.threads = 2;
+  k.matrices = 44;
+  k.weight_bytes = k.model_bytes = 103'809'024;
+  k.best_gb_per_s = 30.5;
+  c.kernels.push_back(k);
   return c;
 }
 
@@ -45,6 +55,28 @@ TEST(CeilingsCache, JsonRoundTripKeepsEveryFigure) {
   ASSERT_TRUE(back.storage.has_value());
   EXPECT_FALSE(back.storage->cold_available());
   EXPECT_TRUE(to_json(back)["storage"]["cold_mb_per_s"].is_null());
+  ASSERT_NE(back.decode_kernel("q4_0:2048x2048x44", 2), nullptr);
+  EXPECT_DOUBLE_EQ(back.decode_kernel("q4_0:2048x2048x44", 2)->best_gb_per_s, 30.5);
+  EXPECT_EQ(back.decode_kernel("q4_0:2048x2048x44", 1), nullptr);
+}
+
+TEST(CeilingsCache, ACacheFromBeforeModelKernelsIsServedWithNone) {
+  const std::string dir = ::testing::TempDir() + "/edgeprobe-ceilings-cache-old";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ProbeOptions o;
+  o.measure_compute = false;
+  o.cache_dir = dir;
+  const std::string path = dir + "/" + device_key("/") + "__" + build_key("") + ".json";
+  auto j = to_json(sample());
+  j.erase("model_kernels");  // as written by the first version of the probe
+  j["storage"] = nullptr;
+  std::ofstream(path) << j.dump();
+  const DeviceCeilings c = load_or_measure(o, false);
+  EXPECT_TRUE(c.from_cache);
+  EXPECT_TRUE(c.kernels.empty());
+  EXPECT_DOUBLE_EQ(c.bandwidth_gb_per_s(), 17.5);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CeilingsCache, CachedFileForThisDeviceAndBuildIsServedWithoutMeasuring) {

@@ -128,13 +128,145 @@ TEST(Roofline, DecodeUsesTheMeanDepthOfTheGeneratedTokens) {
   EXPECT_DOUBLE_EQ(r.decode_bytes_per_token, kWeightsBytes + kKv4096Bytes);
 }
 
+TEST(Roofline, PromptMultipliesTheOutputMatrixOnlyForTokensWithLogits) {
+  // Output matrix: 2 x 131,072,000 = 262,144,000 FLOP per token that gets logits. A 512-token
+  // prompt in one 2048-token batch asks for 1: 262,144,000 / 512 = 512,000 per token, so the
+  // matmuls are 13,214,154,752 - 262,144,000 + 512,000 = 12,952,522,752 FLOP per token.
+  double flop = 0;
+  for (const auto& tf : weight_flops_per_token(llama7b_q4_0(), 1.0 / 512)) flop += tf.flop;
+  EXPECT_DOUBLE_EQ(flop, 12'952'522'752.0);
+  // 4096 tokens in batches of 2048: two tokens get logits -> 262,144,000 x 2 / 4096 = 128,000.
+  const Roofline r = compute_roofline(llama7b_q4_0(), ceilings_20gbs(), 4096, 0, 0, 0, 0, 0, 0, 2.0, 2048, 512);
+  EXPECT_DOUBLE_EQ(r.prefill_flop_per_token, 12'952'010'752.0 + 128'000.0 + 524'288.0 * 2048.5);
+}
+
 TEST(Roofline, PrefillCeilingWeighsEachTypeByItsMeasuredRate) {
   // pp512 at depth 0: mean context (512 + 1) / 2 = 256.5 -> attention 524,288 x 256.5
-  // = 134,479,872 FLOP at 50 GFLOP/s (f16) = 2.68959744 ms; matmuls 13,214,154,752 FLOP
-  // at 100 GFLOP/s (q4_0) = 132.14154752 ms. 1 / 0.13483114496 s = 7.41669 t/s.
+  // = 134,479,872 FLOP at 50 GFLOP/s (f16) = 2.68959744 ms; matmuls 12,952,522,752 FLOP
+  // at 100 GFLOP/s (q4_0, generic shape: no model kernels) = 129.52522752 ms.
+  // 1 / 0.13221482496 s = 7.56345 t/s.
   const Roofline r = compute_roofline(llama7b_q4_0(), ceilings_20gbs(), 512, 0, 0, 5.0, 0, 0);
-  EXPECT_NEAR(r.prefill_ceiling_tokens_per_s, 1.0 / 0.13483114496, 1e-9);
-  EXPECT_NEAR(r.prefill_efficiency, 5.0 * 0.13483114496, 1e-12);
+  EXPECT_NEAR(r.prefill_ceiling_tokens_per_s, 1.0 / 0.13221482496, 1e-9);
+  EXPECT_NEAR(r.prefill_efficiency, 5.0 * 0.13221482496, 1e-12);
+  EXPECT_EQ(r.prefill_compute_basis.rfind("generic", 0), 0u) << r.prefill_compute_basis;
+}
+
+KernelPoint prefill_point(int64_t cols, int64_t rows, int64_t tokens, int threads, double gflop_per_s) {
+  KernelPoint k;
+  k.phase = "prefill";
+  k.type = "q4_0";
+  k.cols = cols;
+  k.rows = rows;
+  k.tokens = tokens;
+  k.threads = threads;
+  k.best_gflop_per_s = gflop_per_s;
+  return k;
+}
+
+TEST(Roofline, PrefillShapesAreTheDominantTypesDistinctMatricesWithoutTheOutput) {
+  // FLOPs by shape: 4096x11008 x64 = 2.89e9, 4096x4096 x128 = 2.15e9, 11008x4096 x32 = 1.44e9.
+  const auto shapes = prefill_shapes(llama7b_q4_0());
+  ASSERT_EQ(shapes.size(), 3u);
+  EXPECT_EQ(shapes[0].cols, 4096);
+  EXPECT_EQ(shapes[0].rows, kFf);
+  EXPECT_EQ(shapes[1].rows, kEmbd);
+  EXPECT_EQ(shapes[1].cols, kEmbd);
+  EXPECT_EQ(shapes[2].cols, kFf);
+  for (const auto& s : shapes) {
+    EXPECT_EQ(s.type, "q4_0");
+    EXPECT_EQ(s.count, 1);
+  }
+  EXPECT_EQ(prefill_kernel_tokens(128, 512), 128);
+  EXPECT_EQ(prefill_kernel_tokens(4096, 512), 512);
+}
+
+TEST(Roofline, PrefillCeilingUsesTheBestOfTheModelsOwnShapesAtTheUbatch) {
+  DeviceCeilings c = ceilings_20gbs();
+  c.threads = 2;
+  c.kernels = {prefill_point(4096, kFf, 512, 2, 150.0), prefill_point(4096, 4096, 512, 2, 200.0),
+               prefill_point(kFf, 4096, 512, 2, 120.0),
+               // not this bench's: another ubatch, another thread count, another shape
+               prefill_point(4096, 4096, 256, 2, 999.0), prefill_point(4096, 4096, 512, 1, 999.0),
+               prefill_point(2048, 2048, 512, 2, 999.0)};
+  // 12,952,522,752 FLOP at 200 GFLOP/s = 64.76261376 ms + attention 2.68959744 ms
+  // = 67.4522112 ms per token.
+  const Roofline r = compute_roofline(llama7b_q4_0(), c, 512, 0, 0, 10.0, 0, 0);
+  EXPECT_NEAR(r.prefill_ceiling_tokens_per_s, 1.0 / 0.0674522112, 1e-9);
+  EXPECT_NEAR(r.prefill_efficiency, 10.0 * 0.0674522112, 1e-12);
+  EXPECT_EQ(r.prefill_compute_basis, "model shapes x 512 tokens");
+  EXPECT_NEAR(r.prefill_compute_gflop_per_s, r.prefill_flop_per_token / 0.0674522112 / 1e9, 1e-6);
+}
+
+// The model's matrices: 32 x 113,836,032 + output 73,728,000 = 3,716,481,024 bytes; the rest
+// of a token's bytes (norms 1,064,960 + embedding row 2,304) = 1,067,264 go at bandwidth.
+constexpr double kMatrixBytes = 3'716'481'024.0;
+
+KernelPoint decode_point(int threads, double gb_per_s) {
+  KernelPoint k;
+  k.phase = "decode";
+  k.model = matrices_signature(decode_matrices(llama7b_q4_0()));
+  k.threads = threads;
+  k.best_gb_per_s = gb_per_s;
+  return k;
+}
+
+TEST(Roofline, DecodeMatricesAreEveryMultipliedWeightGroupedByShape) {
+  const auto m = decode_matrices(llama7b_q4_0());
+  ASSERT_EQ(m.size(), 4u);  // 4096x4096 x128, 4096x11008 x64, 11008x4096 x32, output x1
+  EXPECT_EQ(m[0].count, 128);
+  EXPECT_EQ(m[1].count, 64);
+  EXPECT_EQ(m[2].count, 32);
+  EXPECT_EQ(m[3].rows, kVocab);
+  EXPECT_EQ(m[3].count, 1);
+  // Tied: the embedding is the output matrix.
+  const auto tied = decode_matrices(llama7b_q4_0(false));
+  ASSERT_EQ(tied.size(), 4u);
+  EXPECT_EQ(tied[0].rows, kVocab);
+  EXPECT_NE(matrices_signature(m), "");
+  EXPECT_EQ(matrices_signature(m), matrices_signature({m[3], m[2], m[1], m[0]}));  // order-free
+}
+
+TEST(Roofline, DecodeCeilingIsTheLowerOfBandwidthAndTheMatvecKernelsAndNamesIt) {
+  DeviceCeilings c = ceilings_20gbs();
+  c.threads = 2;
+  c.kernels = {decode_point(2, 10.0), decode_point(1, 6.0)};
+  // Kernel: 3,716,481,024 B / 10 GB/s + 1,067,264 B / 20 GB/s = 0.3717014656 s -> 2.69033 t/s,
+  // under 0.9 x the bandwidth ceiling 20e9 / 3,717,548,288 = 5.37991 t/s: kernel-bound.
+  const Roofline r = compute_roofline(llama7b_q4_0(), c, 0, 1, 0, 0, 2.0, 0, 1);
+  EXPECT_NEAR(r.decode_kernel_ceiling_tokens_per_s, 1.0 / 0.3717014656, 1e-9);
+  EXPECT_NEAR(r.decode_bandwidth_ceiling_tokens_per_s, 20e9 / kWeightsBytes, 1e-9);
+  EXPECT_DOUBLE_EQ(r.decode_ceiling_tokens_per_s, r.decode_kernel_ceiling_tokens_per_s);
+  EXPECT_EQ(r.decode_bound, "kernel");
+  EXPECT_NEAR(r.decode_efficiency, 2.0 * 0.3717014656, 1e-12);
+  EXPECT_NEAR(r.decode_bandwidth_efficiency, 2.0 / (20e9 / kWeightsBytes), 1e-12);  // kept, not hidden
+  EXPECT_DOUBLE_EQ(r.decode_kernel_gb_per_s, 10.0);
+  // With 1 thread: bandwidth 12 GB/s -> 3.22793 t/s; kernel 6 GB/s: 3,716,481,024 / 6e9 +
+  // 1,067,264 / 12e9 = 0.6195024427 s -> 1.61419 t/s.
+  EXPECT_NEAR(r.decode_ceiling_at_threads_tokens_per_s, 1.0 / (kMatrixBytes / 6e9 + 1'067'264.0 / 12e9), 1e-9);
+  EXPECT_EQ(r.decode_bound_at_threads, "kernel");
+  EXPECT_NEAR(r.decode_efficiency_at_threads, 2.0 * (kMatrixBytes / 6e9 + 1'067'264.0 / 12e9), 1e-12);
+  const auto j = to_json(r);
+  EXPECT_EQ(j["decode_bound"], "kernel");
+  EXPECT_TRUE(j["decode_bandwidth_efficiency"].is_number());
+}
+
+TEST(Roofline, MatvecKernelsNearTheBandwidthAreBandwidthBound) {
+  DeviceCeilings c = ceilings_20gbs();
+  c.threads = 2;
+  c.kernels = {decode_point(2, 19.0)};
+  // 3,716,481,024 / 19e9 + 1,067,264 / 20e9 = 0.19565... s -> 5.1111 t/s >= 0.9 x 5.37991.
+  const Roofline r = compute_roofline(llama7b_q4_0(), c, 0, 1, 0, 0, 5.0, 0);
+  EXPECT_EQ(r.decode_bound, "bandwidth");
+  EXPECT_NEAR(r.decode_ceiling_tokens_per_s, 1.0 / (kMatrixBytes / 19e9 + 1'067'264.0 / 20e9), 1e-9);
+  // A kernel point for another model is not used.
+  DeviceCeilings other = ceilings_20gbs();
+  other.threads = 2;
+  other.kernels = {decode_point(2, 1.0)};
+  other.kernels[0].model = "q4_0:64x64x1";
+  const Roofline o = compute_roofline(llama7b_q4_0(), other, 0, 1, 0, 0, 5.0, 0);
+  EXPECT_EQ(o.decode_kernel_ceiling_tokens_per_s, 0);
+  EXPECT_EQ(o.decode_bound, "bandwidth");
+  EXPECT_NEAR(o.decode_ceiling_tokens_per_s, 20e9 / kWeightsBytes, 1e-9);
 }
 
 TEST(Roofline, LoadCeilingIsFileBytesAtColdReadRate) {
@@ -154,6 +286,9 @@ TEST(Roofline, MissingMeasurementsStayUnavailableNotZeroInJson) {
   EXPECT_TRUE(j["decode_efficiency"].is_null());
   EXPECT_TRUE(j["prefill_ceiling_tokens_per_s"].is_null());
   EXPECT_TRUE(j["load_ceiling_ms"].is_null());
+  EXPECT_TRUE(j["decode_bound"].is_null());
+  EXPECT_TRUE(j["decode_bandwidth_efficiency"].is_null());
+  EXPECT_TRUE(j["decode_kernel_ceiling_tokens_per_s"].is_null());
   EXPECT_FALSE(r.notes.empty());
 }
 

@@ -80,7 +80,21 @@ result::BenchReport sample_report() {
     rep.peak_rss_bytes = 650 * 1024 * 1024;
     tg.repetitions.push_back(rep);
   }
+  // Rooflines as runner::roofline_json writes them (a subset of its fields).
+  pp.roofline = {{"prefill_ceiling_tokens_per_s", 72.5},
+                 {"prefill_efficiency", 0.875},
+                 {"prefill_compute_basis", "model shapes x 128 tokens"},
+                 {"decode_bound", nullptr},
+                 {"decode_efficiency", nullptr}};
+  tg.roofline = {{"decode_bandwidth_ceiling_tokens_per_s", 81.0},
+                 {"decode_bandwidth_efficiency", 0.35},
+                 {"decode_kernel_ceiling_tokens_per_s", 31.5},
+                 {"decode_ceiling_tokens_per_s", 31.5},
+                 {"decode_bound", "kernel"},
+                 {"decode_efficiency", 0.9},
+                 {"prefill_efficiency", nullptr}};
   result::TestResult failed = tg;
+  failed.roofline = nullptr;
   failed.config.type_v = "q4_0";
   failed.repetitions.clear();
   failed.error = result::ErrorInfo{"bad_input", "llama.cpp could not create a context"};
