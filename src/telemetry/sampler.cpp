@@ -1,6 +1,8 @@
 #include "telemetry/sampler.h"
 
 #include <pthread.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -34,6 +36,9 @@ Sampler::Sampler(SamplerOptions options, RunClock clock)
 
   for (const auto& c : cpus.clusters) timeline_.clusters.push_back({c.name, c.role, c.cpus, c.max_khz});
   if (!cpus.policies.empty()) sources_.push_back(make_cpufreq_source(fs_, cpus));
+  if (std::any_of(cpus.policies.begin(), cpus.policies.end(), [](const CpufreqPolicy& p) { return p.scaling_max_khz.has_value(); })) {
+    sources_.push_back(make_cpufreq_cap_source(fs_, cpus));
+  }
   if (!zones.empty() || std::any_of(power.batteries.begin(), power.batteries.end(), [](const Battery& b) { return b.has_temp; })) {
     sources_.push_back(make_thermal_source(fs_, zones, power.batteries));
   }
@@ -52,6 +57,7 @@ Sampler::Sampler(SamplerOptions options, RunClock clock)
     const double cap = source->max_hz();
     every_.push_back(cap > 0 ? std::max<int64_t>(1, static_cast<int64_t>(std::ceil(options_.hz / cap - 1e-9))) : 1);
   }
+  due_ = every_;
   timeline_.values.resize(timeline_.series.size());
   // Room for a few minutes without reallocating; growth after that is geometric.
   const size_t reserve = static_cast<size_t>(std::min(options_.hz * 300, 1e5));
@@ -74,13 +80,17 @@ void Sampler::report(const std::string& line) {
   if (std::find(unavailable_.begin(), unavailable_.end(), line) == unavailable_.end()) unavailable_.push_back(line);
 }
 
-void Sampler::take_sample(int64_t t_ns, bool force_slow) {
+void Sampler::take_sample(int64_t t_ns, int64_t grid) {
   std::lock_guard<std::mutex> lock(sample_mutex_);
   const ReportFn report_fn = [this](const std::string& line) { report(line); };
+  const bool forced = grid < 0;
   const int64_t begin = clock_.now_ns();
   for (size_t i = 0; i < sources_.size(); ++i) {
     double* row = row_.data() + offsets_[i];
-    read_[i] = force_slow || ticks_ % every_[i] == 0;
+    // A tick past a source's due tick (after a stall) reads it too; the next due tick
+    // stays on the source's own grid so that sources of one rate share wake-ups.
+    read_[i] = forced || grid >= due_[i];
+    if (!forced && read_[i]) due_[i] = (grid / every_[i] + 1) * every_[i];
     if (read_[i]) {
       sources_[i]->sample(row, report_fn);
     } else {
@@ -89,8 +99,9 @@ void Sampler::take_sample(int64_t t_ns, bool force_slow) {
   }
   // Stamp the middle of the reads when sampling live; replays give their own time.
   if (t_ns < 0) t_ns = begin + (clock_.now_ns() - begin) / 2;
-  const bool slow = force_slow || ticks_ % slow_every_ == 0;
-  ++ticks_;
+  // Slow readings ride on the first wake-up at or after their tick: no wake-up of their own.
+  const bool slow = forced || grid >= slow_due_;
+  if (!forced && slow) slow_due_ = (grid / slow_every_ + 1) * slow_every_;
   std::lock_guard<std::mutex> data_lock(data_mutex_);
   // Keep the timeline sorted even when sample_now() races a tick.
   if (!timeline_.t_ns.empty() && t_ns < timeline_.t_ns.back()) t_ns = timeline_.t_ns.back();
@@ -102,17 +113,23 @@ void Sampler::take_sample(int64_t t_ns, bool force_slow) {
   }
 }
 
+int64_t Sampler::next_due_tick(int64_t grid) const {
+  int64_t next = std::numeric_limits<int64_t>::max();
+  for (const int64_t due : due_) next = std::min(next, std::max(due, grid + 1));
+  return next == std::numeric_limits<int64_t>::max() ? grid + 1 : next;
+}
+
 void Sampler::sample_now() {
-  if (options_.hz > 0) take_sample(-1, true);
+  if (options_.hz > 0) take_sample(-1, -1);
 }
 
 void Sampler::sample_at(int64_t t_ns) {
-  if (options_.hz > 0) take_sample(std::max<int64_t>(0, t_ns), true);
+  if (options_.hz > 0) take_sample(std::max<int64_t>(0, t_ns), -1);
 }
 
 void Sampler::start() {
   if (options_.hz <= 0 || thread_.joinable()) return;
-  take_sample(-1, true);
+  take_sample(-1, -1);
   {
     std::lock_guard<std::mutex> lock(wake_mutex_);
     stop_requested_ = false;
@@ -128,7 +145,7 @@ void Sampler::stop() {
   }
   wake_.notify_all();
   thread_.join();
-  take_sample(-1, true);
+  take_sample(-1, -1);
 }
 
 void Sampler::run() {
@@ -136,20 +153,37 @@ void Sampler::run() {
   pthread_setname_np(pthread_self(), "ep-sampler");  // tells it apart in the thread list
 #endif
   // The sampler's own reads are not the workload's placement.
-  sampler_tid_.store(static_cast<int>(::syscall(SYS_gettid)), std::memory_order_relaxed);
+  const int tid = static_cast<int>(::syscall(SYS_gettid));
+  sampler_tid_.store(tid, std::memory_order_relaxed);
   using clock = std::chrono::steady_clock;
-  const auto period = std::chrono::nanoseconds(static_cast<int64_t>(1e9 / options_.hz));
-  auto next = clock::now() + period;
+  const int64_t period_ns = static_cast<int64_t>(1e9 / options_.hz);
+#ifdef __linux__
+  // Timestamps are taken at read time, so a wake-up that comes a little late (slack, a
+  // low priority) moves a row, never mislabels it.
+  const int64_t slack = options_.timer_slack_ns > 0 ? options_.timer_slack_ns
+                                                    : std::min<int64_t>(period_ns / 5, 4'000'000);
+  if (options_.timer_slack_ns >= 0) ::prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(slack), 0, 0, 0);
+  if (options_.thread_nice != SamplerOptions::kKeepNice) {
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(tid), options_.thread_nice);  // best effort
+  }
+#endif
+  const auto period = std::chrono::nanoseconds(period_ns);
+  // Tick g is due at origin + g * period; a restart (start() after stop()) begins a new grid.
+  const auto origin = clock::now();
+  due_ = every_;
+  slow_due_ = slow_every_;
+  int64_t grid = 0;
   std::unique_lock<std::mutex> lock(wake_mutex_);
   while (!stop_requested_) {
-    if (wake_.wait_until(lock, next, [this] { return stop_requested_; })) break;
-    lock.unlock();
-    take_sample(-1, false);
-    lock.lock();
-    // An absolute schedule does not drift; after a stall, skip the missed ticks.
-    next += period;
+    grid = next_due_tick(grid);
+    // An absolute schedule does not drift; after a stall, skip the missed ticks (the
+    // sources that were due are read on the next one).
     const auto now = clock::now();
-    if (next < now) next = now + period;
+    if (origin + grid * period < now) grid = (now - origin) / period + 1;
+    if (wake_.wait_until(lock, origin + grid * period, [this] { return stop_requested_; })) break;
+    lock.unlock();
+    take_sample(-1, grid);
+    lock.lock();
   }
 }
 

@@ -36,6 +36,8 @@ class Source {
 };
 
 std::unique_ptr<Source> make_cpufreq_source(const FsRoot& fs, const CpuLayout& cpus);
+// scaling_max_freq of each cluster, read at most 5 Hz.
+std::unique_ptr<Source> make_cpufreq_cap_source(const FsRoot& fs, const CpuLayout& cpus);
 std::unique_ptr<Source> make_thermal_source(const FsRoot& fs, const std::vector<ThermalZone>& zones,
                                             const std::vector<Battery>& batteries);
 std::unique_ptr<Source> make_power_source(const FsRoot& fs, const PowerLayout& power);

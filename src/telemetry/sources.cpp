@@ -66,20 +66,6 @@ class CpufreqSource : public Source {
         if (policy.has_time_in_state) entry.tis = CachedFile(fs.path(policy.dir + "/stats/time_in_state"));
         entries_.push_back(std::move(entry));
       }
-      // The cap a thermal governor or power HAL sets (scaling_max_freq below
-      // cpuinfo_max_freq): one read per cluster, its policies are capped alike.
-      for (size_t p : cpus.clusters[c].policies) {
-        const auto& policy = cpus.policies[p];
-        if (!policy.scaling_max_khz) continue;
-        Cap cap;
-        cap.cluster = c;
-        cap.cluster_name = cpus.clusters[c].name;
-        cap.what = "cpufreq " + policy.name + " scaling_max_freq";
-        cap.max_khz = policy.cpuinfo_max_khz ? static_cast<double>(*policy.cpuinfo_max_khz) : kNaN;
-        cap.file = CachedFile(fs.path(policy.dir + "/scaling_max_freq"));
-        caps_.push_back(std::move(cap));
-        break;
-      }
     }
   }
   const char* family() const override { return "cpufreq"; }
@@ -93,21 +79,9 @@ class CpufreqSource : public Source {
       info.reference = e.max_khz;
       series->push_back(std::move(info));
     }
-    for (const auto& c : caps_) {
-      SeriesInfo info;
-      info.name = "cpufreq." + c.cluster_name + ".cap_khz";
-      info.metric = Metric::kFreqCapKhz;
-      info.group = c.cluster_name;
-      info.index = static_cast<int>(c.cluster);
-      info.reference = c.max_khz;
-      series->push_back(std::move(info));
-    }
   }
   void sample(double* row, const ReportFn& report) override {
     for (size_t i = 0; i < entries_.size(); ++i) row[i] = read_or_nan(entries_[i].cur, i, entries_[i].what, once_, report);
-    for (size_t i = 0; i < caps_.size(); ++i) {
-      row[entries_.size() + i] = read_or_nan(caps_[i].file, entries_.size() + i, caps_[i].what, once_, report);
-    }
   }
   void sample_slow(int64_t t_ns, Timeline* timeline, const ReportFn& report) override {
     for (size_t i = 0; i < entries_.size(); ++i) {
@@ -140,15 +114,58 @@ class CpufreqSource : public Source {
     double max_khz = kNaN;
     CachedFile cur, tis;
   };
+  std::vector<Entry> entries_;
+  OnceFlags once_, tis_once_;
+};
+
+// The cap a thermal governor or power HAL sets (scaling_max_freq below cpuinfo_max_freq).
+// A source of its own because it changes on the governor's polling interval (hundreds of
+// milliseconds), not with every frequency step: read at most 5 Hz.
+class CpufreqCapSource : public Source {
+ public:
+  CpufreqCapSource(const FsRoot& fs, const CpuLayout& cpus) {
+    for (size_t c = 0; c < cpus.clusters.size(); ++c) {
+      // One read per cluster: its policies are capped alike.
+      for (size_t p : cpus.clusters[c].policies) {
+        const auto& policy = cpus.policies[p];
+        if (!policy.scaling_max_khz) continue;
+        Cap cap;
+        cap.cluster = c;
+        cap.cluster_name = cpus.clusters[c].name;
+        cap.what = "cpufreq " + policy.name + " scaling_max_freq";
+        cap.max_khz = policy.cpuinfo_max_khz ? static_cast<double>(*policy.cpuinfo_max_khz) : kNaN;
+        cap.file = CachedFile(fs.path(policy.dir + "/scaling_max_freq"));
+        caps_.push_back(std::move(cap));
+        break;
+      }
+    }
+  }
+  const char* family() const override { return "cpufreq cap"; }
+  double max_hz() const override { return 5; }
+  void declare(std::vector<SeriesInfo>* series) override {
+    for (const auto& c : caps_) {
+      SeriesInfo info;
+      info.name = "cpufreq." + c.cluster_name + ".cap_khz";
+      info.metric = Metric::kFreqCapKhz;
+      info.group = c.cluster_name;
+      info.index = static_cast<int>(c.cluster);
+      info.reference = c.max_khz;
+      series->push_back(std::move(info));
+    }
+  }
+  void sample(double* row, const ReportFn& report) override {
+    for (size_t i = 0; i < caps_.size(); ++i) row[i] = read_or_nan(caps_[i].file, i, caps_[i].what, once_, report);
+  }
+
+ private:
   struct Cap {
     std::string cluster_name, what;
     size_t cluster = 0;
     double max_khz = kNaN;
     CachedFile file;
   };
-  std::vector<Entry> entries_;
   std::vector<Cap> caps_;
-  OnceFlags once_, tis_once_;
+  OnceFlags once_;
 };
 
 // ---- thermal ------------------------------------------------------------------------
@@ -172,6 +189,9 @@ class ThermalSource : public Source {
     }
   }
   const char* family() const override { return "thermal"; }
+  // Sensors update on their zone's polling interval (often 100 ms to 1 s) and a die heats
+  // over seconds; on phones a read can go through a slow ADC. 5 Hz is plenty.
+  double max_hz() const override { return 5; }
   void declare(std::vector<SeriesInfo>* series) override {
     for (const auto& e : entries_) {
       SeriesInfo info;
@@ -474,10 +494,12 @@ class ProcessSource : public Source {
   void sample(double* row, const ReportFn& report) override {
     std::fill(row, row + 6 + cluster_names_.size(), kNaN);
     TaskStat ts;
+    long long num_threads = -1;
     const std::string_view stat = stat_.read();
     if (!stat_.failed() && parse_task_stat(stat, &ts)) {
       row[0] = static_cast<double>(ts.utime_ticks + ts.stime_ticks) / ticks_per_s();
       row[1] = static_cast<double>(ts.num_threads);
+      num_threads = ts.num_threads;
     } else {
       once_.report_once(0, "process stat", stat_, report);
     }
@@ -508,7 +530,7 @@ class ProcessSource : public Source {
         row[5] = static_cast<double>(usage.ru_nivcsw);
       }
     }
-    if (sample_tasks(report)) {
+    if (sample_tasks(report, num_threads)) {
       for (size_t c = 0; c < cluster_names_.size(); ++c) row[6 + c] = cluster_cpu_s_[c];
     }
   }
@@ -524,44 +546,35 @@ class ProcessSource : public Source {
   };
   // Reads every thread's stat and adds each thread's CPU time since the previous tick
   // to the cluster it last ran on (the best a sampler can do without sched tracing).
-  bool sample_tasks(const ReportFn& report) {
-    // One descriptor for the task directory, rewound each tick: lseek + getdents64
-    // instead of opendir's open, fstat, malloc and close.
-    if (task_fd_ < 0) task_fd_ = ::open(task_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (task_fd_ < 0 || ::lseek(task_fd_, 0, SEEK_SET) != 0) {
-      if (!task_dir_reported_) report("process threads: unavailable: " + task_dir_ + " cannot be listed");
-      task_dir_reported_ = true;
-      return false;
-    }
+  // num_threads: field 20 of the process's stat from this tick, -1 when unknown. While it
+  // equals the count of the last listing and every known thread still reads, the set of
+  // threads is the same (a thread that exits fails its read, so a swap of one thread for
+  // another is caught) and the directory is not listed again.
+  bool sample_tasks(const ReportFn& report, long long num_threads) {
     previous_.swap(current_);
     current_.clear();
-    tids_.clear();
-    for (;;) {
-      const long n = ::syscall(SYS_getdents64, task_fd_, dirents_.data(), dirents_.size());
-      if (n <= 0) break;
-      for (long pos = 0; pos < n;) {
-        // struct linux_dirent64 (getdents64(2)): ino 8, off 8, reclen 2, type 1, name.
-        unsigned short reclen = 0;
-        std::memcpy(&reclen, dirents_.data() + pos + 16, sizeof reclen);
-        const char* name = dirents_.data() + pos + 19;
-        long long tid = 0;
-        if (name[0] >= '0' && name[0] <= '9' && parse_ll(name, &tid)) tids_.push_back(static_cast<int>(tid));
-        pos += reclen;
+    const int excluded = exclude_tid_ != nullptr ? exclude_tid_->load(std::memory_order_relaxed) : 0;
+    bool same = num_threads >= 0 && listed_ && num_threads == static_cast<long long>(tids_.size());
+    if (same) {
+      for (auto& [tid, file] : files_) {
+        if (tid != excluded && !read_task(tid, file)) {
+          same = false;
+          break;
+        }
       }
     }
-    const int excluded = exclude_tid_ != nullptr ? exclude_tid_->load(std::memory_order_relaxed) : 0;
-    for (const int tid : tids_) {
-      if (tid == excluded) continue;
-      auto it = std::find_if(files_.begin(), files_.end(), [&](const auto& f) { return f.first == tid; });
-      if (it == files_.end()) {
-        files_.emplace_back(tid, CachedFile(task_dir_ + "/" + std::to_string(tid) + "/stat"));
-        it = files_.end() - 1;
+    if (!same) {
+      current_.clear();
+      if (!list_tasks(report)) return false;
+      for (const int tid : tids_) {
+        if (tid == excluded) continue;
+        auto it = std::find_if(files_.begin(), files_.end(), [&](const auto& f) { return f.first == tid; });
+        if (it == files_.end()) {
+          files_.emplace_back(tid, CachedFile(task_dir_ + "/" + std::to_string(tid) + "/stat"));
+          it = files_.end() - 1;
+        }
+        read_task(tid, it->second);  // fails for a thread that just exited
       }
-      TaskStat ts;
-      const std::string_view line = it->second.read();
-      if (it->second.failed() || !parse_task_stat(line, &ts)) continue;  // the thread just exited
-      current_.push_back({tid, ts.processor,
-                          static_cast<double>(ts.utime_ticks + ts.stime_ticks) / ticks_per_s()});
     }
     // Forget files of threads that are gone.
     files_.erase(std::remove_if(files_.begin(), files_.end(),
@@ -583,6 +596,42 @@ class ProcessSource : public Source {
     return true;
   }
 
+  bool read_task(int tid, CachedFile& file) {
+    TaskStat ts;
+    const std::string_view line = file.read();
+    if (file.failed() || !parse_task_stat(line, &ts)) return false;
+    current_.push_back({tid, ts.processor, static_cast<double>(ts.utime_ticks + ts.stime_ticks) / ticks_per_s()});
+    return true;
+  }
+
+  // One descriptor for the task directory, rewound for each listing: lseek + getdents64
+  // instead of opendir's open, fstat, malloc and close.
+  bool list_tasks(const ReportFn& report) {
+    listed_ = false;
+    if (task_fd_ < 0) task_fd_ = ::open(task_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (task_fd_ < 0 || ::lseek(task_fd_, 0, SEEK_SET) != 0) {
+      if (!task_dir_reported_) report("process threads: unavailable: " + task_dir_ + " cannot be listed");
+      task_dir_reported_ = true;
+      return false;
+    }
+    tids_.clear();
+    for (;;) {
+      const long n = ::syscall(SYS_getdents64, task_fd_, dirents_.data(), dirents_.size());
+      if (n <= 0) break;
+      for (long pos = 0; pos < n;) {
+        // struct linux_dirent64 (getdents64(2)): ino 8, off 8, reclen 2, type 1, name.
+        unsigned short reclen = 0;
+        std::memcpy(&reclen, dirents_.data() + pos + 16, sizeof reclen);
+        const char* name = dirents_.data() + pos + 19;
+        long long tid = 0;
+        if (name[0] >= '0' && name[0] <= '9' && parse_ll(name, &tid)) tids_.push_back(static_cast<int>(tid));
+        pos += reclen;
+      }
+    }
+    listed_ = true;
+    return true;
+  }
+
   std::string proc_, task_dir_;
   const std::atomic<int>* exclude_tid_;
   int task_fd_ = -1;
@@ -596,6 +645,7 @@ class ProcessSource : public Source {
   std::vector<std::pair<int, CachedFile>> files_;
   std::vector<Task> previous_, current_;
   bool first_tick_ = true;
+  bool listed_ = false;  // tids_ holds the last listing
   bool task_dir_reported_ = false;
   OnceFlags once_;
 };
@@ -607,6 +657,8 @@ class CgroupSource : public Source {
   CgroupSource(const FsRoot& fs, const CgroupInfo& cgroup)
       : version_(cgroup.version), file_(fs.path(cgroup.cpu_dir + "/cpu.stat")) {}
   const char* family() const override { return "cgroup"; }
+  // Throttling is accounted per CFS period (100 ms by default): 10 Hz resolves it.
+  double max_hz() const override { return 10; }
   void declare(std::vector<SeriesInfo>* series) override {
     for (const auto& [name, metric] : {std::pair{"cgroup.throttled_s", Metric::kThrottledS},
                                        std::pair{"cgroup.nr_throttled", Metric::kThrottledPeriods},
@@ -669,6 +721,9 @@ bool parse_task_stat(std::string_view line, TaskStat* out) {
 
 std::unique_ptr<Source> make_cpufreq_source(const FsRoot& fs, const CpuLayout& cpus) {
   return std::make_unique<CpufreqSource>(fs, cpus);
+}
+std::unique_ptr<Source> make_cpufreq_cap_source(const FsRoot& fs, const CpuLayout& cpus) {
+  return std::make_unique<CpufreqCapSource>(fs, cpus);
 }
 std::unique_ptr<Source> make_thermal_source(const FsRoot& fs, const std::vector<ThermalZone>& zones,
                                             const std::vector<Battery>& batteries) {
