@@ -46,8 +46,9 @@ TEST(LiveSampler, SamplesOnOneClockAtMostAtTheRequestedRate) {
   for (const auto& t : sampler.timeline().threads) EXPECT_NE(t.tid, sampler_tid) << "sampler counted as workload";
   const auto tl = sampler.timeline();
   // At most 50 Hz for 0.4 s = 20 ticks, plus the samples at start and stop; fewer where
-  // no source here is worth reading at 50 Hz (the process is read at 10 Hz: 4 ticks).
-  EXPECT_GE(tl.size(), 4u);
+  // no source here is worth reading at 50 Hz (the process is read at 10 Hz: 3 ticks
+  // before 400 ms, which a loaded machine may delay).
+  EXPECT_GE(tl.size(), 3u);
   EXPECT_LE(tl.size(), 23u);
   for (size_t i = 1; i < tl.size(); ++i) EXPECT_GE(tl.t_ns[i], tl.t_ns[i - 1]);
   EXPECT_GE(tl.t_ns.front(), before);
@@ -162,8 +163,9 @@ TEST(LiveSampler, EachSourceAtItsOwnRate) {
     if (s.metric == Metric::kFreqCapKhz) cap = std::max(cap, valid_count(tl, s.name));
   }
   const size_t procstat = valid_count(tl, "cpu0.busy_s");
-  // 1 s: 50 ticks (a loaded machine may skip some), 5 and 10 reads, plus the 2 forced samples.
-  EXPECT_GE(freq, 25u);
+  // 1 s: 50 ticks (a loaded machine may skip some: the thread runs at nice 19), 5 and 10
+  // reads, plus the 2 forced samples.
+  EXPECT_GE(freq, 15u);
   EXPECT_LE(freq, 53u);
   EXPECT_GE(temp, 3u);
   EXPECT_LE(temp, 8u);
