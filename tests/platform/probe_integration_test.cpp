@@ -105,6 +105,37 @@ TEST(ProbeIntegration, ComputeThroughGgmlIsPositiveFiniteAndRepeatsWithinSpread)
   for (const char* type : {"q4_0", "f32"}) expect_stable(first.gflop_per_s(type), second.gflop_per_s(type), type);
 }
 
+TEST(ProbeIntegration, ModelKernelsRunThroughGgmlAndTheDecodeWorkingSetIsCapped) {
+  // By ggml's block sizes: q4_0 512 cols = 16 blocks x 18 B = 288 B a row, x 1024 rows x 6
+  // = 1,769,472 B; q8_0 1024 cols = 32 x 34 = 1,088 B a row, x 512 rows x 2 = 1,114,112 B.
+  const std::vector<MatrixShape> model = {{"q4_0", 512, 1024, 6}, {"q8_0", 1024, 512, 2}};
+  KernelOptions o;
+  o.reps = 2;
+  const KernelPoint d = measure_decode_kernel(model, o);
+  ASSERT_TRUE(d.error.empty()) << d.error;
+  EXPECT_EQ(d.model, matrices_signature(model));
+  EXPECT_EQ(d.matrices, 8);
+  EXPECT_EQ(d.model_bytes, 2'883'584u);
+  EXPECT_EQ(d.weight_bytes, d.model_bytes);
+  EXPECT_EQ(d.tokens, 1);
+  EXPECT_TRUE(std::isfinite(d.best_gb_per_s) && d.best_gb_per_s > 0) << d.best_gb_per_s;
+  EXPECT_GE(d.best_gb_per_s, d.median_gb_per_s);
+  // A 1 MB cap keeps 0.3468 of each shape, at least one: 2 x 294,912 + 1 x 557,056 bytes.
+  o.max_working_set_bytes = 1'000'000;
+  const KernelPoint capped = measure_decode_kernel(model, o);
+  ASSERT_TRUE(capped.error.empty()) << capped.error;
+  EXPECT_EQ(capped.matrices, 3);
+  EXPECT_EQ(capped.weight_bytes, 1'146'880u);
+  EXPECT_EQ(capped.model_bytes, 2'883'584u);
+  const KernelPoint p = measure_prefill_kernel({"q4_0", 512, 1024, 1}, 64, o);
+  ASSERT_TRUE(p.error.empty()) << p.error;
+  EXPECT_EQ(p.tokens, 64);
+  EXPECT_EQ(p.rows, 1024);
+  EXPECT_TRUE(std::isfinite(p.best_gflop_per_s) && p.best_gflop_per_s > 0) << p.best_gflop_per_s;
+  const KernelPoint bad = measure_prefill_kernel({"q4_0", 100, 64, 1}, 8, o);  // 100 is no multiple of 32
+  EXPECT_FALSE(bad.error.empty());
+}
+
 TEST(ProbeIntegration, StorageReadsAFileWarmAndSaysWhatItDidCold) {
   const std::string path = ::testing::TempDir() + "/edgeprobe-storage-probe.bin";
   {
