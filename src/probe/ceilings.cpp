@@ -91,9 +91,12 @@ void save_cache(const DeviceCeilings& c) {
 }
 
 const KernelPoint* DeviceCeilings::decode_kernel(const std::string& model_signature, int threads) const {
+  const KernelPoint* best = nullptr;
   for (const auto& k : kernels)
-    if (k.phase == "decode" && k.model == model_signature && k.threads == threads && k.error.empty()) return &k;
-  return nullptr;
+    if (k.phase == "decode" && k.model == model_signature && k.threads == threads && k.error.empty() &&
+        (!best || k.best_gb_per_s > best->best_gb_per_s))
+      best = &k;
+  return best;
 }
 
 double DeviceCeilings::prefill_kernel_gflop_per_s(const MatrixShape& shape, int64_t tokens, int threads) const {
