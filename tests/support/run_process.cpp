@@ -1,12 +1,9 @@
 #include "support/run_process.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
+#include "core/subprocess.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,58 +14,9 @@ namespace edgeprobe::test_support {
 
 ProcessResult run_process(const std::vector<std::string>& argv, int timeout_s,
                           const std::vector<std::pair<std::string, std::string>>& env) {
-  int out_pipe[2], err_pipe[2];
-  if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    dup2(out_pipe[1], STDOUT_FILENO);
-    dup2(err_pipe[1], STDERR_FILENO);
-    close(out_pipe[0]);
-    close(err_pipe[0]);
-    const int devnull = open("/dev/null", O_RDONLY);
-    dup2(devnull, STDIN_FILENO);
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    std::vector<char*> cargv;
-    for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-    cargv.push_back(nullptr);
-    execv(cargv[0], cargv.data());
-    _exit(127);
-  }
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  ProcessResult result;
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  int open_fds = 2;
-  bool killed = false;
-  char buf[65536];
-  while (open_fds > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      kill(pid, SIGKILL);
-      killed = true;
-      break;
-    }
-    if (poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count(), 1000))) <= 0) continue;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
-      const ssize_t n = read(fds[i].fd, buf, sizeof(buf));
-      if (n > 0) {
-        (i == 0 ? result.out : result.err).append(buf, static_cast<size_t>(n));
-      } else {
-        close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_fds;
-      }
-    }
-  }
-  for (auto& f : fds)
-    if (f.fd >= 0) close(f.fd);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (killed) result.err += "\n[test harness: killed after " + std::to_string(timeout_s) + " s]";
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  const auto r = run_subprocess(argv, timeout_s, env);
+  ProcessResult result{r.exit_code, r.out, r.err};
+  if (r.timed_out) result.err += "\n[test harness: killed after " + std::to_string(timeout_s) + " s]";
   return result;
 }
 
@@ -92,16 +40,24 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
-std::string tiny_model(const std::string& quant) {
+std::string synth_model(const std::string& name, const std::vector<std::string>& synth_args) {
   // Kept in the build tree so repeated test runs reuse it; synth is deterministic.
   const std::string dir = std::string(EDGEPROBE_BUILD_DIR) + "/test-models";
-  const std::string path = dir + "/tiny-" + quant + ".gguf";
+  const std::string path = dir + "/" + name + ".gguf";
   if (std::filesystem::exists(path)) return path;
   std::filesystem::create_directories(dir);
-  const auto r = run_edgeprobe({"synth", "--shape", "tiny", "-q", quant, "-o", path, "--force"}, 600);
+  // Written under another name and renamed, so a test killed midway leaves no half file.
+  const std::string partial = path + ".partial-" + std::to_string(getpid());
+  std::vector<std::string> args = {"synth"};
+  args.insert(args.end(), synth_args.begin(), synth_args.end());
+  args.insert(args.end(), {"-o", partial, "--force"});
+  const auto r = run_edgeprobe(args, 600);
   if (r.exit_code != 0) throw std::runtime_error("synth failed: " + r.err);
+  std::filesystem::rename(partial, path);
   return path;
 }
+
+std::string tiny_model(const std::string& quant) { return synth_model("tiny-" + quant, {"--shape", "tiny", "-q", quant}); }
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

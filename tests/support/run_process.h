@@ -31,6 +31,9 @@ class TempDir {
 
 // A tiny synthesized model shared by the tests of one binary (made once, then reused).
 std::string tiny_model(const std::string& quant = "q4_0");
+// A synthesized model made once with these `edgeprobe synth` arguments and kept in the
+// build tree as <name>.gguf.
+std::string synth_model(const std::string& name, const std::vector<std::string>& synth_args);
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& data);
 
