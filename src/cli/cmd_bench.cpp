@@ -1,6 +1,7 @@
 #include "cli/cmd_bench.h"
 
 #include <CLI/CLI.hpp>
+#include <ggml.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -43,6 +44,7 @@ struct BenchArgs {
   bool verbose = false;
   bool quiet = false;
   bool no_hash = false;
+  bool keep_llama_log = false;
   double sample_hz = 20;
   std::string sysfs_root = "/";
   std::string trace_file;
@@ -268,6 +270,14 @@ int run(const BenchArgs& args, const std::vector<std::string>& command_line) {
                                      callbacks);
   recorder.stop();
   progress.finish();
+  if (args.keep_llama_log) {
+    // For doctor: llama.cpp's own words about fallbacks, repacking and buffer types.
+    nlohmann::json lines = nlohmann::json::array();
+    // Info and above: the debug lines (one per tensor) say nothing doctor looks for.
+    for (const auto& line : engine::captured_log())
+      if (line.level >= GGML_LOG_LEVEL_INFO) lines.push_back({{"level", line.level}, {"text", line.text}});
+    report.provenance.extra["llama_log"] = std::move(lines);
+  }
   reporter->end(report);
   recorder.write_trace(args.trace_file);
   if (db) {
@@ -324,6 +334,7 @@ void register_bench(CLI::App& app, const std::vector<std::string>& command_line)
   cmd->add_option("--cpu-variant", a->cpu_variant,
                   "Load this ggml CPU variant (e.g. sse42) instead of the best one for this CPU");
   cmd->add_flag("--no-hash", a->no_hash, "Skip the model file's SHA-256 (big files on slow storage)");
+  cmd->add_flag("--llama-log", a->keep_llama_log, "Keep llama.cpp's log lines (info and above) in the json result as provenance.llama_log");
   cmd->add_option("--sample-hz", a->sample_hz, "Telemetry sampling rate (0 = off)")->capture_default_str();
   cmd->add_option("--sysfs-root", a->sysfs_root, "Read sysfs/procfs under this root (fixture trees)")->capture_default_str();
   cmd->add_option("--trace", a->trace_file, "Write a Chrome/Perfetto trace of phases, tokens and telemetry");

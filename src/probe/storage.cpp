@@ -86,22 +86,54 @@ std::string processes_mapping(const std::string& path) {
 
 }  // namespace
 
-double resident_fraction(const std::string& path, uint64_t bytes) {
+namespace {
+
+// mincore over a read-only mapping of the first `bytes` of the file.
+std::vector<bool> residency(const std::string& path, uint64_t bytes) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0 || bytes == 0) return -1;
+  if (fd.get() < 0 || bytes == 0) return {};
   void* map = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd.get(), 0);
-  if (map == MAP_FAILED) return -1;
+  if (map == MAP_FAILED) return {};
   const long page = ::sysconf(_SC_PAGESIZE);
   const size_t pages = static_cast<size_t>((bytes + static_cast<uint64_t>(page) - 1) / static_cast<uint64_t>(page));
   std::vector<unsigned char> vec(pages);
-  double fraction = -1;
+  std::vector<bool> out;
   if (::mincore(map, bytes, vec.data()) == 0) {
-    size_t resident = 0;
-    for (unsigned char v : vec) resident += v & 1u;
-    fraction = static_cast<double>(resident) / static_cast<double>(pages);
+    out.resize(pages);
+    for (size_t i = 0; i < pages; ++i) out[i] = vec[i] & 1u;
   }
   ::munmap(map, bytes);
-  return fraction;
+  return out;
+}
+
+}  // namespace
+
+double resident_fraction(const std::string& path, uint64_t bytes) {
+  const auto pages = residency(path, bytes);
+  if (pages.empty()) return -1;
+  return static_cast<double>(std::count(pages.begin(), pages.end(), true)) / static_cast<double>(pages.size());
+}
+
+std::vector<bool> page_residency(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  return residency(path, static_cast<uint64_t>(st.st_size));
+}
+
+void evict_pages_not_in(const std::string& path, const std::vector<bool>& keep) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return;
+  const auto page = static_cast<off_t>(::sysconf(_SC_PAGESIZE));
+  for (size_t i = 0; i < keep.size();) {
+    if (keep[i]) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < keep.size() && !keep[j]) ++j;
+    ::posix_fadvise(fd.get(), static_cast<off_t>(i) * page, static_cast<off_t>(j - i) * page, POSIX_FADV_DONTNEED);
+    i = j;
+  }
 }
 
 StorageResult measure_storage(const std::string& path, const StorageOptions& options) {
@@ -115,6 +147,9 @@ StorageResult measure_storage(const std::string& path, const StorageOptions& opt
   r.file_mtime_s = static_cast<int64_t>(st.st_mtime);
   r.bytes_read = std::min<uint64_t>(r.file_bytes, options.max_bytes);
   if (r.bytes_read == 0) throw_bad_input("storage probe: '{}' is empty", path);
+  // What was cached before, to put back after: a probe must not warm the file that bench
+  // loads next (its first load would no longer be cold).
+  const std::vector<bool> cached_before = page_residency(path);
 
   // Cold: ask the kernel to drop this file's clean pages (posix_fadvise(2), POSIX_FADV_DONTNEED;
   // needs no privilege but leaves pages other processes have mapped), then check with
@@ -164,6 +199,7 @@ StorageResult measure_storage(const std::string& path, const StorageOptions& opt
   } else {
     r.warm_status = "unavailable: " + why;
   }
+  if (!cached_before.empty()) evict_pages_not_in(path, cached_before);
   return r;
 }
 

@@ -29,6 +29,12 @@ struct StorageResult {
 // Throws Error(kBadInput) when the file cannot be opened.
 StorageResult measure_storage(const std::string& path, const StorageOptions& options = {});
 
+// Which pages of a file are in the page cache (mincore(2)); empty when unknown.
+std::vector<bool> page_residency(const std::string& path);
+// Drops the file's pages that are not set in `keep` (POSIX_FADV_DONTNEED per run of
+// pages): undoes what reading the file brought into the cache, and nothing else.
+void evict_pages_not_in(const std::string& path, const std::vector<bool>& keep);
+
 // Share of the first `bytes` of the file that is resident in the page cache (mincore), or
 // a negative value when it cannot be told.
 double resident_fraction(const std::string& path, uint64_t bytes);

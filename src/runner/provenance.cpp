@@ -9,6 +9,7 @@
 #include "core/fs.h"
 #include "edgeprobe_version.h"
 #include "platform/cpu_features.h"
+#include "probe/storage.h"
 
 namespace edgeprobe::runner {
 
@@ -43,7 +44,13 @@ result::Provenance make_provenance(const engine::CpuBackendInfo& backend, const 
 result::ModelIdentity model_identity(const model::GgufInfo& info, bool hash) {
   result::ModelIdentity m;
   m.path = info.path;
-  m.sha256 = hash ? model::sha256_file(info.path) : "";
+  if (hash) {
+    // Hashing reads the whole file: put the page cache back as it was, so that the first
+    // load bench measures next is as cold as the user left the file.
+    const auto before = probe::page_residency(info.path);
+    m.sha256 = model::sha256_file(info.path);
+    if (!before.empty()) probe::evict_pages_not_in(info.path, before);
+  }
   m.size_bytes = info.file_bytes;
   m.n_params = info.n_params();
   m.architecture = info.shape.architecture;
