@@ -8,6 +8,7 @@
 
 #include "cli/cmd_bench.h"
 #include "cli/cmd_compare.h"
+#include "cli/cmd_doctor.h"
 #include "cli/cmd_export.h"
 #include "cli/cmd_probe.h"
 #include "cli/cmd_runs.h"
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   cli::register_runs(app);
   cli::register_export(app);
   cli::register_compare(app);
+  cli::register_doctor(app);
 
   // Ctrl-C ends the sweep after the repetition in flight; what was measured is written.
   std::signal(SIGINT, on_interrupt);

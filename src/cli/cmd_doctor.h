@@ -1,0 +1,14 @@
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace edgeprobe::cli {
+
+// `edgeprobe doctor [-m MODEL] [bench's configuration flags] [--baseline FILE] [--tune]`:
+// measures the configuration, names what slows it down with the evidence and the fix,
+// and with --tune searches for a faster configuration.
+void register_doctor(CLI::App& app);
+
+}  // namespace edgeprobe::cli

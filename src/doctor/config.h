@@ -1,0 +1,36 @@
+#pragma once
+#include <string>
+#include <vector>
+
+namespace edgeprobe::doctor {
+
+// The llama.cpp settings a run used: what doctor diagnoses and what --tune searches.
+// Flag names and values are edgeprobe bench's, which are llama-bench's.
+struct RunConfig {
+  int threads = 0;           // resolved before use; 0 only before resolution
+  std::string cpu_mask;      // hex, "" = no mask
+  int cpu_strict = 0;
+  int poll = 50;
+  int n_batch = 2048;
+  int n_ubatch = 512;
+  std::string flash_attn = "auto";  // "0", "1" or "auto"
+  std::string type_k = "f16", type_v = "f16";
+  bool use_mmap = true;
+  std::string cpu_variant;   // "" = the best for this CPU
+
+  // The settings as `edgeprobe bench` arguments (only those that differ from the
+  // defaults, so the command line stays readable).
+  std::vector<std::string> bench_args() const;
+  // "-t 2 -C 0x3 --cpu-strict 1": the same as text.
+  std::string flags_text() const;
+  // The same settings for llama.cpp's own tools (llama-bench / llama-cli flags), and the
+  // environment or build change a variant needs (llama.cpp has no --cpu-variant flag).
+  std::string llama_cpp_flags_text() const;
+  bool operator==(const RunConfig&) const = default;
+};
+
+// Same as std::quoted-free shell words joined by spaces; words with shell metacharacters
+// are single-quoted.
+std::string shell_join(const std::vector<std::string>& words);
+
+}  // namespace edgeprobe::doctor

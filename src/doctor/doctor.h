@@ -1,0 +1,80 @@
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "doctor/config.h"
+#include "doctor/evidence.h"
+#include "doctor/finding.h"
+#include "model/gguf_info.h"
+
+namespace edgeprobe::doctor {
+
+// What to diagnose and how long to spend on it. The tests are short on purpose: doctor
+// looks for factors of 1.2 to 100, not for 1 %.
+struct DoctorOptions {
+  std::string model_path;     // resolved (synth: specs are written before doctor starts)
+  RunConfig config;           // the configuration under diagnosis; threads resolved
+  int n_prompt = 128, n_gen = 32, repetitions = 3;
+  std::string sysfs_root = "/";
+  double sample_hz = 20;
+  std::string baseline_path;  // a bench or doctor -o json result from another run
+  bool experiments = true;    // run the fixed configurations to measure the gains
+  double child_timeout_s = 1800;
+  std::string edgeprobe_exe;  // the binary whose `bench` measures; "" = this one
+  std::vector<std::pair<std::string, std::string>> child_env;
+};
+
+// Everything doctor measured and read; the checks are pure functions of it.
+struct Evidence {
+  DoctorOptions options;
+  model::GgufInfo model;
+  DeviceFacts device;
+  BenchRun primary;                       // the configuration as given
+  std::optional<BenchRun> best_variant;   // when the loaded CPU variant is not the best
+  std::optional<BenchRun> thread_sweep;   // other thread counts, one child
+  std::optional<BenchRun> with_mmap;      // when the configuration turns mmap off
+  nlohmann::json baseline;                // null without --baseline
+};
+
+struct Diagnosis {
+  Evidence evidence;
+  std::vector<Finding> findings;  // ordered by impact
+  double wall_s = 0;
+};
+
+using ProgressFn = std::function<void(const std::string&)>;
+
+// The tests one bench child runs.
+struct ChildTests {
+  int n_prompt = 0, n_gen = 0, repetitions = 1;
+  bool warmup = true;
+  // Appended to the command: a list for one flag ("-t", "1,4") that the caller cleared
+  // from the config, so that one child (one model load) sweeps the values.
+  std::vector<std::string> sweep_args;
+};
+ChildTests default_tests(const DoctorOptions& options);
+
+// Runs one `edgeprobe bench` child for `config` and returns its parsed result, with the
+// machine's activity around it. Never throws for a failed run: BenchRun::error says why.
+BenchRun run_bench_child(const DoctorOptions& options, const std::string& label, const RunConfig& config,
+                         const ChildTests& tests);
+
+// Measures the configuration, then the fixes worth measuring, then diagnoses.
+// Throws Error(kBadInput) for a bad model or baseline file, Error(kEnvironment) when the
+// configuration cannot run at all.
+Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress = {});
+
+// The checks, in the seed's order: software first, then hardware.
+std::vector<Finding> diagnose(const Evidence& evidence);
+
+// A baseline file: a bench -o json report or a doctor -o json result (its primary run).
+nlohmann::json load_baseline(const std::string& path);
+
+nlohmann::json to_json(const Diagnosis& diagnosis);
+std::string to_text(const Diagnosis& diagnosis);
+
+}  // namespace edgeprobe::doctor

@@ -1,0 +1,211 @@
+#include "doctor/evidence.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "workload/plan.h"
+
+namespace edgeprobe::doctor {
+namespace {
+
+constexpr double kTicksPerSecond = 100;  // USER_HZ, see proc(5)
+
+std::optional<std::pair<std::string, int64_t>> read_process_ticks(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return std::nullopt;
+  // "pid (comm) state ...": comm may hold spaces and parentheses, so split at the last ')'.
+  const auto open = line.find('('), close = line.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open) return std::nullopt;
+  std::istringstream rest(line.substr(close + 1));
+  std::string field;
+  int64_t utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stoll(field);
+    if (i == 15) stime = std::stoll(field);
+  }
+  return std::make_pair(line.substr(open + 1, close - open - 1), utime + stime);
+}
+
+}  // namespace
+
+ProcessWatch::ProcessWatch() : before_(take()) {}
+
+ProcessWatch::Snapshot ProcessWatch::take() {
+  Snapshot s;
+  std::ifstream stat("/proc/stat");
+  for (std::string line; std::getline(stat, line);) {
+    if (!line.starts_with("cpu") || line.size() < 4 || !std::isdigit(static_cast<unsigned char>(line[3]))) continue;
+    std::istringstream fields(line.substr(3));
+    int cpu = -1;
+    fields >> cpu;
+    std::vector<int64_t> v(8, 0);
+    for (auto& x : v) fields >> x;
+    s.cpu[cpu] = v;
+  }
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const int pid = std::stoi(name);
+    if (auto t = read_process_ticks(pid)) s.processes[pid] = *t;
+  }
+  const auto cgroup = telemetry::discover_cgroup(FsRoot("/"), 0);
+  s.throttled_us = cgroup.throttled_us;
+  s.nr_throttled = cgroup.nr_throttled;
+  return s;
+}
+
+RunWindow ProcessWatch::finish(double wall_s, double child_cpu_s, const std::vector<int>& cpus) const {
+  const Snapshot after = take();
+  RunWindow w;
+  w.wall_s = wall_s;
+  w.child_cpu_s = child_cpu_s;
+  std::vector<double> d(8, 0.0);
+  bool any = false;
+  for (const auto& [cpu, now] : after.cpu) {
+    if (!cpus.empty() && std::find(cpus.begin(), cpus.end(), cpu) == cpus.end()) continue;
+    const auto b = before_.cpu.find(cpu);
+    if (b == before_.cpu.end()) continue;
+    for (size_t i = 0; i < 8; ++i) d[i] += static_cast<double>(now[i] - b->second[i]) / kTicksPerSecond;
+    any = true;
+  }
+  if (any) {
+    const double total = d[0] + d[1] + d[2] + d[3] + d[4] + d[5] + d[6] + d[7];
+    const double busy = d[0] + d[1] + d[2] + d[5] + d[6];
+    // Doctor's own time is tiny (it waits on a pipe) but it is not "another process".
+    double self_s = 0;
+    if (auto a = after.processes.find(::getpid()); a != after.processes.end()) {
+      auto b = before_.processes.find(::getpid());
+      self_s = static_cast<double>(a->second.second - (b == before_.processes.end() ? 0 : b->second.second)) / kTicksPerSecond;
+    }
+    if (total > 0) {
+      w.other_cpu_share = std::clamp((busy - child_cpu_s - self_s) / total, 0.0, 1.0);
+      w.steal_share = d[7] / total;
+    }
+  }
+  for (const auto& [pid, now] : after.processes) {
+    if (pid == ::getpid()) continue;
+    auto b = before_.processes.find(pid);
+    const int64_t ticks = now.second - (b == before_.processes.end() ? 0 : b->second.second);
+    if (ticks <= 0 || wall_s <= 0) continue;
+    w.top_others.push_back({pid, now.first, static_cast<double>(ticks) / kTicksPerSecond / wall_s});
+  }
+  std::sort(w.top_others.begin(), w.top_others.end(), [](const auto& a, const auto& b) { return a.cpus > b.cpus; });
+  if (w.top_others.size() > 5) w.top_others.resize(5);
+  if (before_.throttled_us && after.throttled_us) w.throttled_ms = static_cast<double>(*after.throttled_us - *before_.throttled_us) / 1000.0;
+  if (before_.nr_throttled && after.nr_throttled) w.nr_throttled = static_cast<double>(*after.nr_throttled - *before_.nr_throttled);
+  return w;
+}
+
+DeviceFacts collect_device_facts(const FsRoot& fs) {
+  DeviceFacts f;
+  f.cpus = telemetry::discover_cpus(fs);
+  f.cgroup = telemetry::discover_cgroup(fs, 0);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &set)) f.affinity.push_back(cpu);
+  }
+  f.physical_cores = workload::default_thread_count();
+  return f;
+}
+
+std::vector<int> usable_cpus(const DeviceFacts& device, const RunConfig& config) {
+  std::vector<int> cpus = device.affinity;
+  auto keep_only = [&](const std::vector<int>& allowed) {
+    if (allowed.empty()) return;
+    std::erase_if(cpus, [&](int c) { return std::find(allowed.begin(), allowed.end(), c) == allowed.end(); });
+  };
+  keep_only(device.cgroup.cpuset);
+  if (!config.cpu_mask.empty()) {
+    // ggml's mask: hex, bit i = CPU i, lowest bits last ("0x3" = CPUs 0 and 1).
+    std::string hex = config.cpu_mask;
+    if (hex.starts_with("0x") || hex.starts_with("0X")) hex = hex.substr(2);
+    std::vector<int> in_mask;
+    for (size_t i = 0; i < hex.size(); ++i) {
+      const char c = hex[hex.size() - 1 - i];
+      const int v = std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : std::tolower(c) - 'a' + 10;
+      for (int bit = 0; bit < 4; ++bit)
+        if (v >= 0 && v < 16 && (v >> bit & 1)) in_mask.push_back(static_cast<int>(i) * 4 + bit);
+    }
+    std::erase_if(cpus, [&](int c) { return std::find(in_mask.begin(), in_mask.end(), c) == in_mask.end(); });
+  }
+  return cpus;
+}
+
+const nlohmann::json& field(const nlohmann::json& j, const char* key) {
+  static const nlohmann::json null_value;
+  if (!j.is_object()) return null_value;
+  const auto it = j.find(key);
+  return it == j.end() ? null_value : *it;
+}
+
+namespace report_view {
+
+const nlohmann::json* find_result(const nlohmann::json& report, const std::string& test, int threads) {
+  if (!report.is_object() || !report.contains("results")) return nullptr;
+  for (const auto& r : field(report, "results")) {
+    if (r.value("test", "") != test || r.value("status", "") != "ok") continue;
+    if (threads > 0 && field(r, "config").value("n_threads", 0) != threads) continue;
+    return &r;
+  }
+  return nullptr;
+}
+
+std::optional<double> median(const nlohmann::json* result, const char* phase) {
+  if (!result || !result->contains(phase) || !field(*result, phase).is_object()) return std::nullopt;
+  const auto& tps = field(field(*result, phase), "tokens_per_s");
+  if (!tps.is_object() || !field(tps, "median").is_number()) return std::nullopt;
+  return field(tps, "median").get<double>();
+}
+
+}  // namespace report_view
+
+Rates rates(const nlohmann::json& report, int n_prompt, int n_gen, const std::string& key, const nlohmann::json& value) {
+  auto find = [&](const std::string& test, const char* phase) -> std::optional<double> {
+    if (!report.is_object() || !report.contains("results")) return std::nullopt;
+    for (const auto& r : field(report, "results")) {
+      if (r.value("test", "") != test || r.value("status", "") != "ok") continue;
+      if (!key.empty() && (!field(r, "config").contains(key) || field(field(r, "config"), key.c_str()) != value)) continue;
+      return report_view::median(&r, phase);
+    }
+    return std::nullopt;
+  };
+  return {find("pp" + std::to_string(n_prompt), "prefill"), find("tg" + std::to_string(n_gen), "decode")};
+}
+
+std::optional<double> turn_s(const Rates& r, int n_prompt, int n_gen) {
+  double s = 0;
+  if (n_prompt > 0) {
+    if (!r.pp || *r.pp <= 0) return std::nullopt;
+    s += n_prompt / *r.pp;
+  }
+  if (n_gen > 0) {
+    if (!r.tg || *r.tg <= 0) return std::nullopt;
+    s += n_gen / *r.tg;
+  }
+  return s > 0 ? std::optional<double>(s) : std::nullopt;
+}
+
+std::string rates_text(const Rates& r) {
+  std::string out;
+  if (r.pp) out += fmt::format("prefill {:.1f} t/s", *r.pp);
+  if (r.tg) out += fmt::format("{}decode {:.1f} t/s", out.empty() ? "" : ", ", *r.tg);
+  return out.empty() ? "no rate" : out;
+}
+
+nlohmann::json to_json(const Rates& r) {
+  return {{"prefill_tokens_per_s", r.pp ? nlohmann::json(*r.pp) : nlohmann::json(nullptr)},
+          {"decode_tokens_per_s", r.tg ? nlohmann::json(*r.tg) : nlohmann::json(nullptr)}};
+}
+}  // namespace edgeprobe::doctor

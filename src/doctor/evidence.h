@@ -1,0 +1,101 @@
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/fs.h"
+#include "doctor/config.h"
+#include "telemetry/layout.h"
+
+namespace edgeprobe::doctor {
+
+// What happened on the whole machine while one child bench ran, read by doctor itself
+// from the live /proc (never a fixture: processes are real) around the child.
+struct ProcessUse {
+  int pid = 0;
+  std::string name;
+  double cpus = 0;  // CPUs it kept busy on average over the window (1 = one full CPU)
+};
+struct RunWindow {
+  double wall_s = 0;
+  double child_cpu_s = 0;  // the bench child's user + system time
+  std::optional<double> other_cpu_share;  // other processes' share of all CPUs' time
+  std::optional<double> steal_share;      // time the hypervisor gave to other guests
+  std::vector<ProcessUse> top_others;     // busiest other processes, busiest first
+  std::optional<double> throttled_ms;     // cgroup cpu.stat throttled time over the window
+  std::optional<double> nr_throttled;
+};
+
+// Snapshots the live /proc before a child runs and works out the RunWindow after it.
+class ProcessWatch {
+ public:
+  ProcessWatch();  // takes the "before" snapshot
+  // `cpus`: the CPUs the child could use; other processes count only there (a process
+  // on a CPU the run may not use takes nothing from it). Empty = all.
+  RunWindow finish(double wall_s, double child_cpu_s, const std::vector<int>& cpus = {}) const;
+
+ private:
+  struct Snapshot {
+    // /proc/stat "cpuN" lines: user nice system idle iowait irq softirq steal
+    std::map<int, std::vector<int64_t>> cpu;
+    std::map<int, std::pair<std::string, int64_t>> processes;  // pid -> (comm, utime + stime ticks)
+    std::optional<int64_t> throttled_us, nr_throttled;
+  };
+  static Snapshot take();
+  Snapshot before_;
+};
+
+// One `edgeprobe bench` child: what it ran and its JSON result.
+struct BenchRun {
+  std::string label;              // "as configured", "best CPU variant", "-t 1,2"
+  RunConfig config;
+  std::vector<std::string> argv;  // the whole command, reproducible
+  nlohmann::json report;          // the child's -o json result; null when it failed
+  std::string error;              // why it failed (first stderr line), "" when fine
+  RunWindow window;
+  bool ok() const { return error.empty() && report.is_object(); }
+};
+
+// The device as doctor sees it: topology and limits under --sysfs-root, affinity live.
+struct DeviceFacts {
+  telemetry::CpuLayout cpus;
+  telemetry::CgroupInfo cgroup;
+  std::vector<int> affinity;  // sched_getaffinity of this process (children inherit it)
+  int physical_cores = 0;     // among the allowed CPUs
+};
+DeviceFacts collect_device_facts(const FsRoot& fs);
+
+// CPUs a run with this config may use: affinity, the cgroup cpuset and the -C mask.
+std::vector<int> usable_cpus(const DeviceFacts& device, const RunConfig& config);
+
+// j[key] for reading: null when the key (or the object) is missing, where nlohmann's
+// const operator[] is undefined behaviour. Reports can come from files (--baseline).
+const nlohmann::json& field(const nlohmann::json& j, const char* key);
+
+// Reading a bench JSON report (the one schema, see src/result).
+namespace report_view {
+// The result of a test ("pp128", "tg32") at a thread count (0 = any), null when absent.
+const nlohmann::json* find_result(const nlohmann::json& report, const std::string& test, int threads = 0);
+std::optional<double> median(const nlohmann::json* result, const char* phase);  // "prefill"/"decode" tokens/s
+}  // namespace report_view
+
+struct DoctorOptions;
+
+// Median prefill and decode rates of one configuration in a report. Every measured
+// alternative is compared on the seconds of doctor's reference turn (the prompt, then
+// the generation), since a change can help one phase and cost the other.
+struct Rates {
+  std::optional<double> pp, tg;
+};
+// The pp/tg results whose config has `key` == `value` ("n_threads": 2); any when key is "".
+Rates rates(const nlohmann::json& report, int n_prompt, int n_gen, const std::string& key = "",
+            const nlohmann::json& value = nullptr);
+std::optional<double> turn_s(const Rates& rates, int n_prompt, int n_gen);
+std::string rates_text(const Rates& rates);
+nlohmann::json to_json(const Rates& rates);
+
+}  // namespace edgeprobe::doctor

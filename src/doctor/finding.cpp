@@ -1,0 +1,36 @@
+#include "doctor/finding.h"
+
+#include <algorithm>
+
+namespace edgeprobe::doctor {
+
+const char* severity_name(Severity severity) {
+  switch (severity) {
+    case Severity::kCritical: return "critical";
+    case Severity::kWarning: return "warning";
+    case Severity::kInfo: return "info";
+  }
+  return "info";
+}
+
+void sort_by_impact(std::vector<Finding>& findings) {
+  std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+    if (a.severity != b.severity) return a.severity > b.severity;
+    return a.speedup.value_or(1.0) > b.speedup.value_or(1.0);
+  });
+}
+
+nlohmann::json to_json(const Finding& f) {
+  nlohmann::json j = {{"id", f.id},
+                      {"severity", severity_name(f.severity)},
+                      {"title", f.title},
+                      {"evidence", f.evidence},
+                      {"affects", f.affects},
+                      {"fix", f.fix},
+                      {"data", f.data}};
+  j["estimated_speedup"] = f.speedup ? nlohmann::json(*f.speedup) : nlohmann::json(nullptr);
+  j["speedup_basis"] = f.speedup_basis;
+  return j;
+}
+
+}  // namespace edgeprobe::doctor

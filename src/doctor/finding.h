@@ -1,0 +1,37 @@
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace edgeprobe::doctor {
+
+// critical: every figure after it is void or badly wrong (another file, another
+// precision); warning: a cause that costs speed now; info: context, nothing to fix.
+enum class Severity { kInfo, kWarning, kCritical };
+const char* severity_name(Severity severity);
+
+// One diagnosis: what is wrong, the measured evidence, what fixing it should gain and the
+// exact change that fixes it.
+struct Finding {
+  std::string id;        // stable: "kernel.isa_fallback", "threads.oversubscribed", ...
+  Severity severity = Severity::kInfo;
+  std::string title;     // one line
+  std::vector<std::string> evidence;  // measured facts, one per line
+  std::string affects;   // "decode", "prefill", "prefill+decode", "load", "memory", "results"
+  // Factor the affected phase should speed up by once fixed (> 1), and how it was found:
+  // "measured" (the tool ran the fixed configuration) or "estimated" (from telemetry).
+  std::optional<double> speedup;
+  std::string speedup_basis;
+  std::string fix;       // the exact flag, variable, build or device setting
+  nlohmann::json data = nlohmann::json::object();  // the evidence, machine-readable
+};
+
+// Critical first, then by estimated speed-up (largest first), then warnings without an
+// estimate, then info; ties keep the order the checks ran in (software before hardware).
+void sort_by_impact(std::vector<Finding>& findings);
+
+nlohmann::json to_json(const Finding& finding);
+
+}  // namespace edgeprobe::doctor

@@ -1,0 +1,236 @@
+#include "doctor/tune.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <filesystem>
+#include <set>
+
+#include "core/stats.h"
+
+namespace edgeprobe::doctor {
+namespace {
+
+constexpr double kKeepUnlessFaster = 1.03;  // search noise: keep the current value unless beaten by 3 %
+constexpr int kConfirmRounds = 2;
+
+std::string join(const std::vector<std::string>& v, const char* sep = ",") {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+// A setting the search varies: how to read it from and write it to a RunConfig, the
+// bench flag and the result's config key that tells the swept values apart.
+struct Setting {
+  std::string name, flag, result_key;
+  std::function<std::string(const RunConfig&)> get;
+  std::function<void(RunConfig&, const std::string&)> set;
+  std::function<nlohmann::json(const std::string&)> result_value;
+};
+
+std::string mask_of(const std::vector<int>& cpus) {
+  std::vector<unsigned> nibbles;
+  for (int c : cpus) {
+    const size_t n = static_cast<size_t>(c) / 4;
+    if (nibbles.size() <= n) nibbles.resize(n + 1, 0);
+    nibbles[n] |= 1u << (c % 4);
+  }
+  std::string hex;
+  for (auto it = nibbles.rbegin(); it != nibbles.rend(); ++it) hex += "0123456789abcdef"[*it];
+  return "0x" + hex;
+}
+
+// Runs one child sweeping `values` of `s` on top of `current` and picks the fastest.
+TuneStep sweep(const DoctorOptions& o, const Setting& s, RunConfig& current, const std::vector<std::string>& values,
+               const ProgressFn& progress) {
+  TuneStep step{s.name, {}, s.get(current), ""};
+  if (values.size() < 2) return step;
+  progress(fmt::format("tuning {}: {} {}", s.name, s.flag, join(values)));
+  RunConfig base = current;
+  s.set(base, "");  // cleared: the swept list below takes its place
+  ChildTests tests{o.n_prompt, o.n_gen, std::max(1, o.repetitions - 1), true, {s.flag, join(values)}};
+  const BenchRun run = run_bench_child(o, "tune " + s.name, base, tests);
+  if (!run.ok()) {
+    step.error = run.error;
+    return step;
+  }
+  std::optional<double> current_s;
+  for (const auto& v : values) {
+    TuneCandidate c{v, rates(run.report, o.n_prompt, o.n_gen, s.result_key, s.result_value(v)), std::nullopt};
+    c.turn_s = turn_s(c.rates, o.n_prompt, o.n_gen);
+    if (v == step.chosen) current_s = c.turn_s;
+    step.candidates.push_back(c);
+  }
+  const TuneCandidate* best = nullptr;
+  for (const auto& c : step.candidates)
+    if (c.turn_s && (!best || *c.turn_s < *best->turn_s)) best = &c;
+  if (best && best->value != step.chosen && (!current_s || *current_s > *best->turn_s * kKeepUnlessFaster)) {
+    step.chosen = best->value;
+    s.set(current, best->value);
+  }
+  return step;
+}
+
+Rates measure(const DoctorOptions& o, const RunConfig& config, const std::string& label) {
+  const BenchRun run = run_bench_child(o, label, config, default_tests(o));
+  return run.ok() ? rates(run.report, o.n_prompt, o.n_gen) : Rates{};
+}
+
+}  // namespace
+
+TuneResult tune(const DoctorOptions& options, const ProgressFn& progress_fn) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto progress = [&](const std::string& s) {
+    if (progress_fn) progress_fn(s);
+  };
+  TuneResult result;
+  result.options = options;
+  result.start = options.config;
+  RunConfig current = options.config;
+  const DeviceFacts device = collect_device_facts(FsRoot(options.sysfs_root));
+  const auto int_value = [](const std::string& v) { return nlohmann::json(std::stoi(v)); };
+
+  // CPU masks, fastest cluster first, then adding the next: big, big+mid, everything.
+  auto clusters = device.cpus.clusters;
+  std::stable_sort(clusters.begin(), clusters.end(),
+                   [](const auto& a, const auto& b) { return a.max_khz.value_or(0) > b.max_khz.value_or(0); });
+  if (clusters.size() > 1) {
+    TuneStep step{"cpu mask", {}, current.cpu_mask, ""};
+    std::vector<int> cpus;
+    std::optional<double> current_s;
+    std::vector<std::pair<std::string, int>> masks;
+    for (const auto& c : clusters) {
+      cpus.insert(cpus.end(), c.cpus.begin(), c.cpus.end());
+      std::sort(cpus.begin(), cpus.end());
+      masks.push_back({mask_of(cpus), static_cast<int>(cpus.size())});
+    }
+    for (const auto& [mask, n] : masks) {
+      RunConfig c = current;
+      c.cpu_mask = mask;
+      c.threads = std::min(n, std::max(current.threads, 1));
+      progress(fmt::format("tuning cpu mask: -C {} -t {}", mask, c.threads));
+      const Rates r = measure(options, c, "tune cpu mask");
+      step.candidates.push_back({fmt::format("-C {} -t {}", mask, c.threads), r, turn_s(r, options.n_prompt, options.n_gen)});
+    }
+    const TuneCandidate* best = nullptr;
+    for (size_t i = 0; i < step.candidates.size(); ++i)
+      if (step.candidates[i].turn_s && (!best || *step.candidates[i].turn_s < *best->turn_s)) best = &step.candidates[i];
+    if (best) {
+      const size_t i = static_cast<size_t>(best - step.candidates.data());
+      current.cpu_mask = masks[i].first;
+      current.threads = std::min(masks[i].second, std::max(current.threads, 1));
+      step.chosen = best->value;
+    }
+    (void)current_s;
+    result.steps.push_back(step);
+  }
+
+  const int usable = std::max<int>(1, static_cast<int>(usable_cpus(device, current).size()));
+  std::vector<std::string> thread_values;
+  for (int t = 1; t <= usable; ++t)
+    if (t <= 8 || (t & (t - 1)) == 0 || t == usable) thread_values.push_back(std::to_string(t));
+  if (std::find(thread_values.begin(), thread_values.end(), std::to_string(current.threads)) == thread_values.end())
+    thread_values.push_back(std::to_string(current.threads));
+  const std::vector<std::pair<Setting, std::vector<std::string>>> plan = {
+      {{"threads", "-t", "n_threads", [](const RunConfig& c) { return std::to_string(c.threads); },
+        [](RunConfig& c, const std::string& v) { c.threads = v.empty() ? 0 : std::stoi(v); }, int_value},
+       thread_values},
+      {{"strict placement", "--cpu-strict", "cpu_strict", [](const RunConfig& c) { return std::to_string(c.cpu_strict); },
+        [](RunConfig& c, const std::string& v) { c.cpu_strict = v.empty() ? 0 : std::stoi(v); },
+        [](const std::string& v) { return nlohmann::json(v == "1"); }},
+       {"0", "1"}},
+      {{"poll", "--poll", "poll", [](const RunConfig& c) { return std::to_string(c.poll); },
+        [](RunConfig& c, const std::string& v) { c.poll = v.empty() ? 50 : std::stoi(v); }, int_value},
+       {"0", "50", "100"}},
+      {{"ubatch", "-ub", "n_ubatch", [](const RunConfig& c) { return std::to_string(c.n_ubatch); },
+        [](RunConfig& c, const std::string& v) { c.n_ubatch = v.empty() ? 512 : std::stoi(v); }, int_value},
+       {"128", "256", "512"}},
+      {{"flash attention", "-fa", "flash_attn", [](const RunConfig& c) { return c.flash_attn; },
+        [](RunConfig& c, const std::string& v) { c.flash_attn = v.empty() ? "auto" : v; },
+        [](const std::string& v) { return nlohmann::json(v == "auto" ? -1 : std::stoi(v)); }},
+       {"0", "1"}},
+  };
+  for (const auto& [setting, values] : plan) {
+    std::vector<std::string> vs = values;
+    const std::string now = setting.get(current);
+    if (std::find(vs.begin(), vs.end(), now) == vs.end()) vs.push_back(now);
+    result.steps.push_back(sweep(options, setting, current, vs, progress));
+  }
+  result.best = current;
+
+  // Confirm: alternate the configuration given and the best, so drift hits both alike.
+  if (!(result.best == result.start)) {
+    std::vector<double> ratios;
+    for (int round = 0; round < kConfirmRounds; ++round) {
+      progress(fmt::format("confirming: round {}/{}", round + 1, kConfirmRounds));
+      result.start_rounds.push_back(measure(options, result.start, "confirm: as given"));
+      result.best_rounds.push_back(measure(options, result.best, "confirm: best"));
+      const auto a = turn_s(result.start_rounds.back(), options.n_prompt, options.n_gen);
+      const auto b = turn_s(result.best_rounds.back(), options.n_prompt, options.n_gen);
+      if (a && b) ratios.push_back(*a / *b);
+    }
+    if (!ratios.empty()) result.gain = stats::quantile(ratios, 0.5);
+  }
+  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+nlohmann::json to_json(const TuneResult& r) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& s : r.steps) {
+    nlohmann::json c = nlohmann::json::array();
+    for (const auto& cand : s.candidates)
+      c.push_back({{"value", cand.value}, {"rates", to_json(cand.rates)},
+                   {"turn_s", cand.turn_s ? nlohmann::json(*cand.turn_s) : nlohmann::json(nullptr)}});
+    steps.push_back({{"setting", s.setting}, {"candidates", c}, {"chosen", s.chosen}, {"error", s.error}});
+  }
+  auto rounds = [](const std::vector<Rates>& v) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& x : v) a.push_back(to_json(x));
+    return a;
+  };
+  const std::string model = r.options.model_path;
+  return {{"tune",
+           {{"model", model},
+            {"start", r.start.bench_args()},
+            {"best", r.best.bench_args()},
+            {"steps", steps},
+            {"confirm", {{"start", rounds(r.start_rounds)}, {"best", rounds(r.best_rounds)}}},
+            {"gain", r.gain ? nlohmann::json(*r.gain) : nlohmann::json(nullptr)},
+            {"edgeprobe_command", shell_join({"edgeprobe", "bench", "-m", model}) + " " + r.best.flags_text()},
+            {"llama_bench_command", shell_join({"llama-bench", "-m", model}) + " " + r.best.llama_cpp_flags_text()},
+            {"wall_s", r.wall_s}}}};
+}
+
+std::string to_text(const TuneResult& r) {
+  const auto& o = r.options;
+  std::string out = fmt::format("edgeprobe doctor --tune: {} · reference turn pp{} + tg{} · {:.0f} s\n\n",
+                                std::filesystem::path(o.model_path).filename().string(), o.n_prompt, o.n_gen, r.wall_s);
+  for (const auto& s : r.steps) {
+    out += fmt::format("{}:{}\n", s.setting, s.error.empty() ? "" : " not measured: " + s.error);
+    for (const auto& c : s.candidates)
+      out += fmt::format("  {:<14} {:<40} {}{}\n", c.value, rates_text(c.rates),
+                         c.turn_s ? fmt::format("{:.3f} s/turn", *c.turn_s) : std::string("-"),
+                         c.value == s.chosen ? "  <- kept" : "");
+  }
+  out += "\n";
+  if (r.best == r.start) {
+    out += "The configuration given is already the fastest found: " + (r.start.flags_text().empty() ? std::string("(defaults)") : r.start.flags_text()) + "\n";
+    return out;
+  }
+  out += fmt::format("best: {}\n", r.best.flags_text());
+  for (size_t i = 0; i < r.start_rounds.size(); ++i)
+    out += fmt::format("  round {}: given {} · best {}\n", i + 1, rates_text(r.start_rounds[i]), rates_text(r.best_rounds[i]));
+  out += r.gain ? fmt::format("measured gain over the configuration given: x{:.2f} per turn (median of {} alternating rounds)\n", *r.gain,
+                              r.start_rounds.size())
+                : "the gain could not be confirmed (a confirmation run failed)\n";
+  out += "reproduce: " + shell_join({"edgeprobe", "bench", "-m", o.model_path}) + " " + r.best.flags_text() + "\n";
+  out += "llama.cpp: " + shell_join({"llama-bench", "-m", o.model_path}) + " " + r.best.llama_cpp_flags_text() +
+         " (llama-cli takes the same flags)\n";
+  return out;
+}
+
+}  // namespace edgeprobe::doctor

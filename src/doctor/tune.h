@@ -1,0 +1,44 @@
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "doctor/doctor.h"
+
+namespace edgeprobe::doctor {
+
+// One value tried for one setting, measured briefly.
+struct TuneCandidate {
+  std::string value;
+  Rates rates;
+  std::optional<double> turn_s;
+};
+struct TuneStep {
+  std::string setting;  // "threads", "cpu mask", "strict placement", "poll", "ubatch", "flash attention"
+  std::vector<TuneCandidate> candidates;
+  std::string chosen;   // the value kept (the current one unless another was >= 3 % faster)
+  std::string error;    // the child failed: the setting is left as it was
+};
+
+struct TuneResult {
+  DoctorOptions options;
+  RunConfig start, best;
+  std::vector<TuneStep> steps;
+  // The configuration given and the best one, measured alternately (ABAB) at the
+  // doctor's full repetitions: the gain comes from these, not from the search.
+  std::vector<Rates> start_rounds, best_rounds;
+  std::optional<double> gain;  // median over rounds of start turn seconds / best turn seconds
+  double wall_s = 0;
+};
+
+// Coordinate search, one setting at a time in the order that matters most on a CPU:
+// CPU mask (fastest cluster first), threads, strict placement, polling, ubatch, flash
+// attention. Each step is one bench child sweeping that setting's values (one load).
+TuneResult tune(const DoctorOptions& options, const ProgressFn& progress = {});
+
+nlohmann::json to_json(const TuneResult& result);
+std::string to_text(const TuneResult& result);
+
+}  // namespace edgeprobe::doctor

@@ -1,0 +1,212 @@
+// The checks as pure functions: Evidence put together by hand (the shapes of real bench
+// JSON, trimmed to the fields each check reads), so every threshold and estimate is
+// pinned without running a model.
+#include <gtest/gtest.h>
+
+#include "doctor/config.h"
+#include "doctor/doctor.h"
+#include "doctor/finding.h"
+
+using namespace edgeprobe;
+using namespace edgeprobe::doctor;
+using nlohmann::json;
+
+namespace {
+
+json result(const std::string& test, int threads, double pp, double tg, json decode_telemetry = nullptr) {
+  json r = {{"test", test}, {"status", "ok"}, {"config", {{"n_threads", threads}, {"use_mmap", true}}}, {"repetitions", json::array()}};
+  r["prefill"] = pp > 0 ? json{{"tokens_per_s", {{"median", pp}}}} : json(nullptr);
+  r["decode"] = tg > 0 ? json{{"tokens_per_s", {{"median", tg}}}} : json(nullptr);
+  if (!decode_telemetry.is_null())
+    r["repetitions"].push_back({{"decode_step_ms", json::array()}, {"telemetry", {{"decode", decode_telemetry}}}});
+  return r;
+}
+
+json report(std::vector<json> results, const std::string& sha = "aa", const std::string& quant = "q4_0") {
+  return {{"provenance",
+           {{"models", {{{"path", "/m/model-q4_0.gguf"}, {"sha256", sha}, {"size_bytes", 1000}, {"quant", quant}, {"n_params", 10},
+                         {"bits_per_weight", 4.5}, {"tensor_types", json::object()}}}},
+            {"llama_cpp", {{"commit", "80fb11a"}}},
+            {"cpu", {{"ggml_variant", "zen4"}}},
+            {"isa_gap", {{"fallback", false}, {"loaded_variant", "zen4"}, {"summary", "best"}}}}},
+          {"results", results}};
+}
+
+model::GgufInfo q4_model(const std::string& path, const std::string& type = "q4_0") {
+  model::GgufInfo info;
+  info.path = path;
+  info.name = "test";
+  const uint64_t params = 1 << 20;
+  const uint64_t bytes = type == "f16" ? params * 2 : params * 18 / 32;
+  info.tensors.push_back({"blk.0.ffn_up.weight", type, {1024, 1024}, static_cast<int64_t>(params), bytes, 0});
+  info.file_bytes = bytes + 4096;
+  return info;
+}
+
+Evidence base_evidence() {
+  Evidence e;
+  e.options.model_path = "/m/model-q4_0.gguf";
+  e.options.config.threads = 2;
+  e.options.n_prompt = 128;
+  e.options.n_gen = 32;
+  e.model = q4_model(e.options.model_path);
+  e.device.affinity = {0, 1};
+  e.primary.report = report({result("pp128", 2, 200, 0), result("tg32", 2, 0, 40)});
+  return e;
+}
+
+const Finding* find(const std::vector<Finding>& findings, const std::string& id) {
+  for (const auto& f : findings)
+    if (f.id == id) return &f;
+  return nullptr;
+}
+
+bool any_warning(const std::vector<Finding>& findings) {
+  return std::any_of(findings.begin(), findings.end(), [](const Finding& f) { return f.severity != Severity::kInfo; });
+}
+
+}  // namespace
+
+TEST(DoctorConfig, BenchArgsListOnlyWhatDiffersFromTheDefaults) {
+  RunConfig c;
+  c.threads = 4;
+  EXPECT_EQ(c.flags_text(), "-t 4");
+  c.cpu_mask = "0xf0";
+  c.cpu_strict = 1;
+  c.poll = 0;
+  c.n_ubatch = 256;
+  c.flash_attn = "1";
+  c.use_mmap = false;
+  c.cpu_variant = "sse42";
+  EXPECT_EQ(c.flags_text(), "-t 4 -C 0xf0 --cpu-strict 1 --poll 0 -ub 256 -fa 1 -mmp 0 --cpu-variant sse42");
+  // llama.cpp's tools have no variant flag: the text says how to get the variant instead.
+  EXPECT_EQ(c.llama_cpp_flags_text().rfind("-t 4 -C 0xf0 --cpu-strict 1 --poll 0 -ub 256 -fa 1 -mmp 0 (", 0), 0u);
+  EXPECT_NE(c.llama_cpp_flags_text().find("libggml-cpu-sse42.so"), std::string::npos);
+}
+
+TEST(DoctorConfig, ShellJoinQuotesWhatTheShellWouldSplit) {
+  EXPECT_EQ(shell_join({"edgeprobe", "-m", "/a b/it's.gguf"}), "edgeprobe -m '/a b/it'\\''s.gguf'");
+}
+
+TEST(DoctorFindings, CriticalFirstThenLargestGain) {
+  std::vector<Finding> f(4);
+  f[0].id = "info";
+  f[1].id = "small";
+  f[1].severity = Severity::kWarning;
+  f[1].speedup = 1.2;
+  f[2].id = "big";
+  f[2].severity = Severity::kWarning;
+  f[2].speedup = 3;
+  f[3].id = "void";
+  f[3].severity = Severity::kCritical;
+  sort_by_impact(f);
+  EXPECT_EQ(f[0].id, "void");
+  EXPECT_EQ(f[1].id, "big");
+  EXPECT_EQ(f[2].id, "small");
+  EXPECT_EQ(f[3].id, "info");
+}
+
+TEST(DoctorChecks, AHealthyRunHasNoWarning) {
+  const auto findings = diagnose(base_evidence());
+  EXPECT_FALSE(any_warning(findings));
+  EXPECT_NE(find(findings, "ceiling.efficiency"), nullptr);
+}
+
+TEST(DoctorChecks, F16WeightsInAFileNamedQ4AreCritical) {
+  Evidence e = base_evidence();
+  e.model = q4_model("/m/llama-q4_0.gguf", "f16");
+  const auto findings = diagnose(e);
+  const Finding* f = find(findings, "precision.mismatch");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kCritical);
+  EXPECT_NEAR(*f->speedup, 16.0 / 4.5, 0.01);  // bits per weight actually read over promised
+}
+
+TEST(DoctorChecks, ARealQ4FileIsNotFlagged) {
+  Evidence e = base_evidence();
+  e.model = q4_model("/m/llama-Q4_K_M.gguf", "q4_0");
+  EXPECT_EQ(find(diagnose(e), "precision.mismatch"), nullptr);
+}
+
+TEST(DoctorChecks, ABaselineWithAnotherFileVoidsTheComparison) {
+  Evidence e = base_evidence();
+  e.baseline = report({}, "bb", "q3_K");
+  const auto findings = diagnose(e);
+  const Finding* f = find(findings, "identity.baseline_mismatch");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kCritical);
+  EXPECT_EQ(f->data["differences"].size(), 2u);  // SHA and quantisation; same size and params
+  e.baseline = report({}, "aa", "q4_0");
+  EXPECT_EQ(find(diagnose(e), "identity.baseline_mismatch"), nullptr);
+}
+
+TEST(DoctorChecks, MoreThreadsThanUsableCpusUsesTheMeasuredSweep) {
+  Evidence e = base_evidence();
+  e.options.config.threads = 8;
+  e.primary.report = report({result("pp128", 8, 20, 0), result("tg32", 8, 0, 4)});
+  BenchRun sweep;
+  sweep.report = report({result("pp128", 1, 100, 0), result("tg32", 1, 0, 25), result("pp128", 2, 200, 0), result("tg32", 2, 0, 40)});
+  e.thread_sweep = sweep;
+  const auto findings = diagnose(e);
+  const Finding* f = find(findings, "threads.oversubscribed");
+  ASSERT_NE(f, nullptr);
+  // Turn seconds: 128/20 + 32/4 = 14.4 as given, 128/200 + 32/40 = 1.44 at -t 2.
+  EXPECT_NEAR(*f->speedup, 10.0, 1e-9);
+  EXPECT_EQ(f->fix, "-t 2");
+}
+
+TEST(DoctorChecks, FasterFewerThreadsIsAWarningUnlessSomethingElseHeldTheCpus) {
+  Evidence e = base_evidence();
+  BenchRun sweep;
+  sweep.report = report({result("pp128", 1, 400, 0), result("tg32", 1, 0, 80)});
+  e.thread_sweep = sweep;
+  const Finding* f = nullptr;
+  auto findings = diagnose(e);
+  f = find(findings, "threads.count");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_NEAR(*f->speedup, 2.0, 1e-9);
+  e.primary.window.other_cpu_share = 0.4;
+  findings = diagnose(e);
+  EXPECT_EQ(find(findings, "threads.count")->severity, Severity::kInfo);
+  EXPECT_EQ(find(findings, "contention.other_processes")->severity, Severity::kWarning);
+}
+
+TEST(DoctorChecks, ACgroupQuotaBelowTheThreadsIsNamedWithItsEstimate) {
+  Evidence e = base_evidence();
+  e.device.cgroup.version = 1;
+  e.device.cgroup.quota_cpus = 0.3;
+  e.device.cgroup.cpu_dir = "/sys/fs/cgroup/cpu/x";
+  e.primary.window.wall_s = 10;
+  e.primary.window.throttled_ms = 6000;
+  const auto findings = diagnose(e);
+  const Finding* f = find(findings, "throttle.cgroup_quota");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(*f->speedup, 2 / 0.3, 1e-9);
+  EXPECT_NE(f->fix.find("/sys/fs/cgroup/cpu/x/cpu.cfs_quota_us"), std::string::npos);
+}
+
+TEST(DoctorChecks, ALowClockUnderPowersaveIsTheGovernor) {
+  Evidence e = base_evidence();
+  telemetry::CpufreqPolicy policy;
+  policy.name = "policy0";
+  policy.dir = "/sys/devices/system/cpu/cpufreq/policy0";
+  policy.driver = "qcom-cpufreq-hw";
+  e.device.cpus.policies.push_back(policy);
+  telemetry::Cluster cluster;
+  cluster.name = "policy0";
+  cluster.governor = "powersave";
+  cluster.policies = {0};
+  e.device.cpus.clusters.push_back(cluster);
+  const json decode = {{"duration_ms", 100.0}, {"clusters", {{{"name", "policy0"}, {"mean_freq_share", 0.4}, {"min_cap_share", 1.0}, {"thread_time_share", 1.0}}}}};
+  e.primary.report = report({result("pp128", 2, 200, 0), result("tg32", 2, 0, 40, decode)});
+  auto findings = diagnose(e);
+  const Finding* f = find(findings, "power.governor");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(*f->speedup, 2.5, 1e-9);
+  // intel_pstate's "powersave" is its normal dynamic mode: a low clock there is not the governor.
+  e.device.cpus.policies[0].driver = "intel_pstate";
+  findings = diagnose(e);
+  EXPECT_EQ(find(findings, "power.governor"), nullptr);
+  EXPECT_NE(find(findings, "throttle.clock"), nullptr);
+}

@@ -1,0 +1,309 @@
+// The fault-injection suite: each fault is injected for real on this machine and
+// `edgeprobe doctor` must name it as its top finding; a healthy run must give no warning.
+// Faults this machine cannot produce (a power-save governor, thermal throttling, threads
+// on little cores) are injected through a phone's sysfs tree (tests/fixtures/sysfs/
+// android-phone-3cluster, see its README) whose files a thread rewrites while doctor runs.
+//
+// The model is a small synthesized one (~20 MB q4_0): big enough that two threads beat
+// one on a 2-core machine, small enough that a doctor run takes seconds. These tests run
+// serially (RUN_SERIAL): another test's CPU use would be contention, which doctor names.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+#include "../telemetry/fixture_util.h"
+#include "support/run_process.h"
+
+using namespace edgeprobe::test_support;
+using edgeprobe::telemetry::testing::ScratchRoot;
+using nlohmann::json;
+
+namespace {
+
+std::string small_model(const std::string& quant = "q4_0") {
+  return synth_model("small-" + quant, {"--shape", "tiny", "--n-embd", "512", "--n-layer", "8", "--n-ff", "1536", "--n-head", "8",
+                                        "--n-head-kv", "4", "--n-vocab", "8192", "-q", quant});
+}
+
+std::string test_home() { return std::string(EDGEPROBE_BUILD_DIR) + "/test-home"; }
+
+json run_doctor(const std::vector<std::string>& args, const std::string& prefix = "") {
+  std::string cmd = prefix + std::string(EDGEPROBE_BINARY) + " doctor -o json -q";
+  for (const auto& a : args) cmd += " '" + a + "'";
+  const auto r = run_process({"/bin/sh", "-c", cmd}, 600,
+                             {{"XDG_CACHE_HOME", test_home() + "/cache"}, {"XDG_DATA_HOME", test_home() + "/data"}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (r.exit_code != 0) return json::object();
+  return json::parse(r.out)["doctor"];
+}
+
+std::string findings_text(const json& d) {
+  std::string s;
+  for (const auto& f : d["findings"])
+    s += "\n  [" + f.value("severity", "") + "] " + f.value("id", "") + ": " + f.value("title", "");
+  return s;
+}
+
+// The top finding is `id`, and it is a warning or worse.
+void expect_top(const json& d, const std::string& id) {
+  ASSERT_TRUE(d.contains("findings") && !d["findings"].empty()) << "no findings";
+  const auto& top = d["findings"][0];
+  EXPECT_EQ(top.value("id", ""), id) << findings_text(d);
+  EXPECT_NE(top.value("severity", ""), "info") << findings_text(d);
+}
+
+const json* finding(const json& d, const std::string& id) {
+  for (const auto& f : d["findings"])
+    if (f.value("id", "") == id) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(DoctorFaults, AHealthyRunGivesNoWarning) {
+  const json d = run_doctor({"-m", small_model()});
+  ASSERT_TRUE(d.contains("findings"));
+  for (const auto& f : d["findings"]) EXPECT_EQ(f.value("severity", ""), "info") << findings_text(d);
+  EXPECT_TRUE(d.value("healthy", false));
+  ASSERT_NE(finding(d, "kernel.variant"), nullptr);
+}
+
+TEST(DoctorFaults, TheLowestCpuVariantIsNamedWithItsMeasuredSlowdown) {
+  const json d = run_doctor({"-m", small_model(), "--cpu-variant", "x64"});
+  expect_top(d, "kernel.isa_fallback");
+  const auto& f = d["findings"][0];
+  ASSERT_TRUE(f["estimated_speedup"].is_number()) << f.dump();
+  EXPECT_GT(f["estimated_speedup"].get<double>(), 1.2);  // no SIMD at all against AVX-512
+  EXPECT_EQ(f.value("speedup_basis", "").rfind("measured", 0), 0u);
+}
+
+TEST(DoctorFaults, F16WeightsInAFileNamedQ4AreNamed) {
+  TempDir dir;
+  const std::string fake = dir.file("llama-small-q4_0.gguf");
+  std::filesystem::copy_file(tiny_model("f16"), fake);
+  const json d = run_doctor({"-m", fake});
+  expect_top(d, "precision.mismatch");
+  EXPECT_EQ(d["findings"][0]["data"].value("dominant_type", ""), "f16");
+}
+
+TEST(DoctorFaults, EightThreadsOnTwoCpusAreNamed) {
+  if (std::thread::hardware_concurrency() >= 8) GTEST_SKIP() << "this machine has 8 or more CPUs";
+  const json d = run_doctor({"-m", small_model(), "-t", "8"});
+  expect_top(d, "threads.oversubscribed");
+  EXPECT_EQ(d["findings"][0].value("speedup_basis", "").rfind("measured", 0), 0u);
+}
+
+TEST(DoctorFaults, TwoThreadsConfinedToOneCpuAreNamed) {
+  if (!std::filesystem::exists("/usr/bin/taskset")) GTEST_SKIP() << "no taskset (util-linux)";
+  const json d = run_doctor({"-m", small_model(), "-t", "2"}, "taskset -c 0 ");
+  expect_top(d, "threads.oversubscribed");
+  EXPECT_EQ(d["findings"][0]["data"]["usable_cpus"], json::array({0}));
+}
+
+TEST(DoctorFaults, ACgroupQuotaOfThirtyPercentIsNamed) {
+  const std::string root = "/sys/fs/cgroup/cpu";
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to create a cgroup";
+  if (!std::filesystem::exists(root + "/cpu.cfs_quota_us")) GTEST_SKIP() << "no cgroup v1 cpu controller at " << root;
+  const std::string dir = root + "/edgeprobe-doctor-test-" + std::to_string(getpid());
+  std::error_code ec;
+  std::filesystem::create_directory(dir, ec);
+  if (ec) GTEST_SKIP() << "cannot create " << dir << ": " << ec.message();
+  std::ofstream(dir + "/cpu.cfs_period_us") << 100000;
+  std::ofstream(dir + "/cpu.cfs_quota_us") << 30000;
+  const json d = run_doctor({"-m", small_model(), "-t", "2", "-n", "16"}, "echo $$ > " + dir + "/cgroup.procs && exec ");
+  std::filesystem::remove(dir, ec);
+  expect_top(d, "throttle.cgroup_quota");
+  EXPECT_NEAR(d["findings"][0]["data"].value("quota_cpus", 0.0), 0.3, 1e-9);
+}
+
+// A child that spins until the object goes away, even when the test throws.
+class CpuHog {
+ public:
+  CpuHog() : pid_(fork()) {
+    if (pid_ == 0) {
+      volatile unsigned long spin = 0;
+      for (;;) spin = spin + 1;
+    }
+  }
+  ~CpuHog() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_;
+};
+
+TEST(DoctorFaults, ACompetingCpuBoundProcessIsNamed) {
+  const std::string model = small_model();
+  json d;
+  pid_t hog_pid = 0;
+  {
+    CpuHog hog;
+    ASSERT_GT(hog.pid(), 0);
+    hog_pid = hog.pid();
+    d = run_doctor({"-m", model});
+  }
+  const pid_t hog = hog_pid;
+  expect_top(d, "contention.other_processes");
+  bool named = false;
+  for (const auto& p : d["findings"][0]["data"]["top"]) named |= p.value("pid", 0) == hog;
+  EXPECT_TRUE(named) << "the competing process (pid " << hog << ") is not in the evidence: " << d["findings"][0].dump();
+}
+
+TEST(DoctorFaults, AModelThatDiffersFromTheBaselineIsCritical) {
+  TempDir dir;
+  const auto base = run_process({EDGEPROBE_BINARY, "bench", "-m", small_model("q4_0"), "-p", "16", "-n", "4", "-r", "1", "-o", "json",
+                                 "--no-store", "-q", "--ceilings", "off", "--output", dir.file("baseline.json")},
+                                300, {{"XDG_CACHE_HOME", test_home() + "/cache"}});
+  ASSERT_EQ(base.exit_code, 0) << base.err;
+  const json d = run_doctor({"-m", small_model("q8_0"), "--baseline", dir.file("baseline.json")});
+  expect_top(d, "identity.baseline_mismatch");
+  EXPECT_EQ(d["findings"][0].value("severity", ""), "critical");
+}
+
+TEST(DoctorFaults, ALoadWithoutMmapFromAColdCacheIsNamed) {
+  TempDir dir;
+  const std::string copy = dir.file("model.gguf");
+  std::filesystem::copy_file(small_model(), copy);
+  // Drop the copy from the page cache: written pages must reach the disk first.
+  const int fd = open(copy.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  fdatasync(fd);
+  const bool dropped = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
+  close(fd);
+  const json d = run_doctor({"-m", copy, "--mmap", "0"});
+  expect_top(d, "load.no_mmap");
+  const auto& data = d["findings"][0]["data"];
+  if (dropped) EXPECT_LT(data.value("resident_share_before", 1.0), 0.5) << "the page cache was not dropped";
+  EXPECT_TRUE(data.contains("mmap_ms")) << "the load with mmap was not measured";
+}
+
+// ---- faults through a phone's sysfs tree ----------------------------------------------
+
+namespace {
+
+// A phone tree that changes while doctor runs: every 50 ms `step(t_s)` rewrites files in
+// place (as sysfs does; the sampler keeps its descriptors open).
+class LivePhone {
+ public:
+  explicit LivePhone(std::function<void(const ScratchRoot&, double)> step) : root_("doctor-phone"), step_(std::move(step)) {
+    root_.overlay(std::string(EDGEPROBE_TEST_DATA_DIR) + "/fixtures/sysfs/android-phone-3cluster");
+    step_(root_, 0);
+    thread_ = std::thread([this] {
+      const auto t0 = std::chrono::steady_clock::now();
+      while (!stop_) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        step_(root_, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+    });
+  }
+  ~LivePhone() {
+    stop_ = true;
+    thread_.join();
+  }
+  std::string path() const { return root_.path(); }
+
+ private:
+  ScratchRoot root_;
+  std::function<void(const ScratchRoot&, double)> step_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+const char* kPolicyDir = "/sys/devices/system/cpu/cpufreq/policy";
+
+// The fixture's threads (4321 main, 4330-4332 workers) running flat out on `cpu`: utime
+// grows by 100 ticks a second each, field 39 names the CPU (proc(5)).
+void threads_run_on(const ScratchRoot& root, double t, int cpu) {
+  const long ticks = 1000 + static_cast<long>(t * 100);
+  for (int tid : {4321, 4330, 4331, 4332}) {
+    root.write("/proc/self/task/" + std::to_string(tid) + "/stat",
+               std::to_string(tid) + " (ggml worker) R 1 4321 4321 0 -1 4194304 100 0 0 0 " + std::to_string(ticks) +
+                   " 10 0 0 20 0 4 0 12345 5000000000 150000 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 " +
+                   std::to_string(cpu) + " 0 0 0 0 0");
+  }
+}
+
+void set_policy(const ScratchRoot& root, int policy, const std::string& governor, long cur_khz, long cap_khz) {
+  const std::string dir = kPolicyDir + std::to_string(policy);
+  root.write(dir + "/scaling_governor", governor);
+  root.write(dir + "/scaling_cur_freq", std::to_string(cur_khz));
+  root.write(dir + "/scaling_max_freq", std::to_string(cap_khz));
+}
+
+// cpuinfo_max_freq of the fixture's policies 0, 3 and 7 (little, mid, prime).
+constexpr long kMax0 = 2016000, kMax3 = 2803200, kMax7 = 3187200;
+
+}  // namespace
+
+TEST(DoctorFaults, APowersaveGovernorOnAPhoneIsNamed) {
+  LivePhone phone([](const ScratchRoot& root, double t) {
+    set_policy(root, 0, "powersave", 300000, kMax0);
+    set_policy(root, 3, "powersave", 400000, kMax3);
+    set_policy(root, 7, "powersave", 480000, kMax7);
+    threads_run_on(root, t, 7);
+  });
+  const json d = run_doctor({"-m", small_model(), "-t", "2", "--sysfs-root", phone.path()});
+  expect_top(d, "power.governor");
+  EXPECT_EQ(d["findings"][0]["data"].value("cluster", ""), "policy7");
+}
+
+TEST(DoctorFaults, ThermalThrottlingOnAPhoneIsNamed) {
+  LivePhone phone([](const ScratchRoot& root, double t) {
+    set_policy(root, 0, "schedutil", kMax0, kMax0);
+    set_policy(root, 3, "schedutil", kMax3, kMax3);
+    // The prime core heats up and its clock is capped to half from the first moment.
+    const long temp_mc = static_cast<long>(std::min(95.0, 70.0 + t * 20) * 1000);
+    for (int zone : {0, 1, 2, 3}) root.write("/sys/class/thermal/thermal_zone" + std::to_string(zone) + "/temp", std::to_string(temp_mc));
+    set_policy(root, 7, "schedutil", kMax7 / 2, kMax7 / 2);
+    threads_run_on(root, t, 7);
+  });
+  const json d = run_doctor({"-m", small_model(), "-t", "2", "--sysfs-root", phone.path()});
+  expect_top(d, "throttle.thermal");
+}
+
+TEST(DoctorFaults, ThreadsOnLittleCoresOfAPhoneAreNamed) {
+  LivePhone phone([](const ScratchRoot& root, double t) {
+    set_policy(root, 0, "schedutil", kMax0, kMax0);
+    set_policy(root, 3, "schedutil", kMax3, kMax3);
+    set_policy(root, 7, "schedutil", kMax7, kMax7);
+    threads_run_on(root, t, 1);
+  });
+  const json d = run_doctor({"-m", small_model(), "-t", "2", "--sysfs-root", phone.path()});
+  expect_top(d, "threads.little_cores");
+  EXPECT_NE(d["findings"][0].value("fix", "").find("--cpu-strict 1"), std::string::npos);
+}
+
+// --tune from a bad start: 8 threads on 2 CPUs. The search must come back with a thread
+// count the CPUs can hold, a measured gain, and a command line that reproduces it.
+TEST(DoctorTune, FindsAFasterConfigurationThanEightThreadsOnTwoCpus) {
+  if (std::thread::hardware_concurrency() >= 8) GTEST_SKIP() << "this machine has 8 or more CPUs";
+  const std::string cmd = std::string(EDGEPROBE_BINARY) + " doctor --tune -o json -q -t 8 -r 2 -m " + small_model();
+  const auto r = run_process({"/bin/sh", "-c", cmd}, 900, {{"XDG_CACHE_HOME", test_home() + "/cache"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json t = json::parse(r.out)["tune"];
+  const auto best = t["best"].get<std::vector<std::string>>();
+  const auto it = std::find(best.begin(), best.end(), "-t");
+  ASSERT_NE(it, best.end()) << t.dump();
+  EXPECT_LE(std::stoi(*(it + 1)), static_cast<int>(std::thread::hardware_concurrency())) << t.dump();
+  ASSERT_TRUE(t["gain"].is_number()) << t.dump();
+  EXPECT_GT(t["gain"].get<double>(), 1.2) << t.dump();
+  EXPECT_EQ(t.value("edgeprobe_command", "").rfind("edgeprobe bench -m ", 0), 0u);
+  EXPECT_NE(t.value("llama_bench_command", "").find(" -t " + *(it + 1)), std::string::npos);
+  ASSERT_GE(t["steps"].size(), 4u);
+  for (const auto& step : t["steps"]) EXPECT_EQ(step.value("error", ""), "") << step.dump();
+}
