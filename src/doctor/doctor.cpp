@@ -66,6 +66,7 @@ BenchRun run_bench_child(const DoctorOptions& options, const std::string& label,
   } catch (const nlohmann::json::exception&) {
     run.report = nullptr;
   }
+  run.exit_code = r.exit_code;
   if (r.exit_code != 0) run.error = first_error_line(r.err);
   else if (!run.report.is_object()) run.error = "bench wrote no JSON result";
   return run;
@@ -102,6 +103,7 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
   progress(fmt::format("measuring the configuration as given ({})", options.config.flags_text()));
   e.primary = run_bench_child(options, "as configured", options.config, default_tests(options));
   if (!e.primary.ok()) {
+    if (e.primary.exit_code == static_cast<int>(ErrorKind::kBadInput)) throw Error(ErrorKind::kBadInput, e.primary.error);
     throw Error(ErrorKind::kEnvironment,
                 fmt::format("the configuration does not run: {} (command: {})", e.primary.error, shell_join(e.primary.argv)));
   }

@@ -56,6 +56,7 @@ struct BenchRun {
   std::vector<std::string> argv;  // the whole command, reproducible
   nlohmann::json report;          // the child's -o json result; null when it failed
   std::string error;              // why it failed (first stderr line), "" when fine
+  int exit_code = 0;              // the child's: 2 = bad input, as everywhere in edgeprobe
   RunWindow window;
   bool ok() const { return error.empty() && report.is_object(); }
 };

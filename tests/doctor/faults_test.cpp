@@ -307,3 +307,27 @@ TEST(DoctorTune, FindsAFasterConfigurationThanEightThreadsOnTwoCpus) {
   ASSERT_GE(t["steps"].size(), 4u);
   for (const auto& step : t["steps"]) EXPECT_EQ(step.value("error", ""), "") << step.dump();
 }
+
+// Bad input: one line naming the problem, exit code 2, before any measuring.
+TEST(DoctorBadInput, EachGetsOneLineAndExitCodeTwo) {
+  TempDir dir;
+  write_file(dir.file("garbage.json"), "not json");
+  write_file(dir.file("truncated.gguf"), read_file(tiny_model()).substr(0, 1000));
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"-m", dir.file("missing.gguf")}, "does not exist"},
+      {{"-m", dir.file("truncated.gguf")}, "not a valid GGUF"},
+      {{"-m", tiny_model(), "--baseline", dir.file("garbage.json")}, "is not JSON"},
+      {{"-m", tiny_model(), "--baseline", dir.file("none.json")}, "cannot read --baseline"},
+      {{"-m", tiny_model(), "--cpu-variant", "bogus"}, "unknown CPU variant 'bogus'"},
+      {{"-m", tiny_model(), "-t", "0"}, "--threads"},
+      {{"-m", tiny_model(), "-o", "yaml"}, "yaml"},
+  };
+  for (const auto& [args, message] : cases) {
+    std::vector<std::string> argv = {"doctor", "-q"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto r = run_edgeprobe(argv, 120);
+    EXPECT_EQ(r.exit_code, 2) << args.back() << ": " << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
