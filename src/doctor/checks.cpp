@@ -70,10 +70,10 @@ const json& models0(const json& report) {
 }
 
 std::string identity_text(const json& m) {
-  const std::string sha = m.value("sha256", "");
+  const std::string sha = text(m, "sha256");
   return fmt::format("{} ({}, {}, {:.2f} bits/weight, sha256 {})",
                      std::filesystem::path(m.value("path", "?")).filename().string(),
-                     mib(m.value("size_bytes", 0.0)), m.value("quant", "?"), m.value("bits_per_weight", 0.0),
+                     mib(num(m, "size_bytes")), m.value("quant", "?"), num(m, "bits_per_weight"),
                      sha.empty() ? "not computed" : sha.substr(0, 16) + "…");
 }
 
@@ -83,10 +83,10 @@ void check_identity(const Evidence& e, std::vector<Finding>& out) {
   const json& mine = models0(e.primary.report);
   const json& base = models0(e.baseline);
   std::vector<std::string> differences;
-  const std::string a = mine.value("sha256", ""), b = base.value("sha256", "");
+  const std::string a = text(mine, "sha256"), b = text(base, "sha256");
   if (!a.empty() && !b.empty() && a != b) differences.push_back("SHA-256 differs");
   if (mine.value("size_bytes", 0) != base.value("size_bytes", 0)) differences.push_back("size differs");
-  if (mine.value("quant", "") != base.value("quant", "")) differences.push_back("quantisation differs");
+  if (text(mine, "quant") != text(base, "quant")) differences.push_back("quantisation differs");
   if (mine.value("n_params", 0) != base.value("n_params", 0)) differences.push_back("parameter count differs");
   if (mine.value("tensor_types", json::object()) != base.value("tensor_types", json::object()))
     differences.push_back("tensor-type histogram differs");
@@ -183,7 +183,7 @@ void check_precision(const Evidence& e, std::vector<Finding>& out) {
   // With mmap the file pages count in RSS and repacking copies some weights, so only a
   // gap beyond 2.5x (what an expansion to f16 of 4-bit weights gives) is called out.
   int64_t peak = -1;
-  for (const auto& r : field(e.primary.report, "results")) peak = std::max<int64_t>(peak, r.value("peak_rss_bytes", int64_t{-1}));
+  for (const auto& r : field(e.primary.report, "results")) peak = std::max<int64_t>(peak, static_cast<int64_t>(num(r, "peak_rss_bytes", -1)));
   const double expected = static_cast<double>(info.file_bytes);
   if (peak > 0 && static_cast<double>(peak) > 2.5 * expected + 300.0 * 1024 * 1024) {
     out.push_back({"precision.memory_excess", Severity::kWarning,
@@ -234,9 +234,9 @@ void check_kernel(const Evidence& e, std::vector<Finding>& out) {
   std::vector<std::string> lines;
   std::string repack;
   for (const auto& l : field(e.primary.report, "provenance").value("llama_log", json::array())) {
-    const std::string text = l.value("text", "");
-    if (text.find("CPU_REPACK model buffer size") != std::string::npos) repack = text.substr(text.find("CPU_REPACK"));
-    if ((l.value("level", 0) >= 3 || std::regex_search(text, alarming)) && lines.size() < 8) lines.push_back(text);
+    const std::string line = text(l, "text");
+    if (line.find("CPU_REPACK model buffer size") != std::string::npos) repack = line.substr(line.find("CPU_REPACK"));
+    if ((num(l, "level") >= 3 || std::regex_search(line, alarming)) && lines.size() < 8) lines.push_back(line);
   }
   if (!lines.empty()) {
     out.push_back({"kernel.log_messages", Severity::kWarning, fmt::format("llama.cpp logged {} warning or fallback line(s)", lines.size()),
@@ -244,10 +244,10 @@ void check_kernel(const Evidence& e, std::vector<Finding>& out) {
                    {{"lines", lines}}});
   }
   const auto unused = gap.value("unused_features", std::vector<std::string>{});
-  if (!gap.value("fallback", false) && !gap.value("loaded_variant", std::string()).empty()) {
-    std::vector<std::string> ev = {gap.value("summary", "")};
+  if (!gap.value("fallback", false) && !text(gap, "loaded_variant").empty()) {
+    std::vector<std::string> ev = {text(gap, "summary")};
     if (!repack.empty()) ev.push_back("weights repacked for this variant's kernels: " + repack);
-    out.push_back({"kernel.variant", Severity::kInfo, fmt::format("the best ggml CPU variant for this CPU ran ('{}')", gap.value("loaded_variant", "")),
+    out.push_back({"kernel.variant", Severity::kInfo, fmt::format("the best ggml CPU variant for this CPU ran ('{}')", text(gap, "loaded_variant")),
                    ev, "prefill+decode", std::nullopt, "",
                    unused.empty() ? "" : "features no prebuilt variant uses need a native build (GGML_NATIVE=ON)", {{"isa_gap", gap}}});
   }
@@ -340,10 +340,10 @@ void check_threads(const Evidence& e, std::vector<Finding>& out) {
     for (const char* phase : {"prefill", "decode"}) {
       if (!field(rep, "telemetry").is_object() || !field(rep, "telemetry").contains(phase)) continue;
       const auto& p = field(field(rep, "telemetry"), phase);
-      const double ms = p.value("duration_ms", 0.0);
+      const double ms = num(p, "duration_ms");
       for (const auto& c : p.value("clusters", json::array()))
         if (c.contains("thread_time_share") && field(c, "thread_time_share").is_number())
-          share_by_cluster[c.value("name", "")] += field(c, "thread_time_share").get<double>() * ms;
+          share_by_cluster[text(c, "name")] += field(c, "thread_time_share").get<double>() * ms;
       weight += ms;
     }
   }
@@ -445,9 +445,9 @@ void check_clock_and_heat(const Evidence& e, std::vector<Finding>& out) {
       for (const char* phase : {"prefill", "decode"}) {
         if (!field(rep, "telemetry").is_object() || !field(rep, "telemetry").contains(phase)) continue;
         const auto& p = field(field(rep, "telemetry"), phase);
-        const double ms = p.value("duration_ms", 0.0);
+        const double ms = num(p, "duration_ms");
         for (const auto& c : p.value("clusters", json::array())) {
-          auto& a = acc[c.value("name", "")];
+          auto& a = acc[text(c, "name")];
           if (c.contains("mean_freq_share") && field(c, "mean_freq_share").is_number()) {
             a.share_sum += field(c, "mean_freq_share").get<double>() * ms;
             a.ms += ms;
@@ -461,8 +461,8 @@ void check_clock_and_heat(const Evidence& e, std::vector<Finding>& out) {
         }
         const json thermal = p.value("thermal", json::object());
         for (const auto& [zone, t] : thermal.items()) {
-          const double m = t.value("max_temp_c", NAN);
-          if (std::isnan(first_temp)) first_temp = t.value("mean_temp_c", m);
+          const double m = num(t, "max_temp_c", NAN);
+          if (std::isnan(first_temp)) first_temp = num(t, "mean_temp_c", m);
           if (std::isnan(max_temp) || m > max_temp) {
             max_temp = m;
             hottest = zone;
@@ -546,18 +546,18 @@ void check_decode_steps(const Evidence& e, std::vector<Finding>& out) {
     bool explained = false;
     if (t.is_object() && t.contains("decode")) {
       const auto& d = field(t, "decode");
-      if (d.value("throttled_ms", 0.0) > 0) {
+      if (num(d, "throttled_ms") > 0) {
         explained = true;
-        ev.push_back(fmt::format("that repetition was cgroup-throttled for {:.0f} ms", d.value("throttled_ms", 0.0)));
+        ev.push_back(fmt::format("that repetition was cgroup-throttled for {:.0f} ms", num(d, "throttled_ms")));
       }
-      if (d.value("other_cpu_share", 0.0) >= kContentionShare) {
+      if (num(d, "other_cpu_share") >= kContentionShare) {
         explained = true;
-        ev.push_back(fmt::format("other processes took {} of the CPUs then", pct(d.value("other_cpu_share", 0.0))));
+        ev.push_back(fmt::format("other processes took {} of the CPUs then", pct(num(d, "other_cpu_share"))));
       }
       for (const auto& c : d.value("clusters", json::array()))
         if (c.contains("min_freq_share") && field(c, "min_freq_share").is_number() && field(c, "min_freq_share").get<double>() < kLowClockShare) {
           explained = true;
-          ev.push_back(fmt::format("cluster {}'s clock fell to {} of its maximum", c.value("name", ""), pct(field(c, "min_freq_share").get<double>())));
+          ev.push_back(fmt::format("cluster {}'s clock fell to {} of its maximum", text(c, "name"), pct(field(c, "min_freq_share").get<double>())));
         }
     }
     if (!explained) ev.push_back("this device's telemetry shows no cause at that moment (a noisy host?)");
@@ -584,15 +584,15 @@ void check_load(const Evidence& e, std::vector<Finding>& out) {
   if (!r) r = rv::find_result(e.primary.report, fmt::format("tg{}", e.options.n_gen));
   if (!r || !field((*r), "load").is_object()) return;
   const auto& load = field((*r), "load");
-  const double cold = load.value("cold_ms", 0.0);
-  const double resident = load.value("page_cache_resident_share_before", -1.0);
-  const double warm = field(load, "warm_ms").is_object() ? field(load, "warm_ms").value("median", 0.0) : 0.0;
+  const double cold = num(load, "cold_ms");
+  const double resident = num(load, "page_cache_resident_share_before", -1.0);
+  const double warm = field(load, "warm_ms").is_object() ? num(field(load, "warm_ms"), "median") : 0.0;
   const auto& roof = field((*r), "roofline");
-  const double ceiling_ms = roof.is_object() ? roof.value("load_ceiling_ms", 0.0) : 0.0;
+  const double ceiling_ms = roof.is_object() ? num(roof, "load_ceiling_ms") : 0.0;
   std::vector<std::string> ev;
   ev.push_back(fmt::format("first load {:.0f} ms with {} of the file in the page cache before it{}", cold,
                            resident >= 0 ? pct(resident) : "an unknown share", warm > 0 ? fmt::format("; warm loads {:.0f} ms", warm) : ""));
-  if (ceiling_ms > 0) ev.push_back(fmt::format("storage ceiling for the file: {:.0f} ms ({})", ceiling_ms, roof.value("load_ceiling_basis", "")));
+  if (ceiling_ms > 0) ev.push_back(fmt::format("storage ceiling for the file: {:.0f} ms ({})", ceiling_ms, text(roof, "load_ceiling_basis")));
   if (!e.options.config.use_mmap) {
     const bool cold_cache = resident >= 0 && resident < 0.5;
     Finding f{"load.no_mmap", cold_cache ? Severity::kWarning : Severity::kInfo,
@@ -646,13 +646,15 @@ void check_ceiling(const Evidence& e, std::vector<Finding>& out) {
     const double eff = field(roof, key).get<double>();
     data[label] = roof;
     if (std::string(label) == "decode") {
-      ev.push_back(fmt::format("decode: {:.0f} % of the ceiling {:.1f} t/s ({:.1f} GB/s ÷ {} per token){}", eff * 100,
-                               roof.value("decode_ceiling_tokens_per_s", 0.0), roof.value("bandwidth_gb_per_s", 0.0),
-                               mib(roof.value("decode_bytes_per_token", 0.0)),
-                               roof.contains("decode_bound") ? ", bound: " + roof.value("decode_bound", std::string()) : ""));
+      std::string basis = fmt::format("{:.1f} GB/s ÷ {} per token", num(roof, "bandwidth_gb_per_s"), mib(num(roof, "decode_bytes_per_token")));
+      const std::string bound = text(roof, "decode_bound");
+      if (!bound.empty()) basis += ", bound: " + bound;
+      if (bound == "kernel" && field(roof, "decode_bandwidth_efficiency").is_number())
+        basis += fmt::format("; {:.0f} % of memory bandwidth alone", num(roof, "decode_bandwidth_efficiency") * 100);
+      ev.push_back(fmt::format("decode: {:.0f} % of the ceiling {:.1f} t/s ({})", eff * 100, num(roof, "decode_ceiling_tokens_per_s"), basis));
     } else {
       ev.push_back(fmt::format("prefill: {:.0f} % of the ceiling {:.1f} t/s ({:.1f} GFLOP/s achieved)", eff * 100,
-                               roof.value("prefill_ceiling_tokens_per_s", 0.0), roof.value("prefill_achieved_gflop_per_s", 0.0)));
+                               num(roof, "prefill_ceiling_tokens_per_s"), num(roof, "prefill_achieved_gflop_per_s")));
     }
   }
   if (ev.empty()) {

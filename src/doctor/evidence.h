@@ -76,6 +76,10 @@ std::vector<int> usable_cpus(const DeviceFacts& device, const RunConfig& config)
 // j[key] for reading: null when the key (or the object) is missing, where nlohmann's
 // const operator[] is undefined behaviour. Reports can come from files (--baseline).
 const nlohmann::json& field(const nlohmann::json& j, const char* key);
+// j[key] as a number or a string, the fallback when absent, null or another type
+// (nlohmann's value() throws on a present null; the schema writes null for "unknown").
+double num(const nlohmann::json& j, const char* key, double fallback = 0);
+std::string text(const nlohmann::json& j, const char* key, const std::string& fallback = "");
 
 // Reading a bench JSON report (the one schema, see src/result).
 namespace report_view {
