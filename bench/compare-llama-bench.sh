@@ -24,13 +24,9 @@ llama_bench="$prefix/bin/llama-bench"
 [ -x "$llama_bench" ] || { echo "no llama-bench at $llama_bench" >&2; exit 3; }
 [ -x /usr/bin/time ] || { echo "needs GNU time (apt-get install time)" >&2; exit 3; }
 
-if [[ "$model" == synth:* ]]; then
-  # Resolve (and synthesize once) through edgeprobe itself, then use the same file for both.
-  "$edgeprobe" bench -m "$model" -p 8 -n 0 -r 1 --no-warmup --no-hash -q -o json --no-store --ceilings off >/dev/null
-  shape_quant=${model#synth:}
-  model="${EDGEPROBE_MODEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edgeprobe/models}/synth-${shape_quant%%:*}-${shape_quant#*:}-seed42.gguf"
-fi
-[ -f "$model" ] || { echo "model '$model' not found" >&2; exit 2; }
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+model=$(resolve_model "$edgeprobe" "$model") || exit 2
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -18,12 +18,9 @@ edgeprobe=${EDGEPROBE:-$PWD/build/src/cli/edgeprobe}
 prefix=$(scripts/build-llama.sh 2>/dev/null)
 llama_bench="$prefix/bin/llama-bench"
 [ -x "$edgeprobe" ] || { echo "build edgeprobe first (scripts/setup.sh)" >&2; exit 3; }
-if [[ "$model" == synth:* ]]; then
-  "$edgeprobe" bench -m "$model" -p 8 -n 0 -r 1 --no-warmup --no-hash -q -o json --no-store --ceilings off >/dev/null
-  shape_quant=${model#synth:}
-  model="${XDG_CACHE_HOME:-$HOME/.cache}/edgeprobe/models/synth-${shape_quant%%:*}-${shape_quant#*:}-seed42.gguf"
-fi
-[ -f "$model" ] || { echo "model '$model' not found" >&2; exit 2; }
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+model=$(resolve_model "$edgeprobe" "$model") || exit 2
 work=$(mktemp -d)
 cgroup=""
 hog=""

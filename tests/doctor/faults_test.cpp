@@ -111,17 +111,12 @@ TEST(DoctorFaults, TwoThreadsConfinedToOneCpuAreNamed) {
 }
 
 TEST(DoctorFaults, ACgroupQuotaOfThirtyPercentIsNamed) {
-  const std::string root = "/sys/fs/cgroup/cpu";
-  if (geteuid() != 0) GTEST_SKIP() << "needs root to create a cgroup";
-  if (!std::filesystem::exists(root + "/cpu.cfs_quota_us")) GTEST_SKIP() << "no cgroup v1 cpu controller at " << root;
-  const std::string dir = root + "/edgeprobe-doctor-test-" + std::to_string(getpid());
-  std::error_code ec;
-  std::filesystem::create_directory(dir, ec);
-  if (ec) GTEST_SKIP() << "cannot create " << dir << ": " << ec.message();
-  std::ofstream(dir + "/cpu.cfs_period_us") << 100000;
-  std::ofstream(dir + "/cpu.cfs_quota_us") << 30000;
-  const json d = run_doctor({"-m", small_model(), "-t", "2", "-n", "16"}, "echo $$ > " + dir + "/cgroup.procs && exec ");
-  std::filesystem::remove(dir, ec);
+  json d;
+  {
+    const QuotaCgroup cgroup(30000);
+    if (!cgroup.error().empty()) GTEST_SKIP() << cgroup.error();
+    d = run_doctor({"-m", small_model(), "-t", "2", "-n", "16"}, cgroup.enter_prefix());
+  }
   expect_top(d, "throttle.cgroup_quota");
   EXPECT_NEAR(d["findings"][0]["data"].value("quota_cpus", 0.0), 0.3, 1e-9);
 }

@@ -13,22 +13,13 @@
 using namespace edgeprobe::test_support;
 
 TEST(CgroupBench, AQuotaShowsUpAsThrottledTimeInTheResults) {
-  const std::string root = "/sys/fs/cgroup/cpu";
-  if (geteuid() != 0) GTEST_SKIP() << "needs root to create a cgroup";
-  if (!std::filesystem::exists(root + "/cpu.cfs_quota_us")) GTEST_SKIP() << "no cgroup v1 cpu controller at " << root;
-  const std::string dir = root + "/edgeprobe-test-" + std::to_string(getpid());
-  std::error_code ec;
-  std::filesystem::create_directory(dir, ec);
-  if (ec) GTEST_SKIP() << "cannot create " << dir << ": " << ec.message();
-  std::ofstream(dir + "/cpu.cfs_period_us") << 100000;
-  std::ofstream(dir + "/cpu.cfs_quota_us") << 30000;
-
+  const QuotaCgroup cgroup(30000);
+  if (!cgroup.error().empty()) GTEST_SKIP() << cgroup.error();
   // The shell moves itself into the cgroup, then becomes edgeprobe.
-  const std::string cmd = "echo $$ > " + dir + "/cgroup.procs && exec " + EDGEPROBE_BINARY + " bench -m " +
-                          tiny_model() + " -p 64 -n 32 -r 2 -t 2 -o json -q --ceilings off";
+  const std::string cmd = cgroup.enter_prefix() + EDGEPROBE_BINARY + " bench -m " + tiny_model() +
+                          " -p 64 -n 32 -r 2 -t 2 -o json -q --ceilings off";
   const auto r = run_process({"/bin/sh", "-c", cmd}, 300,
                              {{"XDG_CACHE_HOME", std::string(EDGEPROBE_BUILD_DIR) + "/test-home/cache"}});
-  std::filesystem::remove(dir, ec);  // empty again once the process has exited
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   double throttled_ms = 0;

@@ -59,6 +59,34 @@ std::string synth_model(const std::string& name, const std::vector<std::string>&
 
 std::string tiny_model(const std::string& quant) { return synth_model("tiny-" + quant, {"--shape", "tiny", "-q", quant}); }
 
+QuotaCgroup::QuotaCgroup(int quota_us) {
+  const std::string root = "/sys/fs/cgroup/cpu";
+  if (geteuid() != 0) {
+    error_ = "needs root to create a cgroup";
+    return;
+  }
+  if (!std::filesystem::exists(root + "/cpu.cfs_quota_us")) {
+    error_ = "no cgroup v1 cpu controller at " + root;
+    return;
+  }
+  static int counter = 0;
+  const std::string dir = root + "/edgeprobe-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  std::error_code ec;
+  std::filesystem::create_directory(dir, ec);
+  if (ec) {
+    error_ = "cannot create " + dir + ": " + ec.message();
+    return;
+  }
+  dir_ = dir;
+  std::ofstream(dir + "/cpu.cfs_period_us") << 100000;
+  std::ofstream(dir + "/cpu.cfs_quota_us") << quota_us;
+}
+
+QuotaCgroup::~QuotaCgroup() {
+  std::error_code ec;
+  if (!dir_.empty()) std::filesystem::remove(dir_, ec);  // empty again once its processes exited
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream s;

@@ -34,6 +34,20 @@ std::string tiny_model(const std::string& quant = "q4_0");
 // A synthesized model made once with these `edgeprobe synth` arguments and kept in the
 // build tree as <name>.gguf.
 std::string synth_model(const std::string& name, const std::vector<std::string>& synth_args);
+// A cgroup v1 cpu group with a CPU quota (quota_us per 100 ms), removed when the object
+// goes away. `error()` says why it could not be made (no root, no controller): skip then.
+// `enter_prefix()` is a shell prefix that moves the shell into it and execs the command.
+class QuotaCgroup {
+ public:
+  explicit QuotaCgroup(int quota_us);
+  ~QuotaCgroup();
+  const std::string& error() const { return error_; }
+  std::string enter_prefix() const { return "echo $$ > " + dir_ + "/cgroup.procs && exec "; }
+
+ private:
+  std::string dir_, error_;
+};
+
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& data);
 
