@@ -6,9 +6,12 @@
 # time of llama-bench's default run (-p 512 -n 128 -r 5) on the same model: target <= 2.
 #
 #   bench/doctor-faults.sh [MODEL=synth:tinyllama-1.1b:q4_0] [ROUNDS=2]
+#   FAULTS=f16,cold bench/doctor-faults.sh   # only the faults whose key is listed
+#   (keys: x64 f16 t8 taskset quota hog cold; the timing runs only without FAULTS)
 #
 # Slowdowns compare doctor's reference turn (128 prompt tokens, then 32 generated):
-# seconds with the fault over seconds without it, median over ROUNDS interleaved pairs.
+# seconds with the fault over seconds without it, median over ROUNDS interleaved pairs;
+# for the load fault, the first load's milliseconds instead.
 # Faults that need root (cgroup quota, dropping the page cache) are skipped without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,12 +34,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Turn seconds of a bench result: 128/pp + 32/tg.
+# Turn seconds of a bench result: 128/pp + 32/tg (or the first load's ms with METRIC=load).
 turn_s() {
-  python3 - "$1" <<'PY'
+  python3 - "$1" "${METRIC:-turn}" <<'PY'
 import json, sys
 r = {x["test"]: x for x in json.load(open(sys.argv[1]))["results"] if x["status"] == "ok"}
-print(128 / r["pp128"]["prefill"]["tokens_per_s"]["median"] + 32 / r["tg32"]["decode"]["tokens_per_s"]["median"])
+if sys.argv[2] == "load":
+    print(r["pp128"]["load"]["cold_ms"])
+else:
+    print(128 / r["pp128"]["prefill"]["tokens_per_s"]["median"] + 32 / r["tg32"]["decode"]["tokens_per_s"]["median"])
 PY
 }
 # wrap: a command prefix that injects the fault ("" for none)
@@ -51,22 +57,26 @@ fault_names=()
 fault_prefix=()
 fault_args=()
 fault_setup=()
-add_fault() { fault_names+=("$1"); fault_prefix+=("$2"); fault_args+=("$3"); fault_setup+=("${4:-}"); }
+fault_keys=()
+add_fault() {  # add_fault KEY NAME PREFIX ARGS [SETUP]
+  [ -z "${FAULTS:-}" ] || [[ ",$FAULTS," == *",$1,"* ]] || return 0
+  fault_keys+=("$1"); fault_names+=("$2"); fault_prefix+=("$3"); fault_args+=("$4"); fault_setup+=("${5:-}")
+}
 
-add_fault "lowest CPU variant (x64)" "" "--cpu-variant x64"
-f16="$work/$(basename "${model%.gguf}")-f16-named-q4_0.gguf"
-add_fault "f16 weights named q4_0" "" "" "f16"
-add_fault "8 threads on 2 CPUs" "" "-t 8"
-add_fault "2 threads confined to 1 CPU" "taskset -c 0" "-t 2"
+add_fault x64 "lowest CPU variant (x64)" "" "--cpu-variant x64"
+f16="$work/tinyllama-twin-q4_0.gguf"  # f16 weights under a q4_0 name
+add_fault f16 "f16 weights named q4_0" "" "" "f16"
+add_fault t8 "8 threads on 2 CPUs" "" "-t 8"
+add_fault taskset "2 threads confined to 1 CPU" "taskset -c 0" "-t 2"
 if [ "$(id -u)" = 0 ] && [ -w /sys/fs/cgroup/cpu ]; then
   cgroup=/sys/fs/cgroup/cpu/edgeprobe-doctor-bench-$$
   mkdir -p "$cgroup"
   echo 100000 >"$cgroup/cpu.cfs_period_us"
   echo 30000 >"$cgroup/cpu.cfs_quota_us"
-  add_fault "cgroup CPU quota 30 %" "echo \$\$ > $cgroup/cgroup.procs && exec" "-t 2"
+  add_fault quota "cgroup CPU quota 30 %" "echo \$\$ > $cgroup/cgroup.procs && exec" "-t 2"
 fi
-add_fault "a competing CPU-bound process" "" "" "hog"
-add_fault "no mmap from a cold page cache" "" "-mmp 0" "cold"
+add_fault hog "a competing CPU-bound process" "" "" "hog"
+add_fault cold "no mmap from a cold page cache" "" "-mmp 0" "cold"
 
 if [ -n "$(printf '%s\n' "${fault_setup[@]}" | grep -x f16 || true)" ]; then
   echo "synthesizing the f16 twin of the model (once)" >&2
@@ -81,6 +91,8 @@ for i in "${!fault_names[@]}"; do
   echo "fault: $name" >&2
   m=$model
   [ "$setup" = f16 ] && m=$f16
+  export METRIC=turn
+  [ "$setup" = cold ] && METRIC=load
   start_hog() { if [ "$setup" = hog ]; then (while :; do :; done) & hog=$!; fi; }
   stop_hog() { if [ -n "$hog" ]; then kill "$hog"; wait "$hog" 2>/dev/null || true; hog=""; fi; }
   drop_cache() { if [ "$setup" = cold ]; then python3 -c "import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)" "$m"; fi; }
@@ -93,7 +105,7 @@ for i in "${!fault_names[@]}"; do
   # measured slowdown: the same bench healthy and with the fault, interleaved
   ratios=()
   for r in $(seq 1 "$rounds"); do
-    healthy=$(bench_turn "$work/h.json" "" )
+    healthy=$(bench_turn "$work/h.json" "")
     drop_cache
     start_hog
     # shellcheck disable=SC2086
@@ -114,8 +126,9 @@ except Exception as e:
 PY
 done
 
+cat "$work/table.md"
+[ -n "${FAULTS:-}" ] && exit 0
 echo "timing a full doctor run against llama-bench's default run" >&2
 t0=$(date +%s.%N); "$edgeprobe" doctor -m "$model" -q >/dev/null; t1=$(date +%s.%N)
 "$llama_bench" -m "$model" >/dev/null 2>&1; t2=$(date +%s.%N)
-cat "$work/table.md"
 python3 -c "d=$t1-$t0; l=$t2-$t1; print(f'\ndoctor {d:.1f} s, llama-bench default run {l:.1f} s: ratio {d/l:.2f} (target <= 2)')"

@@ -120,13 +120,16 @@ void check_identity(const Evidence& e, std::vector<Finding>& out) {
 // ---- 2. precision -------------------------------------------------------------------
 // Bits per weight a quantisation name promises (llama.cpp's nominal figures).
 std::optional<double> nominal_bits(const std::string& name) {
+  // Quantised names first: "llama-q4_0-from-f16.gguf" promises q4_0.
   static const std::vector<std::pair<std::regex, double>> table = {
-      {std::regex("(^|[^a-z0-9])(f32|fp32)([^a-z0-9]|$)"), 32}, {std::regex("(^|[^a-z0-9])(f16|fp16|bf16)([^a-z0-9]|$)"), 16},
-      {std::regex("(^|[^a-z0-9])(q8_0|q8|int8|8bit|8-bit|w8a\\d+)([^a-z0-9]|$)"), 8.5},
-      {std::regex("(^|[^a-z0-9])(q6_k|q6)([^a-z0-9]|$)"), 6.6}, {std::regex("(^|[^a-z0-9])(q5_[01k]\\w*|q5)([^a-z0-9]|$)"), 5.5},
-      {std::regex("(^|[^a-z0-9])(q4_[01k]\\w*|iq4_\\w+|q4|int4|4bit|4-bit|w4a\\d+)([^a-z0-9]|$)"), 4.5},
+      {std::regex("(^|[^a-z0-9])(q2_k\\w*|iq2_\\w+|q2)([^a-z0-9]|$)"), 2.6},
       {std::regex("(^|[^a-z0-9])(q3_k\\w*|iq3_\\w+|q3)([^a-z0-9]|$)"), 3.4},
-      {std::regex("(^|[^a-z0-9])(q2_k\\w*|iq2_\\w+|q2)([^a-z0-9]|$)"), 2.6}};
+      {std::regex("(^|[^a-z0-9])(q4_[01k]\\w*|iq4_\\w+|q4|int4|4bit|4-bit|w4a\\d+)([^a-z0-9]|$)"), 4.5},
+      {std::regex("(^|[^a-z0-9])(q5_[01k]\\w*|q5)([^a-z0-9]|$)"), 5.5},
+      {std::regex("(^|[^a-z0-9])(q6_k|q6)([^a-z0-9]|$)"), 6.6},
+      {std::regex("(^|[^a-z0-9])(q8_0|q8|int8|8bit|8-bit|w8a\\d+)([^a-z0-9]|$)"), 8.5},
+      {std::regex("(^|[^a-z0-9])(f16|fp16|bf16)([^a-z0-9]|$)"), 16},
+      {std::regex("(^|[^a-z0-9])(f32|fp32)([^a-z0-9]|$)"), 32}};
   std::string lower = name;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
   for (const auto& [re, bits] : table)

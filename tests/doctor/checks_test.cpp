@@ -122,6 +122,15 @@ TEST(DoctorChecks, F16WeightsInAFileNamedQ4AreCritical) {
   EXPECT_NEAR(*f->speedup, 16.0 / 4.5, 0.01);  // bits per weight actually read over promised
 }
 
+TEST(DoctorChecks, AQuantisedNameWinsOverTheFloatItCameFrom) {
+  Evidence e = base_evidence();
+  e.model = q4_model("/m/llama-f16-converted-q4_0.gguf", "f16");
+  const auto findings = diagnose(e);
+  const Finding* f = find(findings, "precision.mismatch");
+  ASSERT_NE(f, nullptr);
+  EXPECT_DOUBLE_EQ(f->data.at("claimed_bits_per_weight").get<double>(), 4.5);
+}
+
 TEST(DoctorChecks, ARealQ4FileIsNotFlagged) {
   Evidence e = base_evidence();
   e.model = q4_model("/m/llama-Q4_K_M.gguf", "q4_0");
@@ -135,7 +144,7 @@ TEST(DoctorChecks, ABaselineWithAnotherFileVoidsTheComparison) {
   const Finding* f = find(findings, "identity.baseline_mismatch");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kCritical);
-  EXPECT_EQ(f->data["differences"].size(), 2u);  // SHA and quantisation; same size and params
+  EXPECT_EQ(f->data.at("differences").size(), 2u);  // SHA and quantisation; same size and params
   e.baseline = report({}, "aa", "q4_0");
   EXPECT_EQ(find(diagnose(e), "identity.baseline_mismatch"), nullptr);
 }
