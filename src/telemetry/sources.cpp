@@ -70,15 +70,9 @@ class CpufreqSource : public Source {
   }
   const char* family() const override { return "cpufreq"; }
   void declare(std::vector<SeriesInfo>* series) override {
-    for (const auto& e : entries_) {
-      SeriesInfo info;
-      info.name = "cpufreq." + e.policy + ".freq_khz";
-      info.metric = Metric::kFreqKhz;
-      info.group = e.cluster_name;
-      info.index = static_cast<int>(e.cluster);
-      info.reference = e.max_khz;
-      series->push_back(std::move(info));
-    }
+    for (const auto& e : entries_)
+      series->push_back({.name = "cpufreq." + e.policy + ".freq_khz", .metric = Metric::kFreqKhz, .group = e.cluster_name,
+                         .index = static_cast<int>(e.cluster), .reference = static_cast<double>(e.max_khz)});
   }
   void sample(double* row, const ReportFn& report) override {
     for (size_t i = 0; i < entries_.size(); ++i) row[i] = read_or_nan(entries_[i].cur, i, entries_[i].what, once_, report);
@@ -143,15 +137,9 @@ class CpufreqCapSource : public Source {
   const char* family() const override { return "cpufreq cap"; }
   double max_hz() const override { return 5; }
   void declare(std::vector<SeriesInfo>* series) override {
-    for (const auto& c : caps_) {
-      SeriesInfo info;
-      info.name = "cpufreq." + c.cluster_name + ".cap_khz";
-      info.metric = Metric::kFreqCapKhz;
-      info.group = c.cluster_name;
-      info.index = static_cast<int>(c.cluster);
-      info.reference = c.max_khz;
-      series->push_back(std::move(info));
-    }
+    for (const auto& c : caps_)
+      series->push_back({.name = "cpufreq." + c.cluster_name + ".cap_khz", .metric = Metric::kFreqCapKhz, .group = c.cluster_name,
+                         .index = static_cast<int>(c.cluster), .reference = static_cast<double>(c.max_khz)});
   }
   void sample(double* row, const ReportFn& report) override {
     for (size_t i = 0; i < caps_.size(); ++i) row[i] = read_or_nan(caps_[i].file, i, caps_[i].what, once_, report);
