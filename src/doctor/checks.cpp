@@ -49,19 +49,6 @@ std::string cpu_list_text(const std::vector<int>& cpus) {
   return out;
 }
 
-std::string cpu_mask_hex(const std::vector<int>& cpus) {
-  std::vector<uint8_t> nibbles;
-  for (int c : cpus) {
-    if (c < 0) continue;
-    const size_t n = static_cast<size_t>(c) / 4;
-    if (nibbles.size() <= n) nibbles.resize(n + 1, 0);
-    nibbles[n] |= static_cast<uint8_t>(1u << (c % 4));
-  }
-  std::string hex;
-  for (auto it = nibbles.rbegin(); it != nibbles.rend(); ++it) hex += "0123456789abcdef"[*it];
-  return "0x" + (hex.empty() ? "0" : hex);
-}
-
 const json& models0(const json& report) {
   static const json empty = json::object();
   const auto& p = field(report, "provenance");
@@ -367,7 +354,7 @@ void check_threads(const Evidence& e, std::vector<Finding>& out) {
             fmt::format("{} of the inference thread-time ran on cores slower than the '{}' cluster", pct(slow_share / total_share), big->name),
             ev, "prefill+decode", mean_khz > 0 ? std::optional<double>(static_cast<double>(*big->max_khz) / mean_khz) : std::nullopt,
             "estimated: the big cores' maximum clock over the clock-weighted mean of where the threads ran",
-            fmt::format("-C {} --cpu-strict 1 -t {} (pin the threads to the {} CPUs of '{}')", cpu_mask_hex(big->cpus),
+            fmt::format("-C {} --cpu-strict 1 -t {} (pin the threads to the {} CPUs of '{}')", cpu_mask_of(big->cpus),
                         std::min(n_big, std::max(threads, 1)), n_big, big->name),
             {{"slow_share", slow_share / total_share}, {"big_cluster", big->name}}};
   out.push_back(std::move(f));

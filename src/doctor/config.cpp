@@ -41,6 +41,19 @@ std::string RunConfig::llama_cpp_flags_text() const {
   return text;
 }
 
+std::string cpu_mask_of(const std::vector<int>& cpus) {
+  std::vector<unsigned> nibbles;
+  for (int c : cpus) {
+    if (c < 0) continue;
+    const size_t n = static_cast<size_t>(c) / 4;
+    if (nibbles.size() <= n) nibbles.resize(n + 1, 0);
+    nibbles[n] |= 1u << (c % 4);
+  }
+  std::string hex;
+  for (auto it = nibbles.rbegin(); it != nibbles.rend(); ++it) hex += "0123456789abcdef"[*it];
+  return "0x" + (hex.empty() ? std::string("0") : hex);
+}
+
 std::string shell_join(const std::vector<std::string>& words) {
   std::string out;
   for (const auto& w : words) {

@@ -29,6 +29,9 @@ struct RunConfig {
   bool operator==(const RunConfig&) const = default;
 };
 
+// ggml's -C mask for a set of CPUs: hex, bit i = CPU i ({0,1} -> "0x3").
+std::string cpu_mask_of(const std::vector<int>& cpus);
+
 // Same as std::quoted-free shell words joined by spaces; words with shell metacharacters
 // are single-quoted.
 std::string shell_join(const std::vector<std::string>& words);

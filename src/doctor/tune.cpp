@@ -31,18 +31,6 @@ struct Setting {
   std::function<nlohmann::json(const std::string&)> result_value;
 };
 
-std::string mask_of(const std::vector<int>& cpus) {
-  std::vector<unsigned> nibbles;
-  for (int c : cpus) {
-    const size_t n = static_cast<size_t>(c) / 4;
-    if (nibbles.size() <= n) nibbles.resize(n + 1, 0);
-    nibbles[n] |= 1u << (c % 4);
-  }
-  std::string hex;
-  for (auto it = nibbles.rbegin(); it != nibbles.rend(); ++it) hex += "0123456789abcdef"[*it];
-  return "0x" + hex;
-}
-
 // Runs one child sweeping `values` of `s` on top of `current` and picks the fastest.
 TuneStep sweep(const DoctorOptions& o, const Setting& s, RunConfig& current, const std::vector<std::string>& values,
                const ProgressFn& progress) {
@@ -100,12 +88,11 @@ TuneResult tune(const DoctorOptions& options, const ProgressFn& progress_fn) {
   if (clusters.size() > 1) {
     TuneStep step{"cpu mask", {}, current.cpu_mask, ""};
     std::vector<int> cpus;
-    std::optional<double> current_s;
     std::vector<std::pair<std::string, int>> masks;
     for (const auto& c : clusters) {
       cpus.insert(cpus.end(), c.cpus.begin(), c.cpus.end());
       std::sort(cpus.begin(), cpus.end());
-      masks.push_back({mask_of(cpus), static_cast<int>(cpus.size())});
+      masks.push_back({cpu_mask_of(cpus), static_cast<int>(cpus.size())});
     }
     for (const auto& [mask, n] : masks) {
       RunConfig c = current;
@@ -124,7 +111,6 @@ TuneResult tune(const DoctorOptions& options, const ProgressFn& progress_fn) {
       current.threads = std::min(masks[i].second, std::max(current.threads, 1));
       step.chosen = best->value;
     }
-    (void)current_s;
     result.steps.push_back(step);
   }
 

@@ -219,3 +219,10 @@ TEST(DoctorChecks, ALowClockUnderPowersaveIsTheGovernor) {
   EXPECT_EQ(find(findings, "power.governor"), nullptr);
   EXPECT_NE(find(findings, "throttle.clock"), nullptr);
 }
+
+TEST(DoctorConfig, CpuMaskOfSetsOneBitPerCpu) {
+  EXPECT_EQ(cpu_mask_of({0, 1}), "0x3");
+  EXPECT_EQ(cpu_mask_of({4, 5, 6, 7}), "0xf0");
+  EXPECT_EQ(cpu_mask_of({7}), "0x80");
+  EXPECT_EQ(cpu_mask_of({}), "0x0");
+}
