@@ -15,10 +15,12 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "core/error.h"
+#include "core/schedstat.h"
 #include "core/stats.h"
 
 namespace edgeprobe::probe {
@@ -118,6 +120,9 @@ BandwidthPoint run_point(const std::string& kernel, const std::string& scope, co
   std::atomic<bool> stop{false};
   std::atomic<int> pin_failures{0};
   std::vector<double> cpu_s(static_cast<size_t>(threads), 0.0);
+  // Each thread's schedstat from its first timed pass to its exit: run and run-queue wait.
+  std::vector<std::optional<SchedTimes>> sched_from(static_cast<size_t>(threads)),
+      sched_to(static_cast<size_t>(threads));
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
@@ -127,6 +132,7 @@ BandwidthPoint run_point(const std::string& kernel, const std::string& scope, co
       for (int pass = 0;; ++pass) {
         start.arrive_and_wait();
         if (stop.load(std::memory_order_relaxed)) break;
+        if (pass == 1) sched_from[static_cast<size_t>(t)] = thread_sched_times();
         const double c0 = thread_cpu_s();
         if (copy)
           copy_kernel(b + begin, a + begin, per_thread);
@@ -135,6 +141,7 @@ BandwidthPoint run_point(const std::string& kernel, const std::string& scope, co
         if (pass > 0) cpu_s[static_cast<size_t>(t)] += thread_cpu_s() - c0;
         done.arrive_and_wait();
       }
+      sched_to[static_cast<size_t>(t)] = thread_sched_times();
       g_sink += sum;
     });
   }
@@ -168,9 +175,25 @@ BandwidthPoint run_point(const std::string& kernel, const std::string& scope, co
   p.passes = static_cast<int>(rates.size());
   p.best_gb_per_s = *std::max_element(rates.begin(), rates.end());
   p.median_gb_per_s = stats::quantile(rates, 0.5);
+  // The share of the CPU the threads wanted that they got (schedstat), else, on a kernel
+  // without schedstat, their CPU time over threads x wall (which also counts a thread
+  // sleeping at the barrier for a slower sibling as disturbed).
+  SchedTimes from, to;
+  bool sched_ok = true;
+  for (size_t t = 0; t < sched_from.size() && sched_ok; ++t) {
+    sched_ok = sched_from[t] && sched_to[t];
+    if (!sched_ok) break;
+    from.run_s += sched_from[t]->run_s;
+    from.wait_s += sched_from[t]->wait_s;
+    to.run_s += sched_to[t]->run_s;
+    to.wait_s += sched_to[t]->wait_s;
+  }
+  const std::optional<double> sched_share = sched_ok ? cpu_share_between(from, to) : std::nullopt;
   double cpu_total = 0;
   for (double c : cpu_s) cpu_total += c;
-  p.cpu_share = timed_wall_s > 0 ? std::min(1.0, cpu_total / (timed_wall_s * threads)) : 0;
+  p.cpu_share = sched_share        ? *sched_share
+                : timed_wall_s > 0 ? std::min(1.0, cpu_total / (timed_wall_s * threads))
+                                   : 0;
   return p;
 }
 
@@ -279,10 +302,11 @@ BandwidthResult measure_bandwidth(const platform::Topology& topology, const Band
     }
   }
   if (result.min_cpu_share() < kBusyShare)
-    result.notes.push_back(fmt::format(
-        "other processes competed for the CPUs: probe threads ran {:.0f}% of the time at worst, so these figures "
-        "may be low; measure again (--refresh) on a quiet machine",
-        result.min_cpu_share() * 100));
+    result.notes.push_back(
+        fmt::format("other processes competed for the CPUs: probe threads got as little as {:.0f}% of the "
+                    "CPU time they wanted, so these figures "
+                    "may be low; measure again (--refresh) on a quiet machine",
+                    result.min_cpu_share() * 100));
   for (const auto& p : result.points) {
     if (p.scope != "device") continue;
     if (p.kernel == "read") result.read_best_gb_per_s = std::max(result.read_best_gb_per_s, p.best_gb_per_s);

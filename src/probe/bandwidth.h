@@ -28,8 +28,9 @@ struct BandwidthPoint {
   double best_gb_per_s = 0;    // fastest pass: STREAM's convention
   double median_gb_per_s = 0;
   int passes = 0;
-  // CPU time the threads got over threads x wall time of the timed passes: below ~0.9
-  // other processes took the cores, and the figures are low by about that much.
+  // Share of the CPU the threads wanted that they got over the timed passes (schedstat run
+  // over run + run-queue wait; CPU time over threads x wall where schedstat is absent):
+  // below ~0.9 other processes took the cores, and the figures are low by about that much.
   double cpu_share = 0;
 };
 

@@ -10,11 +10,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "core/error.h"
+#include "core/schedstat.h"
 #include "core/stats.h"
 #include "engine/backend.h"
 
@@ -196,7 +198,9 @@ TimedGraph time_matmuls(ggml_backend_dev_t dev, ggml_backend_t backend, const st
   }
 
   double spent_s = 0, timed_s = 0, timed_cpu_s = 0;
+  std::map<int, SchedTimes> sched_from;  // every thread's schedstat from the first timed run
   for (int rep = 0; rep <= reps; ++rep) {
+    if (rep == 1) sched_from = process_sched_times();
     const double c0 = process_cpu_s();
     const auto t0 = std::chrono::steady_clock::now();
     const ggml_status status = ggml_backend_graph_compute(backend, graph);
@@ -213,8 +217,13 @@ TimedGraph time_matmuls(ggml_backend_dev_t dev, ggml_backend_t backend, const st
     }
     if (rep > 0 && spent_s > max_seconds) break;
   }
-  // ggml's worker threads spin while they wait, so an undisturbed run uses ~threads x wall.
-  if (threads > 0 && timed_s > 0) g.cpu_share = std::min(1.0, timed_cpu_s / (timed_s * threads));
+  // The share of the CPU the threads wanted that they got (schedstat); without schedstat,
+  // CPU time over threads x wall (ggml's workers spin while they wait, so an undisturbed
+  // run uses ~threads x wall).
+  if (const auto share = cpu_share_between(sched_from, process_sched_times()))
+    g.cpu_share = *share;
+  else if (threads > 0 && timed_s > 0)
+    g.cpu_share = std::min(1.0, timed_cpu_s / (timed_s * threads));
   return g;
 }
 
@@ -301,10 +310,11 @@ ComputeResult measure_compute(const ComputeOptions& options) {
     result.points.push_back(std::move(p));
   }
   if (result.min_cpu_share() < 0.9)
-    result.notes.push_back(fmt::format(
-        "other processes competed for the CPUs: ggml's threads ran {:.0f}% of the time at worst, so these figures "
-        "may be low; measure again (--refresh) on a quiet machine",
-        result.min_cpu_share() * 100));
+    result.notes.push_back(
+        fmt::format("other processes competed for the CPUs: ggml's threads got as little as {:.0f}% of the "
+                    "CPU time they wanted, so these figures "
+                    "may be low; measure again (--refresh) on a quiet machine",
+                    result.min_cpu_share() * 100));
   return result;
 }
 

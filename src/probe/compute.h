@@ -28,7 +28,10 @@ struct ComputePoint {
   double best_gflop_per_s = 0;
   double median_gflop_per_s = 0;
   int reps = 0;
-  double cpu_share = 0;  // process CPU time over threads x wall of the timed runs (< ~0.9: disturbed)
+  // Share of the CPU the process's threads wanted that they got in the timed runs (schedstat
+  // run over run + run-queue wait; CPU time over threads x wall without schedstat); < ~0.9:
+  // other processes took the cores.
+  double cpu_share = 0;
   std::string error;  // non-empty: this type could not be measured
 };
 

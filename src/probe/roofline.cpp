@@ -278,13 +278,17 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
         r.decode_efficiency_at_threads = measured_tg_tps / r.decode_ceiling_at_threads_tokens_per_s;
     }
     if (const KernelPoint* k = ceilings.decode_kernel(signature, ceilings.threads); k && k->cpu_share > 0 && k->cpu_share < 0.9)
-      r.notes.push_back(fmt::format("the decode kernel was probed while other processes held the CPUs ({:.0f}% share): "
-                                    "its ceiling may be low and the efficiency high",
-                                    k->cpu_share * 100));
+      r.notes.push_back(
+          fmt::format("the decode kernel was probed while other processes held the CPUs (its threads got "
+                      "{:.0f}% of the CPU time they wanted): "
+                      "its ceiling may be low and the efficiency high",
+                      k->cpu_share * 100));
     if (ceilings.bandwidth.min_cpu_share() < 0.9)
-      r.notes.push_back(fmt::format("bandwidth was probed while other processes held the CPUs ({:.0f}% share): "
-                                    "the decode ceiling may be low and the efficiency high",
-                                    ceilings.bandwidth.min_cpu_share() * 100));
+      r.notes.push_back(
+          fmt::format("bandwidth was probed while other processes held the CPUs (its threads got {:.0f}% of "
+                      "the CPU time they wanted): "
+                      "the decode ceiling may be low and the efficiency high",
+                      ceilings.bandwidth.min_cpu_share() * 100));
     if (measured_tg_tps > 0) r.decode_achieved_gb_per_s = measured_tg_tps * r.decode_bytes_per_token / 1e9;
     if (ceilings.llc_total_bytes > 0 && r.decode_bytes_per_token < static_cast<double>(ceilings.llc_total_bytes))
       r.notes.push_back(fmt::format("the bytes a token reads fit in the last-level cache as reported ({} MiB): "
@@ -357,9 +361,11 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
     }
     const double share = generic ? ceilings.compute.min_cpu_share() : kernel_share;
     if (ok && share < 0.9)
-      r.notes.push_back(fmt::format("compute was probed while other processes held the CPUs ({:.0f}% share): "
-                                    "the prefill ceiling may be low and the efficiency high",
-                                    share * 100));
+      r.notes.push_back(
+          fmt::format("compute was probed while other processes held the CPUs (its threads got {:.0f}% of "
+                      "the CPU time they wanted): "
+                      "the prefill ceiling may be low and the efficiency high",
+                      share * 100));
     if (measured_pp_tps > 0) r.prefill_achieved_gflop_per_s = measured_pp_tps * r.prefill_flop_per_token / 1e9;
   }
 
