@@ -94,7 +94,7 @@ const KernelPoint* DeviceCeilings::decode_kernel(const std::string& model_signat
   const KernelPoint* best = nullptr;
   for (const auto& k : kernels)
     if (k.phase == "decode" && k.model == model_signature && k.threads == threads && k.error.empty() &&
-        (!best || k.best_gb_per_s > best->best_gb_per_s))
+        (!best || k.decode_ceiling_gb_per_s() > best->decode_ceiling_gb_per_s()))
       best = &k;
   return best;
 }
@@ -296,13 +296,14 @@ std::string to_text(const DeviceCeilings& c) {
                            k.type, k.rows, k.cols, k.tokens, k.threads, k.weight_buffer, k.best_gflop_per_s,
                            k.median_gflop_per_s, k.cpu_share * 100);
       } else {
-        out += fmt::format("    decode  {} {} matrices, {} MiB{}, {} thr, {}  best {:>6.1f}  median {:>6.1f} GB/s  "
-                           "(= {:.1f} t/s of matvecs; cpu {:.0f}%)\n",
-                           k.type, k.matrices, k.weight_bytes >> 20,
-                           k.model_bytes > k.weight_bytes ? fmt::format(" of {} MiB", k.model_bytes >> 20) : "",
-                           k.threads, k.weight_buffer, k.best_gb_per_s, k.median_gb_per_s,
-                           k.model_bytes > 0 ? k.best_gb_per_s * 1e9 / static_cast<double>(k.model_bytes) : 0.0,
-                           k.cpu_share * 100);
+        out += fmt::format(
+            "    decode  {} {} matrices, {} MiB{}, {} thr, {}  best {:>6.1f}  median {:>6.1f} GB/s  "
+            "(median = {:.1f} t/s of matvecs; cpu {:.0f}%)\n",
+            k.type, k.matrices, k.weight_bytes >> 20,
+            k.model_bytes > k.weight_bytes ? fmt::format(" of {} MiB", k.model_bytes >> 20) : "", k.threads,
+            k.weight_buffer, k.best_gb_per_s, k.median_gb_per_s,
+            k.model_bytes > 0 ? k.decode_ceiling_gb_per_s() * 1e9 / static_cast<double>(k.model_bytes) : 0.0,
+            k.cpu_share * 100);
       }
     }
   }

@@ -435,7 +435,8 @@ KernelPoint measure_decode_kernel(const std::vector<MatrixShape>& matrices, cons
   }
   CpuBackend b = open_cpu_backend(options.variant, options.backend_dir, options.threads);
   p.threads = b.threads;
-  fill_rates(p, time_matmuls(b.dev, b.backend.get(), graph, 1, b.threads, options.reps, options.max_seconds));
+  fill_rates(
+      p, time_matmuls(b.dev, b.backend.get(), graph, 1, b.threads, options.decode_reps, options.max_seconds));
   return p;
 }
 

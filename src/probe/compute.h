@@ -84,11 +84,20 @@ struct KernelPoint {
   int reps = 0;
   double cpu_share = 0;
   std::string error;
+  // The rate a decode point stands for as a ceiling: the median run, not the best. Decode
+  // efficiency divides the median decode rate by it, and on a host whose speed swings from
+  // one 20 ms run to the next the best of many runs sits well above what any sustained
+  // stretch gets, so measured / best would read low for reasons that are not the stack's.
+  double decode_ceiling_gb_per_s() const { return median_gb_per_s; }
 };
 
 struct KernelOptions {
   int threads = 0;  // 0 = hardware_concurrency
-  int reps = 5;     // timed runs after one warm-up
+  int reps = 5;     // timed runs after one warm-up (prefill)
+  // Decode: one run is a few ms to ~0.1 s, and the ceiling is the median run (see
+  // KernelPoint::decode_ceiling_gb_per_s), so take enough runs for a median that a few
+  // lucky or preempted ones do not move.
+  int decode_reps = 40;
   double max_seconds = 1.5;  // stop repeating once a point has used this much
   // Decode working set cap: the model's matrices are thinned (each shape keeps at least one)
   // to fit, so a 7B model does not need 4 GB of extra memory to be probed.

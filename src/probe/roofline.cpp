@@ -167,12 +167,16 @@ int ensure_model_kernels(DeviceCeilings& c, const model::GgufInfo& info, const K
   ko.variant = options.variant;
   ko.backend_dir = options.backend_dir;
   int measured = 0;
+  // The figure each phase's ceiling uses (prefill: the best run; decode: the median run).
+  auto ceiling_rate = [](const KernelPoint& k) {
+    return k.phase == "decode" ? k.decode_ceiling_gb_per_s() : k.best_gflop_per_s;
+  };
   // A cached point measured while other processes held the CPUs is measured again, and the
   // better of the two kept: a ceiling must not stay low because of one busy moment.
   auto keep_better = [&](KernelPoint fresh, auto same) {
     for (auto& k : c.kernels)
       if (same(k)) {
-        if (fresh.error.empty() && (!k.error.empty() || fresh.best_gflop_per_s > k.best_gflop_per_s)) k = fresh;
+        if (fresh.error.empty() && (!k.error.empty() || ceiling_rate(fresh) > ceiling_rate(k))) k = fresh;
         return;
       }
     c.kernels.push_back(std::move(fresh));
@@ -250,8 +254,8 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
       r.notes.push_back("decode bandwidth ceiling unavailable: no bandwidth measurement");
     }
     if (const KernelPoint* k = ceilings.decode_kernel(signature, ceilings.threads)) {
-      r.decode_kernel_gb_per_s = k->best_gb_per_s;
-      r.decode_kernel_ceiling_tokens_per_s = kernel_ceiling(k->best_gb_per_s, r.bandwidth_gb_per_s);
+      r.decode_kernel_gb_per_s = k->decode_ceiling_gb_per_s();
+      r.decode_kernel_ceiling_tokens_per_s = kernel_ceiling(r.decode_kernel_gb_per_s, r.bandwidth_gb_per_s);
       if (k->model_bytes > k->weight_bytes)
         r.notes.push_back(fmt::format("decode kernel probed on {} of the model's {} MiB of matrices (working set cap)",
                                       k->weight_bytes >> 20, k->model_bytes >> 20));
@@ -270,8 +274,8 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
       else
         r.notes.push_back(fmt::format("no bandwidth measured with {} threads", n_threads));
       if (const KernelPoint* k = ceilings.decode_kernel(signature, n_threads)) {
-        r.decode_kernel_at_threads_gb_per_s = k->best_gb_per_s;
-        kernel = kernel_ceiling(k->best_gb_per_s, r.bandwidth_at_threads_gb_per_s);
+        r.decode_kernel_at_threads_gb_per_s = k->decode_ceiling_gb_per_s();
+        kernel = kernel_ceiling(r.decode_kernel_at_threads_gb_per_s, r.bandwidth_at_threads_gb_per_s);
       }
       r.decode_ceiling_at_threads_tokens_per_s = combine(bw_ceiling, kernel, r.decode_bound_at_threads);
       if (r.decode_ceiling_at_threads_tokens_per_s > 0 && measured_tg_tps > 0)

@@ -42,7 +42,14 @@ DeviceCeilings sample() {
   k.matrices = 44;
   k.weight_bytes = k.model_bytes = 103'809'024;
   k.best_gb_per_s = 30.5;
+  k.median_gb_per_s = 28.0;
   c.kernels.push_back(k);
+  // The same point measured again with a better best run but a worse median: the lookup
+  // serves the point whose median (the decode ceiling) is higher.
+  KernelPoint lucky = k;
+  lucky.best_gb_per_s = 40.0;
+  lucky.median_gb_per_s = 20.0;
+  c.kernels.push_back(lucky);
   return c;
 }
 
@@ -57,6 +64,7 @@ TEST(CeilingsCache, JsonRoundTripKeepsEveryFigure) {
   EXPECT_TRUE(to_json(back)["storage"]["cold_mb_per_s"].is_null());
   ASSERT_NE(back.decode_kernel("q4_0:2048x2048x44", 2), nullptr);
   EXPECT_DOUBLE_EQ(back.decode_kernel("q4_0:2048x2048x44", 2)->best_gb_per_s, 30.5);
+  EXPECT_DOUBLE_EQ(back.decode_kernel("q4_0:2048x2048x44", 2)->decode_ceiling_gb_per_s(), 28.0);
   EXPECT_EQ(back.decode_kernel("q4_0:2048x2048x44", 1), nullptr);
 }
 

@@ -111,6 +111,7 @@ TEST(ProbeIntegration, ModelKernelsRunThroughGgmlAndTheDecodeWorkingSetIsCapped)
   const std::vector<MatrixShape> model = {{"q4_0", 512, 1024, 6}, {"q8_0", 1024, 512, 2}};
   KernelOptions o;
   o.reps = 2;
+  o.decode_reps = 2;
   const KernelPoint d = measure_decode_kernel(model, o);
   ASSERT_TRUE(d.error.empty()) << d.error;
   EXPECT_EQ(d.model, matrices_signature(model));

@@ -201,12 +201,15 @@ TEST(Roofline, PrefillCeilingUsesTheBestOfTheModelsOwnShapesAtTheUbatch) {
 // of a token's bytes (norms 1,064,960 + embedding row 2,304) = 1,067,264 go at bandwidth.
 constexpr double kMatrixBytes = 3'716'481'024.0;
 
+// gb_per_s is the median run; the best run is set well above it, so a ceiling taken from
+// the best instead of the median shows in every figure below.
 KernelPoint decode_point(int threads, double gb_per_s) {
   KernelPoint k;
   k.phase = "decode";
   k.model = matrices_signature(decode_matrices(llama7b_q4_0()));
   k.threads = threads;
-  k.best_gb_per_s = gb_per_s;
+  k.median_gb_per_s = gb_per_s;
+  k.best_gb_per_s = 1.5 * gb_per_s;
   return k;
 }
 
