@@ -27,6 +27,12 @@
 #
 # Reads results[0].decode.tokens_per_s.median from each run's JSON (python3, no jq) and
 # checks results[0].telemetry: present at HZ with sampling, absent without.
+#
+# Then, unless PAIRS=0, build/bench/telemetry_ab (TELEMETRY_AB overrides the path) runs
+# PAIRS (default 300) ABBA pairs of 32-token decode blocks inside one process, under a
+# second apart, and measures the mechanism as well: the decode threads' extra run-queue
+# wait with the sampler on (see its header). On this VM whole runs cannot resolve 1 %; the
+# in-process pairs narrow the ratio, and the wait bound settles the target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ -x /usr/bin/time ]] || { echo "needs GNU time (apt-get install time)" >&2; exit 3; }
@@ -43,7 +49,7 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 if [[ ${args[0]:-} == "-h" || ${args[0]:-} == "--help" ]]; then
-  sed -n '2,29p' "$0" >&2
+  sed -n '2,35p' "$0" >&2
   exit 2
 fi
 edgeprobe=${args[0]:-build/src/cli/edgeprobe}
@@ -175,3 +181,12 @@ report("all rounds", pairs)
 calm = [p for p, o in zip(pairs, others) if o <= quiet]
 report(f"quiet rounds (others <= {quiet:.2f})", calm)
 PY
+
+pairs=${PAIRS:-300}
+if ((pairs > 0)); then
+  ab=${TELEMETRY_AB:-build/bench/telemetry_ab}
+  [[ -x $ab ]] || { echo "not executable: $ab (cmake --build build, or PAIRS=0 to skip)" >&2; exit 2; }
+  echo >&2
+  echo "in one process: $pairs ABBA pairs of 32-token decode blocks, sampling at $hz Hz vs off" >&2
+  QUIET=$quiet "$ab" "$model" "$pairs" 32 2 "$hz" 2> >(grep -E '^(pair|telemetry_ab)' >&2)
+fi
