@@ -373,6 +373,18 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
     if (measured_pp_tps > 0) r.prefill_achieved_gflop_per_s = measured_pp_tps * r.prefill_flop_per_token / 1e9;
   }
 
+  // A rate above its ceiling means the ceiling was measured while the machine was slower
+  // than during the run (a shared host, a throttled clock): say so rather than let 1.05 pass
+  // for a meaningful figure.
+  auto above = [&](const char* phase, double efficiency) {
+    if (efficiency > 1.0)
+      r.notes.push_back(fmt::format("{} ran at {:.2f} of its ceiling: the ceiling was probed while this machine was "
+                                    "slower than during the run; --ceilings refresh measures it again",
+                                    phase, efficiency));
+  };
+  above("prefill", r.prefill_efficiency);
+  above("decode", r.decode_efficiency);
+
   // Load: the whole file at the storage read rate.
   r.model_file_bytes = info.file_bytes;
   if (!ceilings.storage) {
