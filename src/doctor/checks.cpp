@@ -169,19 +169,86 @@ void check_precision(const Evidence& e, std::vector<Finding>& out) {
     out.push_back(std::move(f));
     break;  // one claim is enough to void the run
   }
-  // The seed's "7 GB where 3.5 GB was due": memory far above what the tensor types imply.
-  // With mmap the file pages count in RSS and repacking copies some weights, so only a
-  // gap beyond 2.5x (what an expansion to f16 of 4-bit weights gives) is called out.
+}
+
+// The seed's "7 GB where 3.5 GB was due": memory against what the weights should take.
+// llama.cpp logs every buffer it allocates (with --llama-log, which doctor's children
+// use), so the footprint can be checked part by part:
+//  - weights copied at load (repacked or read into memory) beyond the file itself: an
+//    expansion such as 4-bit weights held as f16;
+//  - peak RSS beyond all declared buffers, with room for the runtime (code, libraries, the
+//    sampler): memory llama.cpp does not account for.
+// Without the log, only a peak above 2.5x the file is called out (mapped pages and
+// repacked copies both count in RSS).
+void check_memory(const Evidence& e, std::vector<Finding>& out) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  constexpr double kRuntimeAllowance = 128 * kMiB;  // binary, libllama, ggml backends, threads' stacks
   int64_t peak = -1;
   for (const auto& r : field(e.primary.report, "results")) peak = std::max<int64_t>(peak, static_cast<int64_t>(num(r, "peak_rss_bytes", -1)));
-  const double expected = static_cast<double>(info.file_bytes);
-  if (peak > 0 && static_cast<double>(peak) > 2.5 * expected + 300.0 * 1024 * 1024) {
-    out.push_back({"precision.memory_excess", Severity::kWarning,
-                   fmt::format("peak RSS {} is {:.1f}x the {} the weights take", mib(static_cast<double>(peak)), peak / expected, mib(expected)),
-                   {"weights may have been expanded at load time (dequantised or copied); see llama.cpp's buffer lines in the log"},
-                   "memory", std::nullopt, "",
-                   "check the buffer types in the llama.cpp log (edgeprobe bench -v); a CPU variant with kernels for this type avoids the copy",
-                   {{"peak_rss_bytes", peak}, {"weight_bytes", expected}}});
+  const double file = static_cast<double>(e.model.file_bytes);
+  const DeclaredMemory declared = declared_memory(field(field(e.primary.report, "provenance"), "llama_log"));
+  if (declared.total() <= 0) {
+    if (peak > 0 && static_cast<double>(peak) > 2.5 * file + 300 * kMiB)
+      out.push_back(
+          {"precision.memory_excess",
+           Severity::kWarning,
+           fmt::format("peak RSS {} is {:.1f}x the {} the weights take", mib(static_cast<double>(peak)),
+                       peak / file, mib(file)),
+           {"weights may have been expanded at load time (dequantised or copied); llama.cpp's buffer lines "
+            "were not logged"},
+           "memory",
+           std::nullopt,
+           "",
+           "rerun doctor (its runs keep llama.cpp's log) or edgeprobe bench --llama-log to see the buffers",
+           {{"peak_rss_bytes", peak}, {"weight_bytes", file}}});
+    return;
+  }
+  const nlohmann::json data = {{"peak_rss_bytes", peak},
+                               {"file_bytes", file},
+                               {"declared_bytes", declared.bytes},
+                               {"declared_total_bytes", declared.total()}};
+  const double copies = declared.model_copies();
+  if (copies > 1.5 * file) {
+    out.push_back(
+        {"precision.weights_expanded",
+         Severity::kWarning,
+         fmt::format("llama.cpp holds {} of weights in memory for a {} file", mib(copies), mib(file)),
+         {"llama.cpp's buffers: " + declared.text(),
+          "weights are copied at load beyond the file's size: expanded to a wider type, or loaded more than "
+          "once"},
+         "memory",
+         copies / file,
+         "estimated: decode reads the weights as they are held",
+         "use a CPU variant with kernels for the file's type, or a file quantised to the type the kernels "
+         "want",
+         data});
+  }
+  const double allowed = 1.25 * declared.total() + kRuntimeAllowance;
+  if (peak > 0 && static_cast<double>(peak) > allowed) {
+    out.push_back(
+        {"precision.memory_excess",
+         Severity::kWarning,
+         fmt::format("peak RSS {} is {} above the {} llama.cpp allocated", mib(static_cast<double>(peak)),
+                     mib(static_cast<double>(peak) - declared.total()), mib(declared.total())),
+         {"llama.cpp's buffers: " + declared.text(),
+          fmt::format("allowed for the runtime besides them: 25 % + {}", mib(kRuntimeAllowance))},
+         "memory",
+         std::nullopt,
+         "",
+         "memory outside llama.cpp's buffers: profile the run (heaptrack, valgrind --tool=massif) to find "
+         "who holds it",
+         data});
+  } else if (peak > 0) {
+    out.push_back({"memory.footprint",
+                   Severity::kInfo,
+                   fmt::format("peak RSS {} for a {} file: llama.cpp's buffers account for {}",
+                               mib(static_cast<double>(peak)), mib(file), mib(declared.total())),
+                   {"llama.cpp's buffers: " + declared.text()},
+                   "memory",
+                   std::nullopt,
+                   "",
+                   "",
+                   data});
   }
 }
 
@@ -660,6 +727,7 @@ std::vector<Finding> diagnose(const Evidence& e) {
   std::vector<Finding> out;
   check_identity(e, out);
   check_precision(e, out);
+  check_memory(e, out);
   check_kernel(e, out);
   check_threads(e, out);
   check_contention(e, out);

@@ -1,13 +1,14 @@
 #include "doctor/evidence.h"
 
+#include <fmt/format.h>
 #include <sched.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
-
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -212,6 +213,43 @@ std::string rates_text(const Rates& r) {
   if (r.pp) out += fmt::format("prefill {:.1f} t/s", *r.pp);
   if (r.tg) out += fmt::format("{}decode {:.1f} t/s", out.empty() ? "" : ", ", *r.tg);
   return out.empty() ? "no rate" : out;
+}
+
+double DeclaredMemory::total() const {
+  double sum = 0;
+  for (const auto& [key, b] : bytes) sum += b;
+  return sum;
+}
+
+double DeclaredMemory::model_copies() const {
+  double sum = 0;
+  for (const auto& [key, b] : bytes)
+    if (key.ends_with(" model") && key.find("_Mapped") == std::string::npos) sum += b;
+  return sum;
+}
+
+std::string DeclaredMemory::text() const {
+  std::string out;
+  for (const auto& [key, b] : bytes)
+    out += fmt::format("{}{} {:.1f} MiB", out.empty() ? "" : ", ", key, b / 1048576.0);
+  return out;
+}
+
+DeclaredMemory declared_memory(const nlohmann::json& llama_log) {
+  // "load_tensors:   CPU_REPACK model buffer size =    13.50 MiB",
+  // "llama_kv_cache:        CPU KV buffer size =     2.00 MiB"
+  static const std::regex line(R"((\S+)\s+(model|KV|compute|output)\s+buffer size\s*=\s*([0-9.]+)\s*MiB)");
+  DeclaredMemory d;
+  if (!llama_log.is_array()) return d;
+  for (const auto& l : llama_log) {
+    const std::string s = text(l, "text");
+    std::smatch m;
+    if (!std::regex_search(s, m, line)) continue;
+    const std::string key = m[1].str() + " " + m[2].str();
+    const double bytes = std::atof(m[3].str().c_str()) * 1048576.0;
+    d.bytes[key] = std::max(d.bytes[key], bytes);
+  }
+  return d;
 }
 
 nlohmann::json to_json(const Rates& r) {

@@ -103,4 +103,17 @@ std::optional<double> turn_s(const Rates& rates, int n_prompt, int n_gen);
 std::string rates_text(const Rates& rates);
 nlohmann::json to_json(const Rates& rates);
 
+// What llama.cpp says it allocated, from its log lines "<buffer type> <kind> buffer size =
+// N MiB" (kind: model, KV, compute, output), in bytes by "<buffer type> <kind>". A run
+// loads the model and creates contexts more than once; one of each is alive at a time, so
+// each key keeps its largest figure.
+struct DeclaredMemory {
+  std::map<std::string, double> bytes;  // "CPU_Mapped model", "CPU_REPACK model", "CPU KV", ...
+  double total() const;
+  // Model buffers that are copies (not a mapping of the file): repacked or loaded weights.
+  double model_copies() const;
+  std::string text() const;  // "CPU_Mapped model 607.0 MiB, CPU KV 22.0 MiB, ..."
+};
+DeclaredMemory declared_memory(const nlohmann::json& llama_log);
+
 }  // namespace edgeprobe::doctor

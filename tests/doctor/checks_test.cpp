@@ -1,10 +1,12 @@
 // The checks as pure functions: Evidence put together by hand (the shapes of real bench
 // JSON, trimmed to the fields each check reads), so every threshold and estimate is
 // pinned without running a model.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "doctor/config.h"
 #include "doctor/doctor.h"
+#include "doctor/evidence.h"
 #include "doctor/finding.h"
 
 using namespace edgeprobe;
@@ -225,4 +227,64 @@ TEST(DoctorConfig, CpuMaskOfSetsOneBitPerCpu) {
   EXPECT_EQ(cpu_mask_of({4, 5, 6, 7}), "0xf0");
   EXPECT_EQ(cpu_mask_of({7}), "0x80");
   EXPECT_EQ(cpu_mask_of({}), "0x0");
+}
+
+namespace {
+
+json log_line(const std::string& text) { return {{"level", 2}, {"text", text}}; }
+
+// A run as llama.cpp logs it: the model loaded twice (cold, warm), two contexts.
+Evidence with_memory(double peak_mib, double repack_mib) {
+  Evidence e = base_evidence();
+  e.model.file_bytes = 600ull << 20;
+  json log = json::array();
+  for (int load = 0; load < 2; ++load) {
+    log.push_back(log_line("load_tensors:   CPU_Mapped model buffer size =   600.00 MiB"));
+    log.push_back(
+        log_line(fmt::format("load_tensors:   CPU_REPACK model buffer size =   {:.2f} MiB", repack_mib)));
+  }
+  log.push_back(log_line("llama_kv_cache:        CPU KV buffer size =     2.00 MiB"));
+  log.push_back(log_line("sched_reserve:        CPU compute buffer size =     66.50 MiB"));
+  log.push_back(log_line("llama_kv_cache:        CPU KV buffer size =    22.00 MiB"));
+  log.push_back(log_line("sched_reserve:        CPU compute buffer size =     5.50 MiB"));
+  e.primary.report["provenance"]["llama_log"] = log;
+  e.primary.report["results"][1]["peak_rss_bytes"] = peak_mib * 1048576.0;
+  return e;
+}
+
+}  // namespace
+
+TEST(DoctorChecks, DeclaredMemoryKeepsTheLargestOfEachBuffer) {
+  const Evidence e = with_memory(1000, 400);
+  const DeclaredMemory d = declared_memory(e.primary.report["provenance"]["llama_log"]);
+  EXPECT_DOUBLE_EQ(d.bytes.at("CPU KV"), 22.0 * 1048576);
+  EXPECT_DOUBLE_EQ(d.bytes.at("CPU compute"), 66.5 * 1048576);
+  EXPECT_DOUBLE_EQ(d.total(), (600 + 400 + 22 + 66.5) * 1048576.0);  // two loads count once
+  EXPECT_DOUBLE_EQ(d.model_copies(), 400.0 * 1048576);               // the mapping is not a copy
+}
+
+TEST(DoctorChecks, AFootprintWithinLlamasBuffersIsInfoOnly) {
+  // 1088.5 MiB declared; 1.25 x that + 128 MiB = 1488.6 MiB allowed.
+  const auto findings = diagnose(with_memory(1400, 400));
+  EXPECT_FALSE(any_warning(findings));
+  ASSERT_NE(find(findings, "memory.footprint"), nullptr);
+  EXPECT_NE(find(findings, "memory.footprint")->evidence[0].find("CPU_REPACK model 400.0 MiB"),
+            std::string::npos);
+}
+
+TEST(DoctorChecks, RssBeyondLlamasBuffersIsAWarning) {
+  const auto findings = diagnose(with_memory(1500, 400));
+  const Finding* f = find(findings, "precision.memory_excess");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_EQ(find(findings, "precision.weights_expanded"), nullptr);
+}
+
+TEST(DoctorChecks, WeightsCopiedBeyondTheFileAreNamed) {
+  // 4-bit weights held as f16 would take 3.6x the file; 1000 MiB of copies for 600 is 1.67x.
+  const auto findings = diagnose(with_memory(1800, 1000));
+  const Finding* f = find(findings, "precision.weights_expanded");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(*f->speedup, 1000.0 / 600.0, 1e-9);
+  EXPECT_EQ(find(findings, "precision.memory_excess"), nullptr);  // 1800 <= 1.25 x 1688.5 + 128
 }
