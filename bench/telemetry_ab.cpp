@@ -34,7 +34,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -43,6 +42,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/schedstat.h"
 #include "core/stats.h"
 #include "engine/backend.h"
 #include "engine/llama_engine.h"
@@ -94,8 +94,7 @@ struct OthersMeter {
 // The threads that exist before any sampler starts, after a warm-up: main and ggml's workers.
 std::vector<int> workload_threads() {
   std::vector<int> tids;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
-    tids.push_back(std::atoi(entry.path().filename().c_str()));
+  for (const auto& [tid, times] : process_sched_times()) tids.push_back(tid);
   return tids;
 }
 
@@ -103,19 +102,16 @@ struct ThreadCounters {
   double run_ms = 0, wait_ms = 0, involuntary = 0;
 };
 
-// Sums over `tids`: /proc/self/task/<tid>/schedstat (ns on CPU, ns runnable and waiting)
-// and nonvoluntary_ctxt_switches from status.
+// Sums over `tids`: schedstat (core/schedstat) and nonvoluntary_ctxt_switches from status.
 ThreadCounters thread_counters(const std::vector<int>& tids) {
   ThreadCounters c;
+  const auto sched = process_sched_times();
   for (int tid : tids) {
-    const std::string dir = "/proc/self/task/" + std::to_string(tid);
-    std::ifstream sched(dir + "/schedstat");
-    double run = 0, wait = 0;
-    if (sched >> run >> wait) {
-      c.run_ms += run / 1e6;
-      c.wait_ms += wait / 1e6;
+    if (const auto it = sched.find(tid); it != sched.end()) {
+      c.run_ms += it->second.run_s * 1e3;
+      c.wait_ms += it->second.wait_s * 1e3;
     }
-    std::ifstream status(dir + "/status");
+    std::ifstream status("/proc/self/task/" + std::to_string(tid) + "/status");
     for (std::string line; std::getline(status, line);)
       if (line.rfind("nonvoluntary_ctxt_switches:", 0) == 0) c.involuntary += std::atof(line.c_str() + 27);
   }
