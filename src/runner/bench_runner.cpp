@@ -217,7 +217,8 @@ std::vector<result::TestResult> run_bench(const std::vector<workload::TestCase>&
           if (options.warmup) {
             progress(label + ": warm-up");
             std::vector<PhaseEvent> discard;
-            TestExecution warm(*model, ctx, test, clock, RunnerCallbacks{}, discard);
+            const RunnerCallbacks none;  // a named object: TestExecution keeps a reference to it
+            TestExecution warm(*model, ctx, test, clock, none, discard);
             warm.run(-1, options.seed ^ 0xabcdefULL);
           }
           for (int r = 0; r < options.repetitions && !stop_requested(); ++r) {
