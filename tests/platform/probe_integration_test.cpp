@@ -33,6 +33,11 @@ void expect_positive_finite(double a, double b, const char* what) {
 }
 
 void expect_stable(double a, double b, const char* what) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // Instrumented loads and stores measure the sanitizer, not the memory system.
+  std::printf("%s: %g vs %g not judged in an instrumented build\n", what, a, b);
+  return;
+#endif
   EXPECT_LE(std::max(a, b) / std::min(a, b), kSpread) << what << ": " << a << " vs " << b;
 }
 
