@@ -13,7 +13,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -120,9 +122,10 @@ BandwidthPoint run_point(const std::string& kernel, const std::string& scope, co
   std::atomic<bool> stop{false};
   std::atomic<int> pin_failures{0};
   std::vector<double> cpu_s(static_cast<size_t>(threads), 0.0);
-  // Each thread's schedstat from its first timed pass to its exit: run and run-queue wait.
-  std::vector<std::optional<SchedTimes>> sched_from(static_cast<size_t>(threads)),
-      sched_to(static_cast<size_t>(threads));
+  // Each thread's schedstat (run and run-queue wait) from the end of its untimed pass 0 to
+  // its exit, read outside the timed passes; keyed by thread index.
+  std::map<int, SchedTimes> sched_from, sched_to;
+  std::mutex sched_mutex;
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
@@ -132,16 +135,23 @@ BandwidthPoint run_point(const std::string& kernel, const std::string& scope, co
       for (int pass = 0;; ++pass) {
         start.arrive_and_wait();
         if (stop.load(std::memory_order_relaxed)) break;
-        if (pass == 1) sched_from[static_cast<size_t>(t)] = thread_sched_times();
         const double c0 = thread_cpu_s();
         if (copy)
           copy_kernel(b + begin, a + begin, per_thread);
         else
           sum += read_kernel(a + begin, per_thread);
         if (pass > 0) cpu_s[static_cast<size_t>(t)] += thread_cpu_s() - c0;
+        const auto sched = pass == 0 ? thread_sched_times() : std::nullopt;
+        if (sched) {
+          const std::lock_guard lock(sched_mutex);
+          sched_from[t] = *sched;
+        }
         done.arrive_and_wait();
       }
-      sched_to[static_cast<size_t>(t)] = thread_sched_times();
+      if (const auto sched = thread_sched_times()) {
+        const std::lock_guard lock(sched_mutex);
+        sched_to[t] = *sched;
+      }
       g_sink += sum;
     });
   }
@@ -178,17 +188,7 @@ BandwidthPoint run_point(const std::string& kernel, const std::string& scope, co
   // The share of the CPU the threads wanted that they got (schedstat), else, on a kernel
   // without schedstat, their CPU time over threads x wall (which also counts a thread
   // sleeping at the barrier for a slower sibling as disturbed).
-  SchedTimes from, to;
-  bool sched_ok = true;
-  for (size_t t = 0; t < sched_from.size() && sched_ok; ++t) {
-    sched_ok = sched_from[t] && sched_to[t];
-    if (!sched_ok) break;
-    from.run_s += sched_from[t]->run_s;
-    from.wait_s += sched_from[t]->wait_s;
-    to.run_s += sched_to[t]->run_s;
-    to.wait_s += sched_to[t]->wait_s;
-  }
-  const std::optional<double> sched_share = sched_ok ? cpu_share_between(from, to) : std::nullopt;
+  const std::optional<double> sched_share = cpu_share_between(sched_from, sched_to);
   double cpu_total = 0;
   for (double c : cpu_s) cpu_total += c;
   p.cpu_share = sched_share        ? *sched_share
