@@ -98,7 +98,7 @@ class MarkdownReporter : public Reporter {
     std::vector<std::string> cells = {
         model.value("name", "").empty() ? model.value("path", "") : model.value("name", ""),
         mib(model["size_bytes"]), human_params(model["n_params"]), model.value("quant", ""),
-        provenance_["cpu"].value("ggml_variant", ""), std::to_string(r.config.n_threads)};
+        provenance_["engine"].value("cpu_variant", ""), std::to_string(r.config.n_threads)};
     for (const auto& v : varied_)
       if (v != "model") cells.push_back(scalar(at(j, ("/config/" + config_key(v)).c_str())));
     if (r.error) {
@@ -122,11 +122,11 @@ class MarkdownReporter : public Reporter {
   }
 
   void end(const result::BenchReport&) override {
-    out_ << fmt::format("\nedgeprobe {} · llama.cpp {} ({}) · ggml cpu variant {} · {}\n",
-                        provenance_.value("edgeprobe_version", ""), at(provenance_, "/llama_cpp/version").get<std::string>(),
-                        at(provenance_, "/llama_cpp/commit").get<std::string>(),
-                        at(provenance_, "/cpu/ggml_variant").get<std::string>(),
-                        at(provenance_, "/cpu/model").get<std::string>());
+    out_ << fmt::format("\nedgeprobe {} · {} {} ({}) · ggml cpu variant {} · {} · device {}\n",
+                        provenance_.value("edgeprobe_version", ""), scalar(at(provenance_, "/engine/name")),
+                        scalar(at(provenance_, "/engine/version")), scalar(at(provenance_, "/engine/commit")),
+                        scalar(at(provenance_, "/engine/cpu_variant")), scalar(at(provenance_, "/device/cpu_model")),
+                        scalar(at(provenance_, "/device/id")));
     out_ << "Medians ± sample sd over repetitions; decode t/s excludes the first generated token; efficiency is "
             "the share of this device's measured ceiling: for prefill, ggml's matmul rate at the model's own shapes; "
             "for decode, the lower of memory bandwidth and ggml's matrix-vector kernels streaming the model's "
@@ -163,8 +163,12 @@ class CsvReporter : public Reporter {
         {"model_quant", "/model/quant"},
         {"model_size_bytes", "/model/size_bytes"},
         {"model_n_params", "/model/n_params"},
-        {"llama_cpp_commit", "/provenance/llama_cpp/commit"},
-        {"ggml_cpu_variant", "/provenance/cpu/ggml_variant"},
+        {"engine", "/provenance/engine/name"},
+        {"engine_version", "/provenance/engine/version"},
+        {"engine_commit", "/provenance/engine/commit"},
+        {"ggml_cpu_variant", "/provenance/engine/cpu_variant"},
+        {"device_id", "/provenance/device/id"},
+        {"device_cpu", "/provenance/device/cpu_model"},
         {"test", "/result/test"},
         {"n_prompt", "/result/config/n_prompt"},
         {"n_gen", "/result/config/n_gen"},

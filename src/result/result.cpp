@@ -1,6 +1,7 @@
 #include "result/result.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace edgeprobe::result {
 
@@ -51,24 +52,104 @@ json to_json(const ModelIdentity& m) {
             {"n_head_kv", m.n_head_kv}, {"n_vocab", m.n_vocab}}}};
 }
 
-json to_json(const Provenance& p) {
+json to_json(const EngineIdentity& e) {
   json features = json::object();
-  for (const auto& [k, v] : p.cpu_variant_features) features[k] = v;
+  for (const auto& [k, v] : e.cpu_variant_features) features[k] = v;
+  json j = {{"name", e.name},
+            {"kind", e.kind},
+            {"version", e.version},
+            {"commit", e.commit},
+            {"cpu_variant", e.cpu_variant},
+            {"cpu_variant_library", e.cpu_variant_library},
+            {"cpu_variant_features", features}};
+  if (!e.details.empty()) j["details"] = e.details;
+  return j;
+}
+
+json to_json(const DeviceIdentity& d) {
+  return {{"id", d.id},         {"arch", d.arch}, {"cpu_model", d.cpu_model}, {"soc", d.soc},
+          {"board", d.board},   {"os", d.os},     {"kernel", d.kernel},       {"hostname", d.hostname}};
+}
+
+json to_json(const Provenance& p) {
   json models = json::array();
   for (const auto& m : p.models) models.push_back(to_json(m));
   json j = {{"edgeprobe_version", p.edgeprobe_version},
-            {"llama_cpp", {{"version", p.llama_cpp_version}, {"commit", p.llama_cpp_commit}}},
-            {"cpu",
-             {{"model", p.cpu_model},
-              {"ggml_variant", p.cpu_variant},
-              {"ggml_variant_library", p.cpu_variant_library},
-              {"ggml_variant_features", features}}},
-            {"host", {{"hostname", p.hostname}, {"kernel", p.kernel}}},
+            {"engine", to_json(p.engine)},
+            {"device", to_json(p.device)},
             {"started_at_utc", p.started_at_utc},
             {"command_line", p.command_line},
             {"models", models}};
   for (const auto& [k, v] : p.extra.items()) j[k] = v;
   return j;
+}
+
+namespace {
+std::string text(const json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+template <typename T>
+T number(const json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<T>() : T{};
+}
+}  // namespace
+
+ModelIdentity model_identity_from_json(const json& j) {
+  ModelIdentity m;
+  m.path = text(j, "path");
+  m.sha256 = text(j, "sha256");
+  m.size_bytes = number<uint64_t>(j, "size_bytes");
+  m.n_params = number<uint64_t>(j, "n_params");
+  m.architecture = text(j, "architecture");
+  m.name = text(j, "name");
+  m.dominant_type = text(j, "quant");
+  m.bits_per_weight = number<double>(j, "bits_per_weight");
+  if (j.contains("tensor_types") && j["tensor_types"].is_object())
+    for (const auto& [type, st] : j["tensor_types"].items())
+      m.tensor_types[type] = {number<int64_t>(st, "tensors"), number<uint64_t>(st, "bytes"), number<uint64_t>(st, "params")};
+  const json shape = j.value("shape", json::object());
+  m.n_layer = number<int64_t>(shape, "n_layer");
+  m.n_embd = number<int64_t>(shape, "n_embd");
+  m.n_ff = number<int64_t>(shape, "n_ff");
+  m.n_head = number<int64_t>(shape, "n_head");
+  m.n_head_kv = number<int64_t>(shape, "n_head_kv");
+  m.n_vocab = number<int64_t>(shape, "n_vocab");
+  return m;
+}
+
+EngineIdentity engine_from_json(const json& j) {
+  EngineIdentity e;
+  e.name = text(j, "name");
+  e.kind = text(j, "kind");
+  e.version = text(j, "version");
+  e.commit = text(j, "commit");
+  e.cpu_variant = text(j, "cpu_variant");
+  e.cpu_variant_library = text(j, "cpu_variant_library");
+  if (j.contains("cpu_variant_features") && j["cpu_variant_features"].is_object())
+    for (const auto& [k, v] : j["cpu_variant_features"].items())
+      e.cpu_variant_features.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
+  if (j.contains("details") && j["details"].is_object()) e.details = j["details"];
+  return e;
+}
+
+DeviceIdentity device_from_json(const json& j) {
+  return {text(j, "id"), text(j, "arch"), text(j, "cpu_model"), text(j, "soc"),
+          text(j, "board"), text(j, "os"), text(j, "kernel"), text(j, "hostname")};
+}
+
+Provenance provenance_from_json(const json& j) {
+  Provenance p;
+  p.edgeprobe_version = text(j, "edgeprobe_version");
+  p.engine = engine_from_json(j.value("engine", json::object()));
+  p.device = device_from_json(j.value("device", json::object()));
+  p.started_at_utc = text(j, "started_at_utc");
+  p.command_line = text(j, "command_line");
+  if (j.contains("models") && j["models"].is_array())
+    for (const auto& m : j["models"]) p.models.push_back(model_identity_from_json(m));
+  static const char* kOwn[] = {"edgeprobe_version", "engine", "device", "started_at_utc", "command_line", "models"};
+  for (const auto& [k, v] : j.items())
+    if (std::find(std::begin(kOwn), std::end(kOwn), k) == std::end(kOwn)) p.extra[k] = v;
+  return p;
 }
 
 json to_json(const workload::TestCase& c) {

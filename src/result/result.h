@@ -15,7 +15,9 @@ namespace edgeprobe::result {
 
 // Version of the result schema below. Every output format (md, csv, json, jsonl) and the
 // results store are generated from these structs; bump on any incompatible change.
-inline constexpr int kSchemaVersion = 1;
+// v2: provenance names the engine and the device as objects (v1 had llama.cpp and host
+// fields at the top); result/migrate.h upgrades v1 documents and stored runs.
+inline constexpr int kSchemaVersion = 2;
 
 struct TensorTypeStats {
   int64_t tensors = 0;
@@ -37,16 +39,36 @@ struct ModelIdentity {
   int64_t n_layer = 0, n_embd = 0, n_ff = 0, n_head = 0, n_head_kv = 0, n_vocab = 0;
 };
 
-struct Provenance {
-  std::string edgeprobe_version;
-  std::string llama_cpp_version;
-  std::string llama_cpp_commit;
-  std::string cpu_model;
+// What ran the workload. The in-process llama.cpp engine fills the ggml variant that
+// actually loaded; another engine (scripted, an HTTP endpoint) leaves it empty and puts
+// what it knows in `details`.
+struct EngineIdentity {
+  std::string name;     // "llama.cpp", "fake", ...
+  std::string kind;     // "in-process", "scripted", "endpoint"
+  std::string version;
+  std::string commit;
   std::string cpu_variant;          // the ggml CPU backend variant that loaded
   std::string cpu_variant_library;
   std::vector<std::pair<std::string, std::string>> cpu_variant_features;
+  nlohmann::json details = nlohmann::json::object();
+};
+
+// Where it ran: a stable id to group runs by device, and the names a user recognizes.
+struct DeviceIdentity {
+  std::string id;         // "dev-" + 16 hex digits (see platform/device_identity.h)
+  std::string arch;       // uname machine: x86_64, aarch64
+  std::string cpu_model;
+  std::string soc;        // e.g. Android ro.soc.model, a device tree's SoC
+  std::string board;      // phone or board model (getprop, device tree, DMI)
+  std::string os;         // "Debian GNU/Linux 12 (bookworm)", "Android 14"
+  std::string kernel;     // "Linux 6.1.0 x86_64"
   std::string hostname;
-  std::string kernel;
+};
+
+struct Provenance {
+  std::string edgeprobe_version;
+  EngineIdentity engine;
+  DeviceIdentity device;
   std::string started_at_utc;       // RFC 3339
   std::string command_line;
   std::vector<ModelIdentity> models;
@@ -105,7 +127,14 @@ TestSummary summarize(const TestResult& result);
 
 nlohmann::json to_json(const stats::Summary& summary);
 nlohmann::json to_json(const ModelIdentity& model);
+nlohmann::json to_json(const EngineIdentity& engine);
+nlohmann::json to_json(const DeviceIdentity& device);
 nlohmann::json to_json(const Provenance& provenance);
+// The inverse, for stored runs and result files (v2; upgrade v1 first with result/migrate.h).
+ModelIdentity model_identity_from_json(const nlohmann::json& j);
+EngineIdentity engine_from_json(const nlohmann::json& j);
+DeviceIdentity device_from_json(const nlohmann::json& j);
+Provenance provenance_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const workload::TestCase& config);  // without the model path
 workload::TestCase test_case_from_json(const nlohmann::json& config, const std::string& model_path);
 nlohmann::json to_json(const Repetition& repetition);

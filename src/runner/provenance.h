@@ -1,7 +1,7 @@
 #pragma once
 #include <string>
 
-#include "engine/backend.h"
+#include "core/fs.h"
 #include "model/gguf_info.h"
 #include "result/result.h"
 
@@ -9,7 +9,12 @@ namespace edgeprobe::runner {
 
 // Everything that says what was measured and on what: versions, the ggml CPU variant
 // that actually loaded, the CPU, the host. Models are added with model_identity().
-result::Provenance make_provenance(const engine::CpuBackendInfo& backend, const std::string& command_line);
+// The engine object comes from the engine that runs the workload (Engine::identity()).
+result::Provenance make_provenance(const result::EngineIdentity& engine, const std::string& command_line);
+// The device this process runs on, read under `fs` (a fixture tree stands in for a phone):
+// CPU, arch, OS (os-release or Android's build.prop), board and SoC (Android properties,
+// device tree, DMI), and a stable id from /etc/machine-id (Android: ro.serialno) and the CPU.
+result::DeviceIdentity detect_device(const FsRoot& fs);
 // Identity of a model file: SHA-256, size, parameter count, tensor-type histogram.
 result::ModelIdentity model_identity(const model::GgufInfo& info, bool hash);
 std::string utc_now_rfc3339();
