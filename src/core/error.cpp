@@ -11,4 +11,10 @@ const char* error_kind_name(ErrorKind kind) {
   return "bug";
 }
 
+ErrorKind error_kind_from_name(const std::string& name) {
+  if (name == "bad_input") return ErrorKind::kBadInput;
+  if (name == "bug") return ErrorKind::kBug;
+  return ErrorKind::kEnvironment;
+}
+
 }  // namespace edgeprobe

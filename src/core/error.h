@@ -31,5 +31,8 @@ template <typename... Args>
 }
 
 const char* error_kind_name(ErrorKind kind);
+// The inverse, for error rows read back from JSON; an unknown name is an environment
+// problem (exit 3), the commonest failure of a configuration that does not run.
+ErrorKind error_kind_from_name(const std::string& name);
 
 }  // namespace edgeprobe

@@ -1,0 +1,66 @@
+#include "report/doctor_reporters.h"
+
+#include <fmt/format.h>
+
+#include <ostream>
+
+#include "core/error.h"
+#include "core/text.h"
+
+namespace edgeprobe::report {
+namespace {
+
+using nlohmann::json;
+
+std::string cell(const json& v) {
+  if (v.is_null()) return "";
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_number()) return fmt::format("{:.6g}", v.get<double>());
+  if (v.is_boolean()) return v.get<bool>() ? "1" : "0";
+  return v.dump();
+}
+
+std::string joined(const json& lines) {
+  std::string out;
+  if (!lines.is_array()) return cell(lines);
+  for (const auto& l : lines) out += (out.empty() ? "" : "; ") + cell(l);
+  return out;
+}
+
+}  // namespace
+
+void write_doctor_report(const json& j, const std::string& markdown, const std::string& format, std::ostream& out) {
+  const json& d = j.contains("doctor") ? j["doctor"] : json::object();
+  const json findings = d.value("findings", json::array());
+  if (format == "md" || format == "text") {
+    out << markdown;
+  } else if (format == "json") {
+    out << j.dump(2) << "\n";
+  } else if (format == "csv") {
+    static const char* kColumns[] = {"id", "severity", "title", "affects", "speedup", "speedup_basis", "fix", "evidence"};
+    std::string header = "schema_version,model";
+    for (const char* c : kColumns) header += std::string(",") + c;
+    out << header << "\n";
+    for (const auto& f : findings) {
+      std::string line = cell(j.value("schema_version", json())) + "," + csv_field(d.value("model", ""));
+      for (const char* c : kColumns)
+        line += "," + csv_field(std::string(c) == "evidence" ? joined(f.value(c, json())) : cell(f.value(c, json())));
+      out << line << "\n";
+    }
+  } else if (format == "jsonl") {
+    for (const auto& f : findings) {
+      json line = f;
+      line["schema_version"] = j.value("schema_version", json());
+      line["kind"] = "doctor_finding";
+      line["model"] = d.value("model", "");
+      line["config"] = d.value("config", json());
+      out << line.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+    }
+  } else {
+    throw_bad_input("unknown output format '{}'; use md, csv, json or jsonl", format);
+  }
+  out.flush();
+}
+
+}  // namespace edgeprobe::report

@@ -1,0 +1,148 @@
+#include "report/session_reporters.h"
+
+#include <fmt/format.h>
+
+#include <ostream>
+
+#include "core/error.h"
+#include "core/text.h"
+
+namespace edgeprobe::report {
+namespace {
+
+using nlohmann::json;
+
+std::string fmt_opt(const json& v, const char* format) {
+  return v.is_number() ? fmt::format(fmt::runtime(format), v.get<double>()) : "unavailable";
+}
+
+void print_markdown(std::ostream& out, const json& report) {
+  out << "| config | model | ctx | max tokens | threads | turns | ttft ms (median) | decode t/s (median) | CV | drift "
+         "| change points | missed frames | QES |\n";
+  out << "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& c : report["configs"]) {
+    const json& a = c["analysis"];
+    const json& st = a["stability"];
+    const json& q = a["qes"];
+    out << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", c["ordinal"].get<int>(),
+                       c["config"]["model_path"].get<std::string>(), c["config"]["n_ctx"].get<int>(),
+                       c["config"]["max_tokens"].get<int>(), c["config"]["n_threads"].get<int>(),
+                       a["turns_measured"].get<int>(), fmt_opt(a["ttft_ms"]["median"], "{:.1f}"),
+                       fmt_opt(a["decode_tokens_per_s"]["median"], "{:.2f}"), fmt_opt(st.value("cv", json()), "{:.3f}"),
+                       st.contains("drift") && st["drift"].is_object() ? fmt_opt(st["drift"].value("ratio", json()), "{:.3f}") : "unavailable",
+                       st["change_points"].size(), fmt_opt(a["missed_frame_share"], "{:.3f}"),
+                       fmt_opt(q.value("total", json()), "{:.1f}"));
+  }
+  out << "\nQES components (0-100; a component without data is left out of the total and named):\n";
+  for (const auto& c : report["configs"]) {
+    const json& q = c["analysis"]["qes"];
+    std::string parts;
+    for (const auto& comp : q["components"])
+      parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", comp["name"].get<std::string>(),
+                           fmt_opt(comp.value("score", json()), "{:.1f}"));
+    out << fmt::format("- config {}: {}; rests on: {}\n", c["ordinal"].get<int>(), parts, q.value("rests_on", json::array()).dump());
+  }
+}
+
+std::string scalar(const json& v) {
+  if (v.is_null()) return "";
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "1" : "0";
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_number()) return fmt::format("{:.6g}", v.get<double>());
+  return v.dump();
+}
+
+const json& at(const json& j, const char* pointer) {
+  static const json kNull;
+  const json::json_pointer p(pointer);
+  return j.contains(p) ? j.at(p) : kNull;
+}
+
+// One row per turn; pointers into {"report", "config", "turn"}.
+struct Column {
+  const char* header;
+  const char* pointer;
+};
+const Column kTurnColumns[] = {
+    {"schema_version", "/report/schema_version"},
+    {"run_id", "/report/run_id"},
+    {"engine", "/report/provenance/engine/name"},
+    {"ggml_cpu_variant", "/report/provenance/engine/cpu_variant"},
+    {"device_id", "/report/provenance/device/id"},
+    {"config", "/config/ordinal"},
+    {"model_path", "/config/config/model_path"},
+    {"n_ctx", "/config/config/n_ctx"},
+    {"max_tokens", "/config/config/max_tokens"},
+    {"n_batch", "/config/config/n_batch"},
+    {"n_threads", "/config/config/n_threads"},
+    {"round", "/turn/round"},
+    {"conversation_id", "/turn/conversation_id"},
+    {"turn_index", "/turn/turn_index"},
+    {"status", "/turn/status"},
+    {"error", "/turn/error/message"},
+    {"stop_reason", "/turn/stop_reason"},
+    {"prompt_tokens", "/turn/prompt_tokens"},
+    {"context_tokens", "/turn/context_tokens"},
+    {"generated_tokens", "/turn/generated_tokens"},
+    {"ttft_ms", "/turn/ttft_ms"},
+    {"prefill_tokens_per_s", "/turn/prefill_tokens_per_s"},
+    {"decode_tokens_per_s", "/turn/decode_tokens_per_s"},
+    {"e2e_ms", "/turn/e2e_ms"},
+    {"missed_frame_share_prefill", "/turn/missed_frame_share_prefill"},
+    {"missed_frame_share_decode", "/turn/missed_frame_share_decode"},
+};
+
+void write_csv(const json& report, std::ostream& out) {
+  std::string header;
+  for (const auto& c : kTurnColumns) header += (header.empty() ? "" : ",") + std::string(c.header);
+  out << header << "\n";
+  for (const auto& config : report["configs"]) {
+    for (const auto& turn : config["turns"]) {
+      json t = turn;
+      t["status"] = turn.contains("error") && turn["error"].is_object() ? "error" : "ok";
+      const json doc = {{"report", report}, {"config", config}, {"turn", t}};
+      std::string line;
+      bool first = true;
+      for (const auto& c : kTurnColumns) {
+        line += (first ? "" : ",") + csv_field(scalar(at(doc, c.pointer)));
+        first = false;
+      }
+      out << line << "\n";
+    }
+  }
+}
+
+void write_jsonl(const json& report, std::ostream& out) {
+  for (const auto& config : report["configs"]) {
+    for (const auto& turn : config["turns"]) {
+      json line = turn;
+      line["schema_version"] = report["schema_version"];
+      line["kind"] = "session_turn";
+      line["run_id"] = report["run_id"];
+      line["config_ordinal"] = config["ordinal"];
+      line["config"] = config["config"];
+      line["provenance"] = report["provenance"];
+      out << line.dump() << "\n";
+    }
+  }
+}
+
+}  // namespace
+
+void write_session_report(const result::SessionReport& report, const std::string& format, std::ostream& out) {
+  const json j = result::to_json(report);
+  if (format == "md") {
+    print_markdown(out, j);
+    const auto errors = result::session_errors(report, nullptr);
+    if (!errors.empty()) out << "\nFailed turns (each ended its conversation; the sweep went on):\n";
+    for (const auto& e : errors) out << "- " << e << "\n";
+  }
+  else if (format == "json") out << j.dump(2) << "\n";
+  else if (format == "csv") write_csv(j, out);
+  else if (format == "jsonl") write_jsonl(j, out);
+  else throw_bad_input("unknown output format '{}'; use md, csv, json or jsonl", format);
+  out.flush();
+}
+
+}  // namespace edgeprobe::report
