@@ -1,0 +1,182 @@
+#include "app/bench_job.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <optional>
+
+#include "app/engine_factory.h"
+#include "app/models.h"
+#include "core/error.h"
+#include "core/fs.h"
+#include "platform/cpu_features.h"
+#include "platform/isa_gap.h"
+#include "probe/ceilings.h"
+#include "probe/roofline.h"
+#include "runner/bench_runner.h"
+#include "runner/enrich.h"
+#include "runner/provenance.h"
+#include "store/store.h"
+
+namespace edgeprobe::app {
+
+using nlohmann::json;
+
+namespace {
+
+void progress(const JobContext& c, const std::string& step) {
+  if (c.sink) c.sink->progress(step);
+}
+
+// The device's own ceilings per model, measured once per device and build (then cached),
+// before the sampler starts so the probe does not disturb the timeline. A device whose
+// ceilings cannot be measured still benchmarks: efficiency is then unknown.
+std::vector<std::optional<probe::DeviceCeilings>> device_ceilings(const BenchPlan& plan, const ModelSet& models,
+                                                                  const std::string& variant, const JobContext& ctx) {
+  std::vector<std::optional<probe::DeviceCeilings>> ceilings(models.infos().size());
+  if (plan.ceilings == "off") return ceilings;
+  for (size_t i = 0; i < models.infos().size(); ++i) {
+    const auto& info = models.info(i);
+    progress(ctx, "measuring the device's ceilings (cached after the first run)");
+    probe::ProbeOptions po;
+    po.sysfs_root = plan.env.sysfs_root;
+    po.model_path = info.path;
+    po.variant = variant;
+    try {
+      ceilings[i] = probe::load_or_measure(po, plan.ceilings == "refresh" && i == 0);
+      // The model's own matmuls at this sweep's ubatches and thread counts (cached too).
+      probe::KernelNeeds needs;
+      for (const auto& c : plan.cases) {
+        if (c.model_path != info.path) continue;
+        if (c.n_prompt > 0) needs.prefill_tokens.insert(probe::prefill_kernel_tokens(c.n_prompt, c.n_ubatch));
+        if (c.n_gen > 0) needs.decode_threads.insert(c.n_threads);
+      }
+      progress(ctx, "measuring the model's kernels (cached after the first run)");
+      probe::ensure_model_kernels(*ceilings[i], info, needs, po);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kBadInput) throw;
+      progress(ctx, fmt::format("warning: ceilings unavailable: {}", e.what()));
+      ceilings[i].reset();
+    }
+  }
+  return ceilings;
+}
+
+// Error rows become the job's errors (each distinct message once) and its exit code:
+// the first failure decides, as bench always has.
+void collect_errors(const std::vector<result::TestResult>& results, JobOutcome& outcome) {
+  for (const auto& r : results) {
+    if (!r.error) continue;
+    const std::string line = r.config.name() + ": " + r.error->message;
+    bool said = false;
+    for (const auto& e : outcome.errors) said = said || e.ends_with(": " + r.error->message);
+    if (!said) outcome.errors.push_back(line);
+    if (outcome.exit_code == 0)
+      outcome.exit_code = static_cast<int>(error_kind_from_name(r.error->kind));
+  }
+}
+
+}  // namespace
+
+BenchPlan stored_bench_plan(store::Store& store, int64_t run) {
+  const auto rec = store.get_run(run);
+  if (rec.kind != "bench") throw_bad_input("--resume {}: that run is a {} run, not a bench run", run, rec.kind);
+  if (rec.status == "complete") throw_bad_input("run {} is already complete; nothing to resume", run);
+  return bench_plan_from_json(rec.plan);
+}
+
+BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
+  validate(plan, workload::default_thread_count());
+  const EngineHandle engine = make_engine(plan.env);
+
+  // Models first: a bad file must fail before minutes of probing.
+  ModelSet models;
+  for (auto& c : plan.cases) c.model_path = ModelSet::resolve(c.model_path, ctx.sink);
+  for (const auto& c : plan.cases) models.add(c.model_path);
+
+  BenchJobResult out;
+  result::BenchReport& report = out.report;
+  report.provenance = runner::make_provenance(engine.identity, ctx.command_line);
+  report.provenance.models = models.identities(plan.hash_models, ctx.sink);
+  // What the CPU can do next to what the loaded variant was built for: the seed's
+  // silent fallback shows up as a gap here.
+  const FsRoot fs(plan.env.sysfs_root);
+  const auto cpu_features = platform::detect_cpu_features(fs);
+  report.provenance.extra["cpu_features"] = platform::to_json(cpu_features);
+  if (engine.cpu_backend)
+    report.provenance.extra["isa_gap"] = platform::to_json(platform::compare_isa(cpu_features, *engine.cpu_backend));
+
+  const auto ceilings = device_ceilings(plan, models, report.provenance.engine.cpu_variant, ctx);
+  if (!ceilings.empty() && ceilings[0]) report.provenance.extra["ceilings"] = probe::to_json(*ceilings[0]);
+
+  // The store: every repetition is committed as it completes; a resumed run reuses the
+  // repetitions it already holds.
+  std::map<std::pair<size_t, int>, result::Repetition> stored;
+  int64_t run_id = 0;
+  if (ctx.store) {
+    if (ctx.resume_run) {
+      run_id = ctx.resume_run;
+      const json done = ctx.store->load_run(run_id);
+      for (const auto& c : done["configurations"])
+        for (const auto& rep : c["repetitions"])
+          stored[{c["ordinal"].get<size_t>(), rep["ordinal"].get<int>()}] = result::repetition_from_json(rep["result"]);
+      ctx.store->resume_run(run_id);
+    } else {
+      run_id = ctx.store->begin_run("bench", result::to_json(report.provenance), to_json(plan));
+    }
+    for (size_t i = 0; i < plan.cases.size(); ++i) {
+      json config = result::to_json(plan.cases[i]);
+      config["model_path"] = plan.cases[i].model_path;
+      config["test"] = plan.cases[i].name();
+      ctx.store->add_configuration(run_id, static_cast<int64_t>(i), config);
+    }
+  }
+  out.outcome.run_id = run_id;
+  if (ctx.sink) ctx.sink->bench_begin(report.provenance, plan.cases);
+
+  const RunClock clock;
+  runner::TelemetryRecorder recorder(plan.env.sample_hz, plan.env.sysfs_root, clock);
+  runner::RunnerCallbacks callbacks;
+  callbacks.progress = [&](const std::string& s) { progress(ctx, s); };
+  callbacks.event = [&](const PhaseEvent& e) { recorder.on_event(e); };
+  callbacks.stored_repetition = [&](size_t i, int r) -> std::optional<result::Repetition> {
+    auto it = stored.find({i, r});
+    if (it == stored.end()) return std::nullopt;
+    return it->second;
+  };
+  callbacks.repetition = [&](size_t i, const workload::TestCase& test, result::Repetition& rep) {
+    recorder.enrich_repetition(test.name(), rep);
+    if (ctx.store) ctx.store->record_repetition(run_id, static_cast<int64_t>(i), rep.index, result::to_json(rep));
+    if (ctx.sink) ctx.sink->bench_repetition(i, test, rep);
+  };
+  size_t finished_cases = 0;
+  callbacks.enrich = [&](result::TestResult& r, const std::vector<PhaseEvent>&) {
+    if (ctx.store)
+      ctx.store->finish_configuration(run_id, static_cast<int64_t>(finished_cases),
+                                      r.error ? store::Status::kFailed : store::Status::kComplete,
+                                      r.error ? r.error->message : "");
+    ++finished_cases;
+    recorder.enrich(r);
+    const auto i = static_cast<size_t>(r.model_index);
+    if (ceilings[i]) r.roofline = runner::roofline_json(r, models.info(i), *ceilings[i]);
+  };
+  callbacks.result = [&](const result::TestResult& r) {
+    if (ctx.sink) ctx.sink->bench_result(r);
+  };
+  report.results = runner::run_bench(*engine.engine, plan.cases, plan.run, clock,
+                                     [&](const std::string& p) { return models.index_of(p); }, callbacks);
+  recorder.stop();
+  // For doctor: llama.cpp's own words about fallbacks, repacking and buffer types.
+  if (plan.keep_engine_log) report.provenance.extra["llama_log"] = engine_log_json();
+  if (ctx.sink) ctx.sink->bench_end(report);
+  recorder.write_trace(ctx.trace_file);
+
+  out.outcome.interrupted = runner::stop_requested();
+  if (ctx.store)
+    ctx.store->finish_run(run_id, out.outcome.interrupted ? store::Status::kFailed : store::Status::kComplete,
+                          out.outcome.interrupted ? "interrupted" : "");
+  collect_errors(report.results, out.outcome);
+  return out;
+}
+
+}  // namespace edgeprobe::app

@@ -1,0 +1,62 @@
+#include "app/doctor_job.h"
+
+#include "store/store.h"
+
+namespace edgeprobe::app {
+
+using nlohmann::json;
+
+namespace {
+
+json options_json(const doctor::DoctorOptions& o, bool tune) {
+  return {{"kind", "doctor"},
+          {"model_path", o.model_path},
+          {"config", o.config.bench_args()},
+          {"n_prompt", o.n_prompt},
+          {"n_gen", o.n_gen},
+          {"repetitions", o.repetitions},
+          {"baseline", o.baseline_path},
+          {"experiments", o.experiments},
+          {"tune", tune},
+          {"sysfs_root", o.sysfs_root},
+          {"sample_hz", o.sample_hz}};
+}
+
+// A doctor run is stored whole when it ends: it has no unit worth resuming (its bench
+// children are minutes, not hours), and a crash mid-diagnosis leaves a "running" run
+// that says so.
+int64_t store_result(const JobContext& ctx, const doctor::DoctorOptions& o, bool tune, const json& primary_report,
+                     const json& result) {
+  if (!ctx.store) return 0;
+  json provenance = primary_report.is_object() && primary_report.contains("provenance")
+                        ? primary_report["provenance"]
+                        : json::object();
+  provenance["command_line"] = ctx.command_line;
+  const int64_t run = ctx.store->begin_run("doctor", provenance, options_json(o, tune));
+  ctx.store->record_run_summary(run, "doctor", result);
+  ctx.store->finish_run(run, store::Status::kComplete);
+  return run;
+}
+
+}  // namespace
+
+DoctorJobResult run_doctor(const doctor::DoctorOptions& options, const JobContext& ctx) {
+  DoctorJobResult out;
+  out.diagnosis = doctor::run_doctor(options, [&](const std::string& s) {
+    if (ctx.sink) ctx.sink->progress(s);
+  });
+  out.outcome.run_id = store_result(ctx, options, false, out.diagnosis.evidence.primary.report,
+                                    doctor::to_json(out.diagnosis));
+  return out;
+}
+
+TuneJobResult run_tune(const doctor::DoctorOptions& options, const JobContext& ctx) {
+  TuneJobResult out;
+  out.tune = doctor::tune(options, [&](const std::string& s) {
+    if (ctx.sink) ctx.sink->progress(s);
+  });
+  out.outcome.run_id = store_result(ctx, options, true, json(), doctor::to_json(out.tune));
+  return out;
+}
+
+}  // namespace edgeprobe::app

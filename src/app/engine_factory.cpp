@@ -1,0 +1,23 @@
+#include "app/engine_factory.h"
+
+#include "engine/llama_engine.h"
+
+namespace edgeprobe::app {
+
+EngineHandle make_engine(const Environment& env) {
+  engine::start_log_capture(env.verbose_engine_log);
+  EngineHandle h;
+  h.cpu_backend = &engine::load_cpu_backend(env.cpu_variant);
+  h.engine = std::make_unique<engine::LlamaEngine>(*h.cpu_backend);
+  h.identity = result::engine_from_json(h.engine->provenance());
+  return h;
+}
+
+nlohmann::json engine_log_json() {
+  nlohmann::json lines = nlohmann::json::array();
+  for (const auto& line : engine::captured_log(engine::LogLevel::kInfo))
+    lines.push_back({{"level", static_cast<int>(line.level)}, {"text", line.text}});
+  return lines;
+}
+
+}  // namespace edgeprobe::app

@@ -1,0 +1,60 @@
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "result/result.h"
+
+namespace edgeprobe::store {
+class Store;
+}
+
+namespace edgeprobe::app {
+
+// Where a running job says what it is doing and hands over each unit as it completes.
+// The CLI prints tables through a reporter; `edgeprobe run` writes JSON Lines; a lab
+// controller relays them. Every method has an empty default so a sink takes only what
+// it needs.
+class JobSink {
+ public:
+  virtual ~JobSink() = default;
+  virtual void progress(const std::string& /*step*/) {}
+  // Bench: the plan and provenance before the first test, each test as it completes
+  // (with every repetition), each repetition as soon as it is measured, and the report.
+  virtual void bench_begin(const result::Provenance& /*provenance*/, const std::vector<workload::TestCase>& /*cases*/) {}
+  virtual void bench_repetition(size_t /*case_index*/, const workload::TestCase& /*test*/,
+                                const result::Repetition& /*repetition*/) {}
+  virtual void bench_result(const result::TestResult& /*result*/) {}
+  virtual void bench_end(const result::BenchReport& /*report*/) {}
+  // Session: each turn as it completes (the JSON it is stored as) and the report.
+  virtual void session_begin(const result::Provenance& /*provenance*/, const nlohmann::json& /*plan*/) {}
+  virtual void session_turn(size_t /*config_index*/, const nlohmann::json& /*turn*/) {}
+  virtual void session_end(const nlohmann::json& /*report*/) {}
+};
+
+// What a job runs with besides its plan.
+struct JobContext {
+  store::Store* store = nullptr;    // null: nothing is stored
+  int64_t resume_run = 0;           // a stored run to continue (its plan was loaded by the caller)
+  JobSink* sink = nullptr;          // null: silent
+  std::string command_line;         // for provenance
+  std::string trace_file;           // Chrome/Perfetto trace of the run; "" = none
+  // Stopping: runner::request_stop() (Ctrl-C, SIGTERM) ends a job after the unit in
+  // flight, with everything measured kept and stored.
+};
+
+// How a job ended, for the caller's exit code and its last words.
+struct JobOutcome {
+  int64_t run_id = 0;        // 0 when not stored
+  bool interrupted = false;  // stopped by the stop token: `--resume run_id` finishes it
+  // Units that ended in an error row: distinct messages, in order, and the exit code
+  // the worst one maps to (0 when none failed).
+  std::vector<std::string> errors;
+  int exit_code = 0;
+};
+
+}  // namespace edgeprobe::app

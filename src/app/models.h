@@ -1,0 +1,34 @@
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "app/job.h"
+#include "model/gguf_info.h"
+#include "result/result.h"
+
+namespace edgeprobe::app {
+
+// The model files of a plan, each read once. Every job resolves its models here: a
+// missing, truncated or hostile file fails before anything runs, with one clear line
+// (llama.cpp aborts on some hostile files instead of returning an error, so the header
+// is checked by our own reader first).
+class ModelSet {
+ public:
+  // "" is the built-in default and "synth:SHAPE[:QUANT]" a synthesized model (written on
+  // first use, then cached); anything else is a path. Returns the resolved paths.
+  static std::string resolve(const std::string& spec, JobSink* sink);
+  // Adds a resolved path (once) and returns its index.
+  int add(const std::string& path);
+  int index_of(const std::string& path) const { return index_.at(path); }
+  const std::vector<model::GgufInfo>& infos() const { return infos_; }
+  const model::GgufInfo& info(size_t i) const { return infos_.at(i); }
+  // Identity (SHA-256 when `hash`, size, shape, tensor types) of each model, in order.
+  std::vector<result::ModelIdentity> identities(bool hash, JobSink* sink) const;
+
+ private:
+  std::vector<model::GgufInfo> infos_;
+  std::map<std::string, int> index_;
+};
+
+}  // namespace edgeprobe::app

@@ -1,0 +1,296 @@
+#include "app/plan.h"
+
+#include <set>
+
+#include "core/error.h"
+#include "engine/engine.h"
+#include "result/result.h"
+
+namespace edgeprobe::app {
+
+using nlohmann::json;
+
+namespace {
+
+void check_range(const std::vector<int>& values, const char* flag, int lo, int hi) {
+  for (int v : values)
+    if (v < lo || v > hi) throw_bad_input("{} {} out of range {}..{}", flag, v, lo, hi);
+}
+
+void validate_environment(const Environment& env) {
+  if (!(env.sample_hz >= 0 && env.sample_hz <= 1000))
+    throw_bad_input("--sample-hz {} out of range 0..1000", env.sample_hz);
+  if (env.sysfs_root.empty()) throw_bad_input("--sysfs-root is empty: give a directory (/ for this machine)");
+}
+
+// Reads `key` into `out` when present, with the type the field has; a wrong type names the key.
+template <typename T>
+void read(const json& j, const char* key, T& out) {
+  if (!j.contains(key)) return;
+  try {
+    out = j.at(key).get<T>();
+  } catch (const json::exception&) {
+    throw_bad_input("plan: '{}' has the wrong type ({})", key, j.at(key).dump());
+  }
+}
+
+void reject_unknown_keys(const json& j, std::initializer_list<const char*> known, const char* where) {
+  const std::set<std::string> names(known.begin(), known.end());
+  for (const auto& [k, v] : j.items())
+    if (!names.contains(k)) throw_bad_input("{}: unknown key '{}'", where, k);
+}
+
+json environment_json(const Environment& e) {
+  return {{"cpu_variant", e.cpu_variant}, {"sample_hz", e.sample_hz}, {"sysfs_root", e.sysfs_root}};
+}
+
+void read_environment(const json& j, Environment& e) {
+  read(j, "cpu_variant", e.cpu_variant);
+  read(j, "sample_hz", e.sample_hz);
+  read(j, "sysfs_root", e.sysfs_root);
+}
+
+json sweep_json(const workload::SweepSpec& s) {
+  json pg = json::array();
+  for (auto [p, g] : s.prompt_gen) pg.push_back({p, g});
+  return {{"models", s.models},       {"n_prompt", s.n_prompt},     {"n_gen", s.n_gen},
+          {"prompt_gen", pg},         {"n_depth", s.n_depth},       {"threads", s.threads},
+          {"cpu_masks", s.cpu_masks}, {"cpu_strict", s.cpu_strict}, {"poll", s.poll},
+          {"n_batch", s.n_batch},     {"n_ubatch", s.n_ubatch},     {"flash_attn", s.flash_attn},
+          {"type_k", s.type_k},       {"type_v", s.type_v},         {"use_mmap", s.use_mmap}};
+}
+
+workload::SweepSpec sweep_from_json(const json& j) {
+  if (!j.is_object()) throw_bad_input("plan: 'sweep' must be an object");
+  reject_unknown_keys(j, {"models", "n_prompt", "n_gen", "prompt_gen", "n_depth", "threads", "cpu_masks", "cpu_strict",
+                          "poll", "n_batch", "n_ubatch", "flash_attn", "type_k", "type_v", "use_mmap"},
+                      "plan sweep");
+  workload::SweepSpec s = BenchPlan::default_sweep();
+  read(j, "models", s.models);
+  read(j, "n_prompt", s.n_prompt);
+  read(j, "n_gen", s.n_gen);
+  if (j.contains("prompt_gen")) {
+    s.prompt_gen.clear();
+    for (const auto& pair : j["prompt_gen"]) {
+      if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number_integer() || !pair[1].is_number_integer())
+        throw_bad_input("plan sweep: prompt_gen entries are [prompt, generate] pairs, got {}", pair.dump());
+      s.prompt_gen.emplace_back(pair[0].get<int>(), pair[1].get<int>());
+    }
+  }
+  read(j, "n_depth", s.n_depth);
+  read(j, "threads", s.threads);
+  read(j, "cpu_masks", s.cpu_masks);
+  read(j, "cpu_strict", s.cpu_strict);
+  read(j, "poll", s.poll);
+  read(j, "n_batch", s.n_batch);
+  read(j, "n_ubatch", s.n_ubatch);
+  read(j, "flash_attn", s.flash_attn);
+  read(j, "type_k", s.type_k);
+  read(j, "type_v", s.type_v);
+  read(j, "use_mmap", s.use_mmap);
+  return s;
+}
+
+void validate_case(const workload::TestCase& c) {
+  check_range({c.n_prompt}, "-p", 0, 1 << 20);
+  check_range({c.n_gen}, "-n", 0, 1 << 20);
+  check_range({c.n_depth}, "-d", 0, 1 << 22);
+  check_range({c.n_threads}, "-t", 1, 512);
+  check_range({c.poll}, "--poll", 0, 100);
+  check_range({c.n_batch}, "-b", 1, 1 << 20);
+  check_range({c.n_ubatch}, "-ub", 1, 1 << 20);
+  if (c.flash_attn < -1 || c.flash_attn > 1) throw_bad_input("--flash-attn {}: use on, off or auto", c.flash_attn);
+  if (!c.cpu_mask.empty()) engine::parse_cpu_mask(c.cpu_mask);
+  engine::parse_cache_type(c.type_k);
+  engine::parse_cache_type(c.type_v);
+  if (c.n_prompt == 0 && c.n_gen == 0) throw_bad_input("a test with neither prompt nor generation tokens measures nothing");
+}
+
+}  // namespace
+
+void validate(BenchPlan& plan, int default_threads) {
+  const auto& r = plan.run;
+  if (r.repetitions < 1 || r.repetitions > 10000) throw_bad_input("-r {} out of range 1..10000", r.repetitions);
+  if (!(r.delay_s >= 0 && r.delay_s <= 3600)) throw_bad_input("--delay {} out of range 0..3600 seconds", r.delay_s);
+  if (plan.ceilings != "auto" && plan.ceilings != "off" && plan.ceilings != "refresh")
+    throw_bad_input("--ceilings '{}': use auto, refresh or off", plan.ceilings);
+  validate_environment(plan.env);
+  if (plan.cases.empty()) {
+    auto& s = plan.sweep;
+    if (s.models.empty()) s.models.push_back("");
+    // Value lists are checked before expanding: a bad value in an unused combination is
+    // still a typo the user wants to hear about.
+    check_range(s.n_prompt, "-p", 0, 1 << 20);
+    check_range(s.n_gen, "-n", 0, 1 << 20);
+    for (auto [p, g] : s.prompt_gen) check_range({p, g}, "-pg", 0, 1 << 20);
+    check_range(s.n_depth, "-d", 0, 1 << 22);
+    check_range(s.threads, "-t", 1, 512);
+    check_range(s.poll, "--poll", 0, 100);
+    check_range(s.cpu_strict, "--cpu-strict", 0, 1);
+    check_range(s.n_batch, "-b", 1, 1 << 20);
+    check_range(s.n_ubatch, "-ub", 1, 1 << 20);
+    check_range(s.use_mmap, "--mmap", 0, 1);
+    check_range(s.flash_attn, "--flash-attn", -1, 1);
+    for (const auto& m : s.cpu_masks)
+      if (!m.empty()) engine::parse_cpu_mask(m);
+    for (const auto& t : s.type_k) engine::parse_cache_type(t);
+    for (const auto& t : s.type_v) engine::parse_cache_type(t);
+    plan.cases = workload::expand(s, default_threads);
+    if (plan.cases.empty()) throw_bad_input("nothing to run: every -p, -n and -pg value is 0");
+  }
+  for (const auto& c : plan.cases) validate_case(c);
+}
+
+void validate(SessionPlan& plan, int default_threads) {
+  const auto& o = plan.options;
+  if (o.rounds < 1 || o.rounds > 1000) throw_bad_input("--rounds {} out of range 1..1000", o.rounds);
+  if (o.conversations < 1 || o.conversations > 100000)
+    throw_bad_input("--conversations {} out of range 1..100000", o.conversations);
+  if (o.on_overflow != "stop" && o.on_overflow != "shift")
+    throw_bad_input("--on-overflow '{}': use stop or shift", o.on_overflow);
+  if (o.cooldown != "none" && o.cooldown != "temp") {
+    char* end = nullptr;
+    const double s = std::strtod(o.cooldown.c_str(), &end);
+    if (end == o.cooldown.c_str() || *end != '\0' || !(s >= 0 && s <= 3600))
+      throw_bad_input("--cooldown '{}': use none, temp or seconds (0..3600)", o.cooldown);
+  }
+  validate_environment(plan.env);
+  if (plan.configs.empty()) {
+    if (plan.models.empty()) plan.models.push_back("");
+    check_range(plan.n_ctx, "-c", 64, 1 << 20);
+    check_range(plan.max_tokens, "--max-tokens", 1, 1 << 16);
+    check_range(plan.n_batch, "-b", 1, 1 << 20);
+    check_range(plan.threads, "-t", 1, 512);
+    const std::vector<int> threads = plan.threads.empty() ? std::vector<int>{default_threads} : plan.threads;
+    // Model outermost: each model loads once.
+    for (const auto& m : plan.models)
+      for (int c : plan.n_ctx)
+        for (int g : plan.max_tokens)
+          for (int b : plan.n_batch)
+            for (int t : threads) plan.configs.push_back({m, c, g, b, t});
+    if (plan.configs.empty()) throw_bad_input("nothing to run: a session needs at least one value of -c, --max-tokens and -b");
+  }
+  for (const auto& c : plan.configs) {
+    check_range({c.n_ctx}, "-c", 64, 1 << 20);
+    check_range({c.max_tokens}, "--max-tokens", 1, 1 << 16);
+    check_range({c.n_batch}, "-b", 1, 1 << 20);
+    check_range({c.n_threads}, "-t", 1, 512);
+  }
+}
+
+json to_json(const BenchPlan& p) {
+  json j = {{"kind", "bench"},
+            {"plan_version", kPlanVersion},
+            {"repetitions", p.run.repetitions},
+            {"delay_s", p.run.delay_s},
+            {"warmup", p.run.warmup},
+            {"seed", p.run.seed},
+            {"hash_models", p.hash_models},
+            {"keep_engine_log", p.keep_engine_log},
+            {"ceilings", p.ceilings},
+            {"env", environment_json(p.env)}};
+  if (p.cases.empty()) {
+    j["sweep"] = sweep_json(p.sweep);
+  } else {
+    json cases = json::array();
+    for (const auto& c : p.cases) cases.push_back({{"model_path", c.model_path}, {"config", result::to_json(c)}});
+    j["cases"] = cases;
+  }
+  return j;
+}
+
+json to_json(const SessionPlan& p) {
+  json configs = json::array();
+  for (const auto& c : p.configs) configs.push_back(c.to_json());
+  json j = {{"kind", "session"},
+            {"plan_version", kPlanVersion},
+            {"rounds", p.options.rounds},
+            {"conversations", p.options.conversations},
+            {"on_overflow", p.options.on_overflow},
+            {"cooldown", p.options.cooldown},
+            {"seed", p.options.seed},
+            {"prompts", p.prompts},
+            {"env", environment_json(p.env)}};
+  if (p.configs.empty()) {
+    j["models"] = p.models;
+    j["n_ctx"] = p.n_ctx;
+    j["max_tokens"] = p.max_tokens;
+    j["n_batch"] = p.n_batch;
+    j["threads"] = p.threads;
+  } else {
+    j["configs"] = configs;
+  }
+  return j;
+}
+
+std::string plan_kind(const json& j) {
+  if (!j.is_object()) throw_bad_input("a plan is a JSON object with a \"kind\", got {}", j.type_name());
+  const std::string kind = j.contains("kind") && j["kind"].is_string() ? j["kind"].get<std::string>() : "";
+  if (kind != "bench" && kind != "session")
+    throw_bad_input("plan kind '{}': use \"bench\" or \"session\"", kind);
+  const int version = j.value("plan_version", 1);
+  if (version != kPlanVersion)
+    throw_bad_input("plan_version {} is not supported by this edgeprobe (it reads version {})", version, kPlanVersion);
+  return kind;
+}
+
+BenchPlan bench_plan_from_json(const json& j) {
+  if (plan_kind(j) != "bench") throw_bad_input("expected a bench plan, got a {} plan", j["kind"].get<std::string>());
+  reject_unknown_keys(j, {"kind", "plan_version", "sweep", "cases", "repetitions", "delay_s", "warmup", "seed",
+                          "hash_models", "keep_engine_log", "ceilings", "env"},
+                      "bench plan");
+  BenchPlan p;
+  if (j.contains("sweep")) p.sweep = sweep_from_json(j["sweep"]);
+  if (j.contains("cases")) {
+    for (const auto& c : j["cases"]) {
+      if (!c.is_object() || !c.contains("config") || !c.contains("model_path"))
+        throw_bad_input("bench plan: each case needs \"model_path\" and \"config\", got {}", c.dump());
+      try {
+        p.cases.push_back(result::test_case_from_json(c["config"], c["model_path"].get<std::string>()));
+      } catch (const json::exception& e) {
+        throw_bad_input("bench plan: bad case {}: {}", c.dump(), e.what());
+      }
+    }
+  }
+  read(j, "repetitions", p.run.repetitions);
+  read(j, "delay_s", p.run.delay_s);
+  read(j, "warmup", p.run.warmup);
+  read(j, "seed", p.run.seed);
+  read(j, "hash_models", p.hash_models);
+  read(j, "keep_engine_log", p.keep_engine_log);
+  read(j, "ceilings", p.ceilings);
+  if (j.contains("env")) read_environment(j["env"], p.env);
+  return p;
+}
+
+SessionPlan session_plan_from_json(const json& j) {
+  if (plan_kind(j) != "session") throw_bad_input("expected a session plan, got a {} plan", j["kind"].get<std::string>());
+  reject_unknown_keys(j, {"kind", "plan_version", "models", "n_ctx", "max_tokens", "n_batch", "threads", "configs",
+                          "rounds", "conversations", "on_overflow", "cooldown", "seed", "prompts", "env"},
+                      "session plan");
+  SessionPlan p;
+  read(j, "models", p.models);
+  read(j, "n_ctx", p.n_ctx);
+  read(j, "max_tokens", p.max_tokens);
+  read(j, "n_batch", p.n_batch);
+  read(j, "threads", p.threads);
+  if (j.contains("configs")) {
+    for (const auto& c : j["configs"]) {
+      try {
+        p.configs.push_back({c.at("model_path"), c.at("n_ctx"), c.at("max_tokens"), c.at("n_batch"), c.at("n_threads")});
+      } catch (const json::exception& e) {
+        throw_bad_input("session plan: bad config {}: {}", c.dump(), e.what());
+      }
+    }
+  }
+  read(j, "rounds", p.options.rounds);
+  read(j, "conversations", p.options.conversations);
+  read(j, "on_overflow", p.options.on_overflow);
+  read(j, "cooldown", p.options.cooldown);
+  read(j, "seed", p.options.seed);
+  read(j, "prompts", p.prompts);
+  if (j.contains("env")) read_environment(j["env"], p.env);
+  return p;
+}
+
+}  // namespace edgeprobe::app

@@ -1,0 +1,73 @@
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runner/bench_runner.h"
+#include "runner/session_runner.h"
+#include "workload/plan.h"
+
+namespace edgeprobe::app {
+
+// Plans are what a job runs, as data: built from flags by the CLI, read from a file by
+// `edgeprobe run --plan`, stored with every run so --resume rebuilds the same sweep, and
+// sent to a remote device by the lab. One place holds their defaults (the member
+// initializers below), one validation and one JSON form (docs/wire-format.md).
+inline constexpr int kPlanVersion = 1;
+
+// Settings every job shares: which engine variant, what telemetry, where sysfs is.
+struct Environment {
+  std::string cpu_variant;         // "" = the best ggml CPU variant for this CPU
+  double sample_hz = 20;           // telemetry sampling rate; 0 = off
+  std::string sysfs_root = "/";    // a fixture tree stands in for a phone
+  bool verbose_engine_log = false; // echo llama.cpp's log to stderr
+};
+
+struct BenchPlan {
+  // The sweep as the user wrote it; models may be "synth:SHAPE[:QUANT]" or "" (the
+  // built-in default) until the job resolves them. Ignored when `cases` is given.
+  workload::SweepSpec sweep = default_sweep();
+  // Explicit test cases (a stored plan, a hand-written one); expanded from `sweep` when empty.
+  std::vector<workload::TestCase> cases;
+  runner::RunnerOptions run;       // repetitions, delay, warm-up, seed
+  Environment env;
+  bool hash_models = true;         // SHA-256 of each model file
+  bool keep_engine_log = false;    // llama.cpp's log (info and above) into the result, for doctor
+  std::string ceilings = "auto";   // auto (cached probe), refresh, off
+
+  static workload::SweepSpec default_sweep() {
+    workload::SweepSpec s;
+    s.models = {""};
+    return s;
+  }
+};
+
+struct SessionPlan {
+  std::vector<std::string> models{""};  // resolved by the job like bench's
+  std::vector<int> n_ctx{2048}, max_tokens{128}, n_batch{512}, threads;  // threads: empty = default
+  // Expanded configurations (model outermost); filled by validate() from the lists above
+  // unless given explicitly (a stored plan).
+  std::vector<runner::SessionConfig> configs;
+  runner::SessionOptions options;
+  std::string prompts;             // conversations JSONL; "" = the built-in set
+  Environment env;
+};
+
+// Checks every value and fills the derived fields (cases/configs); throws
+// Error(kBadInput) naming the flag and the value, so a typo fails in a second, not an
+// hour into a sweep. Model specs are not resolved here (that writes files).
+void validate(BenchPlan& plan, int default_threads);
+void validate(SessionPlan& plan, int default_threads);
+
+// {"kind": "bench"|"session", "plan_version": 1, ...}. from_json accepts what to_json
+// writes and hand-written plans (every field optional but the kind); unknown keys are an
+// error so a misspelt setting is not silently ignored.
+nlohmann::json to_json(const BenchPlan& plan);
+nlohmann::json to_json(const SessionPlan& plan);
+BenchPlan bench_plan_from_json(const nlohmann::json& j);
+SessionPlan session_plan_from_json(const nlohmann::json& j);
+std::string plan_kind(const nlohmann::json& j);  // "bench", "session"; throws for anything else
+
+}  // namespace edgeprobe::app

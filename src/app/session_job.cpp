@@ -1,0 +1,139 @@
+#include "app/session_job.h"
+
+#include <map>
+
+#include "analysis/frame_probe.h"
+#include "analysis/session_analysis.h"
+#include "app/engine_factory.h"
+#include "app/models.h"
+#include "core/error.h"
+#include "runner/bench_runner.h"
+#include "runner/enrich.h"
+#include "runner/provenance.h"
+#include "runner/session_runner.h"
+#include "store/store.h"
+
+namespace edgeprobe::app {
+
+using nlohmann::json;
+
+SessionPlan stored_session_plan(store::Store& store, int64_t run) {
+  const auto rec = store.get_run(run);
+  if (rec.kind != "session") throw_bad_input("--resume {}: that run is a {} run, not a session run", run, rec.kind);
+  if (rec.status == "complete") throw_bad_input("run {} is already complete; nothing to resume", run);
+  return session_plan_from_json(rec.plan);
+}
+
+SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
+  validate(plan, workload::default_thread_count());
+  const EngineHandle engine = make_engine(plan.env);
+  ModelSet models;
+  for (auto& c : plan.configs) {
+    c.model_path = ModelSet::resolve(c.model_path, ctx.sink);
+    models.add(c.model_path);  // bad files fail here, before anything runs
+  }
+  if (plan.prompts.empty()) plan.prompts = runner::default_conversations_path();
+  const auto conversations = runner::load_conversations(plan.prompts);
+
+  SessionJobResult out;
+  result::SessionReport& report = out.report;
+  report.provenance = runner::make_provenance(engine.identity, ctx.command_line);
+  report.provenance.models = models.identities(true, ctx.sink);
+  const json plan_json = to_json(plan);
+
+  // Turns an interrupted run already stored are replayed untimed to rebuild the history.
+  std::map<store::TurnKey, json> stored_turns;
+  int64_t run_id = 0;
+  if (ctx.store) {
+    if (ctx.resume_run) {
+      run_id = ctx.resume_run;
+      const json stored = ctx.store->load_run(run_id);
+      for (const auto& t : stored["turns"]) {
+        const json& r = t["result"];
+        stored_turns[{t["configuration_ordinal"], r["round"], r["conversation_id"], r["turn_index"]}] = r;
+      }
+      ctx.store->resume_run(run_id);
+    } else {
+      run_id = ctx.store->begin_run("session", result::to_json(report.provenance), plan_json);
+    }
+    for (size_t i = 0; i < plan.configs.size(); ++i)
+      ctx.store->add_configuration(run_id, static_cast<int64_t>(i), plan.configs[i].to_json());
+  }
+  report.run_id = out.outcome.run_id = run_id;
+  if (ctx.sink) ctx.sink->session_begin(report.provenance, plan_json);
+
+  const RunClock clock;
+  runner::TelemetryRecorder recorder(plan.env.sample_hz, plan.env.sysfs_root, clock);
+  analysis::FrameProbe frames(clock);
+  frames.start();
+  std::vector<std::vector<json>> turns(plan.configs.size());
+  for (const auto& [key, r] : stored_turns) turns[static_cast<size_t>(key.configuration_ordinal)].push_back(r);
+
+  runner::SessionCallbacks cb;
+  cb.progress = [&](const std::string& s) {
+    if (ctx.sink) ctx.sink->progress(s);
+  };
+  cb.current_max_temp_c = [&] { return recorder.current_max_temp_c(); };
+  cb.completed_turn = [&](size_t ci, int round, const std::string& conv, int ti) -> std::optional<runner::TurnResult> {
+    auto it = stored_turns.find({static_cast<int64_t>(ci), round, conv, ti});
+    if (it == stored_turns.end()) return std::nullopt;
+    runner::TurnResult t;
+    t.reply = it->second.value("reply", "");
+    t.stop_reason = it->second.value("stop_reason", "");
+    if (it->second.contains("reply_tokens")) t.reply_tokens = it->second["reply_tokens"].get<std::vector<int32_t>>();
+    if (it->second.contains("error") && it->second["error"].is_object())
+      t.error = result::ErrorInfo{it->second["error"].value("kind", "environment"),
+                                  it->second["error"].value("message", "")};
+    return t;
+  };
+  cb.turn_done = [&](size_t ci, runner::TurnResult& t) {
+    json j;
+    if (t.end_ns > 0) {
+      t.telemetry = {{"prefill", recorder.summarize(t.start_ns, t.prefill_end_ns, t.prompt_tokens)},
+                     {"decode", recorder.summarize(t.prefill_end_ns, t.end_ns, t.generated_tokens - 1)}};
+      t.missed_frame_share_prefill = frames.missed_share(t.start_ns, t.prefill_end_ns);
+      t.missed_frame_share_decode = frames.missed_share(t.prefill_end_ns, t.end_ns);
+      j = t.to_json();
+      const auto fp = frames.window_stats(t.start_ns, t.prefill_end_ns);
+      const auto fd = frames.window_stats(t.prefill_end_ns, t.end_ns);
+      j["frames_prefill"] = {{"due", fp.frames}, {"missed", fp.missed}, {"late", fp.late}};
+      j["frames_decode"] = {{"due", fd.frames}, {"missed", fd.missed}, {"late", fd.late}};
+    } else {
+      j = t.to_json();
+    }
+    if (ctx.store) ctx.store->record_turn(run_id, {static_cast<int64_t>(ci), t.round, t.conversation_id, t.turn_index}, j);
+    if (ctx.sink) ctx.sink->session_turn(ci, j);
+    turns[ci].push_back(std::move(j));
+  };
+  try {
+    runner::run_session(*engine.engine, plan.configs, conversations, plan.options, clock, cb);
+  } catch (const Error& e) {
+    frames.stop();
+    recorder.stop();
+    if (ctx.store) ctx.store->finish_run(run_id, store::Status::kFailed, e.what());
+    throw;
+  }
+  frames.stop();
+  recorder.stop();
+
+  out.outcome.interrupted = runner::stop_requested();
+  report.telemetry_unavailable = recorder.unavailable();
+  for (size_t i = 0; i < plan.configs.size(); ++i) {
+    result::SessionConfigResult c;
+    c.ordinal = static_cast<int>(i);
+    c.config = plan.configs[i].to_json();
+    c.analysis = analysis::analyse_session_turns(turns[i]);
+    c.turns = std::move(turns[i]);
+    // An interrupted run's analysis is partial: the resumed run stores the whole one.
+    if (ctx.store && !out.outcome.interrupted) ctx.store->record_run_summary(run_id, "config" + std::to_string(i), c.analysis);
+    report.configs.push_back(std::move(c));
+  }
+  if (ctx.store)
+    ctx.store->finish_run(run_id, out.outcome.interrupted ? store::Status::kFailed : store::Status::kComplete,
+                          out.outcome.interrupted ? "interrupted" : "");
+  out.outcome.errors = result::session_errors(report, &out.outcome.exit_code);
+  if (ctx.sink) ctx.sink->session_end(result::to_json(report));
+  return out;
+}
+
+}  // namespace edgeprobe::app
