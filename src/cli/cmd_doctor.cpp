@@ -6,23 +6,29 @@
 #include <iostream>
 #include <memory>
 
+#include "app/doctor_job.h"
+#include "app/models.h"
 #include "cli/common.h"
+#include "cli/job_options.h"
 #include "core/error.h"
 #include "doctor/doctor.h"
 #include "doctor/tune.h"
 #include "engine/llama_engine.h"
-#include "model/synth.h"
+#include "report/doctor_reporters.h"
+#include "store/store.h"
 #include "workload/plan.h"
 
 namespace edgeprobe::cli {
 
-void register_doctor(CLI::App& app) {
+void register_doctor(CLI::App& app, const std::vector<std::string>& command_line) {
   struct Args {
-    std::string model, mmap = "1", output_format = "text", output_file, baseline, sysfs_root = "/";
+    std::string model, mmap = "1", baseline, sysfs_root = "/";
     doctor::RunConfig config;
     int n_prompt = 128, n_gen = 32, repetitions = 3;
     double sample_hz = 20;
-    bool no_experiments = false, tune = false, quiet = false;
+    bool no_experiments = false, tune = false;
+    StoreFlags store;
+    OutputFlags output;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("doctor", "Name what slows a model down on this device, with evidence and the fix");
@@ -51,28 +57,23 @@ void register_doctor(CLI::App& app) {
   cmd->add_option("--sample-hz", a->sample_hz, "Telemetry sampling rate")->check(CLI::Range(1.0, 1000.0))->capture_default_str();
   cmd->add_flag("--no-experiments", a->no_experiments, "Diagnose from the one run; do not measure the fixes");
   cmd->add_flag("--tune", a->tune, "Search threads, CPU mask, placement, polling, batch sizes and flash attention for the fastest configuration");
-  cmd->add_option("-o,--output-format", a->output_format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
-  cmd->add_option("--output", a->output_file, "Write the report to FILE instead of stdout");
-  cmd->add_flag("-q,--quiet", a->quiet, "No progress on stderr");
-  cmd->callback([a] {
+  cmd->add_option("--db", a->store.db, "Results store for the diagnosis (default: ~/.local/share/edgeprobe/results.db)");
+  cmd->add_flag("--no-store", a->store.no_store, "Do not record the diagnosis in the results store");
+  add_output_flags(cmd, a->output, "md (text), csv, json or jsonl");
+  cmd->callback([a, command_line] {
     if (a->config.flash_attn == "on") a->config.flash_attn = "1";
     if (a->config.flash_attn == "off") a->config.flash_attn = "0";
     engine::parse_cache_type(a->config.type_k);
     engine::parse_cache_type(a->config.type_v);
     if (!a->config.cpu_mask.empty()) engine::parse_cpu_mask(a->config.cpu_mask);
     if (!a->baseline.empty()) doctor::load_baseline(a->baseline);  // a bad file fails before minutes of measuring
-    std::ofstream file;
-    if (!a->output_file.empty()) {
-      file.open(a->output_file, std::ios::trunc);
-      if (!file) throw_bad_input("cannot write --output '{}'", a->output_file);
-    }
-    std::ostream& out = a->output_file.empty() ? std::cout : file;
-
-    Progress progress(!a->quiet);
-    if (a->model.empty() || a->model.starts_with("synth:"))
-      progress.update("preparing the synthesized model (written on first use, then cached)");
+    if (a->output.format == "text") a->output.format = "md";  // the name doctor's text had before
+    check_format(a->output);
+    Output output(a->output.file);
+    auto store = open_store(a->store);
+    TerminalSink sink(!a->output.quiet);
     doctor::DoctorOptions options;
-    options.model_path = model::resolve_model_spec(a->model);
+    options.model_path = app::ModelSet::resolve(a->model, &sink);
     options.config = a->config;
     options.config.use_mmap = a->mmap == "1";
     if (options.config.threads == 0) options.config.threads = workload::default_thread_count();
@@ -83,17 +84,20 @@ void register_doctor(CLI::App& app) {
     options.sample_hz = a->sample_hz;
     options.baseline_path = a->baseline;
     options.experiments = !a->no_experiments;
-    auto on_progress = [&](const std::string& s) { progress.update(s); };
-
+    const app::JobContext ctx{store.get(), 0, &sink, join_command_line(command_line), ""};
     if (a->tune) {
-      const auto result = doctor::tune(options, on_progress);
-      progress.finish();
-      out << (a->output_format == "json" ? doctor::to_json(result).dump(2) + "\n" : doctor::to_text(result));
+      const auto result = app::run_tune(options, ctx);
+      sink.done();
+      const auto j = doctor::to_json(result.tune);
+      report::write_doctor_report(j, doctor::to_text(result.tune), a->output.format, output.stream());
+      finish_job(result.outcome, store.get(), "doctor", a->output.quiet);
       return;
     }
-    const auto diagnosis = doctor::run_doctor(options, on_progress);
-    progress.finish();
-    out << (a->output_format == "json" ? doctor::to_json(diagnosis).dump(2) + "\n" : doctor::to_text(diagnosis));
+    const auto result = app::run_doctor(options, ctx);
+    sink.done();
+    report::write_doctor_report(doctor::to_json(result.diagnosis), doctor::to_text(result.diagnosis), a->output.format,
+                                output.stream());
+    finish_job(result.outcome, store.get(), "doctor", a->output.quiet);
   });
 }
 

@@ -1,0 +1,88 @@
+#include "cli/cmd_run.h"
+
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "app/bench_job.h"
+#include "app/session_job.h"
+#include "app/stream_sink.h"
+#include "cli/common.h"
+#include "cli/job_options.h"
+#include "core/error.h"
+#include "store/store.h"
+
+namespace edgeprobe::cli {
+namespace {
+
+nlohmann::json read_plan(const std::string& source) {
+  std::string text;
+  if (source == "-") {
+    std::ostringstream s;
+    s << std::cin.rdbuf();
+    text = s.str();
+  } else {
+    text = read_file_or_throw(source, "plan");
+  }
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw_bad_input("{}: not a JSON plan (byte {}): {}", source == "-" ? "stdin" : source, e.byte, e.what());
+  }
+}
+
+struct RunFlags {
+  std::string plan, db, output, trace;
+};
+
+int run(const RunFlags& f, const std::string& command_line) {
+  Output output(f.output);
+  app::StreamSink sink(output.stream());
+  try {
+    const nlohmann::json plan_json = read_plan(f.plan);
+    const std::string kind = app::plan_kind(plan_json);
+    // A plan streams its results; it is stored here only when asked (a lab controller
+    // stores what it receives in its own store).
+    std::unique_ptr<store::Store> store;
+    if (!f.db.empty()) store = store::open_store(f.db, store::Mode::kCreate);
+    const app::JobContext ctx{store.get(), 0, &sink, command_line, f.trace};
+    app::JobOutcome outcome;
+    if (kind == "bench") {
+      auto plan = app::bench_plan_from_json(plan_json);
+      app::validate(plan, workload::default_thread_count());
+      sink.start(kind, app::to_json(plan));
+      outcome = app::run_bench(std::move(plan), ctx).outcome;
+    } else {
+      auto plan = app::session_plan_from_json(plan_json);
+      app::validate(plan, workload::default_thread_count());
+      sink.start(kind, app::to_json(plan));
+      outcome = app::run_session(std::move(plan), ctx).outcome;
+    }
+    sink.end(outcome);
+    for (const auto& e : outcome.errors) std::cerr << "edgeprobe: error: " << e << "\n";
+    return outcome.exit_code;
+  } catch (const Error& e) {
+    sink.fatal(error_kind_name(e.kind()), e.what());
+    throw;
+  }
+}
+
+}  // namespace
+
+void register_run(CLI::App& app, const std::vector<std::string>& command_line) {
+  auto f = std::make_shared<RunFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "run", "Execute a bench or session plan (JSON) and stream JSON Lines: progress, each unit, the result");
+  cmd->add_option("--plan", f->plan, "Plan file, or - for stdin (format: docs/wire-format.md)")->required();
+  cmd->add_option("--db", f->db, "Also record the run in this results store (default: not stored)");
+  cmd->add_option("--output", f->output, "Write the stream to FILE instead of stdout");
+  cmd->add_option("--trace", f->trace, "Write a Chrome/Perfetto trace of the run");
+  cmd->callback([f, command_line] {
+    const int rc = run(*f, join_command_line(command_line));
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace edgeprobe::cli
