@@ -81,7 +81,7 @@ add_fault cold "no mmap from a cold page cache" "" "-mmp 0" "cold"
 if [ -n "$(printf '%s\n' "${fault_setup[@]}" | grep -x f16 || true)" ]; then
   echo "synthesizing the f16 twin of the model (once)" >&2
   f16_src="${XDG_CACHE_HOME:-$HOME/.cache}/edgeprobe/models/doctor-bench-f16-twin.gguf"
-  [ -f "$f16_src" ] || "$edgeprobe" synth --shape tinyllama-1.1b -q f16 -o "$f16_src" >/dev/null
+  [ -f "$f16_src" ] || "$edgeprobe" synth --shape tinyllama-1.1b -q f16 --output "$f16_src" >/dev/null
   ln -sf "$f16_src" "$f16"
 fi
 

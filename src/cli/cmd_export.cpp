@@ -13,6 +13,7 @@
 
 #include "cli/cmd_runs.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "store/store.h"
 
 namespace edgeprobe::cli {
@@ -45,14 +46,6 @@ void flatten(const nlohmann::json& value, const std::string& prefix, Row& row, s
   } else {
     put(prefix, scalar_text(value));
   }
-}
-
-// RFC 4180: quote fields holding a comma, quote or line break; double inner quotes.
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
 }
 
 void add_telemetry(const nlohmann::json& telemetry, Row& row, std::vector<std::string>& columns) {

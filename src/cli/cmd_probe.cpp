@@ -40,7 +40,7 @@ void register_probe(CLI::App& app) {
   cmd->add_option("--sysfs-root", args->sysfs_root,
                   "Read topology and CPU features from this tree instead of / (nothing is measured then)")
       ->capture_default_str();
-  cmd->add_option("-o,--output", args->output, "Output format")
+  cmd->add_option("-o,--output-format", args->output, "Output format")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   cmd->add_option("--cpu-variant", args->cpu_variant, "ggml CPU variant to load (default: the best for this CPU)");

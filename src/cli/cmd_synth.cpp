@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "engine/backend.h"
 #include "model/gguf_info.h"
 #include "model/synth.h"
@@ -16,7 +17,7 @@ void register_synth(CLI::App& app) {
   struct Args {
     std::string shape = "tiny";
     std::string quant = "q4_0";
-    std::string output;
+    std::string output, old_o;
     uint64_t seed = 42;
     int threads = 0;
     int64_t n_vocab = 0, n_embd = 0, n_layer = 0, n_ff = 0, n_head = 0, n_head_kv = 0, n_ctx = 0;
@@ -30,7 +31,10 @@ void register_synth(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("synth", "Write a llama-architecture GGUF with random weights");
   cmd->add_option("--shape", args->shape, "Named shape: " + shapes)->capture_default_str();
   cmd->add_option("-q,--quant", args->quant, "Quantization type: " + quants)->capture_default_str();
-  cmd->add_option("-o,--output", args->output, "Output GGUF path (default: synth-<shape>-<quant>.gguf)");
+  cmd->add_option("--output", args->output, "Output GGUF path (default: synth-<shape>-<quant>.gguf)");
+  // -o is the output format in every other subcommand; synth once took it for the file.
+  // Kept, hidden, only to turn an old `-o FILE` into a clear error instead of a surprise.
+  CLI::Option* old_o = cmd->add_option("-o", args->old_o)->group("");
   cmd->add_option("--seed", args->seed, "Random seed; the same seed writes the same file")->capture_default_str();
   cmd->add_option("-t,--threads", args->threads, "Threads for quantization (0 = all)");
   cmd->add_option("--n-vocab", args->n_vocab, "Custom vocabulary size (overrides the shape)");
@@ -41,7 +45,10 @@ void register_synth(CLI::App& app) {
   cmd->add_option("--n-head-kv", args->n_head_kv, "Custom KV head count");
   cmd->add_option("--n-ctx", args->n_ctx, "Custom training context length");
   cmd->add_flag("-f,--force", args->force, "Overwrite an existing file");
-  cmd->callback([args] {
+  cmd->callback([args, old_o] {
+    if (old_o->count() > 0)
+      throw_bad_input("synth writes its file with --output (-o is the output format elsewhere): use --output {}",
+                      shell_quote(args->old_o));
     model::SynthOptions o;
     o.shape = model::named_shape(args->shape);
     auto override_dim = [](int64_t& dim, int64_t value) {

@@ -27,7 +27,7 @@ void register_sysinfo(CLI::App& app) {
   sub->add_option("--sysfs-root", options->sysfs_root,
                    "Read /sys and /proc under this directory (a fixture tree), default /")
       ->check(CLI::ExistingDirectory);
-  sub->add_option("-o,--output", options->output, "Output format")->check(CLI::IsMember({"text", "json"}));
+  sub->add_option("-o,--output-format", options->output, "Output format")->check(CLI::IsMember({"text", "json"}));
   sub->callback([options] {
     const FsRoot fs(options->sysfs_root);
     const auto info = telemetry::describe_device(fs);

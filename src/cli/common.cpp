@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <map>
 
+#include "core/text.h"
+
 namespace edgeprobe::cli {
 
 std::vector<std::string> rewrite_llama_bench_aliases(const std::vector<std::string>& args) {
@@ -38,13 +40,6 @@ void Progress::finish() {
   dirty_ = false;
 }
 
-std::string join_command_line(const std::vector<std::string>& args) {
-  std::string s;
-  for (const auto& a : args) {
-    const bool quote = a.find_first_of(" \t\"'") != std::string::npos || a.empty();
-    s += (s.empty() ? "" : " ") + (quote ? "'" + a + "'" : a);
-  }
-  return s;
-}
+std::string join_command_line(const std::vector<std::string>& args) { return shell_join(args); }
 
 }  // namespace edgeprobe::cli

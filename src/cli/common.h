@@ -26,6 +26,7 @@ class Progress {
   bool dirty_ = false;
 };
 
+// The command line as a shell would take it back (provenance): shell_join in core/text.h.
 std::string join_command_line(const std::vector<std::string>& args);
 
 }  // namespace edgeprobe::cli

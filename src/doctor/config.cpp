@@ -54,20 +54,4 @@ std::string cpu_mask_of(const std::vector<int>& cpus) {
   return "0x" + (hex.empty() ? std::string("0") : hex);
 }
 
-std::string shell_join(const std::vector<std::string>& words) {
-  std::string out;
-  for (const auto& w : words) {
-    if (!out.empty()) out += ' ';
-    const bool plain = !w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@") == std::string::npos;
-    if (plain) {
-      out += w;
-    } else {
-      out += '\'';
-      for (char c : w) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-      out += '\'';
-    }
-  }
-  return out;
-}
-
 }  // namespace edgeprobe::doctor

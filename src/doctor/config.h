@@ -2,6 +2,8 @@
 #include <string>
 #include <vector>
 
+#include "core/text.h"  // shell_join: the commands doctor prints
+
 namespace edgeprobe::doctor {
 
 // The llama.cpp settings a run used: what doctor diagnoses and what --tune searches.
@@ -32,8 +34,5 @@ struct RunConfig {
 // ggml's -C mask for a set of CPUs: hex, bit i = CPU i ({0,1} -> "0x3").
 std::string cpu_mask_of(const std::vector<int>& cpus);
 
-// Same as std::quoted-free shell words joined by spaces; words with shell metacharacters
-// are single-quoted.
-std::string shell_join(const std::vector<std::string>& words);
 
 }  // namespace edgeprobe::doctor

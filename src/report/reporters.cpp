@@ -3,6 +3,7 @@
 #include <ostream>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "report/reporter.h"
 
 namespace edgeprobe::report {
@@ -19,13 +20,6 @@ const json& at(const json& j, const char* pointer) {
 std::string number(const json& v, int decimals) {
   if (!v.is_number()) return "";
   return fmt::format("{:.{}f}", v.get<double>(), decimals);
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
 }
 
 std::string scalar(const json& v) {

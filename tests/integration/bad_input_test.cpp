@@ -79,6 +79,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"UnknownVariant", {"bench", "-q", "-m", "MODEL", "--cpu-variant", "pentium"}, "unknown CPU variant"},
         BadCase{"UnknownFlag", {"bench", "-q", "-m", "MODEL", "--frobnicate"}, "frobnicate"},
         BadCase{"UnwritableOutput", {"bench", "-q", "-m", "MODEL", "--output", "/nonexistent/dir/out.md"}, "--output"},
-        BadCase{"UnknownShape", {"synth", "--shape", "llama-900b", "-o", "DIR/x.gguf"}, "unknown model shape"},
-        BadCase{"UnknownQuant", {"synth", "-q", "q9_k", "-o", "DIR/x.gguf"}, "unknown quantization type"}),
+        BadCase{"UnknownShape", {"synth", "--shape", "llama-900b", "--output", "DIR/x.gguf"}, "unknown model shape"},
+        BadCase{"UnknownQuant", {"synth", "-q", "q9_k", "--output", "DIR/x.gguf"}, "unknown quantization type"},
+        BadCase{"SynthOldDashO", {"synth", "--shape", "tiny", "-o", "DIR/x.gguf"}, "use --output"},
+        BadCase{"SysinfoOutputIsNotAFormat", {"sysinfo", "--output", "json"}, "--output"}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return info.param.name; });

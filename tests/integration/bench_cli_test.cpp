@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 
 #include "support/run_process.h"
@@ -190,14 +191,24 @@ TEST(SynthCli, WritesEveryRequiredQuantTypeAndLlamaCppRunsIt) {
 TEST(SynthCli, SameSeedSameBytesDifferentSeedDifferentBytes) {
   TempDir dir;
   auto synth = [&](const std::string& name, const std::string& seed) {
-    const auto r = run_edgeprobe({"synth", "--shape", "tiny", "-q", "q8_0", "--seed", seed, "-o", dir.file(name)});
+    const auto r = run_edgeprobe({"synth", "--shape", "tiny", "-q", "q8_0", "--seed", seed, "--output", dir.file(name)});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return read_file(dir.file(name));
   };
   const auto a = synth("a.gguf", "1"), b = synth("b.gguf", "1"), c = synth("c.gguf", "2");
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
-  const auto again = run_edgeprobe({"synth", "--shape", "tiny", "-o", dir.file("a.gguf")});
+  const auto again = run_edgeprobe({"synth", "--shape", "tiny", "--output", dir.file("a.gguf")});
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_NE(again.err.find("--force"), std::string::npos);
+}
+
+// -o is the output format everywhere; synth's file is --output. An old `synth -o FILE`
+// must fail and say so, not write a file somewhere else.
+TEST(SynthCli, OldDashOIsAClearErrorAndWritesNothing) {
+  TempDir dir;
+  const auto r = run_edgeprobe({"synth", "--shape", "tiny", "-o", dir.file("x.gguf")});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("use --output " + dir.file("x.gguf")), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("x.gguf")));
 }

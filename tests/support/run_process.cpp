@@ -50,7 +50,7 @@ std::string synth_model(const std::string& name, const std::vector<std::string>&
   const std::string partial = path + ".partial-" + std::to_string(getpid());
   std::vector<std::string> args = {"synth"};
   args.insert(args.end(), synth_args.begin(), synth_args.end());
-  args.insert(args.end(), {"-o", partial, "--force"});
+  args.insert(args.end(), {"--output", partial, "--force"});
   const auto r = run_edgeprobe(args, 600);
   if (r.exit_code != 0) throw std::runtime_error("synth failed: " + r.err);
   std::filesystem::rename(partial, path);

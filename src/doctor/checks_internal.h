@@ -1,0 +1,51 @@
+#pragma once
+// Private to the doctor checks: the thresholds and text helpers the check families
+// share, and the checks diagnose() runs, one family per file:
+//   checks_model.cpp   the software: model identity, precision, memory, kernel path
+//   checks_cpu.cpp     where the threads run: count, placement, contention, cgroup quota
+//   checks_runtime.cpp what happens while it runs: clock and heat, decode step-downs,
+//                      load, the device's ceilings
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "doctor/doctor.h"
+
+namespace edgeprobe::doctor::checks {
+
+using nlohmann::json;
+namespace rv = report_view;
+
+// Thresholds, chosen so that a healthy run on a noisy 2-core VM stays quiet while the
+// faults of the suite (factors of 1.3 and more) are named.
+constexpr double kMinGain = 1.10;            // a measured alternative this much faster is a finding
+constexpr double kContentionShare = 0.10;    // other processes' share of all CPU time
+constexpr double kStealShare = 0.05;
+constexpr double kThrottledShare = 0.02;     // cgroup-throttled time over wall time
+constexpr double kLowClockShare = 0.85;      // mean clock under load over its maximum
+constexpr double kLittleCoreShare = 0.25;    // thread-time on slower clusters
+constexpr double kStepDown = 0.15;           // a decode change point at least this much slower
+constexpr double kTempRise = 10;             // °C over the run
+constexpr double kHotC = 80;
+
+std::string mib(double bytes);
+std::string pct(double share);
+// "0-3,6": CPU numbers folded into ranges.
+std::string cpu_list_text(const std::vector<int>& cpus);
+
+void check_identity(const Evidence& e, std::vector<Finding>& out);
+void check_precision(const Evidence& e, std::vector<Finding>& out);
+void check_memory(const Evidence& e, std::vector<Finding>& out);
+void check_kernel(const Evidence& e, std::vector<Finding>& out);
+
+void check_threads(const Evidence& e, std::vector<Finding>& out);
+void check_contention(const Evidence& e, std::vector<Finding>& out);
+void check_cgroup(const Evidence& e, std::vector<Finding>& out);
+
+void check_clock_and_heat(const Evidence& e, std::vector<Finding>& out);
+void check_decode_steps(const Evidence& e, std::vector<Finding>& out);
+void check_load(const Evidence& e, std::vector<Finding>& out);
+void check_ceiling(const Evidence& e, std::vector<Finding>& out);
+
+}  // namespace edgeprobe::doctor::checks

@@ -1,0 +1,255 @@
+// What happens while the model runs: clocks below their maximum (governor, power cap,
+// heat), decode that slows partway through, a slow first load, and what is left against
+// the device's measured ceilings.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "analysis/stability.h"
+#include "doctor/checks_internal.h"
+
+namespace edgeprobe::doctor::checks {
+
+// ---- 6. throttling: clock and heat ----------------------------------------------------
+void check_clock_and_heat(const Evidence& e, std::vector<Finding>& out) {
+  const auto& o = e.options;
+  const json* tg = rv::find_result(e.primary.report, fmt::format("tg{}", o.n_gen));
+  const json* pp = rv::find_result(e.primary.report, fmt::format("pp{}", o.n_prompt));
+  // Per cluster: duration-weighted mean clock share and lowest cap during prefill+decode,
+  // on the clusters that held at least a fifth of the thread-time (or all when unknown).
+  struct Acc {
+    double share_sum = 0, ms = 0, min_cap = 1, thread_share = 0, thread_ms = 0;
+    bool thread_known = false;
+  };
+  std::map<std::string, Acc> acc;
+  double first_temp = NAN, max_temp = NAN;
+  std::string hottest;
+  for (const json* r : {pp, tg}) {
+    if (!r) continue;
+    for (const auto& rep : field((*r), "repetitions")) {
+      for (const char* phase : {"prefill", "decode"}) {
+        if (!field(rep, "telemetry").is_object() || !field(rep, "telemetry").contains(phase)) continue;
+        const auto& p = field(field(rep, "telemetry"), phase);
+        const double ms = num(p, "duration_ms");
+        for (const auto& c : p.value("clusters", json::array())) {
+          auto& a = acc[text(c, "name")];
+          if (c.contains("mean_freq_share") && field(c, "mean_freq_share").is_number()) {
+            a.share_sum += field(c, "mean_freq_share").get<double>() * ms;
+            a.ms += ms;
+          }
+          if (c.contains("min_cap_share") && field(c, "min_cap_share").is_number()) a.min_cap = std::min(a.min_cap, field(c, "min_cap_share").get<double>());
+          if (c.contains("thread_time_share") && field(c, "thread_time_share").is_number()) {
+            a.thread_known = true;
+            a.thread_share += field(c, "thread_time_share").get<double>() * ms;
+            a.thread_ms += ms;
+          }
+        }
+        const json thermal = p.value("thermal", json::object());
+        for (const auto& [zone, t] : thermal.items()) {
+          const double m = num(t, "max_temp_c", NAN);
+          if (std::isnan(first_temp)) first_temp = num(t, "mean_temp_c", m);
+          if (std::isnan(max_temp) || m > max_temp) {
+            max_temp = m;
+            hottest = zone;
+          }
+        }
+      }
+    }
+  }
+  const bool hot = !std::isnan(max_temp) && (max_temp >= kHotC || (!std::isnan(first_temp) && max_temp - first_temp >= kTempRise));
+  for (const auto& [name, a] : acc) {
+    if (a.ms <= 0) continue;
+    if (a.thread_known && a.thread_ms > 0 && a.thread_share / a.thread_ms < 0.2) continue;
+    const double share = a.share_sum / a.ms;
+    if (share >= kLowClockShare) continue;
+    const telemetry::Cluster* cluster = nullptr;
+    for (const auto& c : e.device.cpus.clusters)
+      if (c.name == name) cluster = &c;
+    const std::string governor = cluster ? cluster->governor : "";
+    std::string driver;
+    if (cluster && !cluster->policies.empty()) driver = e.device.cpus.policies[cluster->policies[0]].driver;
+    // intel_pstate / amd-pstate-epp "powersave" is their normal dynamic mode, not a cap.
+    const bool pstate = driver.find("pstate") != std::string::npos;
+    const bool saving_governor = governor == "powersave" && !pstate ? true : governor == "conservative" || governor == "userspace";
+    std::vector<std::string> ev = {fmt::format("cluster {} ran at {} of its maximum clock on average under load", name, pct(share))};
+    if (a.min_cap < 0.98) ev.push_back(fmt::format("its scaling_max_freq was capped to {} of the maximum", pct(a.min_cap)));
+    if (!governor.empty()) ev.push_back(fmt::format("governor '{}'{}", governor, driver.empty() ? "" : " (driver " + driver + ")"));
+    if (!std::isnan(max_temp)) ev.push_back(fmt::format("hottest zone {}: {:.1f} °C (from {:.1f} °C)", hottest, max_temp, first_temp));
+    Finding f{"", Severity::kWarning, "", ev, "prefill+decode", 1.0 / std::max(share, 0.05),
+              "estimated: maximum clock over the mean clock under load (an upper bound: memory-bound decode gains less)", "",
+              {{"cluster", name}, {"mean_freq_share", share}, {"min_cap_share", a.min_cap}, {"governor", governor},
+               {"max_temp_c", std::isnan(max_temp) ? json(nullptr) : json(max_temp)}}};
+    if (a.min_cap < 0.98 && hot) {
+      f.id = "throttle.thermal";
+      f.title = fmt::format("thermal throttling: '{}' capped to {} of its clock at {:.0f} °C", name, pct(a.min_cap), max_temp);
+      f.fix = "cool the device (no case, a fan or cold plate), add --delay between tests, or use a lighter quantisation";
+    } else if (saving_governor) {
+      f.id = "power.governor";
+      f.title = fmt::format("the '{}' governor holds '{}' at {} of its clock under load", governor, name, pct(share));
+      f.fix = cluster && !cluster->policies.empty()
+                  ? fmt::format("echo performance > {}/scaling_governor (as root; on a phone: leave battery saver, use a performance mode)",
+                                e.device.cpus.policies[cluster->policies[0]].dir)
+                  : "set the performance governor (cpupower frequency-set -g performance); on a phone: leave battery saver";
+    } else if (a.min_cap < 0.98) {
+      f.id = "throttle.power_cap";
+      f.title = fmt::format("the clock of '{}' is capped to {} of its maximum", name, pct(a.min_cap));
+      f.fix = "find what lowers scaling_max_freq (thermal daemon, power profile, battery saver) and lift it";
+    } else {
+      f.id = "throttle.clock";
+      f.title = fmt::format("'{}' ran at {} of its maximum clock under load", name, pct(share));
+      f.fix = "set the performance governor or a performance power profile while measuring";
+    }
+    out.push_back(std::move(f));
+  }
+  if (hot && std::none_of(out.begin(), out.end(), [](const Finding& f) { return f.id == "throttle.thermal"; })) {
+    out.push_back({"thermal.hot", Severity::kInfo, fmt::format("{} reached {:.1f} °C during the run", hottest, max_temp),
+                   {fmt::format("from {:.1f} °C", first_temp)}, "prefill+decode", std::nullopt, "",
+                   "watch for throttling in longer runs (edgeprobe session); --delay lets the device cool between tests", {}});
+  }
+}
+
+// Decode that steps down within the run: PELT on the per-token latencies of all the
+// repetitions in order, tied to that repetition's telemetry.
+void check_decode_steps(const Evidence& e, std::vector<Finding>& out) {
+  const json* tg = rv::find_result(e.primary.report, fmt::format("tg{}", e.options.n_gen));
+  if (!tg) return;
+  std::vector<double> steps;
+  std::vector<size_t> rep_of_step;
+  for (size_t i = 0; i < field((*tg), "repetitions").size(); ++i)
+    for (const auto& ms : field((*tg), "repetitions")[i].value("decode_step_ms", std::vector<double>{})) {
+      steps.push_back(ms);
+      rep_of_step.push_back(i);
+    }
+  if (steps.size() < 16) return;
+  for (const auto& cp : analysis::detect_change_points(steps)) {
+    // Latency up = throughput down.
+    if (cp.mean_before <= 0 || cp.mean_after / cp.mean_before - 1 < kStepDown) continue;
+    const size_t rep = rep_of_step[cp.index];
+    const auto& t = field(field((*tg), "repetitions")[rep], "telemetry");
+    std::vector<std::string> ev = {fmt::format("per-token latency rose from {:.2f} to {:.2f} ms at token {} of {} (repetition {})",
+                                               cp.mean_before, cp.mean_after, cp.index, steps.size(), rep + 1)};
+    bool explained = false;
+    if (t.is_object() && t.contains("decode")) {
+      const auto& d = field(t, "decode");
+      if (num(d, "throttled_ms") > 0) {
+        explained = true;
+        ev.push_back(fmt::format("that repetition was cgroup-throttled for {:.0f} ms", num(d, "throttled_ms")));
+      }
+      if (num(d, "other_cpu_share") >= kContentionShare) {
+        explained = true;
+        ev.push_back(fmt::format("other processes took {} of the CPUs then", pct(num(d, "other_cpu_share"))));
+      }
+      for (const auto& c : d.value("clusters", json::array()))
+        if (c.contains("min_freq_share") && field(c, "min_freq_share").is_number() && field(c, "min_freq_share").get<double>() < kLowClockShare) {
+          explained = true;
+          ev.push_back(fmt::format("cluster {}'s clock fell to {} of its maximum", text(c, "name"), pct(field(c, "min_freq_share").get<double>())));
+        }
+    }
+    if (!explained) ev.push_back("this device's telemetry shows no cause at that moment (a noisy host?)");
+    // Named on its own only when no finding above already names its cause: then it is a
+    // symptom of that one, listed for the moment it struck.
+    const bool cause_named = std::any_of(out.begin(), out.end(), [](const Finding& f) {
+      return f.severity != Severity::kInfo && (f.id.starts_with("contention.") || f.id.starts_with("throttle.") ||
+                                               f.id.starts_with("power.") || f.id.starts_with("thermal."));
+    });
+    if (explained && cause_named) ev.push_back("a symptom of the finding above that names this cause");
+    out.push_back({"throttle.decode_step_down", explained && !cause_named ? Severity::kWarning : Severity::kInfo,
+                   fmt::format("decode slowed by {} partway through the run (x{:.2f} per-token latency)", pct(cp.mean_after / cp.mean_before - 1),
+                               cp.mean_after / cp.mean_before),
+                   ev, "decode", std::nullopt, "",
+                   explained ? "fix the cause named above" : "repeat the measurement; if it recurs, trace it (edgeprobe bench --trace)",
+                   {{"index", cp.index}, {"mean_before_ms", cp.mean_before}, {"mean_after_ms", cp.mean_after}}});
+    break;
+  }
+}
+
+// ---- 7. load ------------------------------------------------------------------------
+void check_load(const Evidence& e, std::vector<Finding>& out) {
+  const json* r = rv::find_result(e.primary.report, fmt::format("pp{}", e.options.n_prompt));
+  if (!r) r = rv::find_result(e.primary.report, fmt::format("tg{}", e.options.n_gen));
+  if (!r || !field((*r), "load").is_object()) return;
+  const auto& load = field((*r), "load");
+  const double cold = num(load, "cold_ms");
+  const double resident = num(load, "page_cache_resident_share_before", -1.0);
+  const double warm = field(load, "warm_ms").is_object() ? num(field(load, "warm_ms"), "median") : 0.0;
+  const auto& roof = field((*r), "roofline");
+  const double ceiling_ms = roof.is_object() ? num(roof, "load_ceiling_ms") : 0.0;
+  std::vector<std::string> ev;
+  ev.push_back(fmt::format("first load {:.0f} ms with {} of the file in the page cache before it{}", cold,
+                           resident >= 0 ? pct(resident) : "an unknown share", warm > 0 ? fmt::format("; warm loads {:.0f} ms", warm) : ""));
+  if (ceiling_ms > 0) ev.push_back(fmt::format("storage ceiling for the file: {:.0f} ms ({})", ceiling_ms, text(roof, "load_ceiling_basis")));
+  if (!e.options.config.use_mmap) {
+    const bool cold_cache = resident >= 0 && resident < 0.5;
+    Finding f{"load.no_mmap", cold_cache ? Severity::kWarning : Severity::kInfo,
+              cold_cache ? "the model is read without mmap from a cold page cache: the first load reads the whole file from storage"
+                         : "the model is read without mmap: every process keeps its own copy of the weights",
+              ev, "load", std::nullopt, "",
+              "drop -mmp 0 / --mmap 0 (llama.cpp: drop --no-mmap) so processes share the page cache, and keep the file cached "
+              "(read it once at start-up, e.g. vmtouch -t) where the first load matters",
+              {{"cold_ms", cold}, {"warm_ms", warm}, {"resident_share_before", resident}}};
+    double best_ms = warm;
+    if (e.with_mmap && e.with_mmap->ok()) {
+      const auto& results = field(e.with_mmap->report, "results");
+      const double mmap_ms = results.is_array() && !results.empty() ? field(field(results[0], "load"), "cold_ms").is_number()
+                                                                         ? field(field(results[0], "load"), "cold_ms").get<double>()
+                                                                         : 0.0
+                                                                   : 0.0;
+      if (mmap_ms > 0) {
+        f.evidence.push_back(fmt::format("with mmap the same file loaded in {:.0f} ms (measured, page cache warm by then)", mmap_ms));
+        f.data["mmap_ms"] = mmap_ms;
+        if (best_ms <= 0 || mmap_ms < best_ms) best_ms = mmap_ms;
+        const int64_t rss_mmap = field(results[0], "peak_rss_bytes").is_number() ? field(results[0], "peak_rss_bytes").get<int64_t>() : -1;
+        const int64_t rss_copy = field(*r, "peak_rss_bytes").is_number() ? field(*r, "peak_rss_bytes").get<int64_t>() : -1;
+        if (rss_mmap > 0 && rss_copy > 0)
+          f.evidence.push_back(fmt::format("peak RSS {} without mmap, {} with it", mib(static_cast<double>(rss_copy)), mib(static_cast<double>(rss_mmap))));
+      }
+    }
+    if (cold_cache && best_ms > 0 && cold > best_ms) {
+      f.speedup = cold / best_ms;
+      f.speedup_basis = "measured: the first load as configured against the fastest warm load measured";
+    }
+    out.push_back(std::move(f));
+  } else if (resident >= 0 && resident < 0.5 && warm > 0 && cold > 1.5 * warm) {
+    out.push_back({"load.cold_cache", Severity::kInfo,
+                   fmt::format("the first load read the file from storage: {:.0f} ms against {:.0f} ms warm", cold, warm), ev, "load",
+                   cold / warm, "measured: cold against warm load", "expected on a first run; keep the file cached (vmtouch) where start-up matters",
+                   {{"cold_ms", cold}, {"warm_ms", warm}}});
+  }
+}
+
+// ---- 8. ceiling ---------------------------------------------------------------------
+void check_ceiling(const Evidence& e, std::vector<Finding>& out) {
+  const auto& o = e.options;
+  std::vector<std::string> ev;
+  json data = json::object();
+  for (const auto& [test, key, label] : {std::tuple{fmt::format("tg{}", o.n_gen), "decode_efficiency", "decode"},
+                                         std::tuple{fmt::format("pp{}", o.n_prompt), "prefill_efficiency", "prefill"}}) {
+    const json* r = rv::find_result(e.primary.report, test);
+    if (!r || !field((*r), "roofline").is_object()) continue;
+    const auto& roof = field((*r), "roofline");
+    if (!roof.contains(key) || !field(roof, key).is_number()) continue;
+    const double eff = field(roof, key).get<double>();
+    data[label] = roof;
+    if (std::string(label) == "decode") {
+      std::string basis = fmt::format("{:.1f} GB/s ÷ {} per token", num(roof, "bandwidth_gb_per_s"), mib(num(roof, "decode_bytes_per_token")));
+      const std::string bound = text(roof, "decode_bound");
+      if (!bound.empty()) basis += ", bound: " + bound;
+      if (bound == "kernel" && field(roof, "decode_bandwidth_efficiency").is_number())
+        basis += fmt::format("; {:.0f} % of memory bandwidth alone", num(roof, "decode_bandwidth_efficiency") * 100);
+      ev.push_back(fmt::format("decode: {:.0f} % of the ceiling {:.1f} t/s ({})", eff * 100, num(roof, "decode_ceiling_tokens_per_s"), basis));
+    } else {
+      ev.push_back(fmt::format("prefill: {:.0f} % of the ceiling {:.1f} t/s ({:.1f} GFLOP/s achieved)", eff * 100,
+                               num(roof, "prefill_ceiling_tokens_per_s"), num(roof, "prefill_achieved_gflop_per_s")));
+    }
+  }
+  if (ev.empty()) {
+    ev.push_back("no device ceilings: run 'edgeprobe probe' once (bench measures them with --ceilings auto)");
+  }
+  out.push_back({"ceiling.efficiency", Severity::kInfo, "what is left against this device's measured ceilings once the findings above are fixed",
+                 ev, "prefill+decode", std::nullopt, "", "", data});
+}
+
+}  // namespace edgeprobe::doctor::checks
