@@ -69,7 +69,9 @@ int finish_job(const app::JobOutcome& o, const store::Store* store, const std::s
     std::cerr << "\n";
   }
   for (const auto& e : o.errors) std::cerr << "edgeprobe: error: " << e << "\n";
-  return o.exit_code;
+  // An interrupted run is not a success, even when every finished unit was fine: 130 is
+  // what a shell reports for a command ended by Ctrl-C.
+  return o.exit_code != 0 ? o.exit_code : o.interrupted ? 130 : 0;
 }
 
 }  // namespace edgeprobe::cli

@@ -18,14 +18,15 @@ result::BenchReport sample_report() {
   result::BenchReport r;
   auto& p = r.provenance;
   p.edgeprobe_version = "0.1.0";
-  p.llama_cpp_version = "0.0.0";
-  p.llama_cpp_commit = "80fb11a";
-  p.cpu_model = "Example CPU";
-  p.cpu_variant = "haswell";
-  p.cpu_variant_library = "/opt/llama/bin/libggml-cpu-haswell.so";
-  p.cpu_variant_features = {{"AVX2", "1"}, {"REPACK", "1"}};
-  p.hostname = "host";
-  p.kernel = "Linux 6.1.0 x86_64";
+  p.engine.name = "llama.cpp";
+  p.engine.kind = "in-process";
+  p.engine.version = "0.0.0";
+  p.engine.commit = "80fb11a";
+  p.engine.cpu_variant = "haswell";
+  p.engine.cpu_variant_library = "/opt/llama/bin/libggml-cpu-haswell.so";
+  p.engine.cpu_variant_features = {{"AVX2", "1"}, {"REPACK", "1"}};
+  p.device = {"dev-0123456789abcdef", "x86_64", "Example CPU", "", "Example Board", "Debian GNU/Linux 12 (bookworm)",
+              "Linux 6.1.0 x86_64", "host"};
   p.started_at_utc = "2026-11-29T10:00:00Z";
   p.command_line = "edgeprobe bench -m model.gguf";
   result::ModelIdentity m;
@@ -147,6 +148,16 @@ TEST(Reporters, CsvHasOneRowPerTestAndAHeader) {
   const std::string csv = render("csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);
   EXPECT_EQ(csv.rfind("schema_version,model_path,", 0), 0u);
+}
+
+TEST(Reporters, ProvenanceLoadsBackIntoTheSameStructs) {
+  const auto report = sample_report();
+  const nlohmann::json written = result::to_json(report.provenance);
+  const auto loaded = result::provenance_from_json(written);
+  EXPECT_EQ(result::to_json(loaded), written);
+  EXPECT_EQ(loaded.engine.cpu_variant, "haswell");
+  EXPECT_EQ(loaded.device.id, "dev-0123456789abcdef");
+  EXPECT_EQ(loaded.models.at(0).tensor_types.at("q4_0").bytes, 600000000u);
 }
 
 TEST(Reporters, UnknownFormatIsBadInput) {

@@ -1,0 +1,166 @@
+// Plans are data: one validation, one set of defaults, one JSON form that round-trips and
+// reads the plans earlier versions stored.
+#include <gtest/gtest.h>
+
+#include "app/plan.h"
+#include "core/error.h"
+
+using namespace edgeprobe;
+using nlohmann::json;
+
+namespace {
+
+ErrorKind kind_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.kind();
+  }
+  return ErrorKind::kBug;  // did not throw: the caller's EXPECT fails on this
+}
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(BenchPlan, DefaultsAreLlamaBenchs) {
+  app::BenchPlan plan;
+  app::validate(plan, 4);
+  ASSERT_EQ(plan.cases.size(), 2u);  // pp512 and tg128 on the built-in model
+  EXPECT_EQ(plan.cases[0].name(), "pp512");
+  EXPECT_EQ(plan.cases[1].name(), "tg128");
+  EXPECT_EQ(plan.cases[0].n_threads, 4);
+  EXPECT_EQ(plan.cases[0].model_path, "");
+  EXPECT_EQ(plan.run.repetitions, 5);
+}
+
+TEST(BenchPlan, JsonRoundTripsBothAsSweepAndAsCases) {
+  app::BenchPlan plan;
+  plan.sweep.n_prompt = {64, 128};
+  plan.sweep.n_gen = {0};
+  plan.sweep.threads = {1, 2};
+  plan.run.repetitions = 3;
+  plan.env.cpu_variant = "sse42";
+  const json as_sweep = app::to_json(plan);
+  EXPECT_TRUE(as_sweep.contains("sweep"));
+  auto back = app::bench_plan_from_json(as_sweep);
+  EXPECT_EQ(app::to_json(back), as_sweep);
+
+  app::validate(plan, 2);
+  const json as_cases = app::to_json(plan);
+  ASSERT_TRUE(as_cases.contains("cases"));
+  EXPECT_EQ(as_cases["cases"].size(), 4u);
+  auto again = app::bench_plan_from_json(as_cases);
+  app::validate(again, 2);
+  EXPECT_EQ(app::to_json(again), as_cases);
+  EXPECT_EQ(again.env.cpu_variant, "sse42");
+}
+
+TEST(BenchPlan, ReadsThePlanThatVersion1Stored) {
+  // What `bench` stored with every run before plans were data (store schema 1).
+  const json stored = json::parse(R"({"kind":"bench","cases":[{"model_path":"/m.gguf","config":{
+      "n_prompt":0,"n_gen":4,"n_depth":0,"n_threads":2,"cpu_mask":"","cpu_strict":false,"poll":50,
+      "n_batch":2048,"n_ubatch":512,"flash_attn":-1,"type_k":"f16","type_v":"f16","use_mmap":true}}],
+      "repetitions":2,"delay_s":0.0,"warmup":false,"seed":42})");
+  auto plan = app::bench_plan_from_json(stored);
+  app::validate(plan, 8);
+  ASSERT_EQ(plan.cases.size(), 1u);
+  EXPECT_EQ(plan.cases[0].name(), "tg4");
+  EXPECT_EQ(plan.cases[0].n_threads, 2);
+  EXPECT_EQ(plan.run.repetitions, 2);
+  EXPECT_FALSE(plan.run.warmup);
+}
+
+TEST(BenchPlan, BadValuesNameTheFlag) {
+  auto with = [](auto change) {
+    return [change] {
+      app::BenchPlan plan;
+      change(plan);
+      app::validate(plan, 2);
+    };
+  };
+  EXPECT_EQ(kind_of(with([](app::BenchPlan& p) { p.run.repetitions = 0; })), ErrorKind::kBadInput);
+  EXPECT_NE(message_of(with([](app::BenchPlan& p) { p.sweep.threads = {0}; })).find("-t 0"), std::string::npos);
+  EXPECT_NE(message_of(with([](app::BenchPlan& p) { p.sweep.n_prompt = {-1}; })).find("-p -1"), std::string::npos);
+  EXPECT_NE(message_of(with([](app::BenchPlan& p) { p.ceilings = "sometimes"; })).find("--ceilings"), std::string::npos);
+  EXPECT_NE(message_of(with([](app::BenchPlan& p) { p.env.sample_hz = -1; })).find("--sample-hz"), std::string::npos);
+  EXPECT_NE(message_of(with([](app::BenchPlan& p) { p.sweep.type_k = {"q9_9"}; })).find("q9_9"), std::string::npos);
+  EXPECT_NE(message_of(with([](app::BenchPlan& p) {
+              p.sweep.n_prompt = {0};
+              p.sweep.n_gen = {0};
+            })).find("nothing to run"),
+            std::string::npos);
+}
+
+TEST(BenchPlan, HostileJsonIsBadInputNamingTheKey) {
+  EXPECT_NE(message_of([] { app::bench_plan_from_json({{"kind", "bench"}, {"repetitons", 3}}); }).find("'repetitons'"),
+            std::string::npos);
+  EXPECT_NE(message_of([] { app::bench_plan_from_json({{"kind", "bench"}, {"repetitions", "three"}}); }).find("'repetitions'"),
+            std::string::npos);
+  EXPECT_EQ(kind_of([] { app::bench_plan_from_json({{"kind", "bench"}, {"sweep", {{"n_prompt", {1, "x"}}}}}); }),
+            ErrorKind::kBadInput);
+  EXPECT_EQ(kind_of([] { app::bench_plan_from_json({{"kind", "bench"}, {"cases", {{{"model_path", 1}}}}}); }),
+            ErrorKind::kBadInput);
+  EXPECT_EQ(kind_of([] { app::plan_kind(json::array()); }), ErrorKind::kBadInput);
+  EXPECT_NE(message_of([] { app::plan_kind({{"kind", "lunch"}}); }).find("'lunch'"), std::string::npos);
+  EXPECT_NE(message_of([] { app::plan_kind({{"kind", "bench"}, {"plan_version", 99}}); }).find("plan_version 99"),
+            std::string::npos);
+  EXPECT_EQ(kind_of([] { app::bench_plan_from_json({{"kind", "session"}}); }), ErrorKind::kBadInput);
+}
+
+TEST(SessionPlan, ExpandsTheGridModelOutermost) {
+  app::SessionPlan plan;
+  plan.models = {"a.gguf", "b.gguf"};
+  plan.n_ctx = {1024, 2048};
+  plan.threads = {1};
+  app::validate(plan, 4);
+  ASSERT_EQ(plan.configs.size(), 4u);
+  EXPECT_EQ(plan.configs[0].model_path, "a.gguf");
+  EXPECT_EQ(plan.configs[1].model_path, "a.gguf");
+  EXPECT_EQ(plan.configs[1].n_ctx, 2048);
+  EXPECT_EQ(plan.configs[2].model_path, "b.gguf");
+  EXPECT_EQ(plan.options.rounds, 3);
+  EXPECT_EQ(plan.options.conversations, 50);
+}
+
+TEST(SessionPlan, JsonRoundTripsAndReadsVersion1) {
+  app::SessionPlan plan;
+  plan.options.rounds = 1;
+  plan.options.cooldown = "30";
+  app::validate(plan, 2);
+  const json j = app::to_json(plan);
+  auto back = app::session_plan_from_json(j);
+  EXPECT_EQ(app::to_json(back), j);
+  const json stored = json::parse(R"({"kind":"session","configs":[{"model_path":"/m.gguf","n_ctx":512,
+      "max_tokens":8,"n_batch":64,"n_threads":1}],"rounds":1,"conversations":2,"on_overflow":"shift",
+      "cooldown":"none","prompts":"/p.jsonl"})");
+  auto old = app::session_plan_from_json(stored);
+  app::validate(old, 2);
+  ASSERT_EQ(old.configs.size(), 1u);
+  EXPECT_EQ(old.configs[0].max_tokens, 8);
+  EXPECT_EQ(old.options.on_overflow, "shift");
+  EXPECT_EQ(old.prompts, "/p.jsonl");
+}
+
+TEST(SessionPlan, BadValuesNameTheFlag) {
+  auto with = [](auto change) {
+    return [change] {
+      app::SessionPlan plan;
+      change(plan);
+      app::validate(plan, 2);
+    };
+  };
+  EXPECT_NE(message_of(with([](app::SessionPlan& p) { p.options.rounds = 0; })).find("--rounds"), std::string::npos);
+  EXPECT_NE(message_of(with([](app::SessionPlan& p) { p.options.cooldown = "soon"; })).find("--cooldown"), std::string::npos);
+  EXPECT_NE(message_of(with([](app::SessionPlan& p) { p.options.on_overflow = "wrap"; })).find("--on-overflow"),
+            std::string::npos);
+  EXPECT_NE(message_of(with([](app::SessionPlan& p) { p.n_ctx = {8}; })).find("-c 8"), std::string::npos);
+  EXPECT_NE(message_of(with([](app::SessionPlan& p) { p.max_tokens = {0}; })).find("--max-tokens 0"), std::string::npos);
+}

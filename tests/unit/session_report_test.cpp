@@ -1,0 +1,175 @@
+// Session and doctor results go through the same formats as bench (md, csv, json, jsonl),
+// each compared byte for byte with a golden file; EDGEPROBE_UPDATE_GOLDEN=1 rewrites them
+// after an intended change (then review the diff).
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "analysis/session_analysis.h"
+#include "core/error.h"
+#include "report/doctor_reporters.h"
+#include "report/session_reporters.h"
+#include "result/session.h"
+#include "support/run_process.h"
+
+using namespace edgeprobe;
+using nlohmann::json;
+
+namespace {
+
+json turn(int round, const std::string& conv, int index, double ttft_ms, double decode_tps) {
+  return {{"round", round},
+          {"conversation_id", conv},
+          {"turn_index", index},
+          {"prompt_tokens", 40 + index},
+          {"context_tokens", 100 * (index + 1)},
+          {"generated_tokens", 16},
+          {"stop_reason", "max_tokens"},
+          {"ttft_ms", ttft_ms},
+          {"prefill_ms", ttft_ms - 5},
+          {"prefill_tokens_per_s", 400.0},
+          {"decode_tokens_per_s", decode_tps},
+          {"e2e_ms", ttft_ms + 15 * 1000.0 / decode_tps},
+          {"decode_step_ms", json::array()},
+          {"reply", "a \"quoted\", reply\nwith a comma"},
+          {"telemetry", nullptr},
+          {"missed_frame_share_prefill", 0.0},
+          {"missed_frame_share_decode", nullptr}};
+}
+
+result::SessionReport sample_session() {
+  result::SessionReport r;
+  r.run_id = 7;
+  r.provenance.edgeprobe_version = "0.1.0";
+  r.provenance.engine.name = "llama.cpp";
+  r.provenance.engine.kind = "in-process";
+  r.provenance.engine.cpu_variant = "haswell";
+  r.provenance.device.id = "dev-0123456789abcdef";
+  r.provenance.device.cpu_model = "Example CPU";
+  r.provenance.started_at_utc = "2026-11-29T10:00:00Z";
+  r.telemetry_unavailable = {"thermal: no /sys/class/thermal"};
+  result::SessionConfigResult c;
+  c.ordinal = 0;
+  c.config = {{"model_path", "model.gguf"}, {"n_ctx", 2048}, {"max_tokens", 16}, {"n_batch", 512}, {"n_threads", 2}};
+  c.turns = {turn(0, "c01", 0, 250, 20), turn(0, "c01", 1, 120, 19.5), turn(0, "c02", 0, 260, 20.5)};
+  json failed = turn(0, "c02", 1, 0, 0);
+  failed["error"] = {{"kind", "environment"}, {"message", "llama_decode failed at step 3"}};
+  c.turns.push_back(failed);
+  c.analysis = analysis::analyse_session_turns(c.turns);
+  r.configs.push_back(c);
+  return r;
+}
+
+json sample_doctor() {
+  return {{"schema_version", result::kSchemaVersion},
+          {"doctor",
+           {{"model", "model.gguf"},
+            {"config", {"-t", "2"}},
+            {"healthy", false},
+            {"findings",
+             {{{"id", "kernel.isa_fallback"},
+               {"severity", "critical"},
+               {"title", "the sse42 variant runs on a CPU with AVX2, \"fix\" it"},
+               {"evidence", {"loaded: sse42", "CPU has: AVX2, FMA"}},
+               {"affects", "prefill+decode"},
+               {"speedup", 2.5},
+               {"speedup_basis", "measured"},
+               {"fix", "drop --cpu-variant sse42"}},
+              {{"id", "memory.footprint"},
+               {"severity", "info"},
+               {"title", "memory as declared"},
+               {"evidence", json::array()},
+               {"affects", "memory"},
+               {"speedup", nullptr},
+               {"speedup_basis", ""},
+               {"fix", ""}}}}}}};
+}
+
+void expect_golden(const std::string& name, const std::string& actual) {
+  const std::string path = std::string(EDGEPROBE_TEST_DATA_DIR) + "/golden/" + name;
+  if (const char* update = std::getenv("EDGEPROBE_UPDATE_GOLDEN"); update && std::string(update) == "1") {
+    test_support::write_file(path, actual);
+    GTEST_SKIP() << "rewrote " << path;
+  }
+  EXPECT_EQ(actual, test_support::read_file(path)) << "output differs from " << path;
+}
+
+std::string session_as(const std::string& format) {
+  std::ostringstream out;
+  report::write_session_report(sample_session(), format, out);
+  return out.str();
+}
+
+std::string doctor_as(const std::string& format) {
+  std::ostringstream out;
+  report::write_doctor_report(sample_doctor(), "doctor's own text\n", format, out);
+  return out.str();
+}
+
+}  // namespace
+
+TEST(SessionReporters, MarkdownMatchesGolden) { expect_golden("session.md", session_as("md")); }
+TEST(SessionReporters, CsvMatchesGolden) { expect_golden("session.csv", session_as("csv")); }
+TEST(SessionReporters, JsonMatchesGolden) { expect_golden("session.json", session_as("json")); }
+TEST(SessionReporters, JsonlMatchesGolden) { expect_golden("session.jsonl", session_as("jsonl")); }
+TEST(DoctorReporters, CsvMatchesGolden) { expect_golden("doctor.csv", doctor_as("csv")); }
+TEST(DoctorReporters, JsonlMatchesGolden) { expect_golden("doctor.jsonl", doctor_as("jsonl")); }
+
+TEST(SessionReporters, CsvHasOneRowPerTurnAndMarksTheFailedOne) {
+  const std::string csv = session_as("csv");
+  EXPECT_EQ(csv.rfind("schema_version,run_id,engine,", 0), 0u);
+  std::istringstream in(csv);
+  int rows = 0, errors = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++rows;
+    errors += line.find(",error,llama_decode failed at step 3,") != std::string::npos;
+  }
+  EXPECT_EQ(rows, 5);
+  EXPECT_EQ(errors, 1);
+}
+
+TEST(SessionReporters, JsonLoadsBackIntoTheSameStruct) {
+  const auto report = sample_session();
+  const json written = result::to_json(report);
+  const auto loaded = result::session_report_from_json(written);
+  EXPECT_EQ(result::to_json(loaded), written);
+}
+
+TEST(SessionReporters, FailedTurnsAreListedWithTheirExitCode) {
+  int exit_code = -1;
+  const auto errors = result::session_errors(sample_session(), &exit_code);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0], "config 0 round 0 c02 turn 1: llama_decode failed at step 3");
+  EXPECT_EQ(exit_code, 3);
+  EXPECT_NE(session_as("md").find("Failed turns"), std::string::npos);
+}
+
+TEST(SessionReporters, AnalysisLeavesFailedTurnsOut) {
+  EXPECT_EQ(sample_session().configs[0].analysis["turns_measured"], 3);
+}
+
+TEST(SessionReporters, EveryTurnLineIsSelfContained) {
+  std::istringstream in(session_as("jsonl"));
+  int lines = 0;
+  for (std::string line; std::getline(in, line); ++lines) {
+    const json j = json::parse(line);
+    EXPECT_EQ(j["schema_version"], result::kSchemaVersion);
+    EXPECT_EQ(j["kind"], "session_turn");
+    EXPECT_EQ(j["provenance"]["device"]["id"], "dev-0123456789abcdef");
+    EXPECT_EQ(j["config"]["n_threads"], 2);
+  }
+  EXPECT_EQ(lines, 4);
+}
+
+TEST(SessionReporters, UnknownFormatIsBadInput) {
+  std::ostringstream out;
+  EXPECT_THROW(report::write_session_report(sample_session(), "xml", out), Error);
+  EXPECT_THROW(report::write_doctor_report(sample_doctor(), "", "xml", out), Error);
+}
+
+TEST(DoctorReporters, CsvQuotesTitlesAndJoinsEvidence) {
+  const std::string csv = doctor_as("csv");
+  EXPECT_NE(csv.find("\"the sse42 variant runs on a CPU with AVX2, \"\"fix\"\" it\""), std::string::npos) << csv;
+  EXPECT_NE(csv.find("loaded: sse42; CPU has: AVX2, FMA"), std::string::npos) << csv;
+  EXPECT_EQ(doctor_as("md"), "doctor's own text\n");
+}
