@@ -158,11 +158,13 @@ std::vector<Mismatch> comparability_mismatches(const std::vector<FieldCheck>& fi
 }
 
 const std::vector<ProvenanceField>& default_comparability_fields() {
-  // result/result.h: provenance.models[] (one per model file), llama_cpp.commit.
+  // result/result.h (schema v2): provenance.models[] (one per model file) and the engine.
+  // The device is not here: comparing two devices on the same model is the point.
   static const std::vector<ProvenanceField> fields{
       {"model sha256", {"/models/*/sha256", "/model/sha256"}},
       {"quantisation", {"/models/*/quant", "/model/quant"}},
-      {"llama.cpp version", {"/llama_cpp/commit", "/llama_cpp/version"}},
+      {"engine", {"/engine/name"}},
+      {"engine version", {"/engine/commit", "/engine/version"}},
   };
   return fields;
 }
@@ -211,9 +213,13 @@ std::optional<std::string> workload_signature(const nlohmann::json& doc) {
   if (doc.contains("results") && doc["results"].is_array()) {
     for (const nlohmann::json& r : doc["results"])
       if (r.is_object()) configs.push_back({{"test", r.value("test", "")}, {"config", r.value("config", nlohmann::json())}});
-  } else if (doc.contains("configurations") && doc["configurations"].is_array()) {
-    for (const nlohmann::json& c : doc["configurations"])
-      if (c.is_object()) configs.push_back(c.value("config", nlohmann::json()));
+  } else if (doc.contains("configs") && doc["configs"].is_array()) {
+    // A session: the configurations without the model path (the SHA-256 check covers it).
+    for (const nlohmann::json& c : doc["configs"]) {
+      nlohmann::json config = c.is_object() ? c.value("config", nlohmann::json::object()) : nlohmann::json::object();
+      if (config.is_object()) config.erase("model_path");
+      configs.push_back(config);
+    }
   }
   if (configs.empty()) return std::nullopt;
   return configs.dump();
@@ -235,24 +241,14 @@ MetricSamples extract_metric_samples(const nlohmann::json& doc) {
           for (const nlohmann::json& rep : r[series]) add_numeric_fields(rep, out[test]);
     }
   }
-  // Store::load_run: {"run", "configurations": [{"ordinal", "config", "repetitions": [{"result"}]}],
-  // "turns": [{"configuration_ordinal", "result"}]}
-  std::map<int64_t, std::string> labels;
-  if (doc.contains("configurations") && doc["configurations"].is_array()) {
-    for (const nlohmann::json& c : doc["configurations"]) {
+  // `edgeprobe session -o json` (and a stored session loaded back): {"configs": [{"ordinal",
+  // "config", "turns": [...]}]}; each configuration is one "test", its turns the samples.
+  if (doc.contains("configs") && doc["configs"].is_array()) {
+    for (const nlohmann::json& c : doc["configs"]) {
+      if (!c.is_object()) continue;
       const std::string test = config_label(c.value("config", nlohmann::json()), c.value("ordinal", nlohmann::json()));
-      if (c.contains("ordinal") && c["ordinal"].is_number()) labels[c["ordinal"].get<int64_t>()] = test;
-      if (c.contains("repetitions") && c["repetitions"].is_array())
-        for (const nlohmann::json& rep : c["repetitions"])
-          if (rep.is_object() && rep.contains("result")) add_numeric_fields(rep["result"], out[test]);
-    }
-  }
-  if (doc.contains("turns") && doc["turns"].is_array()) {
-    for (const nlohmann::json& t : doc["turns"]) {
-      if (!t.is_object() || !t.contains("result")) continue;
-      const int64_t ordinal = t.value("configuration_ordinal", int64_t{0});
-      const auto it = labels.find(ordinal);
-      add_numeric_fields(t["result"], out[it != labels.end() ? it->second : "session"]);
+      for (const nlohmann::json& t : c.value("turns", nlohmann::json::array()))
+        if (t.is_object() && !(t.contains("error") && t["error"].is_object())) add_numeric_fields(t, out[test]);
     }
   }
   // Drop tests that ended up with no metrics (error rows).
@@ -263,8 +259,9 @@ MetricSamples extract_metric_samples(const nlohmann::json& doc) {
 nlohmann::json extract_provenance(const nlohmann::json& doc) {
   if (!doc.is_object()) return nullptr;
   if (doc.contains("provenance")) return doc["provenance"];
-  if (doc.contains("run") && doc["run"].is_object() && doc["run"].contains("provenance"))
-    return doc["run"]["provenance"];
+  // A doctor result: the provenance of its primary bench run.
+  if (doc.contains("doctor") && doc["doctor"].is_object() && doc["doctor"].contains("primary"))
+    return extract_provenance(doc["doctor"]["primary"]);
   return nullptr;
 }
 

@@ -78,6 +78,16 @@ void collect_errors(const std::vector<result::TestResult>& results, JobOutcome& 
 
 }  // namespace
 
+std::string test_summary_phase(size_t case_index) { return "test" + std::to_string(case_index); }
+
+json test_level_json(const result::TestResult& r) {
+  return {{"load_ms", r.load_ms},
+          {"page_cache_resident_share", r.page_cache_resident_share},
+          {"telemetry", r.telemetry},
+          {"roofline", r.roofline},
+          {"error", r.error ? json{{"kind", r.error->kind}, {"message", r.error->message}} : json(nullptr)}};
+}
+
 BenchPlan stored_bench_plan(store::Store& store, int64_t run) {
   const auto rec = store.get_run(run);
   if (rec.kind != "bench") throw_bad_input("--resume {}: that run is a {} run, not a bench run", run, rec.kind);
@@ -159,6 +169,8 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
     recorder.enrich(r);
     const auto i = static_cast<size_t>(r.model_index);
     if (ceilings[i]) r.roofline = runner::roofline_json(r, models.info(i), *ceilings[i]);
+    // What a test has beyond its repetitions, so the stored run loads back whole.
+    if (ctx.store) ctx.store->record_run_summary(run_id, test_summary_phase(finished_cases - 1), test_level_json(r));
   };
   callbacks.result = [&](const result::TestResult& r) {
     if (ctx.sink) ctx.sink->bench_result(r);

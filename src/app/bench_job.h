@@ -21,4 +21,9 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& context);
 // bench run or is already complete.
 BenchPlan stored_bench_plan(store::Store& store, int64_t run);
 
+// Each test's own data beyond its repetitions (load times, test telemetry, roofline, the
+// error with its kind) is stored as the run summary "test<i>"; stored_run.cpp reads it.
+std::string test_summary_phase(size_t case_index);
+nlohmann::json test_level_json(const result::TestResult& result);
+
 }  // namespace edgeprobe::app

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 
+#include "app/stored_run.h"
 #include "cli/cmd_runs.h"
 #include "core/error.h"
 #include "core/fs.h"
@@ -31,26 +32,10 @@ std::string verdict(const std::string& metric, const analysis::RatioEstimate& e)
   return (e.ratio > 1) == (dir > 0) ? "B better" : "B worse";
 }
 
-bool is_run_id(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+;
 }
 
 }  // namespace
-
-nlohmann::json load_compare_input(const std::string& spec, const std::string& db_path) {
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(spec, ec)) {
-    const std::string text = read_file_or_throw(spec, "result file");
-    try {
-      return nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-      throw_bad_input("{}: not a result JSON file ({})", spec, e.what());
-    }
-  }
-  if (!is_run_id(spec)) throw_bad_input("'{}' is neither a result file nor a run id (see 'edgeprobe runs')", spec);
-  const store::Store s = store::Store::open(resolve_db_path(db_path), store::Store::Mode::kMustExist);
-  return s.load_run(std::stoll(spec));
-}
 
 std::string render_compare_markdown(const analysis::CompareReport& r, const std::string& label_a,
                                     const std::string& label_b) {
@@ -127,8 +112,8 @@ void register_compare(CLI::App& app) {
       CLI::IsMember({"md", "json"}));
   cmd->add_flag("--force", args->force, "Show the ratios even when the runs are not comparable");
   cmd->callback([args] {
-    const nlohmann::json a = load_compare_input(args->a, args->db);
-    const nlohmann::json b = load_compare_input(args->b, args->db);
+    const nlohmann::json a = app::load_result_document(args->a, args->db);
+    const nlohmann::json b = app::load_result_document(args->b, args->db);
     const analysis::CompareReport report = analysis::compare_documents(a, b);
     if (!report.comparable() && !args->force) {
       // Say why first, then refuse: a ratio between different models is not a speed-up.

@@ -13,13 +13,10 @@ namespace edgeprobe::cli {
 
 // `edgeprobe compare A B [--db PATH] [--force] [-o md|json]`: per-metric ratio B/A of
 // medians with a 95 % bootstrap CI and a Mann-Whitney p-value. A and B are run ids in
-// the store or result JSON files (`edgeprobe bench -o json`). Runs whose model sha256,
-// quantisation, llama.cpp version or workload differ are refused as not comparable
+// the store or result JSON files (`bench`, `session` or `doctor -o json`, any schema version). Runs whose model sha256,
+// quantisation, engine, engine version or workload differ are refused as not comparable
 // (exit 2) unless --force.
 void register_compare(CLI::App& app);
-
-// A run id ("12") from the store at db_path, or a result JSON file.
-nlohmann::json load_compare_input(const std::string& spec, const std::string& db_path);
 
 // The markdown report; starts with a "**not comparable**: ..." line per mismatch.
 std::string render_compare_markdown(const analysis::CompareReport& report, const std::string& label_a,

@@ -1,146 +1,53 @@
 #include "cli/cmd_export.h"
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
-#include <algorithm>
-#include <fstream>
-#include <iostream>
-#include <map>
-#include <memory>
-#include <ostream>
-#include <vector>
-
-#include "cli/cmd_runs.h"
+#include "app/stored_run.h"
+#include "cli/job_options.h"
 #include "core/error.h"
-#include "core/text.h"
+#include "report/doctor_reporters.h"
+#include "report/reporter.h"
+#include "report/session_reporters.h"
 #include "store/store.h"
 
 namespace edgeprobe::cli {
-namespace {
 
-using Row = std::map<std::string, std::string>;
-
-std::string scalar_text(const nlohmann::json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_null()) return "";
-  return v.dump();
-}
-
-void flatten(const nlohmann::json& value, const std::string& prefix, Row& row, std::vector<std::string>& columns) {
-  auto put = [&](const std::string& key, std::string text) {
-    if (!row.contains(key) && std::find(columns.begin(), columns.end(), key) == columns.end()) columns.push_back(key);
-    row[key] = std::move(text);
-  };
-  if (value.is_object()) {
-    for (const auto& [k, v] : value.items()) flatten(v, prefix.empty() ? k : prefix + "." + k, row, columns);
-  } else if (value.is_array()) {
-    const bool scalars = std::all_of(value.begin(), value.end(), [](const auto& e) { return e.is_primitive(); });
-    if (scalars) {
-      std::string joined;
-      for (const auto& e : value) joined += (joined.empty() ? "" : ";") + scalar_text(e);
-      put(prefix, joined);
-    } else {
-      put(prefix, value.dump());  // nested structures stay JSON: nothing is dropped
-    }
+void write_export(const app::StoredRun& run, const std::string& format, std::ostream& out) {
+  if (run.bench) {
+    // The same rows `bench -o FORMAT` printed when the run was measured.
+    std::vector<workload::TestCase> cases;
+    for (const auto& r : run.bench->results) cases.push_back(r.config);
+    auto reporter = report::make_reporter(format, out);
+    reporter->begin(run.bench->provenance, cases);
+    for (const auto& r : run.bench->results) reporter->add(r);
+    reporter->end(*run.bench);
+  } else if (run.session) {
+    report::write_session_report(*run.session, format, out);
+  } else if (!run.doctor.is_null()) {
+    report::write_doctor_report(run.doctor, "", format, out);
   } else {
-    put(prefix, scalar_text(value));
-  }
-}
-
-void add_telemetry(const nlohmann::json& telemetry, Row& row, std::vector<std::string>& columns) {
-  if (!telemetry.is_array()) return;
-  for (const nlohmann::json& t : telemetry) flatten(t.value("summary", nlohmann::json()), "telemetry." + t.value("phase", std::string("?")), row, columns);
-}
-
-}  // namespace
-
-std::string export_csv(const nlohmann::json& run) {
-  std::vector<std::string> columns{"run_id", "unit", "configuration_ordinal", "repetition", "round",
-                                   "conversation_id", "turn_index", "recorded_at"};
-  std::vector<Row> rows;
-  const nlohmann::json none;
-  auto field = [&](const nlohmann::json& object, const char* key) -> const nlohmann::json& {
-    return object.is_object() && object.contains(key) ? object[key] : none;
-  };
-  const std::string run_id = scalar_text(field(field(run, "run"), "id"));
-  std::map<int64_t, nlohmann::json> configs;
-  for (const nlohmann::json& c : run.value("configurations", nlohmann::json::array())) {
-    configs[c.value("ordinal", int64_t{0})] = c.value("config", nlohmann::json());
-    for (const nlohmann::json& rep : c.value("repetitions", nlohmann::json::array())) {
-      Row row{{"run_id", run_id},
-              {"unit", "repetition"},
-              {"configuration_ordinal", scalar_text(field(c, "ordinal"))},
-              {"repetition", scalar_text(field(rep, "ordinal"))},
-              {"recorded_at", scalar_text(rep.value("recorded_at", nlohmann::json()))}};
-      flatten(c.value("config", nlohmann::json()), "config", row, columns);
-      flatten(rep.value("result", nlohmann::json()), "result", row, columns);
-      add_telemetry(rep.value("telemetry", nlohmann::json()), row, columns);
-      rows.push_back(std::move(row));
-    }
-  }
-  for (const nlohmann::json& t : run.value("turns", nlohmann::json::array())) {
-    const int64_t ordinal = t.value("configuration_ordinal", int64_t{0});
-    Row row{{"run_id", run_id},
-            {"unit", "turn"},
-            {"configuration_ordinal", scalar_text(field(t, "configuration_ordinal"))},
-            {"round", scalar_text(field(t, "round"))},
-            {"conversation_id", scalar_text(field(t, "conversation_id"))},
-            {"turn_index", scalar_text(field(t, "turn_index"))},
-            {"recorded_at", scalar_text(t.value("recorded_at", nlohmann::json()))}};
-    if (configs.contains(ordinal)) flatten(configs[ordinal], "config", row, columns);
-    flatten(t.value("result", nlohmann::json()), "result", row, columns);
-    add_telemetry(t.value("telemetry", nlohmann::json()), row, columns);
-    rows.push_back(std::move(row));
-  }
-  std::string out;
-  for (size_t i = 0; i < columns.size(); ++i) out += (i ? "," : "") + csv_field(columns[i]);
-  out += "\n";
-  for (const Row& row : rows) {
-    for (size_t i = 0; i < columns.size(); ++i) {
-      const auto it = row.find(columns[i]);
-      out += (i ? "," : "") + csv_field(it == row.end() ? "" : it->second);
-    }
-    out += "\n";
-  }
-  return out;
-}
-
-void write_export(const nlohmann::json& run, const std::string& format, std::ostream& out) {
-  if (format == "json") {
-    out << run.dump(2) << "\n";
-  } else if (format == "csv") {
-    out << export_csv(run);
-  } else {
-    throw_bad_input("export: unknown format '{}' (json or csv)", format);
+    throw_bad_input("run {} is a {} run with no stored result to export", run.record.id, run.record.kind);
   }
 }
 
 void register_export(CLI::App& app) {
   struct Args {
     int64_t run = 0;
-    std::string format = "json";
     std::string db;
-    std::string output_file;
+    OutputFlags output{"json"};
   };
   auto a = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("export", "Dump one stored run as JSON or CSV");
+  CLI::App* cmd = app.add_subcommand("export", "Write one stored run in any output format, as its subcommand did");
   cmd->add_option("run", a->run, "Run id (see 'edgeprobe runs')")->required();
-  cmd->add_option("-o,--output-format", a->format, "json or csv")->capture_default_str()->check(
-      CLI::IsMember({"json", "csv"}));
-  cmd->add_option("--db", a->db, "Results database (default: $XDG_DATA_HOME/edgeprobe/results.db)");
-  cmd->add_option("--output", a->output_file, "Write to FILE instead of stdout");
+  cmd->add_option("--db", a->db, "Results store (default: ~/.local/share/edgeprobe/results.db)");
+  add_output_flags(cmd, a->output, "md, csv, json or jsonl");
   cmd->callback([a] {
-    const store::Store s = store::Store::open(resolve_db_path(a->db), store::Store::Mode::kMustExist);
-    const nlohmann::json run = s.load_run(a->run);
-    if (a->output_file.empty()) {
-      write_export(run, a->format, std::cout);
-      return;
-    }
-    std::ofstream f(a->output_file);
-    if (!f) throw_environment("cannot write {}", a->output_file);
-    write_export(run, a->format, f);
-    if (!f.flush()) throw_environment("cannot write {}", a->output_file);
+    check_format(a->output);
+    const auto store = store::open_store(a->db.empty() ? store::default_db_path() : a->db, store::Mode::kMustExist);
+    const auto run = app::load_stored_run(*store, a->run);
+    Output output(a->output.file);
+    write_export(run, a->output.format, output.stream());
+    if (!output.stream().flush()) throw_environment("cannot write {}", a->output.file);
   });
 }
 

@@ -1,8 +1,8 @@
 #pragma once
-#include <nlohmann/json.hpp>
-
 #include <iosfwd>
 #include <string>
+
+#include "app/stored_run.h"
 
 namespace CLI {
 class App;
@@ -10,15 +10,10 @@ class App;
 
 namespace edgeprobe::cli {
 
-// `edgeprobe export RUN -o json|csv [--db PATH] [--output FILE]`: one stored run, whole.
+// `edgeprobe export RUN [-o md|csv|json|jsonl] [--db PATH] [--output FILE]`: one stored
+// run loaded back into its result structs and written by the same reporters its
+// subcommand uses, so `export 3 -o csv` is what `bench -o csv` printed for run 3.
 void register_export(CLI::App& app);
-
-// A stored run (store::Store::load_run) as CSV: one row per repetition and per turn,
-// with the configuration's fields ("config.*"), the unit's result fields flattened with
-// dots ("result.decode.tokens_per_s"), arrays of numbers joined with ';', and its
-// telemetry summaries ("telemetry.<phase>.*"). Columns are the union, in first-seen order.
-std::string export_csv(const nlohmann::json& run);
-
-void write_export(const nlohmann::json& run, const std::string& format, std::ostream& out);
+void write_export(const app::StoredRun& run, const std::string& format, std::ostream& out);
 
 }  // namespace edgeprobe::cli

@@ -33,8 +33,19 @@ std::string joined(const json& lines) {
 void write_doctor_report(const json& j, const std::string& markdown, const std::string& format, std::ostream& out) {
   const json& d = j.contains("doctor") ? j["doctor"] : json::object();
   const json findings = d.value("findings", json::array());
-  if (format == "md" || format == "text") {
+  if ((format == "md" || format == "text") && !markdown.empty()) {
     out << markdown;
+  } else if (format == "md" || format == "text") {
+    // A stored diagnosis: its findings from the JSON, in the order doctor ranked them.
+    out << fmt::format("edgeprobe doctor: {} ({})\n", d.value("model", ""), d.value("healthy", false) ? "healthy" : "not healthy");
+    for (const auto& f : findings) {
+      out << fmt::format("\n[{}] {}: {}\n", cell(f.value("severity", json())), cell(f.value("id", json())),
+                         cell(f.value("title", json())));
+      for (const auto& e : f.value("evidence", json::array())) out << "  - " << cell(e) << "\n";
+      if (f.value("speedup", json()).is_number())
+        out << fmt::format("  speed-up: {:.2f}x ({})\n", f["speedup"].get<double>(), cell(f.value("speedup_basis", json())));
+      if (!cell(f.value("fix", json())).empty()) out << "  fix: " << cell(f["fix"]) << "\n";
+    }
   } else if (format == "json") {
     out << j.dump(2) << "\n";
   } else if (format == "csv") {

@@ -1,0 +1,121 @@
+#include "app/stored_run.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <map>
+
+#include "analysis/session_analysis.h"
+#include "app/bench_job.h"
+#include "core/error.h"
+#include "core/fs.h"
+#include "result/migrate.h"
+
+namespace edgeprobe::app {
+
+using nlohmann::json;
+
+namespace {
+
+// The last summary of each phase (a resumed run records some twice; the last is whole).
+std::map<std::string, json> summaries_by_phase(const json& doc) {
+  std::map<std::string, json> out;
+  for (const auto& t : doc.value("telemetry", json::array())) out[t.value("phase", "")] = t.value("summary", json());
+  return out;
+}
+
+result::BenchReport bench_from_store(const json& doc, const result::Provenance& provenance) {
+  result::BenchReport report;
+  report.provenance = provenance;
+  const auto summaries = summaries_by_phase(doc);
+  for (const auto& c : doc["configurations"]) {
+    const json& config = c["config"];
+    result::TestResult r;
+    r.config = result::test_case_from_json(config, config.value("model_path", ""));
+    for (size_t m = 0; m < provenance.models.size(); ++m)
+      if (provenance.models[m].path == r.config.model_path) r.model_index = static_cast<int>(m);
+    for (const auto& rep : c["repetitions"]) r.repetitions.push_back(result::repetition_from_json(rep["result"]));
+    const auto it = summaries.find(test_summary_phase(c["ordinal"].get<size_t>()));
+    if (it != summaries.end() && it->second.is_object()) {
+      const json& t = it->second;
+      r.load_ms = t.value("load_ms", std::vector<double>{});
+      r.page_cache_resident_share = t.value("page_cache_resident_share", -1.0);
+      r.telemetry = t.value("telemetry", json(nullptr));
+      r.roofline = t.value("roofline", json(nullptr));
+      if (t.contains("error") && t["error"].is_object())
+        r.error = result::ErrorInfo{t["error"].value("kind", "environment"), t["error"].value("message", "")};
+    }
+    // A configuration stored as failed before test summaries existed still shows its error.
+    if (!r.error && c.value("status", "") == "failed")
+      r.error = result::ErrorInfo{"environment", c["error"].is_string() ? c["error"].get<std::string>() : "failed"};
+    report.results.push_back(std::move(r));
+  }
+  return report;
+}
+
+result::SessionReport session_from_store(const json& doc, const result::Provenance& provenance, int64_t run) {
+  result::SessionReport report;
+  report.run_id = run;
+  report.provenance = provenance;
+  for (const auto& c : doc["configurations"]) {
+    result::SessionConfigResult cr;
+    cr.ordinal = c["ordinal"].get<int>();
+    cr.config = c["config"];
+    report.configs.push_back(std::move(cr));
+  }
+  for (const auto& t : doc["turns"]) {
+    const auto ordinal = t["configuration_ordinal"].get<size_t>();
+    if (ordinal < report.configs.size()) report.configs[ordinal].turns.push_back(t["result"]);
+  }
+  // The analysis is a pure function of the turns: computing it again gives what the run
+  // printed, and also covers a run stopped before it stored its analysis.
+  for (auto& c : report.configs) c.analysis = analysis::analyse_session_turns(c.turns);
+  return report;
+}
+
+bool is_run_id(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+}  // namespace
+
+StoredRun load_stored_run(const store::Store& store, int64_t run) {
+  StoredRun out;
+  out.record = store.get_run(run);
+  const json doc = store.load_run(run);
+  const auto provenance = result::provenance_from_json(result::upgrade_provenance(out.record.provenance));
+  if (out.record.kind == "bench") {
+    out.bench = bench_from_store(doc, provenance);
+  } else if (out.record.kind == "session") {
+    out.session = session_from_store(doc, provenance, run);
+  } else if (out.record.kind == "doctor") {
+    const auto summaries = summaries_by_phase(doc);
+    const auto it = summaries.find("doctor");
+    out.doctor = it == summaries.end() ? json(nullptr) : it->second;
+  }
+  return out;
+}
+
+json StoredRun::document() const {
+  if (bench) return result::to_json(*bench);
+  if (session) return result::to_json(*session);
+  if (!doctor.is_null()) return doctor;
+  return {{"schema_version", result::kSchemaVersion}, {"kind", record.kind}, {"provenance", record.provenance}};
+}
+
+json load_result_document(const std::string& spec, const std::string& db) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(spec, ec)) {
+    const std::string text = read_file_or_throw(spec, "result file");
+    try {
+      return result::upgrade_report(json::parse(text));
+    } catch (const json::exception& e) {
+      throw_bad_input("{}: not a result JSON file ({})", spec, e.what());
+    }
+  }
+  if (!is_run_id(spec)) throw_bad_input("'{}' is neither a result file nor a run id (see 'edgeprobe runs')", spec);
+  const auto store = store::open_store(db.empty() ? store::default_db_path() : db, store::Mode::kMustExist);
+  return load_stored_run(*store, std::stoll(spec)).document();
+}
+
+}  // namespace edgeprobe::app
