@@ -14,10 +14,15 @@ namespace {
 
 // Flags as typed: every test parameter takes comma lists and ranges, so they are read
 // as text and parsed into the plan's sweep.
+// The defaults are the plan's (app::BenchPlan), shown as text in --help.
 struct BenchFlags {
-  std::vector<std::string> models, n_prompt{"512"}, n_gen{"128"}, prompt_gen, n_depth{"0"}, threads, cpu_masks,
-      cpu_strict{"0"}, poll{"50"}, n_batch{"2048"}, n_ubatch{"512"}, flash_attn{"auto"}, type_k{"f16"}, type_v{"f16"},
-      mmap{"1"};
+  const workload::SweepSpec defaults = app::BenchPlan::default_sweep();
+  std::vector<std::string> models, n_prompt = ints_as_text(defaults.n_prompt), n_gen = ints_as_text(defaults.n_gen), prompt_gen,
+                                   n_depth = ints_as_text(defaults.n_depth), threads, cpu_masks,
+                                   cpu_strict = ints_as_text(defaults.cpu_strict), poll = ints_as_text(defaults.poll),
+                                   n_batch = ints_as_text(defaults.n_batch), n_ubatch = ints_as_text(defaults.n_ubatch),
+                                   flash_attn{"auto"}, type_k = defaults.type_k, type_v = defaults.type_v,
+                                   mmap = ints_as_text(defaults.use_mmap);
   bool no_warmup = false, no_hash = false;
   std::string trace_file;
   StoreFlags store;

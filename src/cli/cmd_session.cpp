@@ -12,8 +12,11 @@
 namespace edgeprobe::cli {
 namespace {
 
+// The defaults are the plan's (app::SessionPlan), shown as text in --help.
 struct SessionFlags {
-  std::vector<std::string> models, ctx{"2048"}, max_tokens{"128"}, batch{"512"}, threads;
+  const app::SessionPlan defaults;
+  std::vector<std::string> models, ctx = ints_as_text(defaults.n_ctx), max_tokens = ints_as_text(defaults.max_tokens),
+                                   batch = ints_as_text(defaults.n_batch), threads;
   StoreFlags store;
   OutputFlags output;
 };

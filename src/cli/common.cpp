@@ -40,6 +40,12 @@ void Progress::finish() {
   dirty_ = false;
 }
 
+std::vector<std::string> ints_as_text(const std::vector<int>& values) {
+  std::vector<std::string> out;
+  for (int v : values) out.push_back(std::to_string(v));
+  return out;
+}
+
 std::string join_command_line(const std::vector<std::string>& args) { return shell_join(args); }
 
 }  // namespace edgeprobe::cli

@@ -27,6 +27,9 @@ class Progress {
 };
 
 // The command line as a shell would take it back (provenance): shell_join in core/text.h.
+// {512, 128} -> {"512", "128"}: a plan's numeric defaults as the text a list flag shows.
+std::vector<std::string> ints_as_text(const std::vector<int>& values);
+
 std::string join_command_line(const std::vector<std::string>& args);
 
 }  // namespace edgeprobe::cli

@@ -62,8 +62,8 @@ void check_identity(const Evidence& e, std::vector<Finding>& out) {
               {{"differences", differences}, {"this", mine}, {"baseline", base}}};
     out.push_back(std::move(f));
   }
-  const std::string my_commit = field(field(e.primary.report, "provenance"), "llama_cpp").value("commit", "");
-  const std::string base_commit = field(e.baseline, "provenance").contains("llama_cpp") ? field(field(e.baseline, "provenance"), "llama_cpp").value("commit", "") : "";
+  const std::string my_commit = field(field(e.primary.report, "provenance"), "engine").value("commit", "");
+  const std::string base_commit = field(field(e.baseline, "provenance"), "engine").value("commit", "");
   if (!my_commit.empty() && !base_commit.empty() && my_commit != base_commit) {
     out.push_back({"identity.build_differs", Severity::kWarning,
                    fmt::format("llama.cpp {} here against {} in the baseline: kernels may differ", my_commit, base_commit),

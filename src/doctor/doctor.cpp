@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/subprocess.h"
+#include "result/migrate.h"
 
 namespace edgeprobe::doctor {
 namespace {
@@ -82,6 +83,7 @@ nlohmann::json load_baseline(const std::string& path) {
     throw_bad_input("--baseline '{}' is not JSON: give a result written by 'edgeprobe bench -o json' or 'edgeprobe doctor -o json'", path);
   }
   if (j.is_object() && j.contains("doctor") && field(j, "doctor").contains("primary")) j = field(field(j, "doctor"), "primary");
+  j = result::upgrade_report(j);  // a baseline from an older edgeprobe reads like a new one
   if (!j.is_object() || !j.contains("provenance") || !field(j, "provenance").contains("models") ||
       !field(field(j, "provenance"), "models").is_array() || field(field(j, "provenance"), "models").empty())
     throw_bad_input("--baseline '{}' has no provenance.models: is it an 'edgeprobe bench -o json' result?", path);

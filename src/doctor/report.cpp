@@ -57,7 +57,7 @@ std::string to_text(const Diagnosis& d) {
                      std::filesystem::path(o.model_path).filename().string(), m.value("size_bytes", 0.0) / (1024.0 * 1024.0),
                      m.value("quant", "?"), m.value("bits_per_weight", 0.0), sha.empty() ? "" : ", sha256 " + sha.substr(0, 16) + "…");
   out += fmt::format("configuration: {} · ggml CPU variant {} · tests pp{} + tg{}, median of {} · {:.0f} s\n\n",
-                     o.config.flags_text(), field(field(e.primary.report, "provenance"), "cpu").value("ggml_variant", "?"), o.n_prompt, o.n_gen,
+                     o.config.flags_text(), field(field(e.primary.report, "provenance"), "engine").value("cpu_variant", "?"), o.n_prompt, o.n_gen,
                      o.repetitions, d.wall_s);
   int n = 0, warnings = 0;
   for (const auto& f : d.findings) {
