@@ -1,0 +1,37 @@
+// The device a result names: a stable id and the names a user recognises, read from the
+// device's own files (fixture trees stand in for a phone and a Jetson).
+#include <gtest/gtest.h>
+
+#include "core/fs.h"
+#include "runner/provenance.h"
+
+using namespace edgeprobe;
+
+namespace {
+FsRoot fixture(const std::string& name) { return FsRoot(std::string(EDGEPROBE_TEST_DATA_DIR) + "/fixtures/sysfs/" + name); }
+}  // namespace
+
+TEST(DeviceIdentity, AndroidPhoneIsNamedFromItsBuildProperties) {
+  const auto d = runner::detect_device(fixture("android-phone-3cluster"));
+  EXPECT_EQ(d.os, "Android 14");
+  EXPECT_EQ(d.board, "SM-S911B");
+  EXPECT_EQ(d.soc, "SM8550");
+  EXPECT_EQ(d.id.rfind("dev-", 0), 0u);
+  EXPECT_EQ(d.id.size(), 4u + 16u);
+}
+
+TEST(DeviceIdentity, JetsonIsNamedFromItsDeviceTree) {
+  const auto d = runner::detect_device(fixture("jetson-orin"));
+  EXPECT_EQ(d.board, "NVIDIA Jetson Orin Nano Developer Kit");
+  EXPECT_EQ(d.soc, "nvidia,tegra234");
+}
+
+TEST(DeviceIdentity, TheIdIsStableAndDiffersBetweenDevices) {
+  const auto phone = runner::detect_device(fixture("android-phone-3cluster"));
+  EXPECT_EQ(runner::detect_device(fixture("android-phone-3cluster")).id, phone.id);
+  EXPECT_NE(runner::detect_device(fixture("jetson-orin")).id, phone.id);
+  const auto here = runner::detect_device(FsRoot("/"));
+  EXPECT_EQ(runner::detect_device(FsRoot("/")).id, here.id);
+  EXPECT_FALSE(here.arch.empty());
+  EXPECT_FALSE(here.cpu_model.empty());
+}
