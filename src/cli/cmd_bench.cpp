@@ -1,7 +1,6 @@
 #include "cli/cmd_bench.h"
 
 #include <CLI/CLI.hpp>
-#include <ggml.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -266,16 +265,17 @@ int run(const BenchArgs& args, const std::vector<std::string>& command_line) {
     recorder.enrich(r);
     if (const auto& c = ceilings[static_cast<size_t>(r.model_index)]) r.roofline = runner::roofline_json(r, infos[static_cast<size_t>(r.model_index)], *c);
   };
-  report.results = runner::run_bench(cases, options, clock, [&](const std::string& p) { return model_index.at(p); },
-                                     callbacks);
+  engine::LlamaEngine engine(backend);
+  report.results = runner::run_bench(engine, cases, options, clock,
+                                     [&](const std::string& p) { return model_index.at(p); }, callbacks);
   recorder.stop();
   progress.finish();
   if (args.keep_llama_log) {
     // For doctor: llama.cpp's own words about fallbacks, repacking and buffer types.
     nlohmann::json lines = nlohmann::json::array();
     // Info and above: the debug lines (one per tensor) say nothing doctor looks for.
-    for (const auto& line : engine::captured_log())
-      if (line.level >= GGML_LOG_LEVEL_INFO) lines.push_back({{"level", line.level}, {"text", line.text}});
+    for (const auto& line : engine::captured_log(engine::LogLevel::kInfo))
+      lines.push_back({{"level", static_cast<int>(line.level)}, {"text", line.text}});
     report.provenance.extra["llama_log"] = std::move(lines);
   }
   reporter->end(report);

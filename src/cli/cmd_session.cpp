@@ -16,9 +16,11 @@
 #include "core/error.h"
 #include "core/stats.h"
 #include "engine/backend.h"
+#include "engine/llama_engine.h"
 #include "model/gguf_info.h"
 #include "model/synth.h"
 #include "result/result.h"
+#include "runner/bench_runner.h"
 #include "runner/enrich.h"
 #include "runner/provenance.h"
 #include "runner/session_runner.h"
@@ -83,6 +85,7 @@ json analyse(const std::vector<json>& turns) {
   std::string peak_zone;
   for (const auto& t : turns) {
     if (t.value("stop_reason", "") == "context_full" && t.value("generated_tokens", 0) == 0) continue;
+    if (!t.value("error", json()).is_null()) continue;  // a failed turn measured nothing whole
     measured.push_back(&t);
     ttft.push_back(t["ttft_ms"].get<double>());
     if (t.value("generated_tokens", 0) > 1) tps.push_back(t["decode_tokens_per_s"].get<double>());
@@ -286,8 +289,23 @@ int run(const SessionArgs& a, const std::vector<std::string>& command_line) {
     if (db) db->record_turn(run_id, {static_cast<int64_t>(ci), t.round, t.conversation_id, t.turn_index}, j);
     turns[ci].push_back(std::move(j));
   };
+  // A configuration that cannot run, or a turn that fails, is recorded; the sweep goes on
+  // and the exit code says so at the end.
+  std::vector<std::optional<result::ErrorInfo>> config_errors(configs.size());
+  std::vector<result::ErrorInfo> failures;
+  cb.config_failed = [&](size_t ci, const result::ErrorInfo& error) {
+    config_errors[ci] = error;
+    failures.push_back(error);
+    if (db) db->finish_configuration(run_id, static_cast<int64_t>(ci), store::Status::kFailed, error.message);
+  };
+  const auto turn_done = cb.turn_done;
+  cb.turn_done = [&](size_t ci, runner::TurnResult& t) {
+    if (t.error) failures.push_back(*t.error);
+    turn_done(ci, t);
+  };
+  engine::LlamaEngine engine(backend);
   try {
-    runner::run_session(configs, conversations, options, clock, cb);
+    runner::run_session(engine, configs, conversations, options, clock, cb);
   } catch (const Error& e) {
     frames.stop();
     recorder.stop();
@@ -304,16 +322,27 @@ int run(const SessionArgs& a, const std::vector<std::string>& command_line) {
   for (size_t i = 0; i < configs.size(); ++i) {
     json analysis_json = analyse(turns[i]);
     if (db) db->record_run_summary(run_id, fmt::format("config{}", i), analysis_json);
-    cs.push_back({{"ordinal", i}, {"config", configs[i].to_json()}, {"analysis", analysis_json}, {"turns", turns[i]}});
+    const auto& error = config_errors[i];
+    cs.push_back({{"ordinal", i}, {"config", configs[i].to_json()}, {"analysis", analysis_json}, {"turns", turns[i]},
+                  {"error", error ? json{{"kind", error->kind}, {"message", error->message}} : json(nullptr)}});
   }
   report["configs"] = cs;
-  if (db) db->finish_run(run_id, store::Status::kComplete);
+  // A stop request (Ctrl-C) ends the session after the turn in flight: resumable.
+  const bool interrupted = runner::stop_requested();
+  if (db) db->finish_run(run_id, interrupted ? store::Status::kFailed : store::Status::kComplete, interrupted ? "interrupted" : "");
 
   std::ostream& out = a.output_file.empty() ? std::cout : file;
   if (a.output_format == "json") out << report.dump(2) << "\n";
   else print_markdown(out, report);
   if (db && !a.quiet) std::cerr << "edgeprobe: session stored as run " << run_id << " in " << db->path() << "\n";
-  return 0;
+  // Every turn is written; now say what failed, once per distinct message.
+  int exit_code = 0;
+  std::set<std::string> said;
+  for (const auto& f : failures) {
+    if (said.insert(f.message).second) std::cerr << "edgeprobe: error: " << f.message << "\n";
+    if (exit_code == 0) exit_code = f.kind == "bad_input" ? 2 : f.kind == "bug" ? 1 : 3;
+  }
+  return exit_code;
 }
 
 }  // namespace
