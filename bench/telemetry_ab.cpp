@@ -273,12 +273,13 @@ int main(int argc, char** argv) {
   const double quiet = std::getenv("QUIET") ? std::atof(std::getenv("QUIET")) : 0.10;
 
   try {
-    engine::load_cpu_backend();
-    const auto model = engine::Model::load({model_path, true, true});
+    engine::LlamaEngine llama(engine::load_cpu_backend());
+    const auto model = llama.load({model_path, true, true});
     engine::ContextOptions copt;
     copt.n_ctx = tokens + 8;
     copt.n_threads = threads;
-    engine::Context ctx(*model, copt);
+    const auto context = model->new_context(copt);
+    engine::Context& ctx = *context;
 
     std::mt19937_64 rng(42);
     std::uniform_int_distribution<int32_t> pick(0, model->n_vocab() - 1);

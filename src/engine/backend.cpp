@@ -30,6 +30,21 @@ bool g_log_echo = false;
 std::string g_partial;  // ggml logs a line in pieces (GGML_LOG_LEVEL_CONT)
 int g_partial_level = 0;
 
+static_assert(static_cast<int>(LogLevel::kDebug) == GGML_LOG_LEVEL_DEBUG &&
+              static_cast<int>(LogLevel::kInfo) == GGML_LOG_LEVEL_INFO &&
+              static_cast<int>(LogLevel::kWarning) == GGML_LOG_LEVEL_WARN &&
+              static_cast<int>(LogLevel::kError) == GGML_LOG_LEVEL_ERROR,
+              "LogLevel keeps ggml's numbers");
+
+LogLevel to_log_level(int ggml_level) {
+  switch (ggml_level) {
+    case GGML_LOG_LEVEL_INFO: return LogLevel::kInfo;
+    case GGML_LOG_LEVEL_WARN: return LogLevel::kWarning;
+    case GGML_LOG_LEVEL_ERROR: return LogLevel::kError;
+    default: return LogLevel::kDebug;  // NONE and DEBUG; CONT never reaches here
+  }
+}
+
 void log_callback(ggml_log_level level, const char* text, void* /*user_data*/) {
   std::lock_guard lock(g_log_mutex);
   if (g_log_echo) std::fputs(text, stderr);
@@ -37,7 +52,7 @@ void log_callback(ggml_log_level level, const char* text, void* /*user_data*/) {
   g_partial += text;
   size_t newline;
   while ((newline = g_partial.find('\n')) != std::string::npos) {
-    g_log.push_back({g_partial_level, g_partial.substr(0, newline)});
+    g_log.push_back({to_log_level(g_partial_level), g_partial.substr(0, newline)});
     g_partial.erase(0, newline + 1);
   }
   // Keep memory bounded on very chatty runs; doctor only needs the load-time lines.
@@ -142,9 +157,12 @@ void start_log_capture(bool echo_to_stderr) {
   llama_log_set(log_callback, nullptr);
 }
 
-std::vector<LogLine> captured_log() {
+std::vector<LogLine> captured_log(LogLevel min) {
   std::lock_guard lock(g_log_mutex);
-  return g_log;
+  std::vector<LogLine> lines;
+  for (const auto& line : g_log)
+    if (line.level >= min) lines.push_back(line);
+  return lines;
 }
 
 }  // namespace edgeprobe::engine

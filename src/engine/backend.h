@@ -26,12 +26,15 @@ std::vector<std::string> installed_cpu_variants(const std::string& dir = "");
 std::string default_backend_dir();
 
 // llama.cpp / ggml log lines, captured with llama_log_set instead of printed, so that
-// `doctor` can scan them (fallback, repack, unsupported) and stdout stays clean.
+// `doctor` can scan them (fallback, repack, unsupported) and stdout stays clean. The
+// levels keep ggml_log_level's numbers: stored results hold them ("level": 3 = warning).
+enum class LogLevel { kDebug = 1, kInfo = 2, kWarning = 3, kError = 4 };
 struct LogLine {
-  int level;  // ggml_log_level
+  LogLevel level;
   std::string text;
 };
 void start_log_capture(bool echo_to_stderr);
-std::vector<LogLine> captured_log();
+// The lines captured so far at `min` and above, oldest first.
+std::vector<LogLine> captured_log(LogLevel min = LogLevel::kDebug);
 
 }  // namespace edgeprobe::engine

@@ -5,14 +5,15 @@
 #include <llama.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstring>
 
 #include "core/error.h"
-#include "engine/backend.h"
+#include "edgeprobe_version.h"
 
 namespace edgeprobe::engine {
 namespace {
+
+static_assert(kMaxCpus == GGML_MAX_N_THREADS, "a CPU mask holds one flag per ggml thread slot");
 
 // The first error line llama.cpp logged since `mark` (a log size), to explain a null
 // return: the first one names the cause ("unknown model architecture: 'x'"), the later
@@ -20,7 +21,7 @@ namespace {
 std::string first_llama_error_since(size_t mark) {
   const auto log = captured_log();
   for (size_t i = mark; i < log.size(); ++i) {
-    if (log[i].level != GGML_LOG_LEVEL_ERROR) continue;
+    if (log[i].level != LogLevel::kError) continue;
     std::string text = log[i].text;
     for (const char* prefix : {"error loading model: ", ": "}) {
       if (const auto at = text.find(prefix); at != std::string::npos) {
@@ -39,45 +40,71 @@ ggml_backend_reg_t cpu_reg() {
   return ggml_backend_dev_backend_reg(dev);
 }
 
-}  // namespace
+[[noreturn]] void throw_decode_failure(int rc, int n_past) {
+  throw_environment("llama_decode failed (code {}) at position {}{}", rc, n_past,
+                    rc == 1 ? ": the KV cache is full; use a larger context" : "");
+}
 
-std::unique_ptr<Model> Model::load(const ModelOptions& options) {
-  load_cpu_backend();  // no-op when already loaded; the best variant otherwise
-  llama_model_params params = llama_model_default_params();
-  params.n_gpu_layers = 0;
-  params.load_mode = options.use_mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
-  params.use_extra_bufts = options.use_repack;
-  const size_t mark = captured_log().size();
-  llama_model* model = llama_model_load_from_file(options.path.c_str(), params);
-  if (!model) {
-    const std::string why = first_llama_error_since(mark);
-    throw_bad_input("llama.cpp could not load '{}'{}{}", options.path, why.empty() ? "" : ": ", why);
+class LlamaModel;
+
+// A context with its own ggml threadpool, exactly like llama-bench. Every decode ends
+// with llama_synchronize so a timing taken around it is real.
+class LlamaContext : public Context {
+ public:
+  LlamaContext(const LlamaModel& model, llama_model* raw_model, const ContextOptions& options);
+  ~LlamaContext() override;
+  LlamaContext(const LlamaContext&) = delete;
+  LlamaContext& operator=(const LlamaContext&) = delete;
+
+  void decode(const std::vector<Token>& tokens, bool logits_for_last) override;
+  void decode_one(Token token) override;
+  void clear() override { llama_memory_clear(llama_get_memory(ctx_), false); }
+  int32_t n_ctx() const override { return static_cast<int32_t>(llama_n_ctx(ctx_)); }
+  int32_t n_past() const override { return llama_memory_seq_pos_max(llama_get_memory(ctx_), 0) + 1; }
+  Token argmax_last() const override;
+  bool shift(int n_keep, int n_discard) override;
+  std::vector<uint8_t> save_state() const override;
+  bool restore_state(const std::vector<uint8_t>& state) override;
+
+ private:
+  const LlamaModel& model_;
+  llama_context* ctx_ = nullptr;
+  ggml_threadpool* threadpool_ = nullptr;
+  int n_batch_;
+};
+
+class LlamaModel : public LoadedModel {
+ public:
+  LlamaModel(llama_model* model, ModelOptions options) : model_(model), options_(std::move(options)) {}
+  ~LlamaModel() override { llama_model_free(model_); }
+  LlamaModel(const LlamaModel&) = delete;
+  LlamaModel& operator=(const LlamaModel&) = delete;
+
+  const ModelOptions& options() const override { return options_; }
+  std::vector<Token> tokenize(const std::string& text, bool add_special) const override;
+  std::string token_to_piece(Token token) const override;
+  bool is_end_of_generation(Token token) const override { return llama_vocab_is_eog(vocab(), token); }
+  int32_t n_vocab() const override { return llama_vocab_n_tokens(vocab()); }
+  Token bos_token() const override { return llama_vocab_bos(vocab()); }
+  bool adds_bos() const override { return llama_vocab_get_add_bos(vocab()); }
+  std::string description() const override;
+  uint64_t size_bytes() const override { return llama_model_size(model_); }
+  uint64_t n_params() const override { return llama_model_n_params(model_); }
+  std::string chat_template() const override;
+  std::string apply_chat_template(const std::vector<ChatMessage>& messages, bool add_assistant,
+                                  bool* used_fallback) const override;
+  std::unique_ptr<Context> new_context(const ContextOptions& options) const override {
+    return std::make_unique<LlamaContext>(*this, model_, options);
   }
-  return std::unique_ptr<Model>(new Model(model, options));
-}
 
-Model::~Model() { llama_model_free(model_); }
+ private:
+  const llama_vocab* vocab() const { return llama_model_get_vocab(model_); }
+  llama_model* model_;
+  ModelOptions options_;
+};
 
-const llama_vocab* Model::vocab() const { return llama_model_get_vocab(model_); }
-int32_t Model::n_vocab() const { return llama_vocab_n_tokens(vocab()); }
-int32_t Model::bos_token() const { return llama_vocab_bos(vocab()); }
-bool Model::adds_bos() const { return llama_vocab_get_add_bos(vocab()); }
-uint64_t Model::size_bytes() const { return llama_model_size(model_); }
-uint64_t Model::n_params() const { return llama_model_n_params(model_); }
-
-std::string Model::description() const {
-  char buf[256];
-  llama_model_desc(model_, buf, sizeof(buf));
-  return buf;
-}
-
-std::string Model::chat_template() const {
-  const char* t = llama_model_chat_template(model_, nullptr);
-  return t ? t : "";
-}
-
-std::vector<int32_t> Model::tokenize(const std::string& text, bool add_special) const {
-  std::vector<int32_t> tokens(text.size() + 8);
+std::vector<Token> LlamaModel::tokenize(const std::string& text, bool add_special) const {
+  std::vector<Token> tokens(text.size() + 8);
   int32_t n = llama_tokenize(vocab(), text.data(), static_cast<int32_t>(text.size()), tokens.data(),
                              static_cast<int32_t>(tokens.size()), add_special, true);
   if (n < 0) {
@@ -90,19 +117,30 @@ std::vector<int32_t> Model::tokenize(const std::string& text, bool add_special) 
   return tokens;
 }
 
-std::string Model::token_to_piece(int32_t token) const {
+std::string LlamaModel::token_to_piece(Token token) const {
   char buf[256];
   const int32_t n = llama_token_to_piece(vocab(), token, buf, sizeof(buf), 0, false);
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
 }
 
-bool Model::is_end_of_generation(int32_t token) const { return llama_vocab_is_eog(vocab(), token); }
+std::string LlamaModel::description() const {
+  char buf[256];
+  llama_model_desc(model_, buf, sizeof(buf));
+  return buf;
+}
 
-std::string apply_chat_template(const Model& model, const std::vector<ChatMessage>& messages, bool add_assistant,
-                                bool* used_fallback) {
+std::string LlamaModel::chat_template() const {
+  const char* t = llama_model_chat_template(model_, nullptr);
+  return t ? t : "";
+}
+
+// llama_chat_apply_template knows llama.cpp's built-in templates; one it does not know
+// falls back to plain text.
+std::string LlamaModel::apply_chat_template(const std::vector<ChatMessage>& messages, bool add_assistant,
+                                            bool* used_fallback) const {
   std::vector<llama_chat_message> chat;
   for (const auto& m : messages) chat.push_back({m.role.c_str(), m.content.c_str()});
-  const std::string tmpl = model.chat_template();
+  const std::string tmpl = chat_template();
   if (!tmpl.empty()) {
     std::vector<char> buf(4096);
     int32_t n = llama_chat_apply_template(tmpl.c_str(), chat.data(), chat.size(), add_assistant, buf.data(),
@@ -118,43 +156,11 @@ std::string apply_chat_template(const Model& model, const std::vector<ChatMessag
     }
   }
   if (used_fallback) *used_fallback = true;
-  std::string text;
-  for (const auto& m : messages) text += m.role + ": " + m.content + "\n";
-  if (add_assistant) text += "assistant: ";
-  return text;
+  return plain_chat_text(messages, add_assistant);
 }
 
-int parse_cache_type(const std::string& name) {
-  // The types llama.cpp's KV cache accepts (llama-bench's list, research notes 1.1).
-  static const std::pair<const char*, ggml_type> kTypes[] = {
-      {"f16", GGML_TYPE_F16},   {"bf16", GGML_TYPE_BF16}, {"q8_0", GGML_TYPE_Q8_0},   {"q4_0", GGML_TYPE_Q4_0},
-      {"q4_1", GGML_TYPE_Q4_1}, {"q5_0", GGML_TYPE_Q5_0}, {"q5_1", GGML_TYPE_Q5_1}, {"iq4_nl", GGML_TYPE_IQ4_NL},
-      {"f32", GGML_TYPE_F32}};
-  for (const auto& [n, t] : kTypes)
-    if (name == n) return t;
-  throw_bad_input("unsupported KV cache type '{}'; use f16, bf16, f32, q8_0, q4_0, q4_1, q5_0, q5_1 or iq4_nl", name);
-}
-
-std::vector<bool> parse_cpu_mask(const std::string& text) {
-  std::string hex = text;
-  if (hex.starts_with("0x") || hex.starts_with("0X")) hex = hex.substr(2);
-  if (hex.empty() || hex.size() > GGML_MAX_N_THREADS / 4)
-    throw_bad_input("invalid CPU mask '{}': expected a hex number such as 0x3", text);
-  std::vector<bool> mask(hex.size() * 4, false);
-  for (size_t i = 0; i < hex.size(); ++i) {
-    const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(hex[hex.size() - 1 - i])));
-    int v;
-    if (c >= '0' && c <= '9') v = c - '0';
-    else if (c >= 'a' && c <= 'f') v = c - 'a' + 10;
-    else throw_bad_input("invalid CPU mask '{}': '{}' is not a hex digit", text, c);
-    for (int b = 0; b < 4; ++b) mask[i * 4 + b] = (v >> b) & 1;
-  }
-  if (std::none_of(mask.begin(), mask.end(), [](bool b) { return b; }))
-    throw_bad_input("CPU mask '{}' selects no CPU", text);
-  return mask;
-}
-
-Context::Context(const Model& model, const ContextOptions& o) : model_(model), n_batch_(o.n_batch) {
+LlamaContext::LlamaContext(const LlamaModel& model, llama_model* raw_model, const ContextOptions& o)
+    : model_(model), n_batch_(o.n_batch) {
   if (o.n_threads < 1 || o.n_threads > GGML_MAX_N_THREADS) throw_bad_input("thread count {} out of range", o.n_threads);
   if (o.n_batch < 1 || o.n_ubatch < 1) throw_bad_input("batch sizes must be positive (got -b {} -ub {})", o.n_batch, o.n_ubatch);
   if (o.poll < 0 || o.poll > 100) throw_bad_input("--poll {} out of range 0..100", o.poll);
@@ -171,7 +177,7 @@ Context::Context(const Model& model, const ContextOptions& o) : model_(model), n
                                                : LLAMA_FLASH_ATTN_TYPE_ENABLED;
   params.no_perf = true;
   const size_t mark = captured_log().size();
-  ctx_ = llama_init_from_model(model.raw(), params);
+  ctx_ = llama_init_from_model(raw_model, params);
   if (!ctx_) {
     const std::string why = first_llama_error_since(mark);
     throw_bad_input("llama.cpp could not create a context{}{}", why.empty() ? "" : ": ", why);
@@ -197,7 +203,7 @@ Context::Context(const Model& model, const ContextOptions& o) : model_(model), n
   llama_attach_threadpool(ctx_, threadpool_, nullptr);
 }
 
-Context::~Context() {
+LlamaContext::~LlamaContext() {
   llama_free(ctx_);
   if (threadpool_) {
     using FreeFn = void (*)(ggml_threadpool*);
@@ -206,29 +212,23 @@ Context::~Context() {
   }
 }
 
-void Context::decode(const std::vector<int32_t>& tokens, bool logits_for_last) {
-  (void)logits_for_last;  // llama_batch_get_one outputs the last token's logits
+void LlamaContext::decode(const std::vector<Token>& tokens, bool logits_for_last) {
+  (void)logits_for_last;  // llama_batch_get_one outputs the last token's logits anyway
   for (size_t i = 0; i < tokens.size(); i += static_cast<size_t>(n_batch_)) {
     const auto n = static_cast<int32_t>(std::min(tokens.size() - i, static_cast<size_t>(n_batch_)));
-    llama_batch batch = llama_batch_get_one(const_cast<int32_t*>(tokens.data() + i), n);
-    if (const int rc = llama_decode(ctx_, batch); rc != 0) {
-      throw_environment("llama_decode failed (code {}) at position {}{}", rc, n_past(),
-                        rc == 1 ? ": the KV cache is full; use a larger context" : "");
-    }
+    llama_batch batch = llama_batch_get_one(const_cast<Token*>(tokens.data() + i), n);
+    if (const int rc = llama_decode(ctx_, batch); rc != 0) throw_decode_failure(rc, n_past());
   }
   llama_synchronize(ctx_);
 }
 
-void Context::decode_one(int32_t token) {
+void LlamaContext::decode_one(Token token) {
   llama_batch batch = llama_batch_get_one(&token, 1);
-  if (const int rc = llama_decode(ctx_, batch); rc != 0) {
-    throw_environment("llama_decode failed (code {}) at position {}{}", rc, n_past(),
-                      rc == 1 ? ": the KV cache is full; use a larger context" : "");
-  }
+  if (const int rc = llama_decode(ctx_, batch); rc != 0) throw_decode_failure(rc, n_past());
   llama_synchronize(ctx_);
 }
 
-bool Context::shift(int n_keep, int n_discard) {
+bool LlamaContext::shift(int n_keep, int n_discard) {
   llama_memory_t mem = llama_get_memory(ctx_);
   if (!llama_memory_can_shift(mem)) return false;
   const int n_past_now = n_past();
@@ -237,27 +237,72 @@ bool Context::shift(int n_keep, int n_discard) {
   return true;
 }
 
-void Context::clear() { llama_memory_clear(llama_get_memory(ctx_), false); }
-int32_t Context::n_ctx() const { return static_cast<int32_t>(llama_n_ctx(ctx_)); }
-int32_t Context::n_past() const { return llama_memory_seq_pos_max(llama_get_memory(ctx_), 0) + 1; }
-
-int32_t Context::argmax_last() const {
+Token LlamaContext::argmax_last() const {
   const float* logits = llama_get_logits_ith(ctx_, -1);
   if (!logits) return 0;
   const int32_t n = model_.n_vocab();
-  return static_cast<int32_t>(std::max_element(logits, logits + n) - logits);
+  return static_cast<Token>(std::max_element(logits, logits + n) - logits);
 }
 
-std::vector<uint8_t> Context::save_state() const {
+std::vector<uint8_t> LlamaContext::save_state() const {
   std::vector<uint8_t> buf(llama_state_seq_get_size(ctx_, 0));
   const size_t n = llama_state_seq_get_data(ctx_, buf.data(), buf.size(), 0);
   buf.resize(n);
   return buf;
 }
 
-bool Context::restore_state(const std::vector<uint8_t>& state) {
+bool LlamaContext::restore_state(const std::vector<uint8_t>& state) {
   clear();
   return llama_state_seq_set_data(ctx_, state.data(), state.size(), 0) != 0;
+}
+
+}  // namespace
+
+Capabilities LlamaEngine::capabilities() const {
+  Capabilities c;
+  c.kv_state = true;
+  c.context_shift = true;  // for attention caches; shift() says false for a recurrent model
+  c.cpu_placement = true;
+  c.per_token_timing = true;
+  return c;
+}
+
+nlohmann::json LlamaEngine::provenance() const {
+  nlohmann::json features = nlohmann::json::object();
+  for (const auto& [key, value] : backend_.features) features[key] = value;
+  return {{"name", name()},
+          {"kind", "in-process"},
+          {"version", kLlamaCppVersion},
+          {"commit", kLlamaCppCommit},
+          {"cpu_variant", backend_.variant},
+          {"cpu_variant_library", backend_.library_path},
+          {"cpu_variant_features", features},
+          {"capabilities", capabilities().to_json()}};
+}
+
+std::unique_ptr<LoadedModel> LlamaEngine::load(const ModelOptions& options) {
+  llama_model_params params = llama_model_default_params();
+  params.n_gpu_layers = 0;
+  params.load_mode = options.use_mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
+  params.use_extra_bufts = options.use_repack;
+  const size_t mark = captured_log().size();
+  llama_model* model = llama_model_load_from_file(options.path.c_str(), params);
+  if (!model) {
+    const std::string why = first_llama_error_since(mark);
+    throw_bad_input("llama.cpp could not load '{}'{}{}", options.path, why.empty() ? "" : ": ", why);
+  }
+  return std::make_unique<LlamaModel>(model, options);
+}
+
+int parse_cache_type(const std::string& name) {
+  // The types llama.cpp's KV cache accepts (llama-bench's list, research notes 1.1).
+  static const std::pair<const char*, ggml_type> kTypes[] = {
+      {"f16", GGML_TYPE_F16},   {"bf16", GGML_TYPE_BF16}, {"q8_0", GGML_TYPE_Q8_0},   {"q4_0", GGML_TYPE_Q4_0},
+      {"q4_1", GGML_TYPE_Q4_1}, {"q5_0", GGML_TYPE_Q5_0}, {"q5_1", GGML_TYPE_Q5_1}, {"iq4_nl", GGML_TYPE_IQ4_NL},
+      {"f32", GGML_TYPE_F32}};
+  for (const auto& [n, t] : kTypes)
+    if (name == n) return t;
+  throw_bad_input("unsupported KV cache type '{}'; use f16, bf16, f32, q8_0, q4_0, q4_1, q5_0, q5_1 or iq4_nl", name);
 }
 
 }  // namespace edgeprobe::engine

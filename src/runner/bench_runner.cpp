@@ -8,7 +8,6 @@
 #include <thread>
 
 #include "core/error.h"
-#include "engine/llama_engine.h"
 #include "probe/storage.h"
 #include "runner/process_memory.h"
 
@@ -17,11 +16,13 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 
+const result::ErrorInfo kInterrupted{"interrupted", "not run: the sweep was interrupted"};
+
 double ms_between(int64_t start_ns, int64_t end_ns) { return static_cast<double>(end_ns - start_ns) / 1e6; }
 
-std::vector<int32_t> random_tokens(std::mt19937_64& rng, int n, int32_t n_vocab, int32_t first) {
-  std::uniform_int_distribution<int32_t> dist(0, n_vocab - 1);
-  std::vector<int32_t> tokens(static_cast<size_t>(n));
+std::vector<engine::Token> random_tokens(std::mt19937_64& rng, int n, int32_t n_vocab, engine::Token first) {
+  std::uniform_int_distribution<engine::Token> dist(0, n_vocab - 1);
+  std::vector<engine::Token> tokens(static_cast<size_t>(n));
   for (auto& t : tokens) t = dist(rng);
   if (first >= 0 && !tokens.empty()) tokens[0] = first;
   return tokens;
@@ -42,19 +43,33 @@ engine::ContextOptions context_options(const workload::TestCase& c) {
   return o;
 }
 
-// Runs one test once. What is timed: the prompt (all batches, then one synchronize) and
-// every decode step (each synchronized). The depth fill before it is not timed.
+// A setting the engine cannot honour is refused: a figure measured without it would be
+// read as one measured with it.
+void check_supported(const engine::Engine& engine, const workload::TestCase& c) {
+  if (!engine.capabilities().cpu_placement && (!c.cpu_mask.empty() || c.cpu_strict))
+    throw_bad_input("the {} engine cannot place threads on CPUs; drop -C/--cpu-mask and --cpu-strict", engine.name());
+}
+
+void emit(const RunnerCallbacks& callbacks, std::vector<PhaseEvent>& events, const PhaseEvent& e) {
+  events.push_back(e);
+  if (callbacks.event) callbacks.event(e);
+}
+
+// Runs one test once. What is timed: the prompt (one decode call, synchronous) and every
+// decode step. The depth fill before it is not timed; with an engine that can snapshot
+// its cache, it is made once and restored for the later runs.
 class TestExecution {
  public:
-  TestExecution(const engine::Model& model, engine::Context& ctx, const workload::TestCase& test,
+  TestExecution(const engine::LoadedModel& model, engine::Context& ctx, bool kv_state, const workload::TestCase& test,
                 const RunClock& clock, const RunnerCallbacks& callbacks, std::vector<PhaseEvent>& events)
-      : model_(model), ctx_(ctx), test_(test), clock_(clock), callbacks_(callbacks), events_(events) {}
+      : model_(model), ctx_(ctx), kv_state_(kv_state), test_(test), clock_(clock), callbacks_(callbacks),
+        events_(events) {}
 
   result::Repetition run(int repetition, uint64_t seed) {
     std::mt19937_64 rng(seed);
     ctx_.clear();
     if (test_.n_depth > 0) fill_depth(rng);
-    const int32_t first = model_.adds_bos() && test_.n_depth == 0 ? model_.bos_token() : -1;
+    const engine::Token first = model_.adds_bos() && test_.n_depth == 0 ? model_.bos_token() : -1;
     const auto prompt = random_tokens(rng, test_.n_prompt, model_.n_vocab(), first);
     const auto gen = random_tokens(rng, test_.n_gen, model_.n_vocab(), test_.n_prompt == 0 ? first : -1);
 
@@ -69,58 +84,58 @@ class TestExecution {
       rep.prefill_ms = ms_between(p0, p1);
       rep.prefill_tokens_per_s = test_.n_prompt / (rep.prefill_ms / 1e3);
       rep.ttft_ms = rep.prefill_ms;
-      emit({"prefill", "phase", p0, p1, test_.n_prompt, repetition, test_.name()});
+      emit(callbacks_, events_, {"prefill", "phase", p0, p1, test_.n_prompt, repetition, test_.name()});
     }
-    if (!gen.empty()) {
-      rep.decode_step_ms.reserve(gen.size());
-      const int64_t d0 = clock_.now_ns();
-      int64_t step_start = d0;
-      for (int32_t token : gen) {
-        ctx_.decode_one(token);
-        const int64_t step_end = clock_.now_ns();
-        rep.decode_step_ms.push_back(ms_between(step_start, step_end));
-        step_start = step_end;
-      }
-      const int64_t d1 = step_start;
-      emit({"decode", "phase", d0, d1, test_.n_gen, repetition, test_.name()});
-      if (callbacks_.event) {
-        int64_t t = d0;
-        for (double ms : rep.decode_step_ms) {
-          const auto end = t + static_cast<int64_t>(ms * 1e6);
-          emit({"token", "token", t, end, 1, repetition, test_.name()});
-          t = end;
-        }
-      }
-      // With a prompt, the first generated token comes from the prefill's logits, so every
-      // decode step yields a later token. Without one, the first step yields the first
-      // token: it is the time to first token and is left out of the decode rate.
-      const size_t skip = prompt.empty() ? 1 : 0;
-      if (prompt.empty()) rep.ttft_ms = rep.decode_step_ms.front();
-      double decode_ms = 0;
-      for (size_t i = skip; i < rep.decode_step_ms.size(); ++i) decode_ms += rep.decode_step_ms[i];
-      const size_t counted = rep.decode_step_ms.size() - skip;
-      rep.decode_ms = decode_ms;
-      rep.decode_tokens_per_s = counted > 0 && decode_ms > 0 ? static_cast<double>(counted) / (decode_ms / 1e3) : 0;
-    }
+    if (!gen.empty()) time_generation(gen, !prompt.empty(), repetition, rep);
     rep.end_ns = clock_.now_ns();
     rep.peak_rss_bytes = peak_rss_bytes();
     return rep;
   }
 
  private:
-  void fill_depth(std::mt19937_64& rng) {
-    if (!depth_state_.empty() && ctx_.restore_state(depth_state_)) return;
-    const int32_t first = model_.adds_bos() ? model_.bos_token() : -1;
-    ctx_.decode(random_tokens(rng, test_.n_depth, model_.n_vocab(), first));
-    depth_state_ = ctx_.save_state();
-  }
-  void emit(const PhaseEvent& e) {
-    events_.push_back(e);
-    if (callbacks_.event) callbacks_.event(e);
+  void time_generation(const std::vector<engine::Token>& gen, bool after_prompt, int repetition,
+                       result::Repetition& rep) {
+    rep.decode_step_ms.reserve(gen.size());
+    const int64_t d0 = clock_.now_ns();
+    int64_t step_start = d0;
+    for (engine::Token token : gen) {
+      ctx_.decode_one(token);
+      const int64_t step_end = clock_.now_ns();
+      rep.decode_step_ms.push_back(ms_between(step_start, step_end));
+      step_start = step_end;
+    }
+    const int64_t d1 = step_start;
+    emit(callbacks_, events_, {"decode", "phase", d0, d1, test_.n_gen, repetition, test_.name()});
+    if (callbacks_.event) {
+      int64_t t = d0;
+      for (double ms : rep.decode_step_ms) {
+        const auto end = t + static_cast<int64_t>(ms * 1e6);
+        emit(callbacks_, events_, {"token", "token", t, end, 1, repetition, test_.name()});
+        t = end;
+      }
+    }
+    // With a prompt, the first generated token comes from the prefill's logits, so every
+    // decode step yields a later token. Without one, the first step yields the first
+    // token: it is the time to first token and is left out of the decode rate.
+    const size_t skip = after_prompt ? 0 : 1;
+    if (!after_prompt) rep.ttft_ms = rep.decode_step_ms.front();
+    double decode_ms = 0;
+    for (size_t i = skip; i < rep.decode_step_ms.size(); ++i) decode_ms += rep.decode_step_ms[i];
+    const size_t counted = rep.decode_step_ms.size() - skip;
+    rep.decode_ms = decode_ms;
+    rep.decode_tokens_per_s = counted > 0 && decode_ms > 0 ? static_cast<double>(counted) / (decode_ms / 1e3) : 0;
   }
 
-  const engine::Model& model_;
+  void fill_depth(std::mt19937_64& rng) {
+    if (!depth_state_.empty() && ctx_.restore_state(depth_state_)) return;
+    const engine::Token first = model_.adds_bos() ? model_.bos_token() : -1;
+    ctx_.decode(random_tokens(rng, test_.n_depth, model_.n_vocab(), first));
+    if (kv_state_) depth_state_ = ctx_.save_state();
+  }
+
+  const engine::LoadedModel& model_;
   engine::Context& ctx_;
+  const bool kv_state_;
   const workload::TestCase& test_;
   const RunClock& clock_;
   const RunnerCallbacks& callbacks_;
@@ -128,113 +143,132 @@ class TestExecution {
   std::vector<uint8_t> depth_state_;
 };
 
-result::ErrorInfo error_info(const std::exception& e) {
-  if (const auto* err = dynamic_cast<const Error*>(&e)) return {error_kind_name(err->kind()), err->what()};
-  return {"bug", e.what()};
+// The model of a group of cases, loaded `repetitions` times: the first load is cold
+// (first in this process), the others warm; the last one stays for the tests.
+struct LoadedGroup {
+  std::unique_ptr<engine::LoadedModel> model;
+  std::vector<double> load_ms;
+  double resident_share = -1;  // of the file, before the first load
+  std::optional<result::ErrorInfo> error;
+};
+
+LoadedGroup load_group(engine::Engine& engine, const workload::TestCase& test, const RunnerOptions& options,
+                       const RunClock& clock, const RunnerCallbacks& callbacks, std::vector<PhaseEvent>& events) {
+  LoadedGroup g;
+  // Share of the file already in the page cache: tells a cold load from a warm one.
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(test.model_path, ec);
+  g.resident_share = ec ? -1 : probe::resident_fraction(test.model_path, bytes);
+  try {
+    const int loads = std::max(1, options.repetitions);
+    for (int l = 0; l < loads && !stop_requested(); ++l) {
+      if (callbacks.progress) callbacks.progress(fmt::format("loading {} ({}/{})", test.model_path, l + 1, loads));
+      g.model.reset();
+      const int64_t t0 = clock.now_ns();
+      g.model = engine.load({test.model_path, test.use_mmap, true});
+      const int64_t t1 = clock.now_ns();
+      g.load_ms.push_back(ms_between(t0, t1));
+      emit(callbacks, events, {"load", "phase", t0, t1, 0, l, "load"});
+    }
+  } catch (const std::exception& e) {
+    g.model.reset();
+    g.error = to_error_info(e);
+  }
+  return g;
+}
+
+// Every repetition of case `i` an interrupted run stored, in order.
+std::vector<result::Repetition> stored_repetitions(size_t i, const RunnerOptions& options,
+                                                   const RunnerCallbacks& callbacks) {
+  std::vector<result::Repetition> stored;
+  for (int r = 0; callbacks.stored_repetition && r < options.repetitions; ++r)
+    if (auto rep = callbacks.stored_repetition(i, r)) stored.push_back(std::move(*rep));
+  return stored;
+}
+
+// One case on a loaded model: the warm-up, then the timed repetitions (stored ones are
+// reused), each handed to callbacks.repetition as soon as it is done. Throws on failure.
+void run_case(engine::Engine& engine, const engine::LoadedModel& model, size_t i, const workload::TestCase& test,
+              const std::string& label, const RunnerOptions& options, const RunClock& clock,
+              const RunnerCallbacks& callbacks, std::vector<PhaseEvent>& events, result::TestResult& res) {
+  auto progress = [&](const std::string& s) {
+    if (callbacks.progress) callbacks.progress(s);
+  };
+  check_supported(engine, test);
+  const bool kv_state = engine.capabilities().kv_state;
+  const auto ctx = model.new_context(context_options(test));
+  if (options.delay_s > 0) {
+    progress(label + ": cooling down");
+    std::this_thread::sleep_for(std::chrono::duration<double>(options.delay_s));
+  }
+  if (options.warmup) {
+    progress(label + ": warm-up");
+    std::vector<PhaseEvent> discard;
+    const RunnerCallbacks none;  // a named object: TestExecution keeps a reference to it
+    TestExecution warm(model, *ctx, kv_state, test, clock, none, discard);
+    warm.run(-1, options.seed ^ 0xabcdefULL);
+  }
+  TestExecution exec(model, *ctx, kv_state, test, clock, callbacks, events);
+  for (int r = 0; r < options.repetitions && !stop_requested(); ++r) {
+    if (callbacks.stored_repetition) {
+      if (auto stored = callbacks.stored_repetition(i, r)) {
+        res.repetitions.push_back(std::move(*stored));
+        continue;
+      }
+    }
+    progress(fmt::format("{}: repetition {}/{}", label, r + 1, options.repetitions));
+    res.repetitions.push_back(exec.run(r, options.seed + static_cast<uint64_t>(r)));
+    if (callbacks.repetition) callbacks.repetition(i, test, res.repetitions.back());
+  }
+  if (res.repetitions.empty()) res.error = result::ErrorInfo{"interrupted", "interrupted before any repetition"};
 }
 
 }  // namespace
 
 void request_stop() { g_stop.store(true); }
 bool stop_requested() { return g_stop.load(); }
+void clear_stop_request() { g_stop.store(false); }
 
-std::vector<result::TestResult> run_bench(const std::vector<workload::TestCase>& cases, const RunnerOptions& options,
-                                          const RunClock& clock,
+result::ErrorInfo to_error_info(const std::exception& e) {
+  if (const auto* err = dynamic_cast<const Error*>(&e)) return {error_kind_name(err->kind()), err->what()};
+  return {"bug", e.what()};
+}
+
+std::vector<result::TestResult> run_bench(engine::Engine& engine, const std::vector<workload::TestCase>& cases,
+                                          const RunnerOptions& options, const RunClock& clock,
                                           const std::function<int(const std::string&)>& model_index,
                                           const RunnerCallbacks& callbacks) {
-  auto progress = [&](const std::string& s) {
-    if (callbacks.progress) callbacks.progress(s);
-  };
   std::vector<result::TestResult> results;
-  std::unique_ptr<engine::Model> model;
-  std::vector<double> load_ms;
-  double resident_share = -1;
-  std::optional<result::ErrorInfo> load_error;
-
+  LoadedGroup group;
   for (size_t i = 0; i < cases.size(); ++i) {
     const auto& test = cases[i];
-    const std::string label = fmt::format("test {}/{} {}", i + 1, cases.size(), test.name());
     result::TestResult res;
     res.config = test;
     res.model_index = model_index(test.model_path);
     std::vector<PhaseEvent> events;
 
     if (stop_requested()) {
-      res.error = result::ErrorInfo{"interrupted", "not run: the sweep was interrupted"};
+      res.error = kInterrupted;
     } else {
-      // A new model group: load it `repetitions` times; the first load is cold (first in
-      // this process), the others warm; the last one stays for the tests.
       if (i == 0 || !test.same_model(cases[i - 1])) {
-        model.reset();
-        load_ms.clear();
-        load_error.reset();
-        // Share of the file already in the page cache: tells a cold load from a warm one.
-        std::error_code ec;
-        const auto bytes = std::filesystem::file_size(test.model_path, ec);
-        resident_share = ec ? -1 : probe::resident_fraction(test.model_path, bytes);
-        try {
-          const int loads = std::max(1, options.repetitions);
-          for (int l = 0; l < loads && !stop_requested(); ++l) {
-            progress(fmt::format("loading {} ({}/{})", test.model_path, l + 1, loads));
-            model.reset();
-            const int64_t t0 = clock.now_ns();
-            model = engine::Model::load({test.model_path, test.use_mmap, true});
-            const int64_t t1 = clock.now_ns();
-            load_ms.push_back(ms_between(t0, t1));
-            PhaseEvent e{"load", "phase", t0, t1, 0, l, "load"};
-            events.push_back(e);
-            if (callbacks.event) callbacks.event(e);
-          }
-        } catch (const std::exception& e) {
-          load_error = error_info(e);
-        }
+        group = {};  // the previous model is freed before the next one loads
+        group = load_group(engine, test, options, clock, callbacks, events);
       }
-      res.load_ms = load_ms;
-      res.page_cache_resident_share = resident_share;
-      if (load_error) {
-        res.error = load_error;
-      } else if (!model) {
-        res.error = result::ErrorInfo{"interrupted", "not run: the sweep was interrupted"};
+      res.load_ms = group.load_ms;
+      res.page_cache_resident_share = group.resident_share;
+      if (group.error) {
+        res.error = group.error;
+      } else if (!group.model) {
+        res.error = kInterrupted;
+      } else if (auto stored = stored_repetitions(i, options, callbacks);
+                 static_cast<int>(stored.size()) == options.repetitions) {
+        res.repetitions = std::move(stored);  // a case an interrupted run finished, whole
       } else {
         try {
-          // A configuration an interrupted run finished is taken from the store whole.
-          std::vector<result::Repetition> stored;
-          for (int r = 0; callbacks.stored_repetition && r < options.repetitions; ++r)
-            if (auto rep = callbacks.stored_repetition(i, r)) stored.push_back(std::move(*rep));
-          if (static_cast<int>(stored.size()) == options.repetitions) {
-            res.repetitions = std::move(stored);
-            if (callbacks.enrich) callbacks.enrich(res, events);
-            if (callbacks.result) callbacks.result(res);
-            results.push_back(std::move(res));
-            continue;
-          }
-          engine::Context ctx(*model, context_options(test));
-          if (options.delay_s > 0) {
-            progress(label + ": cooling down");
-            std::this_thread::sleep_for(std::chrono::duration<double>(options.delay_s));
-          }
-          TestExecution exec(*model, ctx, test, clock, callbacks, events);
-          if (options.warmup) {
-            progress(label + ": warm-up");
-            std::vector<PhaseEvent> discard;
-            const RunnerCallbacks none;  // a named object: TestExecution keeps a reference to it
-            TestExecution warm(*model, ctx, test, clock, none, discard);
-            warm.run(-1, options.seed ^ 0xabcdefULL);
-          }
-          for (int r = 0; r < options.repetitions && !stop_requested(); ++r) {
-            if (callbacks.stored_repetition) {
-              if (auto stored = callbacks.stored_repetition(i, r)) {
-                res.repetitions.push_back(std::move(*stored));
-                continue;
-              }
-            }
-            progress(fmt::format("{}: repetition {}/{}", label, r + 1, options.repetitions));
-            res.repetitions.push_back(exec.run(r, options.seed + static_cast<uint64_t>(r)));
-            if (callbacks.repetition) callbacks.repetition(i, test, res.repetitions.back());
-          }
-          if (res.repetitions.empty()) res.error = result::ErrorInfo{"interrupted", "interrupted before any repetition"};
+          const std::string label = fmt::format("test {}/{} {}", i + 1, cases.size(), test.name());
+          run_case(engine, *group.model, i, test, label, options, clock, callbacks, events, res);
         } catch (const std::exception& e) {
-          res.error = error_info(e);
+          res.error = to_error_info(e);
         }
       }
     }

@@ -1,11 +1,13 @@
 #pragma once
 #include <atomic>
+#include <exception>
 #include <functional>
 #include <optional>
 #include <vector>
 
 #include "core/clock.h"
 #include "core/events.h"
+#include "engine/engine.h"
 #include "result/result.h"
 
 namespace edgeprobe::runner {
@@ -33,16 +35,23 @@ struct RunnerCallbacks {
   std::function<void(const result::TestResult&)> result;
 };
 
-// Runs every test case in order. A model loads once per group of consecutive cases that
-// share it (expand() orders them so). A failure inside a case becomes an error row and
-// the sweep goes on. `model_index(path)` maps a case to its Provenance::models entry.
-std::vector<result::TestResult> run_bench(const std::vector<workload::TestCase>& cases,
+// Runs every test case in order on `engine`. A model loads once per group of consecutive
+// cases that share it (expand() orders them so). A failure inside a case (a model that
+// does not load, a decode that fails, a setting the engine cannot honour) becomes an
+// error row and the sweep goes on. `model_index(path)` maps a case to its
+// Provenance::models entry.
+std::vector<result::TestResult> run_bench(engine::Engine& engine, const std::vector<workload::TestCase>& cases,
                                           const RunnerOptions& options, const RunClock& clock,
                                           const std::function<int(const std::string&)>& model_index,
                                           const RunnerCallbacks& callbacks);
 
-// Ask a running sweep to stop after the repetition in flight (from a signal handler).
+// Ask a running sweep (bench or session) to stop after the repetition or turn in flight
+// (from a signal handler). clear_stop_request() readies the process for another sweep.
 void request_stop();
 bool stop_requested();
+void clear_stop_request();
+
+// An exception as a result's error: Error keeps its kind, anything else is a bug.
+result::ErrorInfo to_error_info(const std::exception& e);
 
 }  // namespace edgeprobe::runner

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "core/error.h"
-#include "engine/llama_engine.h"
+#include "runner/bench_runner.h"
 
 namespace edgeprobe::runner {
 namespace {
@@ -54,6 +54,143 @@ void cool_down(const std::string& mode, double start_temp_c, const SessionCallba
   }
   std::this_thread::sleep_for(std::chrono::duration<double>(std::stod(mode)));
 }
+
+// One configuration's model and context, run conversation by conversation.
+class ConfigRun {
+ public:
+  ConfigRun(const engine::Engine& engine, const engine::LoadedModel& model, engine::Context& ctx, size_t config_index,
+            const SessionConfig& config, const SessionOptions& options, const RunClock& clock,
+            const SessionCallbacks& cb)
+      : engine_(engine), model_(model), ctx_(ctx), ci_(config_index), cfg_(config), options_(options), clock_(clock),
+        cb_(cb) {}
+
+  // Turn by turn until the conversation ends, cannot go on, fails, or a stop is requested.
+  void run_conversation(int round, const Conversation& conv, const std::string& where) {
+    ctx_.clear();
+    std::vector<engine::ChatMessage> history;
+    size_t formatted_len = 0;  // the history's text already in the KV cache
+    for (int ti = 0; ti < static_cast<int>(conv.turns.size()); ++ti) {
+      if (stop_requested()) return;  // after every turn: the one in flight was finished
+      if (cb_.progress) cb_.progress(fmt::format("{} turn {}/{}", where, ti + 1, conv.turns.size()));
+      TurnResult t;
+      t.round = round;
+      t.conversation_id = conv.id;
+      t.turn_index = ti;
+      try {
+        history.push_back({"user", conv.turns[static_cast<size_t>(ti)]});
+        const std::string full = model_.apply_chat_template(history, true);
+        const std::string fresh = full.substr(std::min(formatted_len, full.size()));
+        const auto tokens = model_.tokenize(fresh, ctx_.n_past() == 0);
+
+        // A turn an interrupted run already stored: replay it untimed to rebuild the
+        // history, then go on with the first turn that is missing.
+        if (cb_.completed_turn) {
+          if (auto done = cb_.completed_turn(ci_, round, conv.id, ti)) {
+            if (!replay(tokens, *done)) return;
+            history.push_back({"assistant", done->reply});
+            formatted_len = model_.apply_chat_template(history, false).size();
+            continue;
+          }
+        }
+        t.prompt_tokens = static_cast<int>(tokens.size());
+        std::string note;
+        if (make_room(t.prompt_tokens, note)) {
+          measure_turn(tokens, t);
+          if (!note.empty() && t.stop_reason != "context_full") t.stop_reason += "," + note;
+          history.push_back({"assistant", t.reply});
+          formatted_len = model_.apply_chat_template(history, false).size();
+        } else {
+          t.stop_reason = "context_full";  // not even the prompt fits: nothing was run
+          t.context_tokens = ctx_.n_past();
+        }
+      } catch (const std::exception& e) {
+        t.stop_reason = "error";
+        t.error = to_error_info(e);
+        t.context_tokens = ctx_.n_past();
+        if (cb_.turn_done) cb_.turn_done(ci_, t);
+        return;  // the history is broken: the conversation ends here
+      }
+      if (cb_.turn_done) cb_.turn_done(ci_, t);
+      if (t.stop_reason.starts_with("context_full")) return;  // it cannot go on in this context
+    }
+  }
+
+ private:
+  // Rebuilds a stored turn's part of the cache; false when the conversation ended there.
+  bool replay(const std::vector<engine::Token>& tokens, const TurnResult& done) {
+    if (done.stop_reason == "context_full" || done.stop_reason == "error") return false;
+    const auto& reply_tokens = done.reply_tokens;
+    if (ctx_.n_past() + static_cast<int>(tokens.size() + reply_tokens.size()) >= ctx_.n_ctx()) return false;
+    ctx_.decode(tokens);
+    if (!reply_tokens.empty()) ctx_.decode(reply_tokens);
+    return true;
+  }
+
+  // Room for the prompt and a full reply: false when there is none (the conversation
+  // stops there); with --on-overflow shift, the oldest half of the history is dropped.
+  bool make_room(int prompt_tokens, std::string& note) {
+    const int n_ctx = ctx_.n_ctx();
+    if (ctx_.n_past() + prompt_tokens + cfg_.max_tokens <= n_ctx) return true;
+    const int needed = prompt_tokens + cfg_.max_tokens;
+    if (options_.on_overflow != "shift" || needed >= n_ctx / 2 || ctx_.n_past() <= 1) return false;
+    // Keep the first token (BOS), drop the oldest half of the rest, as llama.cpp does.
+    const int n_discard = (ctx_.n_past() - 1) / 2;
+    if (!engine_.capabilities().context_shift || !ctx_.shift(1, n_discard))
+      throw_environment("the {} engine cannot shift this model's context; use --on-overflow stop", engine_.name());
+    note = "context_shifted";
+    return true;
+  }
+
+  // Prefill, greedy pick, decode steps to the end of the turn. Throws on a failure, with
+  // what was measured so far left in `t`.
+  void measure_turn(const std::vector<engine::Token>& tokens, TurnResult& t) {
+    const std::string tag = t.conversation_id + "#" + std::to_string(t.turn_index);
+    t.start_ns = clock_.now_ns();
+    ctx_.decode(tokens, true);
+    engine::Token token = ctx_.argmax_last();
+    t.prefill_end_ns = clock_.now_ns();
+    t.prefill_ms = ms_between(t.start_ns, t.prefill_end_ns);
+    t.prefill_tokens_per_s = t.prompt_tokens / (t.prefill_ms / 1e3);
+    t.ttft_ms = t.prefill_ms;  // greedy pick included: the first token is known here
+    if (cb_.event) cb_.event({"prefill", "phase", t.start_ns, t.prefill_end_ns, t.prompt_tokens, t.round, tag});
+    t.generated_tokens = 1;
+    t.reply = model_.token_to_piece(token);
+    t.reply_tokens.push_back(token);
+    t.stop_reason = model_.is_end_of_generation(token) ? "end_of_turn" : "max_tokens";
+    int64_t step_start = t.prefill_end_ns;
+    while (t.stop_reason == "max_tokens" && t.generated_tokens < cfg_.max_tokens) {
+      if (ctx_.n_past() >= ctx_.n_ctx()) {
+        t.stop_reason = "context_full";
+        break;
+      }
+      ctx_.decode_one(token);
+      token = ctx_.argmax_last();
+      t.reply_tokens.push_back(token);
+      const int64_t step_end = clock_.now_ns();
+      t.decode_step_ms.push_back(ms_between(step_start, step_end));
+      step_start = step_end;
+      ++t.generated_tokens;
+      if (model_.is_end_of_generation(token)) t.stop_reason = "end_of_turn";
+      else t.reply += model_.token_to_piece(token);
+    }
+    t.end_ns = step_start;
+    t.e2e_ms = ms_between(t.start_ns, t.end_ns);
+    double decode_ms = 0;
+    for (double ms : t.decode_step_ms) decode_ms += ms;
+    t.decode_tokens_per_s = decode_ms > 0 ? static_cast<double>(t.decode_step_ms.size()) / (decode_ms / 1e3) : 0;
+    t.context_tokens = ctx_.n_past();
+    if (cb_.event) cb_.event({"decode", "phase", t.prefill_end_ns, t.end_ns, t.generated_tokens - 1, t.round, tag});
+  }
+
+  const engine::Engine& engine_;
+  const engine::LoadedModel& model_;
+  engine::Context& ctx_;
+  const size_t ci_;
+  const SessionConfig& cfg_;
+  const SessionOptions& options_;
+  const RunClock& clock_;
+  const SessionCallbacks& cb_;
+};
 
 }  // namespace
 
@@ -119,126 +256,61 @@ nlohmann::json TurnResult::to_json() const {
           {"reply_tokens", reply_tokens},
           {"telemetry", telemetry},
           {"missed_frame_share_prefill", opt(missed_frame_share_prefill)},
-          {"missed_frame_share_decode", opt(missed_frame_share_decode)}};
+          {"missed_frame_share_decode", opt(missed_frame_share_decode)},
+          {"error", error ? nlohmann::json{{"kind", error->kind}, {"message", error->message}} : nlohmann::json(nullptr)}};
 }
 
-void run_session(const std::vector<SessionConfig>& configs, const std::vector<Conversation>& conversations,
-                 const SessionOptions& options, const RunClock& clock, const SessionCallbacks& cb) {
-  auto progress = [&](const std::string& s) {
-    if (cb.progress) cb.progress(s);
-  };
-  auto emit = [&](const PhaseEvent& e) {
-    if (cb.event) cb.event(e);
-  };
+void run_session(engine::Engine& engine, const std::vector<SessionConfig>& configs,
+                 const std::vector<Conversation>& conversations, const SessionOptions& options,
+                 const RunClock& clock, const SessionCallbacks& cb) {
   const size_t n_conv = std::min(conversations.size(), static_cast<size_t>(std::max(1, options.conversations)));
   const double start_temp_c = cb.current_max_temp_c ? cb.current_max_temp_c() : NAN;
-  std::unique_ptr<engine::Model> model;
+  // The model stays loaded across consecutive configurations that share it; so does
+  // the reason it did not load.
+  std::unique_ptr<engine::LoadedModel> model;
+  std::optional<result::ErrorInfo> load_error;
   for (size_t ci = 0; ci < configs.size(); ++ci) {
+    if (stop_requested()) return;
     const SessionConfig& cfg = configs[ci];
-    if (!model || model->options().path != cfg.model_path) {
+    if (ci == 0 || cfg.model_path != configs[ci - 1].model_path) {
       model.reset();
-      progress("loading " + cfg.model_path);
-      model = engine::Model::load({cfg.model_path, true, true});
+      load_error.reset();
+      if (cb.progress) cb.progress("loading " + cfg.model_path);
+      try {
+        model = engine.load({cfg.model_path, true, true});
+      } catch (const std::exception& e) {
+        load_error = to_error_info(e);
+      }
     }
-    engine::ContextOptions co;
-    co.n_ctx = cfg.n_ctx;
-    co.n_batch = cfg.n_batch;
-    co.n_ubatch = std::min(cfg.n_batch, 512);
-    co.n_threads = cfg.n_threads;
-    engine::Context ctx(*model, co);
-    const int n_ctx = ctx.n_ctx();
+    std::unique_ptr<engine::Context> ctx;
+    std::optional<result::ErrorInfo> error = load_error;
+    if (model) {
+      engine::ContextOptions co;
+      co.n_ctx = cfg.n_ctx;
+      co.n_batch = cfg.n_batch;
+      co.n_ubatch = std::min(cfg.n_batch, 512);
+      co.n_threads = cfg.n_threads;
+      try {
+        ctx = model->new_context(co);
+      } catch (const std::exception& e) {
+        error = to_error_info(e);
+      }
+    }
+    if (!ctx) {
+      if (cb.config_failed) cb.config_failed(ci, *error);
+      continue;
+    }
 
+    ConfigRun run(engine, *model, *ctx, ci, cfg, options, clock, cb);
     for (int round = 0; round < options.rounds; ++round) {
+      if (stop_requested()) return;
       if (round > 0) cool_down(options.cooldown, start_temp_c, cb);
       for (size_t k = 0; k < n_conv; ++k) {
+        if (stop_requested()) return;
         const Conversation& conv = conversations[k];
-        ctx.clear();
-        std::vector<engine::ChatMessage> history;
-        size_t formatted_len = 0;  // the history's text already in the KV cache
-        for (int ti = 0; ti < static_cast<int>(conv.turns.size()); ++ti) {
-          progress(fmt::format("config {}/{} round {}/{} conversation {}/{} ({}) turn {}/{}", ci + 1, configs.size(),
-                               round + 1, options.rounds, k + 1, n_conv, conv.id, ti + 1, conv.turns.size()));
-          history.push_back({"user", conv.turns[static_cast<size_t>(ti)]});
-          const std::string full = engine::apply_chat_template(*model, history, true);
-          const std::string fresh = full.substr(std::min(formatted_len, full.size()));
-          const auto tokens = model->tokenize(fresh, ctx.n_past() == 0);
-
-          // A turn an interrupted run already stored: replay it untimed to rebuild the
-          // history, then go on with the first turn that is missing.
-          if (cb.completed_turn) {
-            if (auto done = cb.completed_turn(ci, round, conv.id, ti)) {
-              if (done->stop_reason == "context_full") break;
-              const auto& reply_tokens = done->reply_tokens;
-              if (ctx.n_past() + static_cast<int>(tokens.size() + reply_tokens.size()) >= n_ctx) break;
-              ctx.decode(tokens);
-              if (!reply_tokens.empty()) ctx.decode(reply_tokens);
-              history.push_back({"assistant", done->reply});
-              formatted_len = engine::apply_chat_template(*model, history, false).size();
-              continue;
-            }
-          }
-
-          TurnResult t;
-          t.round = round;
-          t.conversation_id = conv.id;
-          t.turn_index = ti;
-          t.prompt_tokens = static_cast<int>(tokens.size());
-          std::string note;
-          if (ctx.n_past() + t.prompt_tokens + cfg.max_tokens > n_ctx) {
-            const int needed = t.prompt_tokens + cfg.max_tokens;
-            if (options.on_overflow == "shift" && needed < n_ctx / 2 && ctx.n_past() > 1) {
-              // Keep the first token (BOS), drop the oldest half of the rest, as llama.cpp does.
-              const int n_discard = (ctx.n_past() - 1) / 2;
-              if (!ctx.shift(1, n_discard)) throw_environment("this model's memory cannot shift its context");
-              note = "context_shifted";
-            } else {
-              t.stop_reason = "context_full";
-              t.context_tokens = ctx.n_past();
-              if (cb.turn_done) cb.turn_done(ci, t);
-              break;  // the conversation cannot go on in this context
-            }
-          }
-          t.start_ns = clock.now_ns();
-          ctx.decode(tokens);
-          int32_t token = ctx.argmax_last();
-          t.prefill_end_ns = clock.now_ns();
-          t.prefill_ms = ms_between(t.start_ns, t.prefill_end_ns);
-          t.prefill_tokens_per_s = t.prompt_tokens / (t.prefill_ms / 1e3);
-          t.ttft_ms = t.prefill_ms;  // greedy pick included: the first token is known here
-          emit({"prefill", "phase", t.start_ns, t.prefill_end_ns, t.prompt_tokens, round, conv.id + "#" + std::to_string(ti)});
-          t.generated_tokens = 1;
-          t.reply = model->token_to_piece(token);
-          t.reply_tokens.push_back(token);
-          t.stop_reason = model->is_end_of_generation(token) ? "end_of_turn" : "max_tokens";
-          int64_t step_start = t.prefill_end_ns;
-          while (t.stop_reason == "max_tokens" && t.generated_tokens < cfg.max_tokens) {
-            if (ctx.n_past() >= n_ctx) {
-              t.stop_reason = "context_full";
-              break;
-            }
-            ctx.decode_one(token);
-            token = ctx.argmax_last();
-            t.reply_tokens.push_back(token);
-            const int64_t step_end = clock.now_ns();
-            t.decode_step_ms.push_back(ms_between(step_start, step_end));
-            step_start = step_end;
-            ++t.generated_tokens;
-            if (model->is_end_of_generation(token)) t.stop_reason = "end_of_turn";
-            else t.reply += model->token_to_piece(token);
-          }
-          t.end_ns = step_start;
-          t.e2e_ms = ms_between(t.start_ns, t.end_ns);
-          double decode_ms = 0;
-          for (double ms : t.decode_step_ms) decode_ms += ms;
-          t.decode_tokens_per_s = decode_ms > 0 ? static_cast<double>(t.decode_step_ms.size()) / (decode_ms / 1e3) : 0;
-          t.context_tokens = ctx.n_past();
-          if (!note.empty() && t.stop_reason != "context_full") t.stop_reason += "," + note;
-          emit({"decode", "phase", t.prefill_end_ns, t.end_ns, t.generated_tokens - 1, round, conv.id + "#" + std::to_string(ti)});
-          if (cb.turn_done) cb.turn_done(ci, t);
-          history.push_back({"assistant", t.reply});
-          formatted_len = engine::apply_chat_template(*model, history, false).size();
-          if (t.stop_reason.starts_with("context_full")) break;
-        }
+        run.run_conversation(round, conv, fmt::format("config {}/{} round {}/{} conversation {}/{} ({})", ci + 1,
+                                                      configs.size(), round + 1, options.rounds, k + 1, n_conv,
+                                                      conv.id));
       }
     }
   }

@@ -9,6 +9,8 @@
 
 #include "core/clock.h"
 #include "core/events.h"
+#include "engine/engine.h"
+#include "result/result.h"
 
 namespace edgeprobe::runner {
 
@@ -50,7 +52,9 @@ struct TurnResult {
   int prompt_tokens = 0;      // new tokens prefilled this turn (the history is cached)
   int context_tokens = 0;     // tokens in the KV cache after the turn
   int generated_tokens = 0;
-  std::string stop_reason;    // "end_of_turn", "max_tokens", "context_full", "context_shifted"
+  // "end_of_turn", "max_tokens", "context_full", "context_shifted", or "error": the turn
+  // failed (see `error`) and ended its conversation.
+  std::string stop_reason;
   double ttft_ms = 0;         // prefill + picking the first token
   double prefill_ms = 0;
   double prefill_tokens_per_s = 0;
@@ -62,25 +66,33 @@ struct TurnResult {
   std::vector<int32_t> reply_tokens;  // what was decoded into the cache: a resumed run replays these
   nlohmann::json telemetry;   // {"prefill": ..., "decode": ...}
   std::optional<double> missed_frame_share_prefill, missed_frame_share_decode;
+  std::optional<result::ErrorInfo> error;  // why the turn failed; the figures so far are kept
   nlohmann::json to_json() const;
 };
 
 struct SessionCallbacks {
   std::function<void(const std::string&)> progress;
   std::function<void(const PhaseEvent&)> event;
-  // Called once a turn is complete, to add telemetry and store it before the next turn.
+  // Called once a turn is complete (or failed), to add telemetry and store it before the
+  // next turn.
   std::function<void(size_t config_index, TurnResult&)> turn_done;
+  // A configuration that could not run at all: its model did not load, or the engine
+  // refused its context. The sweep goes on with the next configuration.
+  std::function<void(size_t config_index, const result::ErrorInfo&)> config_failed;
   // Turns already stored by an interrupted run: (config, round, conversation, turn) ->
   // the stored result, replayed untimed to rebuild the history.
   std::function<std::optional<TurnResult>(size_t, int, const std::string&, int)> completed_turn;
   std::function<double()> current_max_temp_c;  // for --cooldown temp; nullopt-like NaN when unknown
 };
 
-// Runs every configuration: rounds x conversations, turn by turn through the chat
-// template, keeping each conversation's history in the KV cache so a turn prefills only
-// its new tokens. Throws on a model that cannot load; a failing turn ends its
-// conversation with the error recorded.
-void run_session(const std::vector<SessionConfig>& configs, const std::vector<Conversation>& conversations,
-                 const SessionOptions& options, const RunClock& clock, const SessionCallbacks& callbacks);
+// Runs every configuration on `engine`: rounds x conversations, turn by turn through the
+// chat template, keeping each conversation's history in the KV cache so a turn prefills
+// only its new tokens. Nothing that fails stops the sweep: a configuration that cannot
+// run goes to config_failed, a failing turn ends its conversation with the error in its
+// TurnResult. After every turn a stop request (request_stop) ends the session; every
+// finished turn has been handed to turn_done by then.
+void run_session(engine::Engine& engine, const std::vector<SessionConfig>& configs,
+                 const std::vector<Conversation>& conversations, const SessionOptions& options,
+                 const RunClock& clock, const SessionCallbacks& callbacks);
 
 }  // namespace edgeprobe::runner

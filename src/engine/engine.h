@@ -1,0 +1,132 @@
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+// The engine seam: what a runner needs from an inference engine, and nothing of how one
+// works. Implementations: llama.cpp in-process (llama_engine.h), a scripted fake for
+// tests (fake_engine.h). No llama.cpp or ggml type may appear here.
+namespace edgeprobe::engine {
+
+using Token = int32_t;
+
+struct ModelOptions {
+  std::string path;
+  bool use_mmap = true;
+  bool use_repack = true;  // llama.cpp's CPU_REPACK extra buffer types
+  bool operator==(const ModelOptions&) const = default;
+};
+
+struct ContextOptions {
+  int n_ctx = 0;  // 0 = from the model
+  int n_batch = 2048;
+  int n_ubatch = 512;
+  int n_threads = 1;
+  std::vector<bool> cpu_mask;  // empty = default affinity; else one flag per CPU
+  bool cpu_strict = false;
+  int poll = 50;
+  int flash_attn = -1;  // -1 auto, 0 off, 1 on
+  std::string type_k = "f16";
+  std::string type_v = "f16";
+};
+
+struct ChatMessage {
+  std::string role;  // "system", "user", "assistant"
+  std::string content;
+};
+
+// What an engine can do, so a runner refuses a test it cannot run, or takes a slower
+// path, with a clear message instead of a wrong figure.
+struct Capabilities {
+  bool kv_state = false;          // save_state/restore_state round-trip
+  bool context_shift = false;     // shift() can drop old tokens and keep the rest
+  bool cpu_placement = false;     // cpu_mask, cpu_strict and poll are honoured
+  bool per_token_timing = false;  // decode_one returns when its token is computed
+  nlohmann::json to_json() const;
+};
+
+class Context;
+
+// A loaded model: its tokenizer, chat template and facts, and contexts to run it in.
+class LoadedModel {
+ public:
+  virtual ~LoadedModel() = default;
+
+  virtual const ModelOptions& options() const = 0;
+  // Text <-> tokens with the model's own tokenizer. add_special adds BOS where the model
+  // wants one (the first turn of a conversation); special tokens in the text (a chat
+  // template's markers) are parsed as such.
+  virtual std::vector<Token> tokenize(const std::string& text, bool add_special) const = 0;
+  virtual std::string token_to_piece(Token token) const = 0;
+  virtual bool is_end_of_generation(Token token) const = 0;
+  virtual int32_t n_vocab() const = 0;
+  virtual Token bos_token() const = 0;  // -1 when the vocabulary has none
+  virtual bool adds_bos() const = 0;
+  virtual std::string description() const = 0;
+  virtual uint64_t size_bytes() const = 0;
+  virtual uint64_t n_params() const = 0;
+  virtual std::string chat_template() const = 0;  // "" when the model has none
+
+  // Formats a conversation with the model's chat template; a model without one (or with
+  // one the engine cannot apply) gets plain_chat_text, and `used_fallback` says so.
+  virtual std::string apply_chat_template(const std::vector<ChatMessage>& messages, bool add_assistant,
+                                          bool* used_fallback = nullptr) const = 0;
+
+  // Throws Error(kBadInput) for options the engine refuses, kEnvironment when it fails.
+  virtual std::unique_ptr<Context> new_context(const ContextOptions& options) const = 0;
+};
+
+// One sequence's KV cache and the compute behind it. Every call returns when its work is
+// done, so a timing taken around it is real.
+class Context {
+ public:
+  virtual ~Context() = default;
+
+  // Prefill: decodes the tokens (positions continue from what the cache holds);
+  // logits_for_last asks for what argmax_last needs next. Throws Error(kEnvironment) on a
+  // failure, e.g. a full cache.
+  virtual void decode(const std::vector<Token>& tokens, bool logits_for_last = false) = 0;
+  // One generation step.
+  virtual void decode_one(Token token) = 0;
+  virtual void clear() = 0;  // empties the KV cache
+  virtual int32_t n_ctx() const = 0;
+  virtual int32_t n_past() const = 0;  // tokens in the cache
+  // Greedy pick from the logits of the last decoded token.
+  virtual Token argmax_last() const = 0;
+
+  // Drops n_discard tokens after the first n_keep and moves the rest down, as llama.cpp's
+  // context shift does; false when the engine cannot (Capabilities::context_shift).
+  virtual bool shift(int n_keep, int n_discard) = 0;
+
+  // Snapshot of the cache, and its restore (to reuse a depth fill across repetitions, or
+  // hand a cache to another process); empty / false when the engine cannot
+  // (Capabilities::kv_state). restore_state replaces what the cache held.
+  virtual std::vector<uint8_t> save_state() const = 0;
+  virtual bool restore_state(const std::vector<uint8_t>& state) = 0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual std::string name() const = 0;
+  virtual Capabilities capabilities() const = 0;
+  // The engine object of a result's provenance: {"name", "kind", ...what it is built of}.
+  virtual nlohmann::json provenance() const = 0;
+  // Throws Error(kBadInput) for a file the engine cannot load (with the engine's own
+  // reason), Error(kEnvironment) when something around it is missing.
+  virtual std::unique_ptr<LoadedModel> load(const ModelOptions& options) = 0;
+};
+
+// "role: content" lines, ending "assistant: " when add_assistant: the rendering for a
+// model without a usable chat template.
+std::string plain_chat_text(const std::vector<ChatMessage>& messages, bool add_assistant);
+
+// "0x3", "3", "ff" -> one flag per CPU (lowest bit = CPU 0); throws kBadInput.
+std::vector<bool> parse_cpu_mask(const std::string& hex);
+// The most CPUs a mask may name (ggml's GGML_MAX_N_THREADS).
+inline constexpr int kMaxCpus = 512;
+
+}  // namespace edgeprobe::engine
