@@ -3,7 +3,7 @@
 #include <set>
 
 #include "core/error.h"
-#include "engine/engine.h"
+#include "engine/llama_engine.h"
 #include "result/result.h"
 
 namespace edgeprobe::app {

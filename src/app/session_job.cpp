@@ -105,6 +105,11 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
     if (ctx.sink) ctx.sink->session_turn(ci, j);
     turns[ci].push_back(std::move(j));
   };
+  std::map<size_t, result::ErrorInfo> config_errors;
+  cb.config_failed = [&](size_t ci, const result::ErrorInfo& e) {
+    config_errors[ci] = e;
+    if (ctx.store) ctx.store->finish_configuration(run_id, static_cast<int64_t>(ci), store::Status::kFailed, e.message);
+  };
   try {
     runner::run_session(*engine.engine, plan.configs, conversations, plan.options, clock, cb);
   } catch (const Error& e) {
@@ -124,6 +129,7 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
     c.config = plan.configs[i].to_json();
     c.analysis = analysis::analyse_session_turns(turns[i]);
     c.turns = std::move(turns[i]);
+    if (config_errors.contains(i)) c.error = config_errors[i];
     // An interrupted run's analysis is partial: the resumed run stores the whole one.
     if (ctx.store && !out.outcome.interrupted) ctx.store->record_run_summary(run_id, "config" + std::to_string(i), c.analysis);
     report.configs.push_back(std::move(c));

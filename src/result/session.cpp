@@ -11,7 +11,11 @@ using nlohmann::json;
 json to_json(const SessionReport& r) {
   json configs = json::array();
   for (const auto& c : r.configs)
-    configs.push_back({{"ordinal", c.ordinal}, {"config", c.config}, {"analysis", c.analysis}, {"turns", c.turns}});
+    configs.push_back({{"ordinal", c.ordinal},
+                       {"config", c.config},
+                       {"error", c.error ? json{{"kind", c.error->kind}, {"message", c.error->message}} : json(nullptr)},
+                       {"analysis", c.analysis},
+                       {"turns", c.turns}});
   return {{"schema_version", r.schema_version},
           {"kind", "session"},
           {"run_id", r.run_id},
@@ -34,6 +38,8 @@ SessionReport session_report_from_json(const json& j) {
     cr.config = c.value("config", json::object());
     cr.analysis = c.value("analysis", json(nullptr));
     for (const auto& t : c.value("turns", json::array())) cr.turns.push_back(t);
+    if (c.contains("error") && c["error"].is_object())
+      cr.error = ErrorInfo{c["error"].value("kind", "environment"), c["error"].value("message", "")};
     r.configs.push_back(std::move(cr));
   }
   return r;
@@ -43,6 +49,10 @@ std::vector<std::string> session_errors(const SessionReport& report, int* exit_c
   std::vector<std::string> errors;
   int code = 0;
   for (const auto& c : report.configs) {
+    if (c.error) {
+      errors.push_back(fmt::format("config {}: {}", c.ordinal, c.error->message));
+      if (code == 0) code = static_cast<int>(error_kind_from_name(c.error->kind));
+    }
     for (const auto& t : c.turns) {
       const json& e = t.contains("error") ? t["error"] : json();
       if (!e.is_object()) continue;

@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ struct SessionConfigResult {
   nlohmann::json config;    // {"model_path", "n_ctx", "max_tokens", "n_batch", "n_threads"}
   nlohmann::json analysis;  // analysis::analyse_session_turns
   std::vector<nlohmann::json> turns;
+  std::optional<ErrorInfo> error;  // the configuration could not run (its model did not load)
 };
 
 // A session run: what `session -o json` prints, what the store loads back, what every
