@@ -265,8 +265,8 @@ int run(const BenchArgs& args, const std::vector<std::string>& command_line) {
     recorder.enrich(r);
     if (const auto& c = ceilings[static_cast<size_t>(r.model_index)]) r.roofline = runner::roofline_json(r, infos[static_cast<size_t>(r.model_index)], *c);
   };
-  engine::LlamaEngine engine(backend);
-  report.results = runner::run_bench(engine, cases, options, clock,
+  engine::LlamaEngine llama(backend);
+  report.results = runner::run_bench(llama, cases, options, clock,
                                      [&](const std::string& p) { return model_index.at(p); }, callbacks);
   recorder.stop();
   progress.finish();

@@ -303,9 +303,9 @@ int run(const SessionArgs& a, const std::vector<std::string>& command_line) {
     if (t.error) failures.push_back(*t.error);
     turn_done(ci, t);
   };
-  engine::LlamaEngine engine(backend);
+  engine::LlamaEngine llama(backend);
   try {
-    runner::run_session(engine, configs, conversations, options, clock, cb);
+    runner::run_session(llama, configs, conversations, options, clock, cb);
   } catch (const Error& e) {
     frames.stop();
     recorder.stop();
