@@ -131,7 +131,7 @@ int run(const BenchArgs& args, const std::vector<std::string>& command_line) {
 
   // The results store: every repetition is committed as it completes; --resume takes
   // the stored plan and runs only what is missing.
-  std::optional<store::Store> db;
+  std::unique_ptr<store::Store> db;
   store::RunId run_id = 0;
   std::map<std::pair<size_t, int>, result::Repetition> stored;
   runner::RunnerOptions options;
@@ -140,8 +140,8 @@ int run(const BenchArgs& args, const std::vector<std::string>& command_line) {
   options.warmup = !args.no_warmup;
   options.seed = args.seed;
   if (!args.no_store) {
-    db.emplace(store::Store::open(args.db.empty() ? store::default_db_path() : args.db,
-                                  args.resume ? store::Store::Mode::kMustExist : store::Store::Mode::kCreate));
+    db = store::open_store(args.db.empty() ? store::default_db_path() : args.db,
+                           args.resume ? store::Mode::kMustExist : store::Mode::kCreate);
   }
   if (args.resume) {
     const auto rec = db->get_run(args.resume);
@@ -285,7 +285,7 @@ int run(const BenchArgs& args, const std::vector<std::string>& command_line) {
     db->finish_run(run_id, interrupted ? store::Status::kFailed : store::Status::kComplete,
                    interrupted ? "interrupted" : "");
     if (!args.quiet)
-      std::cerr << "edgeprobe: stored as run " << run_id << " in " << db->path()
+      std::cerr << "edgeprobe: stored as run " << run_id << " in " << db->location()
                 << (interrupted ? fmt::format(" (interrupted: 'edgeprobe bench --resume {}' finishes it)", run_id) : "")
                 << "\n";
   }

@@ -48,8 +48,8 @@ nlohmann::json load_compare_input(const std::string& spec, const std::string& db
     }
   }
   if (!is_run_id(spec)) throw_bad_input("'{}' is neither a result file nor a run id (see 'edgeprobe runs')", spec);
-  const store::Store s = store::Store::open(resolve_db_path(db_path), store::Store::Mode::kMustExist);
-  return s.load_run(std::stoll(spec));
+  const auto s = store::open_store(resolve_db_path(db_path), store::Mode::kMustExist);
+  return s->load_run(std::stoll(spec));
 }
 
 std::string render_compare_markdown(const analysis::CompareReport& r, const std::string& label_a,

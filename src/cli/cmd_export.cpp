@@ -138,8 +138,8 @@ void register_export(CLI::App& app) {
   cmd->add_option("--db", a->db, "Results database (default: $XDG_DATA_HOME/edgeprobe/results.db)");
   cmd->add_option("--output", a->output_file, "Write to FILE instead of stdout");
   cmd->callback([a] {
-    const store::Store s = store::Store::open(resolve_db_path(a->db), store::Store::Mode::kMustExist);
-    const nlohmann::json run = s.load_run(a->run);
+    const auto s = store::open_store(resolve_db_path(a->db), store::Mode::kMustExist);
+    const nlohmann::json run = s->load_run(a->run);
     if (a->output_file.empty()) {
       write_export(run, a->format, std::cout);
       return;

@@ -183,9 +183,9 @@ int run(const SessionArgs& a, const std::vector<std::string>& command_line) {
   Progress progress(!a.quiet);
   const auto& backend = engine::load_cpu_backend();
 
-  std::optional<store::Store> db;
-  if (!a.no_store) db.emplace(store::Store::open(a.db.empty() ? store::default_db_path() : a.db,
-                                                  a.resume ? store::Store::Mode::kMustExist : store::Store::Mode::kCreate));
+  std::unique_ptr<store::Store> db;
+  if (!a.no_store) db = store::open_store(a.db.empty() ? store::default_db_path() : a.db,
+                                          a.resume ? store::Mode::kMustExist : store::Mode::kCreate);
 
   std::vector<runner::SessionConfig> configs;
   runner::SessionOptions options;
@@ -312,7 +312,7 @@ int run(const SessionArgs& a, const std::vector<std::string>& command_line) {
   std::ostream& out = a.output_file.empty() ? std::cout : file;
   if (a.output_format == "json") out << report.dump(2) << "\n";
   else print_markdown(out, report);
-  if (db && !a.quiet) std::cerr << "edgeprobe: session stored as run " << run_id << " in " << db->path() << "\n";
+  if (db && !a.quiet) std::cerr << "edgeprobe: session stored as run " << run_id << " in " << db->location() << "\n";
   return 0;
 }
 

@@ -101,13 +101,13 @@ TEST(CompareCli, ComparesStoredRunsWithVerdicts) {
   TempDir dir;
   const std::string db = dir.file("r.db");
   {
-    store::Store s = store::Store::open(db);
+    auto s = store::open_store(db);
     for (double decode : {20.0, 30.0}) {
-      const store::RunId run = s.begin_run(store::RunKind::kBench, provenance("same"), {});
-      s.add_configuration(run, 0, {{"test", "tg64"}, {"n_threads", 2}});
+      const store::RunId run = s->begin_run(store::RunKind::kBench, provenance("same"), {});
+      s->add_configuration(run, 0, {{"test", "tg64"}, {"n_threads", 2}});
       for (int rep = 0; rep < 5; ++rep)
-        s.record_repetition(run, 0, rep, {{"decode_tokens_per_s", decode + 0.1 * rep}, {"ttft_ms", 100.0 + rep}});
-      s.finish_run(run, store::Status::kComplete);
+        s->record_repetition(run, 0, rep, {{"decode_tokens_per_s", decode + 0.1 * rep}, {"ttft_ms", 100.0 + rep}});
+      s->finish_run(run, store::Status::kComplete);
     }
   }
   const std::string out = run_cli({"compare", "1", "2", "--db", db});
@@ -140,11 +140,11 @@ TEST(RunsCli, ListsStoredRunsWithTheirCounts) {
   TempDir dir;
   const std::string db = dir.file("r.db");
   {
-    store::Store s = store::Store::open(db);
-    const store::RunId run = s.begin_run(store::RunKind::kSession, provenance("x"), {});
-    s.add_configuration(run, 0, {{"test", "session"}});
-    s.record_turn(run, {0, 0, "c01", 0}, {{"ttft_ms", 300.0}});
-    s.record_turn(run, {0, 0, "c01", 1}, {{"ttft_ms", 310.0}});
+    auto s = store::open_store(db);
+    const store::RunId run = s->begin_run(store::RunKind::kSession, provenance("x"), {});
+    s->add_configuration(run, 0, {{"test", "session"}});
+    s->record_turn(run, {0, 0, "c01", 0}, {{"ttft_ms", 300.0}});
+    s->record_turn(run, {0, 0, "c01", 1}, {{"ttft_ms", 310.0}});
   }
   const std::string out = run_cli({"runs", "--db", db});
   EXPECT_NE(out.find("session"), std::string::npos) << out;
@@ -168,13 +168,13 @@ TEST(ExportCli, CsvHasOneQuotedRowPerUnitAndJsonRoundTrips) {
   TempDir dir;
   const std::string db = dir.file("r.db");
   {
-    store::Store s = store::Store::open(db);
-    const store::RunId run = s.begin_run(store::RunKind::kBench, provenance("x"), {});
-    s.add_configuration(run, 0, {{"test", "tg64"}, {"n_threads", 2}});
-    s.record_repetition(run, 0, 0, {{"decode_tokens_per_s", 21.5}, {"decode_step_ms", {40.0, 41.0}}},
+    auto s = store::open_store(db);
+    const store::RunId run = s->begin_run(store::RunKind::kBench, provenance("x"), {});
+    s->add_configuration(run, 0, {{"test", "tg64"}, {"n_threads", 2}});
+    s->record_repetition(run, 0, 0, {{"decode_tokens_per_s", 21.5}, {"decode_step_ms", {40.0, 41.0}}},
                         {{"decode", {{"freq_khz", 2450000}}}});
-    s.record_repetition(run, 0, 1, {{"decode_tokens_per_s", 22.5}, {"note", "a, \"quoted\" note"}});
-    s.record_turn(run, {0, 0, "c02", 1}, {{"ttft_ms", 300.0}});
+    s->record_repetition(run, 0, 1, {{"decode_tokens_per_s", 22.5}, {"note", "a, \"quoted\" note"}});
+    s->record_turn(run, {0, 0, "c02", 1}, {{"ttft_ms", 300.0}});
   }
   const std::string csv = run_cli({"export", "1", "-o", "csv", "--db", db});
   std::istringstream lines(csv);
@@ -197,14 +197,14 @@ TEST(ExportCli, CsvHasOneQuotedRowPerUnitAndJsonRoundTrips) {
   EXPECT_EQ(run_cli({"export", "1", "-o", "json", "--db", db, "--output", out_file}), "");
   std::ifstream in(out_file);
   const nlohmann::json doc = nlohmann::json::parse(in);
-  const store::Store s = store::Store::open(db);
-  EXPECT_EQ(doc, s.load_run(1));
+  const auto s = store::open_store(db);
+  EXPECT_EQ(doc, s->load_run(1));
 }
 
 TEST(ExportCli, UnknownRunIsBadInput) {
   TempDir dir;
   const std::string db = dir.file("r.db");
-  { store::Store::open(db); }
+  { store::open_store(db); }
   try {
     run_cli({"export", "7", "--db", db});
     FAIL() << "exported a run that does not exist";
