@@ -158,11 +158,12 @@ std::vector<Mismatch> comparability_mismatches(const std::vector<FieldCheck>& fi
 }
 
 const std::vector<ProvenanceField>& default_comparability_fields() {
-  // result/result.h: provenance.models[] (one per model file), llama_cpp.commit.
+  // result/result.h: provenance.models[] (one per model file), engine.commit (result
+  // schema v2; llama_cpp.commit in v1, so files of either version compare).
   static const std::vector<ProvenanceField> fields{
       {"model sha256", {"/models/*/sha256", "/model/sha256"}},
       {"quantisation", {"/models/*/quant", "/model/quant"}},
-      {"llama.cpp version", {"/llama_cpp/commit", "/llama_cpp/version"}},
+      {"llama.cpp version", {"/engine/commit", "/llama_cpp/commit", "/engine/version", "/llama_cpp/version"}},
   };
   return fields;
 }

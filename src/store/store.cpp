@@ -11,7 +11,7 @@
 namespace edgeprobe::store {
 namespace {
 
-constexpr const char* kSupported = "a file path, sqlite:PATH or sqlite:///ABS/PATH";
+constexpr const char* kSupported = "a SQLite file: a path, sqlite:PATH or sqlite:///ABS/PATH";
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -13,6 +13,7 @@
 #include "cli/cmd_export.h"
 #include "cli/cmd_runs.h"
 #include "core/error.h"
+#include "result/migrate.h"
 #include "store/store.h"
 
 namespace edgeprobe::cli {
@@ -120,6 +121,25 @@ TEST(CompareCli, ComparesStoredRunsWithVerdicts) {
   const nlohmann::json j = nlohmann::json::parse(run_cli({"compare", "1", "2", "--db", db, "-o", "json"}));
   EXPECT_TRUE(j["comparable"].get<bool>());
   EXPECT_EQ(j["metrics"][0]["verdict"], "B better");
+}
+
+// Result schema v2 moved llama_cpp.commit to engine.commit, and the store migrates stored
+// runs to v2: a v1 file still compares with a v2 one of the same build, and two v2 runs
+// have their engine checked, not reported as unverified.
+TEST(CompareCli, EngineCommitIsCheckedAcrossResultSchemaVersions) {
+  TempDir dir;
+  const std::string old_file = write_json(dir, "old.json", result_file("same", 20));
+  const std::string new_file = write_json(dir, "new.json", result::upgrade_report(result_file("same", 30)));
+  std::string out = run_cli({"compare", old_file, new_file});
+  EXPECT_EQ(out.find("not comparable"), std::string::npos) << out;
+  EXPECT_EQ(out.find("unverified"), std::string::npos) << out;
+  EXPECT_NE(out.find("| tg64 | decode_tokens_per_s | 20.2 | 30.2 |"), std::string::npos) << out;
+
+  nlohmann::json other_build = result::upgrade_report(result_file("same", 30));
+  other_build["provenance"]["engine"]["commit"] = "b7000aa";
+  const std::string other_file = write_json(dir, "other.json", other_build);
+  out = run_cli({"compare", old_file, other_file, "--force"});
+  EXPECT_NE(out.find("**not comparable**: llama.cpp version differs (80fb11a vs b7000aa)"), std::string::npos) << out;
 }
 
 TEST(CompareCli, NeitherFileNorRunIdIsBadInput) {
