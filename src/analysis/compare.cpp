@@ -164,7 +164,7 @@ const std::vector<ProvenanceField>& default_comparability_fields() {
       {"model sha256", {"/models/*/sha256", "/model/sha256"}},
       {"quantisation", {"/models/*/quant", "/model/quant"}},
       {"engine", {"/engine/name"}},
-      {"engine version", {"/engine/commit", "/engine/version"}},
+      {"engine version", {"/engine/commit", "/llama_cpp/commit", "/engine/version", "/llama_cpp/version"}},
   };
   return fields;
 }

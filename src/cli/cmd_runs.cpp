@@ -36,8 +36,8 @@ void register_runs(CLI::App& app) {
       fmt::print("no runs stored yet ({} does not exist)\n", path);
       return;
     }
-    const store::Store s = store::Store::open(path, store::Store::Mode::kMustExist);
-    print_runs(s.list_runs(), std::cout);
+    const auto s = store::open_store(path, store::Mode::kMustExist);
+    print_runs(s->list_runs(), std::cout);
   });
 }
 

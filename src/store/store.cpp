@@ -1,242 +1,24 @@
 #include "store/store.h"
 
-#include <sqlite3.h>
-
-#include <array>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
-#include <system_error>
-#include <utility>
+#include <regex>
 
 #include "core/error.h"
+#include "store/sqlite_store.h"
 
 namespace edgeprobe::store {
 namespace {
 
-// 'EPRS' (EdgeProbe Results Store) in PRAGMA application_id: tells our files from any
-// other SQLite database (https://www.sqlite.org/pragma.html#pragma_application_id).
-constexpr int32_t kApplicationId = 0x45505253;
+constexpr const char* kSupported = "a SQLite file: a path, sqlite:PATH or sqlite:///ABS/PATH";
 
-// Ordered migrations: migration i takes user_version i to i + 1. Never edit a shipped
-// one; append a new one instead, so every older file can be brought forward.
-constexpr std::array<const char*, 1> kMigrations{
-    R"sql(
-CREATE TABLE runs (
-  id INTEGER PRIMARY KEY,
-  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-  finished_at TEXT,
-  kind TEXT NOT NULL CHECK (kind IN ('bench', 'session')),
-  status TEXT NOT NULL CHECK (status IN ('running', 'complete', 'failed')),
-  error TEXT,
-  provenance_json TEXT NOT NULL,
-  plan_json TEXT NOT NULL
-);
-CREATE TABLE configurations (
-  id INTEGER PRIMARY KEY,
-  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-  ordinal INTEGER NOT NULL,
-  config_json TEXT NOT NULL,
-  status TEXT NOT NULL DEFAULT 'running' CHECK (status IN ('running', 'complete', 'failed')),
-  error TEXT,
-  UNIQUE (run_id, ordinal)
-);
-CREATE TABLE repetitions (
-  id INTEGER PRIMARY KEY,
-  configuration_id INTEGER NOT NULL REFERENCES configurations(id) ON DELETE CASCADE,
-  ordinal INTEGER NOT NULL,
-  recorded_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-  result_json TEXT NOT NULL,
-  UNIQUE (configuration_id, ordinal)
-);
-CREATE TABLE turns (
-  id INTEGER PRIMARY KEY,
-  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-  configuration_ordinal INTEGER NOT NULL,
-  round INTEGER NOT NULL,
-  conversation_id TEXT NOT NULL,
-  turn_index INTEGER NOT NULL,
-  recorded_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-  result_json TEXT NOT NULL,
-  UNIQUE (run_id, configuration_ordinal, round, conversation_id, turn_index)
-);
-CREATE TABLE telemetry_summaries (
-  id INTEGER PRIMARY KEY,
-  owner_kind TEXT NOT NULL CHECK (owner_kind IN ('run', 'configuration', 'repetition', 'turn')),
-  owner_id INTEGER NOT NULL,
-  phase TEXT NOT NULL,
-  summary_json TEXT NOT NULL
-);
-CREATE INDEX telemetry_summaries_owner ON telemetry_summaries (owner_kind, owner_id);
-)sql",
-};
-
-constexpr std::array<const char*, 5> kTables{"runs", "configurations", "repetitions", "turns",
-                                             "telemetry_summaries"};
-
-[[noreturn]] void fail(sqlite3* db, int rc, const std::string& path, const std::string& what) {
-  const std::string detail = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-  const int primary = rc & 0xff;
-  if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT || primary == SQLITE_FORMAT)
-    throw_bad_input("{}: not an edgeprobe results database, or a damaged one ({}: {})", path, what, detail);
-  if (primary == SQLITE_CONSTRAINT) throw Error(ErrorKind::kBug, fmt::format("{}: {}: {}", path, what, detail));
-  throw_environment("{}: results database: {}: {}", path, what, detail);
-}
-
-// A prepared statement; steps and columns throw through fail() with the store's path.
-class Statement {
- public:
-  Statement(sqlite3* db, const std::string& path, const char* sql) : db_(db), path_(path) {
-    const int rc = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
-    if (rc != SQLITE_OK) fail(db, rc, path, "prepare");
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-
-  Statement& bind(int index, int64_t value) { return check(sqlite3_bind_int64(stmt_, index, value)); }
-  Statement& bind(int index, const std::string& value) {
-    return check(sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT));
-  }
-  Statement& bind_null(int index) { return check(sqlite3_bind_null(stmt_, index)); }
-
-  // true while there is a row.
-  bool step() {
-    const int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    fail(db_, rc, path_, "step");
-  }
-  int64_t integer(int column) const { return sqlite3_column_int64(stmt_, column); }
-  std::string text(int column) const {
-    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
-    return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, column))) : std::string();
-  }
-  bool is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
-
- private:
-  Statement& check(int rc) {
-    if (rc != SQLITE_OK) fail(db_, rc, path_, "bind");
-    return *this;
-  }
-  sqlite3* db_;
-  const std::string& path_;
-  sqlite3_stmt* stmt_ = nullptr;
-};
-
-void exec(sqlite3* db, const std::string& path, const char* sql) {
-  char* message = nullptr;
-  const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &message);
-  if (rc != SQLITE_OK) {
-    const std::string detail = message ? message : sqlite3_errstr(rc);
-    sqlite3_free(message);
-    fail(db, rc, path, detail);
-  }
-}
-
-int64_t pragma_integer(sqlite3* db, const std::string& path, const char* sql) {
-  Statement s(db, path, sql);
-  return s.step() ? s.integer(0) : 0;
-}
-
-// BEGIN IMMEDIATE takes the write lock up front, so a concurrent writer waits for the
-// busy timeout instead of failing half-way; rolled back unless committed.
-class Transaction {
- public:
-  Transaction(sqlite3* db, const std::string& path) : db_(db), path_(path) { exec(db, path, "BEGIN IMMEDIATE"); }
-  ~Transaction() {
-    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-  }
-  void commit() {
-    exec(db_, path_, "COMMIT");
-    done_ = true;
-  }
-
- private:
-  sqlite3* db_;
-  const std::string& path_;
-  bool done_ = false;
-};
-
-// Results carry strings from the outside world (paths, hostnames, model names, generated
-// text) that need not be valid UTF-8; dump() would throw and lose the whole unit, so
-// invalid bytes become U+FFFD instead.
-std::string to_text(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-nlohmann::json parse_stored(const std::string& text, const std::string& path, const char* what) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw_bad_input("{}: not an edgeprobe results database, or a damaged one (unreadable {} JSON: {})", path,
-                    what, e.what());
-  }
-}
-
-// "tiny.gguf" or "a.gguf,b.gguf": result/result.h writes provenance.models[] with the
-// file path; a single "model" object is accepted too.
-std::string model_label(const nlohmann::json& provenance) {
-  if (!provenance.is_object()) return "";
-  auto label_of = [](const nlohmann::json& m) -> std::string {
-    if (!m.is_object()) return "";
-    if (m.contains("path") && m["path"].is_string() && !m["path"].get<std::string>().empty())
-      return std::filesystem::path(m["path"].get<std::string>()).filename().string();
-    if (m.contains("name") && m["name"].is_string()) return m["name"].get<std::string>();
-    return "";
-  };
-  std::string out;
-  if (provenance.contains("models") && provenance["models"].is_array()) {
-    for (const nlohmann::json& m : provenance["models"]) {
-      const std::string l = label_of(m);
-      if (!l.empty()) out += (out.empty() ? "" : ",") + l;
-    }
-  } else if (provenance.contains("model")) {
-    out = label_of(provenance["model"]);
-  }
-  return out;
-}
-
-void check_is_ours(sqlite3* db, const std::string& path) {
-  const int64_t app_id = pragma_integer(db, path, "PRAGMA application_id");
-  const int64_t version = pragma_integer(db, path, "PRAGMA user_version");
-  const int64_t objects = pragma_integer(db, path, "SELECT count(*) FROM sqlite_master");
-  if (app_id == 0 && version == 0 && objects == 0) return;  // empty: ours to initialise
-  if (app_id != kApplicationId)
-    throw_bad_input("{}: not an edgeprobe results database (SQLite application_id {:#x}, {} schema objects)",
-                    path, app_id, objects);
-  if (version > static_cast<int64_t>(kMigrations.size()))
-    throw_bad_input(
-        "{}: not an edgeprobe results database this version can read (schema v{}, written by a newer "
-        "edgeprobe; this one knows up to v{})",
-        path, version, kMigrations.size());
-}
-
-void migrate(sqlite3* db, const std::string& path) {
-  for (;;) {
-    Transaction tx(db, path);
-    // Read inside the write transaction: two processes opening a new file at once must
-    // not both apply migration 0.
-    const int64_t version = pragma_integer(db, path, "PRAGMA user_version");
-    if (version >= static_cast<int64_t>(kMigrations.size())) return;
-    exec(db, path, kMigrations[static_cast<size_t>(version)]);
-    exec(db, path, fmt::format("PRAGMA application_id = {}", kApplicationId).c_str());
-    exec(db, path, fmt::format("PRAGMA user_version = {}", version + 1).c_str());
-    tx.commit();
-  }
-}
-
-void check_tables(sqlite3* db, const std::string& path) {
-  for (const char* table : kTables) {
-    Statement s(db, path, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1");
-    s.bind(1, std::string(table));
-    if (!s.step() || s.integer(0) != 1)
-      throw_bad_input("{}: not an edgeprobe results database (table '{}' missing)", path, table);
-  }
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
 }
 
 }  // namespace
-
-const char* to_string(RunKind kind) { return kind == RunKind::kBench ? "bench" : "session"; }
 
 const char* to_string(Status status) {
   switch (status) {
@@ -245,6 +27,13 @@ const char* to_string(Status status) {
     case Status::kFailed: return "failed";
   }
   return "failed";
+}
+
+bool is_valid_run_kind(std::string_view kind) {
+  if (kind.empty() || kind.size() > 32 || kind[0] < 'a' || kind[0] > 'z') return false;
+  for (char c : kind)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) return false;
+  return true;
 }
 
 std::string default_db_path() {
@@ -259,305 +48,36 @@ std::string default_db_path() {
   return (base / "edgeprobe" / "results.db").string();
 }
 
-Store Store::open(const std::string& path, Mode mode) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (mode == Mode::kMustExist) {
-    if (!fs::exists(path, ec)) throw_bad_input("{}: no results database there (nothing recorded yet?)", path);
-  } else if (const fs::path parent = fs::path(path).parent_path(); !parent.empty()) {
-    fs::create_directories(parent, ec);
-    if (ec) throw_environment("{}: cannot create directory {}: {}", path, parent.string(), ec.message());
-  }
-  if (fs::is_directory(path, ec)) throw_bad_input("{}: is a directory, not a results database", path);
-
-  sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-  Store store(raw, path);  // closes raw on any throw below
-  if (rc != SQLITE_OK) fail(raw, rc, path, "open");
-  // A results file may come from someone else: refuse to run SQL functions with side
-  // effects from its triggers or views, and forbid writes that corrupt the file
-  // (https://www.sqlite.org/security.html, "defense against dark arts").
-  sqlite3_db_config(raw, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
-  sqlite3_db_config(raw, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
-  sqlite3_busy_timeout(raw, 5000);
-  check_is_ours(raw, path);
-  // WAL: a killed writer leaves committed transactions in the -wal file, which the next
-  // open replays; readers (`edgeprobe runs` during a run) do not block the writer.
-  {
-    Statement s(raw, path, "PRAGMA journal_mode = WAL");
-    if (s.step() && s.text(0) != "wal")
-      throw_environment("{}: cannot use write-ahead logging (journal mode {})", path, s.text(0));
-  }
-  // FULL fsyncs the WAL at every commit. NORMAL would already survive kill -9 (the OS
-  // keeps the written pages), but not a power cut, and a phone that shuts down from heat
-  // mid-run is exactly the case this store exists for; one fsync per turn or repetition
-  // costs nothing next to seconds of inference.
-  exec(raw, path, "PRAGMA synchronous = FULL");
-  exec(raw, path, "PRAGMA foreign_keys = ON");
-  migrate(raw, path);
-  check_tables(raw, path);
-  return store;
+std::string redact_password(const std::string& location) {
+  // scheme://user:password@host... -> scheme://user:***@host...
+  static const std::regex kUserInfo(R"(^([A-Za-z][A-Za-z0-9+.-]*://[^/?#@:]*):[^/?#@]*@)");
+  return std::regex_replace(location, kUserInfo, "$1:***@", std::regex_constants::format_first_only);
 }
 
-Store::Store(Store&& other) noexcept : db_(std::exchange(other.db_, nullptr)), path_(std::move(other.path_)) {}
-
-Store& Store::operator=(Store&& other) noexcept {
-  if (this != &other) {
-    sqlite3_close(db_);
-    db_ = std::exchange(other.db_, nullptr);
-    path_ = std::move(other.path_);
-  }
-  return *this;
-}
-
-Store::~Store() { sqlite3_close(db_); }
-
-int Store::schema_version() const { return static_cast<int>(pragma_integer(db_, path_, "PRAGMA user_version")); }
-int Store::latest_schema_version() { return static_cast<int>(kMigrations.size()); }
-
-RunId Store::begin_run(RunKind kind, const nlohmann::json& provenance, const nlohmann::json& plan) {
-  Transaction tx(db_, path_);
-  Statement s(db_, path_,
-              "INSERT INTO runs (kind, status, provenance_json, plan_json) VALUES (?1, 'running', ?2, ?3)");
-  s.bind(1, std::string(to_string(kind))).bind(2, to_text(provenance)).bind(3, to_text(plan)).step();
-  const RunId id = sqlite3_last_insert_rowid(db_);
-  tx.commit();
-  return id;
-}
-
-RunRecord Store::get_run(RunId run) const {
-  Statement s(db_, path_,
-              "SELECT id, created_at, finished_at, kind, status, error, provenance_json, plan_json "
-              "FROM runs WHERE id = ?1");
-  s.bind(1, run);
-  if (!s.step()) throw_bad_input("{}: no run {}", path_, run);
-  RunRecord r;
-  r.id = s.integer(0);
-  r.created_at = s.text(1);
-  r.finished_at = s.text(2);
-  r.kind = s.text(3);
-  r.status = s.text(4);
-  r.error = s.text(5);
-  r.provenance = parse_stored(s.text(6), path_, "provenance");
-  r.plan = parse_stored(s.text(7), path_, "plan");
-  return r;
-}
-
-void Store::resume_run(RunId run) {
-  const RunRecord r = get_run(run);
-  if (r.status == "complete") throw_bad_input("run {} is already complete; nothing to resume", run);
-  Statement s(db_, path_, "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL WHERE id = ?1");
-  s.bind(1, run).step();
-}
-
-int64_t Store::configuration_id(RunId run, int64_t ordinal) const {
-  Statement s(db_, path_, "SELECT id FROM configurations WHERE run_id = ?1 AND ordinal = ?2");
-  s.bind(1, run).bind(2, ordinal);
-  if (!s.step()) throw Error(ErrorKind::kBug, fmt::format("run {} has no configuration {}", run, ordinal));
-  return s.integer(0);
-}
-
-int64_t Store::add_configuration(RunId run, int64_t ordinal, const nlohmann::json& config) {
-  Transaction tx(db_, path_);
-  {
-    Statement existing(db_, path_, "SELECT id, config_json FROM configurations WHERE run_id = ?1 AND ordinal = ?2");
-    existing.bind(1, run).bind(2, ordinal);
-    if (existing.step()) {
-      // Compared as stored, so a config with invalid UTF-8 still matches itself.
-      if (parse_stored(existing.text(1), path_, "configuration") != nlohmann::json::parse(to_text(config)))
-        throw_bad_input("run {}: configuration {} differs from the stored one; resume needs the same plan", run,
-                        ordinal);
-      return existing.integer(0);
+std::unique_ptr<Store> open_store(const std::string& location, Mode mode) {
+  static const std::regex kScheme(R"(^([A-Za-z][A-Za-z0-9+.-]*)://)");
+  std::smatch m;
+  if (!std::regex_search(location, m, kScheme)) {
+    if (lower(location.substr(0, 7)) == "sqlite:") {
+      const std::string path = location.substr(7);
+      if (path.empty()) throw_bad_input("'{}': no path after 'sqlite:'; use {}", location, kSupported);
+      return SqliteStore::open(path, mode);
     }
+    if (location.empty()) throw_bad_input("empty results store location; use {}", kSupported);
+    return SqliteStore::open(location, mode);
   }
-  Statement s(db_, path_, "INSERT INTO configurations (run_id, ordinal, config_json) VALUES (?1, ?2, ?3)");
-  s.bind(1, run).bind(2, ordinal).bind(3, to_text(config)).step();
-  const int64_t id = sqlite3_last_insert_rowid(db_);
-  tx.commit();
-  return id;
-}
-
-void Store::finish_configuration(RunId run, int64_t ordinal, Status status, const std::string& error) {
-  Statement s(db_, path_, "UPDATE configurations SET status = ?1, error = ?2 WHERE run_id = ?3 AND ordinal = ?4");
-  s.bind(1, std::string(to_string(status)));
-  if (error.empty()) {
-    s.bind_null(2);
-  } else {
-    s.bind(2, error);
+  const std::string scheme = lower(m[1].str());
+  const std::string shown = redact_password(location);
+  if (scheme == "sqlite") {
+    // sqlite:///ABS/PATH: an empty host, then the absolute path.
+    const std::string rest = location.substr(m.length(0));
+    if (!rest.starts_with("/"))
+      throw_bad_input("'{}': a sqlite URL has no host; use sqlite:///ABS/PATH, sqlite:PATH or a plain path", shown);
+    return SqliteStore::open(rest, mode);
   }
-  s.bind(3, run).bind(4, ordinal).step();
-  if (sqlite3_changes(db_) != 1)
-    throw Error(ErrorKind::kBug, fmt::format("run {} has no configuration {}", run, ordinal));
-}
-
-void Store::insert_telemetry(const char* owner_kind, int64_t owner_id,
-                             const std::vector<TelemetrySummary>& telemetry) {
-  for (const TelemetrySummary& t : telemetry) {
-    Statement s(db_, path_,
-                "INSERT INTO telemetry_summaries (owner_kind, owner_id, phase, summary_json) VALUES (?1, ?2, ?3, ?4)");
-    s.bind(1, std::string(owner_kind)).bind(2, owner_id).bind(3, t.phase).bind(4, to_text(t.summary)).step();
-  }
-}
-
-int64_t Store::record_repetition(RunId run, int64_t configuration_ordinal, int64_t repetition,
-                                 const nlohmann::json& result, const std::vector<TelemetrySummary>& telemetry) {
-  Transaction tx(db_, path_);
-  const int64_t config_id = configuration_id(run, configuration_ordinal);
-  Statement s(db_, path_, "INSERT INTO repetitions (configuration_id, ordinal, result_json) VALUES (?1, ?2, ?3)");
-  s.bind(1, config_id).bind(2, repetition).bind(3, to_text(result)).step();
-  const int64_t id = sqlite3_last_insert_rowid(db_);
-  insert_telemetry("repetition", id, telemetry);
-  tx.commit();
-  return id;
-}
-
-int64_t Store::record_turn(RunId run, const TurnKey& key, const nlohmann::json& result,
-                           const std::vector<TelemetrySummary>& telemetry) {
-  Transaction tx(db_, path_);
-  Statement s(db_, path_,
-              "INSERT INTO turns (run_id, configuration_ordinal, round, conversation_id, turn_index, result_json) "
-              "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
-  s.bind(1, run)
-      .bind(2, key.configuration_ordinal)
-      .bind(3, key.round)
-      .bind(4, key.conversation_id)
-      .bind(5, key.turn_index)
-      .bind(6, to_text(result))
-      .step();
-  const int64_t id = sqlite3_last_insert_rowid(db_);
-  insert_telemetry("turn", id, telemetry);
-  tx.commit();
-  return id;
-}
-
-void Store::record_run_summary(RunId run, const std::string& phase, const nlohmann::json& summary) {
-  Transaction tx(db_, path_);
-  get_run(run);  // throws for an unknown run
-  insert_telemetry("run", run, {{phase, summary}});
-  tx.commit();
-}
-
-void Store::finish_run(RunId run, Status status, const std::string& error) {
-  Statement s(db_, path_,
-              "UPDATE runs SET status = ?1, error = ?2, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
-              "WHERE id = ?3");
-  s.bind(1, std::string(to_string(status)));
-  if (error.empty()) {
-    s.bind_null(2);
-  } else {
-    s.bind(2, error);
-  }
-  s.bind(3, run).step();
-  if (sqlite3_changes(db_) != 1) throw_bad_input("{}: no run {}", path_, run);
-}
-
-std::vector<RunSummary> Store::list_runs() const {
-  Statement s(db_, path_,
-              "SELECT r.id, r.created_at, r.finished_at, r.kind, r.status, r.provenance_json, "
-              "(SELECT count(*) FROM configurations c WHERE c.run_id = r.id), "
-              "(SELECT count(*) FROM repetitions p JOIN configurations c ON p.configuration_id = c.id "
-              " WHERE c.run_id = r.id), "
-              "(SELECT count(*) FROM turns t WHERE t.run_id = r.id) "
-              "FROM runs r ORDER BY r.id");
-  std::vector<RunSummary> runs;
-  while (s.step()) {
-    RunSummary r;
-    r.id = s.integer(0);
-    r.created_at = s.text(1);
-    r.finished_at = s.text(2);
-    r.kind = s.text(3);
-    r.status = s.text(4);
-    r.model = model_label(parse_stored(s.text(5), path_, "provenance"));
-    r.configurations = s.integer(6);
-    r.repetitions = s.integer(7);
-    r.turns = s.integer(8);
-    runs.push_back(std::move(r));
-  }
-  return runs;
-}
-
-nlohmann::json Store::load_run(RunId run) const {
-  const RunRecord r = get_run(run);
-  auto telemetry_of = [&](const char* kind, int64_t id) {
-    nlohmann::json out = nlohmann::json::array();
-    Statement s(db_, path_,
-                "SELECT phase, summary_json FROM telemetry_summaries WHERE owner_kind = ?1 AND owner_id = ?2 "
-                "ORDER BY id");
-    s.bind(1, std::string(kind)).bind(2, id);
-    while (s.step()) out.push_back({{"phase", s.text(0)}, {"summary", parse_stored(s.text(1), path_, "telemetry")}});
-    return out;
-  };
-  nlohmann::json doc;
-  doc["schema_version"] = latest_schema_version();
-  doc["run"] = {{"id", r.id},
-                {"created_at", r.created_at},
-                {"finished_at", r.finished_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.finished_at)},
-                {"kind", r.kind},
-                {"status", r.status},
-                {"error", r.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.error)},
-                {"provenance", r.provenance},
-                {"plan", r.plan}};
-  doc["configurations"] = nlohmann::json::array();
-  Statement c(db_, path_,
-              "SELECT id, ordinal, status, error, config_json FROM configurations WHERE run_id = ?1 ORDER BY ordinal");
-  c.bind(1, run);
-  while (c.step()) {
-    nlohmann::json cj{{"ordinal", c.integer(1)},
-                      {"status", c.text(2)},
-                      {"error", c.is_null(3) ? nlohmann::json(nullptr) : nlohmann::json(c.text(3))},
-                      {"config", parse_stored(c.text(4), path_, "configuration")},
-                      {"repetitions", nlohmann::json::array()}};
-    Statement p(db_, path_,
-                "SELECT id, ordinal, recorded_at, result_json FROM repetitions WHERE configuration_id = ?1 "
-                "ORDER BY ordinal");
-    p.bind(1, c.integer(0));
-    while (p.step())
-      cj["repetitions"].push_back({{"ordinal", p.integer(1)},
-                                   {"recorded_at", p.text(2)},
-                                   {"result", parse_stored(p.text(3), path_, "repetition")},
-                                   {"telemetry", telemetry_of("repetition", p.integer(0))}});
-    doc["configurations"].push_back(std::move(cj));
-  }
-  doc["turns"] = nlohmann::json::array();
-  Statement t(db_, path_,
-              "SELECT id, configuration_ordinal, round, conversation_id, turn_index, recorded_at, result_json "
-              "FROM turns WHERE run_id = ?1 ORDER BY configuration_ordinal, round, id");
-  t.bind(1, run);
-  while (t.step())
-    doc["turns"].push_back({{"configuration_ordinal", t.integer(1)},
-                            {"round", t.integer(2)},
-                            {"conversation_id", t.text(3)},
-                            {"turn_index", t.integer(4)},
-                            {"recorded_at", t.text(5)},
-                            {"result", parse_stored(t.text(6), path_, "turn")},
-                            {"telemetry", telemetry_of("turn", t.integer(0))}});
-  doc["telemetry"] = telemetry_of("run", run);
-  return doc;
-}
-
-CompletedUnits Store::completed_units(RunId run) const {
-  get_run(run);
-  CompletedUnits done;
-  Statement p(db_, path_,
-              "SELECT c.ordinal, p.ordinal FROM repetitions p JOIN configurations c ON p.configuration_id = c.id "
-              "WHERE c.run_id = ?1");
-  p.bind(1, run);
-  while (p.step()) done.repetitions.insert({p.integer(0), p.integer(1)});
-  Statement t(db_, path_,
-              "SELECT configuration_ordinal, round, conversation_id, turn_index FROM turns WHERE run_id = ?1");
-  t.bind(1, run);
-  while (t.step()) done.turns.insert({t.integer(0), t.integer(1), t.text(2), t.integer(3)});
-  Statement c(db_, path_, "SELECT ordinal FROM configurations WHERE run_id = ?1 AND status = 'complete'");
-  c.bind(1, run);
-  while (c.step()) done.complete_configurations.insert(c.integer(0));
-  return done;
-}
-
-std::string Store::integrity_check() const {
-  Statement s(db_, path_, "PRAGMA integrity_check");
-  std::string out;
-  while (s.step()) out += (out.empty() ? "" : "\n") + s.text(0);
-  return out;
+  if (scheme == "postgresql" || scheme == "postgres")
+    throw_bad_input("'{}': this build has no PostgreSQL results store yet; use {}", shown, kSupported);
+  throw_bad_input("'{}': unknown results store scheme '{}'; use {}", shown, scheme, kSupported);
 }
 
 }  // namespace edgeprobe::store

@@ -3,25 +3,38 @@
 
 #include <compare>
 #include <cstdint>
+#include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
-
-struct sqlite3;
 
 namespace edgeprobe::store {
 
-// The SQLite results store. Every repetition and turn is its own committed transaction,
-// so a run killed with SIGKILL (or a phone that shuts down hot) loses at most the unit
-// in flight, and a runner with the same plan can resume from completed_units().
-// Schema: see migrations in store.cpp; version in PRAGMA user_version.
+// The results store seam: runners record each unit as it completes, `runs`, `export` and
+// `compare` read runs back. Every repetition, turn and run summary is its own committed
+// transaction, so a run killed with SIGKILL (or a phone that shuts down hot) loses at
+// most the unit in flight, and a runner with the same plan can resume from
+// completed_units(). open_store() picks the implementation from the location.
 
 using RunId = int64_t;
 
-enum class RunKind { kBench, kSession };
 enum class Status { kRunning, kComplete, kFailed };
-const char* to_string(RunKind kind);
 const char* to_string(Status status);
+
+// Run kinds are data, not a closed list: any name matching [a-z][a-z0-9_-]{0,31} is
+// stored. These are the ones edgeprobe writes today.
+struct RunKind {
+  static constexpr const char* kBench = "bench";
+  static constexpr const char* kSession = "session";
+  static constexpr const char* kDoctor = "doctor";
+};
+bool is_valid_run_kind(std::string_view kind);
+
+enum class Mode {
+  kCreate,     // create the store if absent; the default for runs
+  kMustExist,  // for runs/export/compare: a missing store is bad input, not a new one
+};
 
 // ${XDG_DATA_HOME:-$HOME/.local/share}/edgeprobe/results.db (XDG Base Directory spec).
 // Throws Error(kEnvironment) when neither variable is set.
@@ -60,9 +73,10 @@ struct RunRecord {
   RunId id = 0;
   std::string created_at;   // UTC, ISO 8601
   std::string finished_at;  // empty while running
-  std::string kind;         // "bench" | "session"
+  std::string kind;         // "bench", "session", "doctor", ...
   std::string status;       // "running" | "complete" | "failed"
   std::string error;
+  std::string device_id;  // provenance.device.id; empty if the run did not say
   nlohmann::json provenance;
   nlohmann::json plan;
 };
@@ -70,70 +84,70 @@ struct RunRecord {
 struct RunSummary {
   RunId id = 0;
   std::string created_at, finished_at, kind, status;
-  std::string model;  // from provenance, best effort; empty if unknown
+  std::string device_id;  // empty if unknown
+  std::string model;      // from provenance, best effort; empty if unknown
   int64_t configurations = 0, repetitions = 0, turns = 0;
+};
+
+// Empty fields match everything.
+struct RunFilter {
+  std::string kind;
+  std::string device;         // matched against device_id
+  bool device_exact = false;  // false: `device` may be any part of the id ("3fa2")
 };
 
 class Store {
  public:
-  enum class Mode {
-    kCreate,     // create the file (and its directory) if absent; the default for runs
-    kMustExist,  // for runs/export/compare: a missing file is bad input, not a new store
-  };
+  using Mode = store::Mode;
 
-  // Opens (creating or migrating as needed) and checks that the file is ours. A file
-  // that is not SQLite, a SQLite file of another program, a damaged one or one from a
-  // newer edgeprobe gives Error(kBadInput, "PATH: not an edgeprobe results database ...").
-  static Store open(const std::string& path, Mode mode = Mode::kCreate);
+  virtual ~Store() = default;
 
-  Store(Store&& other) noexcept;
-  Store& operator=(Store&& other) noexcept;
-  Store(const Store&) = delete;
-  Store& operator=(const Store&) = delete;
-  ~Store();
+  // Where the runs are, for messages: a file path, or a URL without its password.
+  virtual std::string location() const = 0;
+  virtual int schema_version() const = 0;
 
-  const std::string& path() const { return path_; }
-  int schema_version() const;
-  static int latest_schema_version();
-
-  RunId begin_run(RunKind kind, const nlohmann::json& provenance, const nlohmann::json& plan);
-  RunRecord get_run(RunId run) const;  // throws Error(kBadInput) for an unknown id
+  // `kind` must satisfy is_valid_run_kind(), else Error(kBadInput). provenance.device.id,
+  // when present, is kept apart so runs can be listed by device.
+  virtual RunId begin_run(const std::string& kind, const nlohmann::json& provenance, const nlohmann::json& plan) = 0;
+  virtual RunRecord get_run(RunId run) const = 0;  // throws Error(kBadInput) for an unknown id
   // Marks a stopped run as running again; throws if it is already complete.
-  void resume_run(RunId run);
+  virtual void resume_run(RunId run) = 0;
 
   // Idempotent for resume: adding the same ordinal with the same config returns the
   // existing row; a different config under that ordinal is an error (the plan changed).
-  int64_t add_configuration(RunId run, int64_t ordinal, const nlohmann::json& config);
-  void finish_configuration(RunId run, int64_t ordinal, Status status, const std::string& error = "");
+  virtual int64_t add_configuration(RunId run, int64_t ordinal, const nlohmann::json& config) = 0;
+  virtual void finish_configuration(RunId run, int64_t ordinal, Status status, const std::string& error = "") = 0;
 
   // Each is one committed transaction with its telemetry summaries. Recording a unit
   // twice is a bug in the caller and throws Error(kBug).
-  int64_t record_repetition(RunId run, int64_t configuration_ordinal, int64_t repetition,
-                            const nlohmann::json& result, const std::vector<TelemetrySummary>& telemetry = {});
-  int64_t record_turn(RunId run, const TurnKey& key, const nlohmann::json& result,
-                      const std::vector<TelemetrySummary>& telemetry = {});
-  // Run-level summaries (whole-run telemetry, QES, stability), also committed at once.
-  void record_run_summary(RunId run, const std::string& phase, const nlohmann::json& summary);
+  virtual int64_t record_repetition(RunId run, int64_t configuration_ordinal, int64_t repetition,
+                                    const nlohmann::json& result,
+                                    const std::vector<TelemetrySummary>& telemetry = {}) = 0;
+  virtual int64_t record_turn(RunId run, const TurnKey& key, const nlohmann::json& result,
+                              const std::vector<TelemetrySummary>& telemetry = {}) = 0;
+  // Run-level summaries (whole-run telemetry, QES, stability, a doctor report), also
+  // committed at once.
+  virtual void record_run_summary(RunId run, const std::string& phase, const nlohmann::json& summary) = 0;
 
-  void finish_run(RunId run, Status status, const std::string& error = "");
+  virtual void finish_run(RunId run, Status status, const std::string& error = "") = 0;
 
-  std::vector<RunSummary> list_runs() const;
-  // {"run": {...}, "configurations": [{"ordinal", "status", "config", "repetitions":
-  //  [{"ordinal", "result", "telemetry": [...]}]}], "turns": [{..., "result", "telemetry"}],
-  //  "telemetry": [run-level summaries]}
-  nlohmann::json load_run(RunId run) const;
-  CompletedUnits completed_units(RunId run) const;
+  virtual std::vector<RunSummary> list_runs(const RunFilter& filter = {}) const = 0;
+  // {"schema_version", "run": {...}, "configurations": [{"ordinal", "status", "config",
+  //  "repetitions": [{"ordinal", "result", "telemetry": [...]}]}], "turns": [{..., "result",
+  //  "telemetry"}], "telemetry": [run-level summaries]}
+  virtual nlohmann::json load_run(RunId run) const = 0;
+  virtual CompletedUnits completed_units(RunId run) const = 0;
 
-  // "ok" or SQLite's list of problems (PRAGMA integrity_check).
-  std::string integrity_check() const;
-
- private:
-  Store(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
-  int64_t configuration_id(RunId run, int64_t ordinal) const;
-  void insert_telemetry(const char* owner_kind, int64_t owner_id, const std::vector<TelemetrySummary>& telemetry);
-
-  sqlite3* db_ = nullptr;
-  std::string path_;
+  // "ok" or the store's list of problems.
+  virtual std::string integrity_check() const = 0;
 };
+
+// A plain path, sqlite:PATH or sqlite:///ABS/PATH opens a SQLite file (sqlite_store.h).
+// postgresql:// and postgres:// URLs, and any other scheme, are Error(kBadInput) in this
+// build, with one line that says what is supported.
+std::unique_ptr<Store> open_store(const std::string& location, Mode mode = Mode::kCreate);
+
+// The location with any URL password replaced by "***", for messages and location().
+std::string redact_password(const std::string& location);
 
 }  // namespace edgeprobe::store

@@ -53,8 +53,8 @@ int64_t wait_until_stored(const std::string& db, int64_t n, bool turns) {
   while (std::chrono::steady_clock::now() < deadline && stored < n) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     try {
-      auto s = edgeprobe::store::Store::open(db, edgeprobe::store::Store::Mode::kMustExist);
-      const auto runs = s.list_runs();
+      auto s = edgeprobe::store::open_store(db, edgeprobe::store::Mode::kMustExist);
+      const auto runs = s->list_runs();
       stored = runs.empty() ? 0 : turns ? runs[0].turns : runs[0].repetitions;
     } catch (const std::exception&) {
     }
@@ -105,9 +105,9 @@ TEST(SessionCli, KillNineLosesAtMostTheTurnInFlightAndResumeFinishesThePlan) {
   ASSERT_GE(stored_before_kill, 5);
 
   {
-    auto s = edgeprobe::store::Store::open(db, edgeprobe::store::Store::Mode::kMustExist);
-    EXPECT_EQ(s.integrity_check(), "ok");
-    const auto runs = s.list_runs();
+    auto s = edgeprobe::store::open_store(db, edgeprobe::store::Mode::kMustExist);
+    EXPECT_EQ(s->integrity_check(), "ok");
+    const auto runs = s->list_runs();
     ASSERT_EQ(runs.size(), 1u);
     EXPECT_EQ(runs[0].status, "running");
     EXPECT_GE(runs[0].turns, stored_before_kill);  // nothing committed was lost
@@ -115,8 +115,8 @@ TEST(SessionCli, KillNineLosesAtMostTheTurnInFlightAndResumeFinishesThePlan) {
   }
   const auto r = run_edgeprobe({"session", "--resume", "1", "--db", db, "-o", "json", "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto s = edgeprobe::store::Store::open(db, edgeprobe::store::Store::Mode::kMustExist);
-  const auto runs = s.list_runs();
+  auto s = edgeprobe::store::open_store(db, edgeprobe::store::Mode::kMustExist);
+  const auto runs = s->list_runs();
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].status, "complete");
   EXPECT_EQ(runs[0].turns, 6 * 4);  // every (round, conversation, turn) exactly once
@@ -144,17 +144,17 @@ TEST(BenchStore, CtrlCKeepsEveryFinishedRepetitionAndResumeRunsOnlyTheRest) {
   ASSERT_TRUE(WIFEXITED(status)) << "Ctrl-C must end the run cleanly, not kill it";
   EXPECT_NE(WEXITSTATUS(status), 0);  // an interrupted sweep is not a success
   {
-    auto s = edgeprobe::store::Store::open(db, edgeprobe::store::Store::Mode::kMustExist);
-    const auto runs = s.list_runs();
+    auto s = edgeprobe::store::open_store(db, edgeprobe::store::Mode::kMustExist);
+    const auto runs = s->list_runs();
     ASSERT_EQ(runs.size(), 1u);
     EXPECT_GE(runs[0].repetitions, stored);
     EXPECT_LT(runs[0].repetitions, 4 * 8);
   }
   const auto r = run_edgeprobe({"bench", "--resume", "1", "--db", db, "-o", "json", "-q", "--ceilings", "off"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto s = edgeprobe::store::Store::open(db, edgeprobe::store::Store::Mode::kMustExist);
-  EXPECT_EQ(s.list_runs()[0].repetitions, 4 * 8);  // 2 thread counts x (pp, tg) x 8, each once
-  EXPECT_EQ(s.list_runs()[0].status, "complete");
+  auto s = edgeprobe::store::open_store(db, edgeprobe::store::Mode::kMustExist);
+  EXPECT_EQ(s->list_runs()[0].repetitions, 4 * 8);  // 2 thread counts x (pp, tg) x 8, each once
+  EXPECT_EQ(s->list_runs()[0].status, "complete");
   const json j = json::parse(r.out);
   ASSERT_EQ(j["results"].size(), 4u);
   for (const auto& res : j["results"]) EXPECT_EQ(res["repetitions"].size(), 8u);

@@ -13,6 +13,7 @@
 #include "cli/cmd_export.h"
 #include "cli/cmd_runs.h"
 #include "core/error.h"
+#include "result/migrate.h"
 #include "store/store.h"
 
 namespace edgeprobe::cli {
@@ -101,13 +102,13 @@ TEST(CompareCli, ComparesStoredRunsWithVerdicts) {
   TempDir dir;
   const std::string db = dir.file("r.db");
   {
-    store::Store s = store::Store::open(db);
+    auto s = store::open_store(db);
     for (double decode : {20.0, 30.0}) {
-      const store::RunId run = s.begin_run(store::RunKind::kBench, provenance("same"), {});
-      s.add_configuration(run, 0, {{"test", "tg64"}, {"n_threads", 2}});
+      const store::RunId run = s->begin_run(store::RunKind::kBench, provenance("same"), {});
+      s->add_configuration(run, 0, {{"test", "tg64"}, {"n_threads", 2}});
       for (int rep = 0; rep < 5; ++rep)
-        s.record_repetition(run, 0, rep, {{"decode_tokens_per_s", decode + 0.1 * rep}, {"ttft_ms", 100.0 + rep}});
-      s.finish_run(run, store::Status::kComplete);
+        s->record_repetition(run, 0, rep, {{"decode_tokens_per_s", decode + 0.1 * rep}, {"ttft_ms", 100.0 + rep}});
+      s->finish_run(run, store::Status::kComplete);
     }
   }
   const std::string out = run_cli({"compare", "1", "2", "--db", db});
@@ -120,6 +121,25 @@ TEST(CompareCli, ComparesStoredRunsWithVerdicts) {
   const nlohmann::json j = nlohmann::json::parse(run_cli({"compare", "1", "2", "--db", db, "-o", "json"}));
   EXPECT_TRUE(j["comparable"].get<bool>());
   EXPECT_EQ(j["metrics"][0]["verdict"], "B better");
+}
+
+// Result schema v2 moved llama_cpp.commit to engine.commit, and the store migrates stored
+// runs to v2: a v1 file still compares with a v2 one of the same build, and two v2 runs
+// have their engine checked, not reported as unverified.
+TEST(CompareCli, EngineCommitIsCheckedAcrossResultSchemaVersions) {
+  TempDir dir;
+  const std::string old_file = write_json(dir, "old.json", result_file("same", 20));
+  const std::string new_file = write_json(dir, "new.json", result::upgrade_report(result_file("same", 30)));
+  std::string out = run_cli({"compare", old_file, new_file});
+  EXPECT_EQ(out.find("not comparable"), std::string::npos) << out;
+  EXPECT_EQ(out.find("unverified"), std::string::npos) << out;
+  EXPECT_NE(out.find("| tg64 | decode_tokens_per_s | 20.2 | 30.2 |"), std::string::npos) << out;
+
+  nlohmann::json other_build = result::upgrade_report(result_file("same", 30));
+  other_build["provenance"]["engine"]["commit"] = "b7000aa";
+  const std::string other_file = write_json(dir, "other.json", other_build);
+  out = run_cli({"compare", old_file, other_file, "--force"});
+  EXPECT_NE(out.find("**not comparable**: llama.cpp version differs (80fb11a vs b7000aa)"), std::string::npos) << out;
 }
 
 TEST(CompareCli, NeitherFileNorRunIdIsBadInput) {
@@ -140,11 +160,11 @@ TEST(RunsCli, ListsStoredRunsWithTheirCounts) {
   TempDir dir;
   const std::string db = dir.file("r.db");
   {
-    store::Store s = store::Store::open(db);
-    const store::RunId run = s.begin_run(store::RunKind::kSession, provenance("x"), {});
-    s.add_configuration(run, 0, {{"test", "session"}});
-    s.record_turn(run, {0, 0, "c01", 0}, {{"ttft_ms", 300.0}});
-    s.record_turn(run, {0, 0, "c01", 1}, {{"ttft_ms", 310.0}});
+    auto s = store::open_store(db);
+    const store::RunId run = s->begin_run(store::RunKind::kSession, provenance("x"), {});
+    s->add_configuration(run, 0, {{"test", "session"}});
+    s->record_turn(run, {0, 0, "c01", 0}, {{"ttft_ms", 300.0}});
+    s->record_turn(run, {0, 0, "c01", 1}, {{"ttft_ms", 310.0}});
   }
   const std::string out = run_cli({"runs", "--db", db});
   EXPECT_NE(out.find("session"), std::string::npos) << out;
@@ -168,13 +188,13 @@ TEST(ExportCli, CsvHasOneQuotedRowPerUnitAndJsonRoundTrips) {
   TempDir dir;
   const std::string db = dir.file("r.db");
   {
-    store::Store s = store::Store::open(db);
-    const store::RunId run = s.begin_run(store::RunKind::kBench, provenance("x"), {});
-    s.add_configuration(run, 0, {{"test", "tg64"}, {"n_threads", 2}});
-    s.record_repetition(run, 0, 0, {{"decode_tokens_per_s", 21.5}, {"decode_step_ms", {40.0, 41.0}}},
+    auto s = store::open_store(db);
+    const store::RunId run = s->begin_run(store::RunKind::kBench, provenance("x"), {});
+    s->add_configuration(run, 0, {{"test", "tg64"}, {"n_threads", 2}});
+    s->record_repetition(run, 0, 0, {{"decode_tokens_per_s", 21.5}, {"decode_step_ms", {40.0, 41.0}}},
                         {{"decode", {{"freq_khz", 2450000}}}});
-    s.record_repetition(run, 0, 1, {{"decode_tokens_per_s", 22.5}, {"note", "a, \"quoted\" note"}});
-    s.record_turn(run, {0, 0, "c02", 1}, {{"ttft_ms", 300.0}});
+    s->record_repetition(run, 0, 1, {{"decode_tokens_per_s", 22.5}, {"note", "a, \"quoted\" note"}});
+    s->record_turn(run, {0, 0, "c02", 1}, {{"ttft_ms", 300.0}});
   }
   const std::string csv = run_cli({"export", "1", "-o", "csv", "--db", db});
   std::istringstream lines(csv);
@@ -197,14 +217,14 @@ TEST(ExportCli, CsvHasOneQuotedRowPerUnitAndJsonRoundTrips) {
   EXPECT_EQ(run_cli({"export", "1", "-o", "json", "--db", db, "--output", out_file}), "");
   std::ifstream in(out_file);
   const nlohmann::json doc = nlohmann::json::parse(in);
-  const store::Store s = store::Store::open(db);
-  EXPECT_EQ(doc, s.load_run(1));
+  const auto s = store::open_store(db);
+  EXPECT_EQ(doc, s->load_run(1));
 }
 
 TEST(ExportCli, UnknownRunIsBadInput) {
   TempDir dir;
   const std::string db = dir.file("r.db");
-  { store::Store::open(db); }
+  { store::open_store(db); }
   try {
     run_cli({"export", "7", "--db", db});
     FAIL() << "exported a run that does not exist";

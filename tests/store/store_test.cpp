@@ -1,4 +1,5 @@
 #include "store/store.h"
+#include "store/sqlite_store.h"
 
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "helpers.h"
 
 namespace edgeprobe::store {
 namespace {
@@ -37,50 +39,35 @@ nlohmann::json repetition_result(int64_t rep) {
 }
 bool intact(const nlohmann::json& result, int64_t rep) { return result == repetition_result(rep); }
 
-ErrorKind kind_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.kind();
-  }
-  return ErrorKind::kBug;  // did not throw: any caller expecting kBadInput fails
-}
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::kind_of;
+using test::message_of;
 
 TEST(Store, FreshFileGetsTheLatestSchemaAndWal) {
   TempDir dir;
   const std::string path = dir.file("sub/dir/results.db");  // parent directories are created
-  Store store = Store::open(path);
-  EXPECT_EQ(store.schema_version(), Store::latest_schema_version());
-  EXPECT_GE(Store::latest_schema_version(), 1);
-  EXPECT_EQ(store.integrity_check(), "ok");
+  auto store = open_store(path);
+  EXPECT_EQ(store->schema_version(), SqliteStore::latest_schema_version());
+  EXPECT_GE(SqliteStore::latest_schema_version(), 1);
+  EXPECT_EQ(store->integrity_check(), "ok");
   EXPECT_TRUE(fs::exists(path));
   EXPECT_TRUE(fs::exists(path + "-wal"));
   // Reopening is idempotent: no migration runs twice.
-  Store again = Store::open(path);
-  EXPECT_EQ(again.schema_version(), Store::latest_schema_version());
+  auto again = open_store(path);
+  EXPECT_EQ(again->schema_version(), SqliteStore::latest_schema_version());
 }
 
 TEST(Store, RunRoundTripsWithEveryUnitAndTelemetry) {
   TempDir dir;
-  Store store = Store::open(dir.file("r.db"));
-  const RunId run = store.begin_run(RunKind::kSession, provenance(), {{"rounds", 3}});
-  store.add_configuration(run, 0, {{"test", "session"}, {"ctx", 2048}});
-  store.record_repetition(run, 0, 0, {{"decode_tokens_per_s", 21.5}}, {{"decode", {{"freq_khz_median", 2450000}}}});
-  store.record_turn(run, {0, 1, "c07", 2}, {{"ttft_ms", 412.0}}, {{"prefill", {{"temp_c_max", 51.0}}}});
-  store.record_run_summary(run, "qes", {{"total", 73.7}});
-  store.finish_configuration(run, 0, Status::kComplete);
-  store.finish_run(run, Status::kComplete);
+  auto store = open_store(dir.file("r.db"));
+  const RunId run = store->begin_run(RunKind::kSession, provenance(), {{"rounds", 3}});
+  store->add_configuration(run, 0, {{"test", "session"}, {"ctx", 2048}});
+  store->record_repetition(run, 0, 0, {{"decode_tokens_per_s", 21.5}}, {{"decode", {{"freq_khz_median", 2450000}}}});
+  store->record_turn(run, {0, 1, "c07", 2}, {{"ttft_ms", 412.0}}, {{"prefill", {{"temp_c_max", 51.0}}}});
+  store->record_run_summary(run, "qes", {{"total", 73.7}});
+  store->finish_configuration(run, 0, Status::kComplete);
+  store->finish_run(run, Status::kComplete);
 
-  const nlohmann::json doc = store.load_run(run);
+  const nlohmann::json doc = store->load_run(run);
   EXPECT_EQ(doc["run"]["kind"], "session");
   EXPECT_EQ(doc["run"]["status"], "complete");
   EXPECT_EQ(doc["run"]["provenance"], provenance());
@@ -98,7 +85,7 @@ TEST(Store, RunRoundTripsWithEveryUnitAndTelemetry) {
   EXPECT_EQ(doc["turns"][0]["telemetry"][0]["summary"]["temp_c_max"], 51.0);
   EXPECT_EQ(doc["telemetry"][0]["summary"]["total"], 73.7);
 
-  const std::vector<RunSummary> runs = store.list_runs();
+  const std::vector<RunSummary> runs = store->list_runs();
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].id, run);
   EXPECT_EQ(runs[0].model, "tiny-q4_0.gguf");
@@ -108,16 +95,16 @@ TEST(Store, RunRoundTripsWithEveryUnitAndTelemetry) {
 
 TEST(Store, CompletedUnitsListExactlyWhatWasRecorded) {
   TempDir dir;
-  Store store = Store::open(dir.file("r.db"));
-  const RunId run = store.begin_run(RunKind::kBench, provenance(), {});
-  store.add_configuration(run, 0, {{"test", "tg64"}});
-  store.add_configuration(run, 1, {{"test", "pp512"}});
-  store.record_repetition(run, 0, 0, {});
-  store.record_repetition(run, 0, 1, {});
-  store.record_repetition(run, 1, 0, {});
-  store.finish_configuration(run, 0, Status::kComplete);
-  store.record_turn(run, {1, 0, "c01", 0}, {});
-  const CompletedUnits done = store.completed_units(run);
+  auto store = open_store(dir.file("r.db"));
+  const RunId run = store->begin_run(RunKind::kBench, provenance(), {});
+  store->add_configuration(run, 0, {{"test", "tg64"}});
+  store->add_configuration(run, 1, {{"test", "pp512"}});
+  store->record_repetition(run, 0, 0, {});
+  store->record_repetition(run, 0, 1, {});
+  store->record_repetition(run, 1, 0, {});
+  store->finish_configuration(run, 0, Status::kComplete);
+  store->record_turn(run, {1, 0, "c01", 0}, {});
+  const CompletedUnits done = store->completed_units(run);
   EXPECT_EQ(done.repetitions.size(), 3u);
   EXPECT_TRUE(done.has(RepetitionKey{0, 1}));
   EXPECT_TRUE(done.has(RepetitionKey{1, 0}));
@@ -129,26 +116,26 @@ TEST(Store, CompletedUnitsListExactlyWhatWasRecorded) {
 
 TEST(Store, RecordingAUnitTwiceIsABug) {
   TempDir dir;
-  Store store = Store::open(dir.file("r.db"));
-  const RunId run = store.begin_run(RunKind::kBench, provenance(), {});
-  store.add_configuration(run, 0, {{"test", "tg64"}});
-  store.record_repetition(run, 0, 0, {{"x", 1}});
-  EXPECT_EQ(kind_of([&] { store.record_repetition(run, 0, 0, {{"x", 2}}); }), ErrorKind::kBug);
-  store.record_turn(run, {0, 0, "c01", 0}, {});
-  EXPECT_EQ(kind_of([&] { store.record_turn(run, {0, 0, "c01", 0}, {}); }), ErrorKind::kBug);
+  auto store = open_store(dir.file("r.db"));
+  const RunId run = store->begin_run(RunKind::kBench, provenance(), {});
+  store->add_configuration(run, 0, {{"test", "tg64"}});
+  store->record_repetition(run, 0, 0, {{"x", 1}});
+  EXPECT_EQ(kind_of([&] { store->record_repetition(run, 0, 0, {{"x", 2}}); }), ErrorKind::kBug);
+  store->record_turn(run, {0, 0, "c01", 0}, {});
+  EXPECT_EQ(kind_of([&] { store->record_turn(run, {0, 0, "c01", 0}, {}); }), ErrorKind::kBug);
   // The failed insert rolled back: the first value is still the one stored.
-  EXPECT_EQ(store.load_run(run)["configurations"][0]["repetitions"][0]["result"]["x"], 1);
+  EXPECT_EQ(store->load_run(run)["configurations"][0]["repetitions"][0]["result"]["x"], 1);
 }
 
 TEST(Store, InvalidUtf8InAResultIsStoredNotLost) {
   TempDir dir;
-  Store store = Store::open(dir.file("r.db"));
+  auto store = open_store(dir.file("r.db"));
   const std::string bad = "model \xff\xfe output";  // e.g. a generated byte sequence cut mid-character
-  const RunId run = store.begin_run(RunKind::kSession, {{"host", bad}}, {});
-  store.add_configuration(run, 0, {{"name", bad}});
-  EXPECT_NO_THROW(store.add_configuration(run, 0, {{"name", bad}}));  // resume still matches
-  store.record_turn(run, {0, 0, "c01", 0}, {{"text", bad}, {"ttft_ms", 250.0}});
-  const nlohmann::json doc = store.load_run(run);
+  const RunId run = store->begin_run(RunKind::kSession, {{"host", bad}}, {});
+  store->add_configuration(run, 0, {{"name", bad}});
+  EXPECT_NO_THROW(store->add_configuration(run, 0, {{"name", bad}}));  // resume still matches
+  store->record_turn(run, {0, 0, "c01", 0}, {{"text", bad}, {"ttft_ms", 250.0}});
+  const nlohmann::json doc = store->load_run(run);
   EXPECT_EQ(doc["turns"][0]["result"]["ttft_ms"], 250.0);
   EXPECT_EQ(doc["turns"][0]["result"]["text"], "model \xef\xbf\xbd\xef\xbf\xbd output");  // U+FFFD twice
   EXPECT_NO_THROW((void)doc.dump());
@@ -156,26 +143,26 @@ TEST(Store, InvalidUtf8InAResultIsStoredNotLost) {
 
 TEST(Store, ResumeRefusesAChangedPlan) {
   TempDir dir;
-  Store store = Store::open(dir.file("r.db"));
-  const RunId run = store.begin_run(RunKind::kBench, provenance(), {});
-  const int64_t id = store.add_configuration(run, 0, {{"test", "tg64"}, {"threads", 2}});
-  EXPECT_EQ(store.add_configuration(run, 0, {{"threads", 2}, {"test", "tg64"}}), id);  // same config: same row
-  EXPECT_EQ(kind_of([&] { store.add_configuration(run, 0, {{"test", "tg64"}, {"threads", 4}}); }),
+  auto store = open_store(dir.file("r.db"));
+  const RunId run = store->begin_run(RunKind::kBench, provenance(), {});
+  const int64_t id = store->add_configuration(run, 0, {{"test", "tg64"}, {"threads", 2}});
+  EXPECT_EQ(store->add_configuration(run, 0, {{"threads", 2}, {"test", "tg64"}}), id);  // same config: same row
+  EXPECT_EQ(kind_of([&] { store->add_configuration(run, 0, {{"test", "tg64"}, {"threads", 4}}); }),
             ErrorKind::kBadInput);
 }
 
 TEST(Store, CompleteRunCannotBeResumedButAFailedOneCan) {
   TempDir dir;
-  Store store = Store::open(dir.file("r.db"));
-  const RunId done = store.begin_run(RunKind::kBench, provenance(), {});
-  store.finish_run(done, Status::kComplete);
-  EXPECT_EQ(kind_of([&] { store.resume_run(done); }), ErrorKind::kBadInput);
-  const RunId failed = store.begin_run(RunKind::kBench, provenance(), {});
-  store.finish_run(failed, Status::kFailed, "model file vanished");
-  EXPECT_EQ(store.get_run(failed).error, "model file vanished");
-  store.resume_run(failed);
-  EXPECT_EQ(store.get_run(failed).status, "running");
-  EXPECT_EQ(kind_of([&] { store.get_run(999); }), ErrorKind::kBadInput);
+  auto store = open_store(dir.file("r.db"));
+  const RunId done = store->begin_run(RunKind::kBench, provenance(), {});
+  store->finish_run(done, Status::kComplete);
+  EXPECT_EQ(kind_of([&] { store->resume_run(done); }), ErrorKind::kBadInput);
+  const RunId failed = store->begin_run(RunKind::kBench, provenance(), {});
+  store->finish_run(failed, Status::kFailed, "model file vanished");
+  EXPECT_EQ(store->get_run(failed).error, "model file vanished");
+  store->resume_run(failed);
+  EXPECT_EQ(store->get_run(failed).status, "running");
+  EXPECT_EQ(kind_of([&] { store->get_run(999); }), ErrorKind::kBadInput);
 }
 
 // The durability claim, tested with a real SIGKILL: a child process writes repetitions
@@ -190,9 +177,9 @@ TEST(Store, KillDuringRunLosesAtMostTheUnitInFlightAndResumeFinishesIt) {
   constexpr int64_t kPlanned = 100, kKillAfter = 12;
   RunId run = 0;
   {
-    Store store = Store::open(path);
-    run = store.begin_run(RunKind::kBench, provenance(), {{"repetitions", kPlanned}});
-    store.add_configuration(run, 0, {{"test", "tg64"}});
+    auto store = open_store(path);
+    run = store->begin_run(RunKind::kBench, provenance(), {{"repetitions", kPlanned}});
+    store->add_configuration(run, 0, {{"test", "tg64"}});
   }  // closed before fork: a SQLite connection must not cross a fork
 
   int pipe_fds[2];
@@ -202,9 +189,9 @@ TEST(Store, KillDuringRunLosesAtMostTheUnitInFlightAndResumeFinishesIt) {
   if (child == 0) {
     close(pipe_fds[0]);
     try {
-      Store store = Store::open(path);
+      auto store = open_store(path);
       for (int64_t rep = 0; rep < kPlanned; ++rep) {
-        store.record_repetition(run, 0, rep, repetition_result(rep));
+        store->record_repetition(run, 0, rep, repetition_result(rep));
         const char byte = 1;
         if (write(pipe_fds[1], &byte, 1) != 1) _exit(3);
         std::this_thread::sleep_for(std::chrono::milliseconds(15));
@@ -228,33 +215,33 @@ TEST(Store, KillDuringRunLosesAtMostTheUnitInFlightAndResumeFinishesIt) {
   EXPECT_EQ(WTERMSIG(status), SIGKILL);
   ASSERT_EQ(reported, kKillAfter);
 
-  Store store = Store::open(path);
-  EXPECT_EQ(store.integrity_check(), "ok");
-  EXPECT_EQ(store.get_run(run).status, "running");  // the killed run never finished
-  const CompletedUnits done = store.completed_units(run);
+  auto store = open_store(path);
+  EXPECT_EQ(store->integrity_check(), "ok");
+  EXPECT_EQ(store->get_run(run).status, "running");  // the killed run never finished
+  const CompletedUnits done = store->completed_units(run);
   // Every commit the child reported is there; at most the units in flight beyond it.
   EXPECT_GE(static_cast<int64_t>(done.repetitions.size()), kKillAfter);
   EXPECT_LE(static_cast<int64_t>(done.repetitions.size()), kKillAfter + 2);
   EXPECT_LT(static_cast<int64_t>(done.repetitions.size()), kPlanned);
-  const nlohmann::json before = store.load_run(run);
+  const nlohmann::json before = store->load_run(run);
   for (const nlohmann::json& rep : before["configurations"][0]["repetitions"])
     EXPECT_TRUE(intact(rep["result"], rep["ordinal"].get<int64_t>())) << "repetition " << rep["ordinal"];
   for (int64_t rep = 0; rep < static_cast<int64_t>(done.repetitions.size()); ++rep)
     EXPECT_TRUE(done.has(RepetitionKey{0, rep})) << "gap at " << rep;  // a prefix: nothing skipped
 
   // Resume: same plan, skip what is stored.
-  store.resume_run(run);
-  store.add_configuration(run, 0, {{"test", "tg64"}});
+  store->resume_run(run);
+  store->add_configuration(run, 0, {{"test", "tg64"}});
   int64_t written = 0;
   for (int64_t rep = 0; rep < kPlanned; ++rep) {
     if (done.has(RepetitionKey{0, rep})) continue;
-    store.record_repetition(run, 0, rep, repetition_result(rep));
+    store->record_repetition(run, 0, rep, repetition_result(rep));
     ++written;
   }
-  store.finish_configuration(run, 0, Status::kComplete);
-  store.finish_run(run, Status::kComplete);
+  store->finish_configuration(run, 0, Status::kComplete);
+  store->finish_run(run, Status::kComplete);
   EXPECT_EQ(written + static_cast<int64_t>(done.repetitions.size()), kPlanned);
-  const nlohmann::json after = store.load_run(run);
+  const nlohmann::json after = store->load_run(run);
   ASSERT_EQ(static_cast<int64_t>(after["configurations"][0]["repetitions"].size()), kPlanned);
   for (int64_t rep = 0; rep < kPlanned; ++rep) {
     const nlohmann::json& r = after["configurations"][0]["repetitions"][static_cast<size_t>(rep)];
@@ -262,15 +249,15 @@ TEST(Store, KillDuringRunLosesAtMostTheUnitInFlightAndResumeFinishesIt) {
     EXPECT_TRUE(intact(r["result"], rep));
   }
   EXPECT_EQ(after["run"]["status"], "complete");
-  EXPECT_EQ(store.integrity_check(), "ok");
+  EXPECT_EQ(store->integrity_check(), "ok");
 }
 
 TEST(Store, FileThatIsNotSqliteIsRejectedClearly) {
   TempDir dir;
   const std::string path = dir.file("notes.db");
   std::ofstream(path) << "these are my notes, not a database; there are enough of them to fill a header\n";
-  EXPECT_EQ(kind_of([&] { Store::open(path); }), ErrorKind::kBadInput);
-  const std::string msg = message_of([&] { Store::open(path); });
+  EXPECT_EQ(kind_of([&] { open_store(path); }), ErrorKind::kBadInput);
+  const std::string msg = message_of([&] { open_store(path); });
   EXPECT_NE(msg.find("not an edgeprobe results database"), std::string::npos) << msg;
   EXPECT_NE(msg.find(path), std::string::npos) << msg;
 }
@@ -285,7 +272,7 @@ TEST(Store, OtherProgramsSqliteFileIsRejectedAndLeftUntouched) {
             SQLITE_OK);
   sqlite3_close(db);
   const auto size_before = fs::file_size(path);
-  const std::string msg = message_of([&] { Store::open(path); });
+  const std::string msg = message_of([&] { open_store(path); });
   EXPECT_NE(msg.find("not an edgeprobe results database"), std::string::npos) << msg;
   EXPECT_EQ(fs::file_size(path), size_before);
 }
@@ -293,12 +280,12 @@ TEST(Store, OtherProgramsSqliteFileIsRejectedAndLeftUntouched) {
 TEST(Store, DatabaseFromANewerEdgeprobeIsRejected) {
   TempDir dir;
   const std::string path = dir.file("newer.db");
-  { Store::open(path); }
+  { open_store(path); }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(db);
-  const std::string msg = message_of([&] { Store::open(path); });
+  const std::string msg = message_of([&] { open_store(path); });
   EXPECT_NE(msg.find("newer edgeprobe"), std::string::npos) << msg;
 }
 
@@ -306,10 +293,10 @@ TEST(Store, DamagedPagesAreReportedAsBadInputNotACrash) {
   TempDir dir;
   const std::string path = dir.file("damaged.db");
   {
-    Store store = Store::open(path);
-    const RunId run = store.begin_run(RunKind::kBench, provenance(), {});
-    store.add_configuration(run, 0, {{"test", "tg64"}});
-    for (int64_t rep = 0; rep < 20; ++rep) store.record_repetition(run, 0, rep, repetition_result(rep));
+    auto store = open_store(path);
+    const RunId run = store->begin_run(RunKind::kBench, provenance(), {});
+    store->add_configuration(run, 0, {{"test", "tg64"}});
+    for (int64_t rep = 0; rep < 20; ++rep) store->record_repetition(run, 0, rep, repetition_result(rep));
   }  // last close checkpoints the WAL into the main file
   ASSERT_FALSE(fs::exists(path + "-wal"));
   {
@@ -319,9 +306,9 @@ TEST(Store, DamagedPagesAreReportedAsBadInputNotACrash) {
     f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
   }
   auto open_and_read = [&] {
-    Store store = Store::open(path);
-    store.load_run(1);
-    store.list_runs();
+    auto store = open_store(path);
+    store->load_run(1);
+    store->list_runs();
   };
   EXPECT_EQ(kind_of(open_and_read), ErrorKind::kBadInput);
   const std::string msg = message_of(open_and_read);
@@ -331,7 +318,7 @@ TEST(Store, DamagedPagesAreReportedAsBadInputNotACrash) {
 TEST(Store, MustExistModeDoesNotCreateAFile) {
   TempDir dir;
   const std::string path = dir.file("absent.db");
-  EXPECT_EQ(kind_of([&] { Store::open(path, Store::Mode::kMustExist); }), ErrorKind::kBadInput);
+  EXPECT_EQ(kind_of([&] { open_store(path, Store::Mode::kMustExist); }), ErrorKind::kBadInput);
   EXPECT_FALSE(fs::exists(path));
 }
 

@@ -1,0 +1,33 @@
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace edgeprobe::result {
+
+// Result schema v1 -> v2. Pure functions on JSON, so the store migration, `compare` of old
+// files and tests share one upgrade.
+//
+// v1 provenance: edgeprobe_version, llama_cpp{version, commit}, cpu{model, ggml_variant,
+// ggml_variant_library, ggml_variant_features}, host{hostname, kernel}, started_at_utc,
+// command_line, models[], plus extra top-level keys (cpu_features, isa_gap, ...).
+// v2 moves the engine and device facts into "engine" and "device" objects and drops
+// llama_cpp, cpu and host; every other key is kept as it is.
+
+// "dev-" + the first 16 hex digits of SHA-256(machine_key + "\n" + cpu_model): one id per
+// machine and CPU, stable across runs, that does not publish the machine key itself.
+// v1 runs use the hostname as machine_key.
+std::string device_id_from(const std::string& machine_key, const std::string& cpu_model);
+
+// A v1 provenance object becomes v2; v2 input (it has "engine" or "device") and anything
+// that is not an object come back unchanged. Missing or mistyped v1 fields become "" (an
+// empty object for the feature map); when neither hostname nor CPU model is known the
+// device id is "" too, since any id would claim a device nobody identified.
+nlohmann::json upgrade_provenance(const nlohmann::json& provenance);
+
+// A whole result document at schema_version 1 (a bench JSON file, one jsonl row, or a
+// stored-run export with run.provenance) becomes schema_version 2 with its provenance
+// upgraded; documents at version 2 or later, or without a version, pass through.
+nlohmann::json upgrade_report(const nlohmann::json& report);
+
+}  // namespace edgeprobe::result

@@ -1,0 +1,183 @@
+#include "store/sqlite_schema.h"
+
+#include <array>
+#include <utility>
+#include <vector>
+
+#include "result/migrate.h"
+#include "store/sqlite_util.h"
+
+namespace edgeprobe::store::sqlite {
+namespace {
+
+// 'EPRS' (EdgeProbe Results Store) in PRAGMA application_id: tells our files from any
+// other SQLite database (https://www.sqlite.org/pragma.html#pragma_application_id).
+constexpr int32_t kApplicationId = 0x45505253;
+
+void create_v1(sqlite3* db, const std::string& path) {
+  exec(db, path, R"sql(
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  finished_at TEXT,
+  kind TEXT NOT NULL CHECK (kind IN ('bench', 'session')),
+  status TEXT NOT NULL CHECK (status IN ('running', 'complete', 'failed')),
+  error TEXT,
+  provenance_json TEXT NOT NULL,
+  plan_json TEXT NOT NULL
+);
+CREATE TABLE configurations (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  ordinal INTEGER NOT NULL,
+  config_json TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT 'running' CHECK (status IN ('running', 'complete', 'failed')),
+  error TEXT,
+  UNIQUE (run_id, ordinal)
+);
+CREATE TABLE repetitions (
+  id INTEGER PRIMARY KEY,
+  configuration_id INTEGER NOT NULL REFERENCES configurations(id) ON DELETE CASCADE,
+  ordinal INTEGER NOT NULL,
+  recorded_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  result_json TEXT NOT NULL,
+  UNIQUE (configuration_id, ordinal)
+);
+CREATE TABLE turns (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  configuration_ordinal INTEGER NOT NULL,
+  round INTEGER NOT NULL,
+  conversation_id TEXT NOT NULL,
+  turn_index INTEGER NOT NULL,
+  recorded_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  result_json TEXT NOT NULL,
+  UNIQUE (run_id, configuration_ordinal, round, conversation_id, turn_index)
+);
+CREATE TABLE telemetry_summaries (
+  id INTEGER PRIMARY KEY,
+  owner_kind TEXT NOT NULL CHECK (owner_kind IN ('run', 'configuration', 'repetition', 'turn')),
+  owner_id INTEGER NOT NULL,
+  phase TEXT NOT NULL,
+  summary_json TEXT NOT NULL
+);
+CREATE INDEX telemetry_summaries_owner ON telemetry_summaries (owner_kind, owner_id);
+)sql");
+}
+
+// v2: run kinds are checked by the code, not a CHECK (doctor, lab, ... come without a
+// schema change); runs know their device; stored provenance is result schema v2.
+void open_kinds_and_devices(sqlite3* db, const std::string& path) {
+  // SQLite cannot drop a CHECK in place: rebuild the table (sqlite.org/lang_altertable.html,
+  // "making other kinds of table schema changes"). migrate() has foreign keys off, so the
+  // DROP does not cascade into configurations and turns.
+  exec(db, path, R"sql(
+CREATE TABLE runs_v2 (
+  id INTEGER PRIMARY KEY,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  finished_at TEXT,
+  kind TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('running', 'complete', 'failed')),
+  error TEXT,
+  device_id TEXT,
+  device TEXT,
+  provenance_json TEXT NOT NULL,
+  plan_json TEXT NOT NULL
+);
+INSERT INTO runs_v2 (id, created_at, finished_at, kind, status, error, provenance_json, plan_json)
+  SELECT id, created_at, finished_at, kind, status, error, provenance_json, plan_json FROM runs;
+DROP TABLE runs;
+ALTER TABLE runs_v2 RENAME TO runs;
+CREATE INDEX runs_device_id ON runs (device_id);
+)sql");
+
+  std::vector<std::pair<int64_t, std::string>> provenances;
+  {
+    Statement s(db, path, "SELECT id, provenance_json FROM runs");
+    while (s.step()) provenances.emplace_back(s.integer(0), s.text(1));
+  }
+  for (const auto& [id, text] : provenances) {
+    // A provenance that does not parse stays as it is: get_run reports it as damaged
+    // when someone reads that run, instead of this migration locking out every run.
+    const nlohmann::json old = nlohmann::json::parse(text, nullptr, false);
+    if (old.is_discarded()) continue;
+    const nlohmann::json upgraded = result::upgrade_provenance(old);
+    const DeviceColumns device = device_columns(upgraded);
+    Statement u(db, path, "UPDATE runs SET provenance_json = ?1, device_id = ?2, device = ?3 WHERE id = ?4");
+    u.bind(1, to_text(upgraded)).bind_or_null(2, device.id).bind_or_null(3, device.json).bind(4, id).step();
+  }
+}
+
+// Ordered: migration i takes user_version i to i + 1. Never edit a shipped one; append a
+// new one instead, so every older file can be brought forward.
+using Migration = void (*)(sqlite3*, const std::string&);
+constexpr std::array<Migration, 2> kMigrations{create_v1, open_kinds_and_devices};
+
+constexpr std::array<const char*, 5> kTables{"runs", "configurations", "repetitions", "turns",
+                                             "telemetry_summaries"};
+
+}  // namespace
+
+int latest_schema_version() { return static_cast<int>(kMigrations.size()); }
+
+std::string to_text(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+DeviceColumns device_columns(const nlohmann::json& provenance) {
+  if (!provenance.is_object()) return {};
+  const auto device = provenance.find("device");
+  if (device == provenance.end() || !device->is_object()) return {};
+  const auto id = device->find("id");
+  return {id != device->end() && id->is_string() ? id->get<std::string>() : "", to_text(*device)};
+}
+
+void check_is_ours(sqlite3* db, const std::string& path) {
+  const int64_t app_id = pragma_integer(db, path, "PRAGMA application_id");
+  const int64_t version = pragma_integer(db, path, "PRAGMA user_version");
+  const int64_t objects = pragma_integer(db, path, "SELECT count(*) FROM sqlite_master");
+  if (app_id == 0 && version == 0 && objects == 0) return;  // empty: ours to initialise
+  if (app_id != kApplicationId)
+    throw_bad_input("{}: not an edgeprobe results database (SQLite application_id {:#x}, {} schema objects)",
+                    path, app_id, objects);
+  if (version > latest_schema_version())
+    throw_bad_input(
+        "{}: not an edgeprobe results database this version can read (schema v{}, written by a newer "
+        "edgeprobe; this one knows up to v{})",
+        path, version, latest_schema_version());
+}
+
+void migrate(sqlite3* db, const std::string& path) {
+  if (pragma_integer(db, path, "PRAGMA user_version") >= latest_schema_version()) return;
+  // The pragma is a no-op inside a transaction, so it is switched around it.
+  exec(db, path, "PRAGMA foreign_keys = OFF");
+  {
+    Transaction tx(db, path);
+    // Read inside the write transaction: two processes opening an old file at once must
+    // not both apply the same migration.
+    const int64_t version = pragma_integer(db, path, "PRAGMA user_version");
+    if (version < latest_schema_version()) {
+      for (int64_t v = version; v < latest_schema_version(); ++v) kMigrations[static_cast<size_t>(v)](db, path);
+      // A rebuilt table must leave every child row with its parent.
+      if (Statement fk(db, path, "PRAGMA foreign_key_check"); fk.step())
+        throw_bad_input("{}: not an edgeprobe results database, or a damaged one (table {} row {} lost its parent "
+                        "while migrating from schema v{})",
+                        path, fk.text(0), fk.integer(1), version);
+      exec(db, path, fmt::format("PRAGMA application_id = {}", kApplicationId).c_str());
+      exec(db, path, fmt::format("PRAGMA user_version = {}", latest_schema_version()).c_str());
+      tx.commit();
+    }
+  }
+  exec(db, path, "PRAGMA foreign_keys = ON");
+}
+
+void check_tables(sqlite3* db, const std::string& path) {
+  for (const char* table : kTables) {
+    Statement s(db, path, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1");
+    s.bind(1, std::string(table));
+    if (!s.step() || s.integer(0) != 1)
+      throw_bad_input("{}: not an edgeprobe results database (table '{}' missing)", path, table);
+  }
+}
+
+}  // namespace edgeprobe::store::sqlite

@@ -1,0 +1,40 @@
+#pragma once
+// Internal to src/store: the SQLite store's schema and its migrations.
+#include <sqlite3.h>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace edgeprobe::store::sqlite {
+
+// The PRAGMA user_version a fully migrated file has.
+int latest_schema_version();
+
+// Throws Error(kBadInput, "PATH: not an edgeprobe results database ...") for a file that
+// is another program's, or one from a newer edgeprobe. An empty file passes: ours to
+// initialise.
+void check_is_ours(sqlite3* db, const std::string& path);
+
+// Brings the file to latest_schema_version(): every pending migration in one
+// transaction, so a file is at its old version or the new one, never half-way.
+void migrate(sqlite3* db, const std::string& path);
+
+// Every table we read is there (the file may have passed check_is_ours and still have
+// lost one to a hand edit).
+void check_tables(sqlite3* db, const std::string& path);
+
+// The runs.device_id and runs.device columns of a run with this provenance: its
+// "device" object and that object's "id"; empty when the provenance has none.
+struct DeviceColumns {
+  std::string id;
+  std::string json;
+};
+DeviceColumns device_columns(const nlohmann::json& provenance);
+
+// Results carry strings from the outside world (paths, hostnames, model names, generated
+// text) that need not be valid UTF-8; dump() would throw and lose the whole unit, so
+// invalid bytes become U+FFFD instead.
+std::string to_text(const nlohmann::json& j);
+
+}  // namespace edgeprobe::store::sqlite

@@ -1,0 +1,355 @@
+#include "store/sqlite_store.h"
+
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "core/error.h"
+#include "store/sqlite_schema.h"
+#include "store/sqlite_util.h"
+
+namespace edgeprobe::store {
+namespace {
+
+using sqlite::exec;
+using sqlite::fail;
+using sqlite::pragma_integer;
+using sqlite::Statement;
+using sqlite::to_text;
+using sqlite::Transaction;
+
+nlohmann::json parse_stored(const std::string& text, const std::string& path, const char* what) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw_bad_input("{}: not an edgeprobe results database, or a damaged one (unreadable {} JSON: {})", path,
+                    what, e.what());
+  }
+}
+
+// "tiny.gguf" or "a.gguf,b.gguf": result/result.h writes provenance.models[] with the
+// file path; a single "model" object is accepted too.
+std::string model_label(const nlohmann::json& provenance) {
+  if (!provenance.is_object()) return "";
+  auto label_of = [](const nlohmann::json& m) -> std::string {
+    if (!m.is_object()) return "";
+    if (m.contains("path") && m["path"].is_string() && !m["path"].get<std::string>().empty())
+      return std::filesystem::path(m["path"].get<std::string>()).filename().string();
+    if (m.contains("name") && m["name"].is_string()) return m["name"].get<std::string>();
+    return "";
+  };
+  std::string out;
+  if (provenance.contains("models") && provenance["models"].is_array()) {
+    for (const nlohmann::json& m : provenance["models"]) {
+      const std::string l = label_of(m);
+      if (!l.empty()) out += (out.empty() ? "" : ",") + l;
+    }
+  } else if (provenance.contains("model")) {
+    out = label_of(provenance["model"]);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<SqliteStore> SqliteStore::open(const std::string& path, Mode mode) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (mode == Mode::kMustExist) {
+    if (!fs::exists(path, ec)) throw_bad_input("{}: no results database there (nothing recorded yet?)", path);
+  } else if (const fs::path parent = fs::path(path).parent_path(); !parent.empty()) {
+    fs::create_directories(parent, ec);
+    if (ec) throw_environment("{}: cannot create directory {}: {}", path, parent.string(), ec.message());
+  }
+  if (fs::is_directory(path, ec)) throw_bad_input("{}: is a directory, not a results database", path);
+
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  std::unique_ptr<SqliteStore> store(new SqliteStore(raw, path));  // closes raw on any throw below
+  if (rc != SQLITE_OK) fail(raw, rc, path, "open");
+  // A results file may come from someone else: refuse to run SQL functions with side
+  // effects from its triggers or views, and forbid writes that corrupt the file
+  // (https://www.sqlite.org/security.html, "defense against dark arts").
+  sqlite3_db_config(raw, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+  sqlite3_db_config(raw, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+  sqlite3_busy_timeout(raw, kBusyTimeoutMs);
+  sqlite::check_is_ours(raw, path);
+  // WAL: a killed writer leaves committed transactions in the -wal file, which the next
+  // open replays; readers (`edgeprobe runs` during a run) do not block the writer.
+  {
+    Statement s(raw, path, "PRAGMA journal_mode = WAL");
+    if (s.step() && s.text(0) != "wal")
+      throw_environment("{}: cannot use write-ahead logging (journal mode {})", path, s.text(0));
+  }
+  // FULL fsyncs the WAL at every commit. NORMAL would already survive kill -9 (the OS
+  // keeps the written pages), but not a power cut, and a phone that shuts down from heat
+  // mid-run is exactly the case this store exists for; one fsync per turn or repetition
+  // costs nothing next to seconds of inference.
+  exec(raw, path, "PRAGMA synchronous = FULL");
+  exec(raw, path, "PRAGMA foreign_keys = ON");
+  sqlite::migrate(raw, path);
+  sqlite::check_tables(raw, path);
+  return store;
+}
+
+SqliteStore::~SqliteStore() { sqlite3_close(db_); }
+
+int SqliteStore::schema_version() const { return static_cast<int>(pragma_integer(db_, path_, "PRAGMA user_version")); }
+int SqliteStore::latest_schema_version() { return sqlite::latest_schema_version(); }
+
+int SqliteStore::busy_timeout_ms() const {
+  return static_cast<int>(pragma_integer(db_, path_, "PRAGMA busy_timeout"));
+}
+
+RunId SqliteStore::begin_run(const std::string& kind, const nlohmann::json& provenance, const nlohmann::json& plan) {
+  if (!is_valid_run_kind(kind))
+    throw_bad_input("{}: run kind '{}' is not a valid name ([a-z][a-z0-9_-]{{0,31}})", path_, kind);
+  const sqlite::DeviceColumns device = sqlite::device_columns(provenance);
+  Transaction tx(db_, path_);
+  Statement s(db_, path_,
+              "INSERT INTO runs (kind, status, device_id, device, provenance_json, plan_json) "
+              "VALUES (?1, 'running', ?2, ?3, ?4, ?5)");
+  s.bind(1, kind).bind_or_null(2, device.id).bind_or_null(3, device.json);
+  s.bind(4, to_text(provenance)).bind(5, to_text(plan)).step();
+  const RunId id = sqlite3_last_insert_rowid(db_);
+  tx.commit();
+  return id;
+}
+
+RunRecord SqliteStore::get_run(RunId run) const {
+  Statement s(db_, path_,
+              "SELECT id, created_at, finished_at, kind, status, error, device_id, provenance_json, plan_json "
+              "FROM runs WHERE id = ?1");
+  s.bind(1, run);
+  if (!s.step()) throw_bad_input("{}: no run {}", path_, run);
+  RunRecord r;
+  r.id = s.integer(0);
+  r.created_at = s.text(1);
+  r.finished_at = s.text(2);
+  r.kind = s.text(3);
+  r.status = s.text(4);
+  r.error = s.text(5);
+  r.device_id = s.text(6);
+  r.provenance = parse_stored(s.text(7), path_, "provenance");
+  r.plan = parse_stored(s.text(8), path_, "plan");
+  return r;
+}
+
+void SqliteStore::resume_run(RunId run) {
+  const RunRecord r = get_run(run);
+  if (r.status == "complete") throw_bad_input("run {} is already complete; nothing to resume", run);
+  Statement s(db_, path_, "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL WHERE id = ?1");
+  s.bind(1, run).step();
+}
+
+int64_t SqliteStore::configuration_id(RunId run, int64_t ordinal) const {
+  Statement s(db_, path_, "SELECT id FROM configurations WHERE run_id = ?1 AND ordinal = ?2");
+  s.bind(1, run).bind(2, ordinal);
+  if (!s.step()) throw Error(ErrorKind::kBug, fmt::format("run {} has no configuration {}", run, ordinal));
+  return s.integer(0);
+}
+
+int64_t SqliteStore::add_configuration(RunId run, int64_t ordinal, const nlohmann::json& config) {
+  Transaction tx(db_, path_);
+  {
+    Statement existing(db_, path_, "SELECT id, config_json FROM configurations WHERE run_id = ?1 AND ordinal = ?2");
+    existing.bind(1, run).bind(2, ordinal);
+    if (existing.step()) {
+      // Compared as stored, so a config with invalid UTF-8 still matches itself.
+      if (parse_stored(existing.text(1), path_, "configuration") != nlohmann::json::parse(to_text(config)))
+        throw_bad_input("run {}: configuration {} differs from the stored one; resume needs the same plan", run,
+                        ordinal);
+      return existing.integer(0);
+    }
+  }
+  Statement s(db_, path_, "INSERT INTO configurations (run_id, ordinal, config_json) VALUES (?1, ?2, ?3)");
+  s.bind(1, run).bind(2, ordinal).bind(3, to_text(config)).step();
+  const int64_t id = sqlite3_last_insert_rowid(db_);
+  tx.commit();
+  return id;
+}
+
+void SqliteStore::finish_configuration(RunId run, int64_t ordinal, Status status, const std::string& error) {
+  Statement s(db_, path_, "UPDATE configurations SET status = ?1, error = ?2 WHERE run_id = ?3 AND ordinal = ?4");
+  s.bind(1, std::string(to_string(status)));
+  s.bind_or_null(2, error);
+  s.bind(3, run).bind(4, ordinal).step();
+  if (sqlite3_changes(db_) != 1)
+    throw Error(ErrorKind::kBug, fmt::format("run {} has no configuration {}", run, ordinal));
+}
+
+void SqliteStore::insert_telemetry(const char* owner_kind, int64_t owner_id,
+                             const std::vector<TelemetrySummary>& telemetry) {
+  for (const TelemetrySummary& t : telemetry) {
+    Statement s(db_, path_,
+                "INSERT INTO telemetry_summaries (owner_kind, owner_id, phase, summary_json) VALUES (?1, ?2, ?3, ?4)");
+    s.bind(1, std::string(owner_kind)).bind(2, owner_id).bind(3, t.phase).bind(4, to_text(t.summary)).step();
+  }
+}
+
+int64_t SqliteStore::record_repetition(RunId run, int64_t configuration_ordinal, int64_t repetition,
+                                 const nlohmann::json& result, const std::vector<TelemetrySummary>& telemetry) {
+  Transaction tx(db_, path_);
+  const int64_t config_id = configuration_id(run, configuration_ordinal);
+  Statement s(db_, path_, "INSERT INTO repetitions (configuration_id, ordinal, result_json) VALUES (?1, ?2, ?3)");
+  s.bind(1, config_id).bind(2, repetition).bind(3, to_text(result)).step();
+  const int64_t id = sqlite3_last_insert_rowid(db_);
+  insert_telemetry("repetition", id, telemetry);
+  tx.commit();
+  return id;
+}
+
+int64_t SqliteStore::record_turn(RunId run, const TurnKey& key, const nlohmann::json& result,
+                           const std::vector<TelemetrySummary>& telemetry) {
+  Transaction tx(db_, path_);
+  Statement s(db_, path_,
+              "INSERT INTO turns (run_id, configuration_ordinal, round, conversation_id, turn_index, result_json) "
+              "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+  s.bind(1, run)
+      .bind(2, key.configuration_ordinal)
+      .bind(3, key.round)
+      .bind(4, key.conversation_id)
+      .bind(5, key.turn_index)
+      .bind(6, to_text(result))
+      .step();
+  const int64_t id = sqlite3_last_insert_rowid(db_);
+  insert_telemetry("turn", id, telemetry);
+  tx.commit();
+  return id;
+}
+
+void SqliteStore::record_run_summary(RunId run, const std::string& phase, const nlohmann::json& summary) {
+  Transaction tx(db_, path_);
+  get_run(run);  // throws for an unknown run
+  insert_telemetry("run", run, {{phase, summary}});
+  tx.commit();
+}
+
+void SqliteStore::finish_run(RunId run, Status status, const std::string& error) {
+  Statement s(db_, path_,
+              "UPDATE runs SET status = ?1, error = ?2, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
+              "WHERE id = ?3");
+  s.bind(1, std::string(to_string(status)));
+  s.bind_or_null(2, error);
+  s.bind(3, run).step();
+  if (sqlite3_changes(db_) != 1) throw_bad_input("{}: no run {}", path_, run);
+}
+
+std::vector<RunSummary> SqliteStore::list_runs(const RunFilter& filter) const {
+  Statement s(db_, path_,
+              "SELECT r.id, r.created_at, r.finished_at, r.kind, r.status, r.device_id, r.provenance_json, "
+              "(SELECT count(*) FROM configurations c WHERE c.run_id = r.id), "
+              "(SELECT count(*) FROM repetitions p JOIN configurations c ON p.configuration_id = c.id "
+              " WHERE c.run_id = r.id), "
+              "(SELECT count(*) FROM turns t WHERE t.run_id = r.id) "
+              "FROM runs r "
+              "WHERE (?1 = '' OR r.kind = ?1) "
+              "AND (?2 = '' OR (?3 AND r.device_id = ?2) OR (NOT ?3 AND instr(r.device_id, ?2) > 0)) "
+              "ORDER BY r.id");
+  s.bind(1, filter.kind).bind(2, filter.device).bind(3, int64_t{filter.device_exact});
+  std::vector<RunSummary> runs;
+  while (s.step()) {
+    RunSummary r;
+    r.id = s.integer(0);
+    r.created_at = s.text(1);
+    r.finished_at = s.text(2);
+    r.kind = s.text(3);
+    r.status = s.text(4);
+    r.device_id = s.text(5);
+    r.model = model_label(parse_stored(s.text(6), path_, "provenance"));
+    r.configurations = s.integer(7);
+    r.repetitions = s.integer(8);
+    r.turns = s.integer(9);
+    runs.push_back(std::move(r));
+  }
+  return runs;
+}
+
+nlohmann::json SqliteStore::load_run(RunId run) const {
+  const RunRecord r = get_run(run);
+  auto telemetry_of = [&](const char* kind, int64_t id) {
+    nlohmann::json out = nlohmann::json::array();
+    Statement s(db_, path_,
+                "SELECT phase, summary_json FROM telemetry_summaries WHERE owner_kind = ?1 AND owner_id = ?2 "
+                "ORDER BY id");
+    s.bind(1, std::string(kind)).bind(2, id);
+    while (s.step()) out.push_back({{"phase", s.text(0)}, {"summary", parse_stored(s.text(1), path_, "telemetry")}});
+    return out;
+  };
+  nlohmann::json doc;
+  doc["schema_version"] = latest_schema_version();
+  doc["run"] = {{"id", r.id},
+                {"created_at", r.created_at},
+                {"finished_at", r.finished_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.finished_at)},
+                {"kind", r.kind},
+                {"status", r.status},
+                {"error", r.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.error)},
+                {"device_id", r.device_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.device_id)},
+                {"provenance", r.provenance},
+                {"plan", r.plan}};
+  doc["configurations"] = nlohmann::json::array();
+  Statement c(db_, path_,
+              "SELECT id, ordinal, status, error, config_json FROM configurations WHERE run_id = ?1 ORDER BY ordinal");
+  c.bind(1, run);
+  while (c.step()) {
+    nlohmann::json cj{{"ordinal", c.integer(1)},
+                      {"status", c.text(2)},
+                      {"error", c.is_null(3) ? nlohmann::json(nullptr) : nlohmann::json(c.text(3))},
+                      {"config", parse_stored(c.text(4), path_, "configuration")},
+                      {"repetitions", nlohmann::json::array()}};
+    Statement p(db_, path_,
+                "SELECT id, ordinal, recorded_at, result_json FROM repetitions WHERE configuration_id = ?1 "
+                "ORDER BY ordinal");
+    p.bind(1, c.integer(0));
+    while (p.step())
+      cj["repetitions"].push_back({{"ordinal", p.integer(1)},
+                                   {"recorded_at", p.text(2)},
+                                   {"result", parse_stored(p.text(3), path_, "repetition")},
+                                   {"telemetry", telemetry_of("repetition", p.integer(0))}});
+    doc["configurations"].push_back(std::move(cj));
+  }
+  doc["turns"] = nlohmann::json::array();
+  Statement t(db_, path_,
+              "SELECT id, configuration_ordinal, round, conversation_id, turn_index, recorded_at, result_json "
+              "FROM turns WHERE run_id = ?1 ORDER BY configuration_ordinal, round, id");
+  t.bind(1, run);
+  while (t.step())
+    doc["turns"].push_back({{"configuration_ordinal", t.integer(1)},
+                            {"round", t.integer(2)},
+                            {"conversation_id", t.text(3)},
+                            {"turn_index", t.integer(4)},
+                            {"recorded_at", t.text(5)},
+                            {"result", parse_stored(t.text(6), path_, "turn")},
+                            {"telemetry", telemetry_of("turn", t.integer(0))}});
+  doc["telemetry"] = telemetry_of("run", run);
+  return doc;
+}
+
+CompletedUnits SqliteStore::completed_units(RunId run) const {
+  get_run(run);
+  CompletedUnits done;
+  Statement p(db_, path_,
+              "SELECT c.ordinal, p.ordinal FROM repetitions p JOIN configurations c ON p.configuration_id = c.id "
+              "WHERE c.run_id = ?1");
+  p.bind(1, run);
+  while (p.step()) done.repetitions.insert({p.integer(0), p.integer(1)});
+  Statement t(db_, path_,
+              "SELECT configuration_ordinal, round, conversation_id, turn_index FROM turns WHERE run_id = ?1");
+  t.bind(1, run);
+  while (t.step()) done.turns.insert({t.integer(0), t.integer(1), t.text(2), t.integer(3)});
+  Statement c(db_, path_, "SELECT ordinal FROM configurations WHERE run_id = ?1 AND status = 'complete'");
+  c.bind(1, run);
+  while (c.step()) done.complete_configurations.insert(c.integer(0));
+  return done;
+}
+
+std::string SqliteStore::integrity_check() const {
+  Statement s(db_, path_, "PRAGMA integrity_check");
+  std::string out;
+  while (s.step()) out += (out.empty() ? "" : "\n") + s.text(0);
+  return out;
+}
+
+}  // namespace edgeprobe::store

@@ -1,0 +1,46 @@
+#include "store/sqlite_util.h"
+
+namespace edgeprobe::store::sqlite {
+
+void fail(sqlite3* db, int rc, const std::string& path, const std::string& what) {
+  const std::string detail = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  const int primary = rc & 0xff;
+  if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT || primary == SQLITE_FORMAT)
+    throw_bad_input("{}: not an edgeprobe results database, or a damaged one ({}: {})", path, what, detail);
+  if (primary == SQLITE_CONSTRAINT) throw Error(ErrorKind::kBug, fmt::format("{}: {}: {}", path, what, detail));
+  throw_environment("{}: results database: {}: {}", path, what, detail);
+}
+
+Statement::Statement(sqlite3* db, const std::string& path, const char* sql) : db_(db), path_(path) {
+  const int rc = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  if (rc != SQLITE_OK) fail(db, rc, path, "prepare");
+}
+
+bool Statement::step() {
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  fail(db_, rc, path_, "step");
+}
+
+std::string Statement::text(int column) const {
+  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
+  return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, column))) : std::string();
+}
+
+void exec(sqlite3* db, const std::string& path, const char* sql) {
+  char* message = nullptr;
+  const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &message);
+  if (rc != SQLITE_OK) {
+    const std::string detail = message ? message : sqlite3_errstr(rc);
+    sqlite3_free(message);
+    fail(db, rc, path, detail);
+  }
+}
+
+int64_t pragma_integer(sqlite3* db, const std::string& path, const char* sql) {
+  Statement s(db, path, sql);
+  return s.step() ? s.integer(0) : 0;
+}
+
+}  // namespace edgeprobe::store::sqlite

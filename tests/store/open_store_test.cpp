@@ -1,0 +1,214 @@
+// The store seam: open_store's location forms, run kinds as data, listing by device, and
+// several writers on one file.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "core/error.h"
+#include "helpers.h"
+#include "store/sqlite_store.h"
+#include "store/store.h"
+#include "support/run_process.h"
+
+namespace edgeprobe::store {
+namespace {
+
+namespace fs = std::filesystem;
+
+using edgeprobe::test_support::TempDir;
+using test::kind_of;
+using test::filter;
+using test::message_of;
+
+nlohmann::json provenance_on(const std::string& device_id) {
+  nlohmann::json p = {{"models", {{{"path", "/m/tiny.gguf"}, {"sha256", "ab"}}}},
+                      {"engine", {{"name", "llama.cpp"}, {"commit", "80fb11a"}}}};
+  if (!device_id.empty()) p["device"] = {{"id", device_id}, {"arch", "aarch64"}, {"hostname", "lab-" + device_id}};
+  return p;
+}
+
+TEST(OpenStore, PlainPathAndBothSqliteFormsOpenTheSameFile) {
+  TempDir dir;
+  const std::string path = dir.file("r.db");
+  {
+    auto store = open_store(path);
+    EXPECT_EQ(store->location(), path);
+    store->begin_run(RunKind::kBench, provenance_on(""), {});
+  }
+  ASSERT_EQ(path.front(), '/');  // TempDir is absolute, so sqlite:// + path is sqlite:///...
+  for (const std::string& location : {"sqlite:" + path, "sqlite://" + path, "SQLite://" + path}) {
+    auto store = open_store(location, Mode::kMustExist);
+    EXPECT_EQ(store->location(), path) << location;
+    EXPECT_EQ(store->list_runs().size(), 1u) << location;
+  }
+}
+
+TEST(OpenStore, MalformedSqliteLocationsAreOneClearLine) {
+  TempDir dir;
+  for (const std::string& location : {std::string("sqlite:"), std::string("sqlite://host/r.db"),
+                                      std::string("sqlite://relative.db"), std::string("")}) {
+    EXPECT_EQ(kind_of([&] { open_store(location); }), ErrorKind::kBadInput) << location;
+    const std::string msg = message_of([&] { open_store(location); });
+    EXPECT_NE(msg.find("sqlite:///ABS/PATH"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+  EXPECT_FALSE(fs::exists("host/r.db"));
+}
+
+TEST(OpenStore, PostgresqlSaysThisBuildHasNoneAndHidesThePassword) {
+  for (const std::string location :
+       {"postgresql://lab:s3cret@db.lab:5432/edgeprobe", "postgres://lab:s3cret@db.lab/edgeprobe"}) {
+    EXPECT_EQ(kind_of([&] { open_store(location); }), ErrorKind::kBadInput) << location;
+    const std::string msg = message_of([&] { open_store(location); });
+    EXPECT_NE(msg.find("no PostgreSQL results store"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("sqlite:PATH"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("s3cret"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("lab:***@db.lab"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+}
+
+TEST(OpenStore, UnknownSchemeIsNamedWithTheSupportedOnes) {
+  const std::string msg = message_of([] { open_store("mysql://db.lab/edgeprobe"); });
+  EXPECT_EQ(kind_of([] { open_store("mysql://db.lab/edgeprobe"); }), ErrorKind::kBadInput);
+  EXPECT_NE(msg.find("unknown results store scheme 'mysql'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("sqlite:///ABS/PATH"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+}
+
+TEST(OpenStore, RedactPasswordKeepsEverythingElse) {
+  EXPECT_EQ(redact_password("postgresql://u:p@h/db"), "postgresql://u:***@h/db");
+  EXPECT_EQ(redact_password("postgresql://u@h/db"), "postgresql://u@h/db");
+  EXPECT_EQ(redact_password("postgresql://h:5432/db"), "postgresql://h:5432/db");
+  EXPECT_EQ(redact_password("/data/results.db"), "/data/results.db");
+}
+
+TEST(RunKinds, ADoctorRunStoresItsReportAsARunSummary) {
+  TempDir dir;
+  auto store = open_store(dir.file("r.db"));
+  const nlohmann::json report = {{"schema_version", 2}, {"verdict", "healthy"}, {"findings", nlohmann::json::array()}};
+  const RunId run = store->begin_run(RunKind::kDoctor, provenance_on("dev-0123456789abcdef"), {{"model", "tiny"}});
+  store->record_run_summary(run, "doctor", report);
+  store->finish_run(run, Status::kComplete);
+
+  const std::vector<RunSummary> runs = store->list_runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].kind, "doctor");
+  EXPECT_EQ(runs[0].status, "complete");
+  EXPECT_EQ(runs[0].model, "tiny.gguf");
+  const nlohmann::json doc = store->load_run(run);
+  ASSERT_EQ(doc["telemetry"].size(), 1u);
+  EXPECT_EQ(doc["telemetry"][0]["phase"], "doctor");
+  EXPECT_EQ(doc["telemetry"][0]["summary"], report);
+}
+
+TEST(RunKinds, AnyWellFormedKindIsStoredAndFilteredOn) {
+  TempDir dir;
+  auto store = open_store(dir.file("r.db"));
+  const std::string longest(32, 'k');
+  for (const std::string& kind : {std::string("lab"), std::string("sweep_2-b"), longest, std::string("bench")})
+    store->begin_run(kind, provenance_on(""), {});
+  ASSERT_EQ(store->list_runs().size(), 4u);
+  EXPECT_EQ(store->list_runs()[1].kind, "sweep_2-b");
+  EXPECT_EQ(store->get_run(3).kind, longest);
+  const std::vector<RunSummary> labs = store->list_runs(filter("lab", "", false));
+  ASSERT_EQ(labs.size(), 1u);
+  EXPECT_EQ(labs[0].id, 1);
+  EXPECT_TRUE(store->list_runs(filter("session", "", false)).empty());
+}
+
+TEST(RunKinds, AMalformedKindIsRefusedAndNothingIsStored) {
+  TempDir dir;
+  auto store = open_store(dir.file("r.db"));
+  for (const std::string& kind : {std::string(""), std::string("Bench"), std::string("1st"), std::string("a b"),
+                                  std::string("bench;"), std::string("_x"), std::string(33, 'k')}) {
+    EXPECT_FALSE(is_valid_run_kind(kind)) << kind;
+    EXPECT_EQ(kind_of([&] { store->begin_run(kind, provenance_on(""), {}); }), ErrorKind::kBadInput) << kind;
+  }
+  EXPECT_NE(message_of([&] { store->begin_run("Bench", {}, {}); }).find("run kind 'Bench'"), std::string::npos);
+  EXPECT_TRUE(store->list_runs().empty());
+}
+
+TEST(RunsByDevice, FilterMatchesPartOrAllOfTheDeviceId) {
+  TempDir dir;
+  auto store = open_store(dir.file("r.db"));
+  const RunId a = store->begin_run(RunKind::kBench, provenance_on("dev-aaaa1111bbbb2222"), {});
+  const RunId b = store->begin_run(RunKind::kSession, provenance_on("dev-cccc3333dddd4444"), {});
+  const RunId none = store->begin_run(RunKind::kBench, provenance_on(""), {});  // a run that named no device
+  store->begin_run(RunKind::kBench, {{"device", "not an object"}}, {});
+
+  EXPECT_EQ(store->get_run(a).device_id, "dev-aaaa1111bbbb2222");
+  EXPECT_EQ(store->get_run(none).device_id, "");
+  EXPECT_EQ(store->load_run(b)["run"]["device_id"], "dev-cccc3333dddd4444");
+  EXPECT_TRUE(store->load_run(none)["run"]["device_id"].is_null());
+
+  auto ids = [&](const RunFilter& f) {
+    std::vector<RunId> out;
+    for (const RunSummary& r : store->list_runs(f)) out.push_back(r.id);
+    return out;
+  };
+  EXPECT_EQ(ids({}).size(), 4u);
+  EXPECT_EQ(ids(filter("", "aaaa1111", false)), std::vector<RunId>{a});
+  EXPECT_EQ(ids(filter("", "dev-", false)), (std::vector<RunId>{a, b}));
+  EXPECT_EQ(ids(filter("", "dev-cccc3333dddd4444", true)), std::vector<RunId>{b});
+  EXPECT_TRUE(ids(filter("", "cccc3333", true)).empty());
+  EXPECT_TRUE(ids(filter("bench", "cccc", false)).empty());
+  EXPECT_EQ(ids(filter("session", "cccc", false)), std::vector<RunId>{b});
+  EXPECT_EQ(store->list_runs(filter("", "aaaa", false))[0].device_id, "dev-aaaa1111bbbb2222");
+}
+
+// Two writers on one file, each with its own connection (two processes in real use: a
+// lab runner and a bench). BEGIN IMMEDIATE plus the busy timeout makes the second wait
+// for the first's commit; without the timeout it would fail with "database is locked".
+TEST(Concurrency, TwoWritersOnOneFileLoseNothing) {
+  TempDir dir;
+  const std::string path = dir.file("shared.db");
+  {
+    auto first = SqliteStore::open(path);  // created once; the writers then open it as it is
+    EXPECT_EQ(first->busy_timeout_ms(), SqliteStore::kBusyTimeoutMs);
+    EXPECT_GE(SqliteStore::kBusyTimeoutMs, 1000);
+  }
+  constexpr int64_t kUnits = 200;
+  std::vector<RunId> runs(2);
+  std::vector<std::string> errors(2);
+  auto writer = [&](size_t w) {
+    try {
+      auto store = open_store(path);
+      runs[w] = store->begin_run(RunKind::kBench, provenance_on(fmt::format("dev-writer{}", w)), {});
+      store->add_configuration(runs[w], 0, {{"writer", w}});
+      for (int64_t rep = 0; rep < kUnits; ++rep)
+        store->record_repetition(runs[w], 0, rep, {{"writer", w}, {"rep", rep}}, {{"decode", {{"rep", rep}}}});
+      store->finish_configuration(runs[w], 0, Status::kComplete);
+      store->finish_run(runs[w], Status::kComplete);
+    } catch (const std::exception& e) {
+      errors[w] = e.what();
+    }
+  };
+  std::thread t0(writer, 0), t1(writer, 1);
+  t0.join();
+  t1.join();
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+
+  auto store = open_store(path, Mode::kMustExist);
+  EXPECT_EQ(store->integrity_check(), "ok");
+  const std::vector<RunSummary> listed = store->list_runs();
+  ASSERT_EQ(listed.size(), 2u);
+  for (size_t w = 0; w < 2; ++w) {
+    const nlohmann::json doc = store->load_run(runs[w]);
+    EXPECT_EQ(doc["run"]["status"], "complete");
+    const nlohmann::json& reps = doc["configurations"][0]["repetitions"];
+    ASSERT_EQ(static_cast<int64_t>(reps.size()), kUnits) << "writer " << w;
+    for (int64_t rep = 0; rep < kUnits; ++rep) {
+      const nlohmann::json& r = reps[static_cast<size_t>(rep)];
+      EXPECT_EQ(r["result"]["writer"], w);
+      EXPECT_EQ(r["result"]["rep"], rep);
+      EXPECT_EQ(r["telemetry"][0]["summary"]["rep"], rep);  // each unit's telemetry went with it
+    }
+  }
+}
+
+}  // namespace
+}  // namespace edgeprobe::store
