@@ -84,11 +84,14 @@ StoredRun load_stored_run(const store::Store& store, int64_t run) {
   out.record = store.get_run(run);
   const json doc = store.load_run(run);
   const auto provenance = result::provenance_from_json(result::upgrade_provenance(out.record.provenance));
-  if (out.record.kind == "bench") {
-    out.bench = bench_from_store(doc, provenance);
-  } else if (out.record.kind == "session") {
-    out.session = session_from_store(doc, provenance, run);
-  } else if (out.record.kind == "doctor") {
+  try {
+    if (out.record.kind == "bench") out.bench = bench_from_store(doc, provenance);
+    if (out.record.kind == "session") out.session = session_from_store(doc, provenance, run);
+  } catch (const json::exception& e) {
+    throw_bad_input("run {} in {}: a stored {} unit is not what edgeprobe writes ({})", run, store.location(),
+                    out.record.kind, e.what());
+  }
+  if (out.record.kind == "doctor") {
     const auto summaries = summaries_by_phase(doc);
     const auto it = summaries.find("doctor");
     out.doctor = it == summaries.end() ? json(nullptr) : it->second;

@@ -32,9 +32,6 @@ std::string verdict(const std::string& metric, const analysis::RatioEstimate& e)
   return (e.ratio > 1) == (dir > 0) ? "B better" : "B worse";
 }
 
-;
-}
-
 }  // namespace
 
 std::string render_compare_markdown(const analysis::CompareReport& r, const std::string& label_a,

@@ -34,7 +34,7 @@ void register_export(CLI::App& app) {
   struct Args {
     int64_t run = 0;
     std::string db;
-    OutputFlags output{"json"};
+    OutputFlags output{"json", "", false};
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("export", "Write one stored run in any output format, as its subcommand did");

@@ -12,6 +12,7 @@
 #include "cli/common.h"
 #include "cli/job_options.h"
 #include "core/error.h"
+#include "core/fs.h"
 #include "store/store.h"
 
 namespace edgeprobe::cli {

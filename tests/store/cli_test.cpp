@@ -9,11 +9,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "app/stored_run.h"
 #include "cli/cmd_compare.h"
 #include "cli/cmd_export.h"
 #include "cli/cmd_runs.h"
 #include "core/error.h"
 #include "result/migrate.h"
+#include "result/result.h"
 #include "store/store.h"
 
 namespace edgeprobe::cli {
@@ -36,6 +38,19 @@ nlohmann::json result_file(const std::string& sha, double decode) {
   return {{"schema_version", 1},
           {"provenance", provenance(sha)},
           {"results", {{{"test", "tg64"}, {"config", {{"n_gen", 64}, {"n_threads", 2}}}, {"repetitions", reps}}}}};
+}
+
+// A configuration as `bench` stores it: the whole test case, its model and its name.
+nlohmann::json stored_config(int n_gen) {
+  workload::TestCase c;
+  c.model_path = "/models/tiny.gguf";
+  c.kind = workload::TestKind::kGenerate;
+  c.n_gen = n_gen;
+  c.n_threads = 2;
+  nlohmann::json j = result::to_json(c);
+  j["model_path"] = c.model_path;
+  j["test"] = c.name();
+  return j;
 }
 
 std::string write_json(const TempDir& dir, const std::string& name, const nlohmann::json& doc) {
@@ -105,9 +120,10 @@ TEST(CompareCli, ComparesStoredRunsWithVerdicts) {
     auto s = store::open_store(db);
     for (double decode : {20.0, 30.0}) {
       const store::RunId run = s->begin_run(store::RunKind::kBench, provenance("same"), {});
-      s->add_configuration(run, 0, {{"test", "tg64"}, {"n_threads", 2}});
+      s->add_configuration(run, 0, stored_config(64));
       for (int rep = 0; rep < 5; ++rep)
-        s->record_repetition(run, 0, rep, {{"decode_tokens_per_s", decode + 0.1 * rep}, {"ttft_ms", 100.0 + rep}});
+        s->record_repetition(run, 0, rep,
+                             {{"index", rep}, {"decode_tokens_per_s", decode + 0.1 * rep}, {"ttft_ms", 100.0 + rep}});
       s->finish_run(run, store::Status::kComplete);
     }
   }
@@ -139,16 +155,16 @@ TEST(CompareCli, EngineCommitIsCheckedAcrossResultSchemaVersions) {
   other_build["provenance"]["engine"]["commit"] = "b7000aa";
   const std::string other_file = write_json(dir, "other.json", other_build);
   out = run_cli({"compare", old_file, other_file, "--force"});
-  EXPECT_NE(out.find("**not comparable**: llama.cpp version differs (80fb11a vs b7000aa)"), std::string::npos) << out;
+  EXPECT_NE(out.find("**not comparable**: engine version differs (80fb11a vs b7000aa)"), std::string::npos) << out;
 }
 
 TEST(CompareCli, NeitherFileNorRunIdIsBadInput) {
   TempDir dir;
-  EXPECT_THROW(load_compare_input(dir.file("missing.json"), dir.file("r.db")), Error);
+  EXPECT_THROW(app::load_result_document(dir.file("missing.json"), dir.file("r.db")), Error);
   const std::string bad = dir.file("bad.json");
   std::ofstream(bad) << "{ not json";
   try {
-    load_compare_input(bad, "");
+    app::load_result_document(bad, "");
     FAIL() << "parsed a broken file";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
@@ -184,41 +200,62 @@ TEST(RunsCli, MissingDatabaseGivenExplicitlyIsBadInput) {
   EXPECT_FALSE(fs::exists(dir.file("none.db")));
 }
 
-TEST(ExportCli, CsvHasOneQuotedRowPerUnitAndJsonRoundTrips) {
+// A stored run loads back into the structs a run produces: export prints what the
+// subcommand printed, in every format.
+TEST(ExportCli, AStoredBenchRunPrintsAsBenchDidInEveryFormat) {
   TempDir dir;
   const std::string db = dir.file("r.db");
   {
     auto s = store::open_store(db);
-    const store::RunId run = s->begin_run(store::RunKind::kBench, provenance("x"), {});
-    s->add_configuration(run, 0, {{"test", "tg64"}, {"n_threads", 2}});
-    s->record_repetition(run, 0, 0, {{"decode_tokens_per_s", 21.5}, {"decode_step_ms", {40.0, 41.0}}},
-                        {{"decode", {{"freq_khz", 2450000}}}});
-    s->record_repetition(run, 0, 1, {{"decode_tokens_per_s", 22.5}, {"note", "a, \"quoted\" note"}});
-    s->record_turn(run, {0, 0, "c02", 1}, {{"ttft_ms", 300.0}});
+    const store::RunId run = s->begin_run(store::RunKind::kBench, result::upgrade_provenance(provenance("x")), {});
+    s->add_configuration(run, 0, stored_config(2));
+    s->record_repetition(run, 0, 0, {{"index", 0}, {"decode_tokens_per_s", 21.5}, {"decode_step_ms", {40.0, 41.0}}});
+    s->record_repetition(run, 0, 1, {{"index", 1}, {"decode_tokens_per_s", 22.5}, {"decode_step_ms", {42.0, 43.0}}});
+    s->record_run_summary(run, "test0", {{"load_ms", {800.0, 400.0}}, {"roofline", {{"decode_efficiency", 0.5}}}});
+    s->finish_run(run, store::Status::kComplete);
   }
   const std::string csv = run_cli({"export", "1", "-o", "csv", "--db", db});
-  std::istringstream lines(csv);
-  std::string header, line;
-  std::getline(lines, header);
-  EXPECT_EQ(header.rfind("run_id,unit,configuration_ordinal,repetition,round,conversation_id,turn_index,recorded_at,", 0),
-            0u)
-      << header;
-  EXPECT_NE(header.find("result.decode_tokens_per_s"), std::string::npos);
-  EXPECT_NE(header.find("telemetry.decode.freq_khz"), std::string::npos);
-  EXPECT_NE(header.find("config.n_threads"), std::string::npos);
-  int rows = 0;
-  while (std::getline(lines, line)) ++rows;
-  EXPECT_EQ(rows, 3);
-  EXPECT_NE(csv.find("40.0;41.0"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("\"a, \"\"quoted\"\" note\""), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",turn,0,,0,c02,1,"), std::string::npos) << csv;
+  EXPECT_EQ(csv.rfind("schema_version,model_path,", 0), 0u) << csv;  // bench's own CSV layout
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 2) << csv;    // a header and one row per test
+  EXPECT_NE(csv.find(",tg2,"), std::string::npos) << csv;
 
   const std::string out_file = dir.file("run1.json");
   EXPECT_EQ(run_cli({"export", "1", "-o", "json", "--db", db, "--output", out_file}), "");
   std::ifstream in(out_file);
   const nlohmann::json doc = nlohmann::json::parse(in);
-  const auto s = store::open_store(db);
-  EXPECT_EQ(doc, s->load_run(1));
+  EXPECT_EQ(doc["schema_version"], result::kSchemaVersion);
+  ASSERT_EQ(doc["results"].size(), 1u);
+  EXPECT_EQ(doc["results"][0]["repetitions"].size(), 2u);
+  EXPECT_EQ(doc["results"][0]["load"]["cold_ms"], 800.0);
+  EXPECT_EQ(doc["results"][0]["roofline"]["decode_efficiency"], 0.5);
+  EXPECT_NEAR(doc["results"][0]["decode"]["tokens_per_s"]["median"].get<double>(), 22.0, 1e-9);
+  EXPECT_EQ(doc["provenance"]["engine"]["commit"], "80fb11a");  // the v1 provenance, upgraded
+
+  EXPECT_NE(run_cli({"export", "1", "-o", "md", "--db", db}).find("| tg2 |"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(run_cli({"export", "1", "-o", "jsonl", "--db", db}))["test"], "tg2");
+}
+
+TEST(ExportCli, AStoredSessionPrintsOneCsvRowPerTurn) {
+  TempDir dir;
+  const std::string db = dir.file("r.db");
+  {
+    auto s = store::open_store(db);
+    const store::RunId run = s->begin_run(store::RunKind::kSession, result::upgrade_provenance(provenance("x")), {});
+    s->add_configuration(run, 0, {{"model_path", "/m.gguf"}, {"n_ctx", 512}, {"max_tokens", 8}, {"n_batch", 64},
+                                  {"n_threads", 1}});
+    s->record_turn(run, {0, 0, "c01", 0}, {{"round", 0}, {"conversation_id", "c01"}, {"turn_index", 0},
+                                           {"ttft_ms", 300.0}, {"decode_tokens_per_s", 20.0}, {"generated_tokens", 8},
+                                           {"reply", "a, \"quoted\" reply"}});
+    s->record_turn(run, {0, 0, "c01", 1}, {{"round", 0}, {"conversation_id", "c01"}, {"turn_index", 1},
+                                           {"ttft_ms", 310.0}, {"decode_tokens_per_s", 21.0}, {"generated_tokens", 8}});
+  }
+  const std::string csv = run_cli({"export", "1", "-o", "csv", "--db", db});
+  EXPECT_EQ(csv.rfind("schema_version,run_id,", 0), 0u) << csv;
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3) << csv;
+  const auto doc = nlohmann::json::parse(run_cli({"export", "1", "-o", "json", "--db", db}));
+  EXPECT_EQ(doc["kind"], "session");
+  EXPECT_EQ(doc["configs"][0]["turns"].size(), 2u);
+  EXPECT_EQ(doc["configs"][0]["analysis"]["turns_measured"], 2);
 }
 
 TEST(ExportCli, UnknownRunIsBadInput) {
