@@ -49,17 +49,24 @@ echo "== 1. edgeprobe probe vs STREAM-like reference ($threads threads, ${buffer
 # they alternate which goes first, round by round, and the comparison uses each one's best
 # pass over all rounds (noise only ever slows a pass down) and the per-round ratios. A
 # private cache dir so an old cached figure is never compared.
-ref_bytes=0  # the probe's buffer_bytes / 2 (it may round or cap the size asked); round 1 runs the probe first
+# The reference follows the probe's latest run (round 1 runs the probe first): arrays of half
+# its buffer (the probe may round or cap the size asked), and as many timed passes per
+# kernel as the probe's read took, so neither best pass comes from more tries under noise.
+ref_bytes=0
+ref_reps=0
 run_probe() {
   XDG_CACHE_HOME="$tmp/cache" "$edgeprobe" probe --refresh --no-compute -o json -t "$threads" \
     --buffer-mib "$buffer_mib" > "$tmp/probe.$1.json"
-  ref_bytes="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ceilings"]["bandwidth"]["buffer_bytes"] // 2)' "$tmp/probe.$1.json")"
+  read -r ref_bytes ref_reps < <(python3 -c 'import json,sys
+bw = json.load(open(sys.argv[1]))["ceilings"]["bandwidth"]
+passes = max(p["passes"] for p in bw["points"] if p["kernel"] == "read" and p["scope"] == "device")
+print(bw["buffer_bytes"] // 2, passes + 1)' "$tmp/probe.$1.json")
 }
 run_ref() {
   # edgeprobe's read streams the whole buffer and its copy moves one half onto the other;
   # the reference's arrays are each half the buffer, so its copy moves the same bytes and
   # its sum reads both arrays (the whole buffer), as edgeprobe's read does.
-  "$stream_ref" --bytes "$ref_bytes" --threads "$threads" > "$tmp/ref.$1.jsonl"
+  "$stream_ref" --bytes "$ref_bytes" --threads "$threads" --reps "$ref_reps" > "$tmp/ref.$1.jsonl"
 }
 for ((round = 1; round <= rounds; round++)); do
   echo "   round $round/$rounds" >&2
@@ -123,6 +130,9 @@ for kernel, t in keys:
             failed.append(t)
     print(f"{'read/sum' if kernel == 'sum' else kernel:<8} {t:>7} {p_best:>10.2f} {r_best:>10.2f} {p_best / r_best:>6.3f}   "
           f"{paired:<30}{verdict}")
+for t in sorted({t for k, t in keys if k == "sum"}):
+    print(f"read at {t} thread(s), per round (edgeprobe/reference GB/s): "
+          + " ".join(f"{a.get(('sum', t), 0):.1f}/{b.get(('sum', t), 0):.1f}" for a, b in zip(probe, ref)))
 triad = ", ".join(f"{max(row.get(('triad', t), 0) for row in ref):.2f}" for t in sorted({t for k, t in keys}))
 print(f"decode ceiling (edgeprobe best read): {max(max(v for (k, t), v in row.items() if k == 'sum') for row in probe):.2f} GB/s; "
       f"reference triad by threads: {triad} GB/s")
@@ -132,6 +142,19 @@ if rounds < 5:
     print("note: fewer than 5 rounds: not judged")
 print(f"read >= 0.95 of the reference at every thread count: {'PASS' if not failed and rounds >= 5 else 'OUTSIDE' if failed else 'n/a'}")
 PY
+
+stream_ab="${STREAM_AB:-$build/bench/stream_ab}"
+if [[ -x "$stream_ab" ]]; then
+  echo "== 1b. the same read kernels alternating pass by pass in one process (bench/stream_ab: ABBA, 30 pairs)"
+  "$stream_ab" --bytes "$((ref_bytes * 2))" --threads "$threads" --passes 30 > "$tmp/ab.jsonl"
+  python3 - "$tmp/ab.jsonl" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    print(f"read at {d['threads']} thread(s), {d['isa']}: best {d['probe_best_gb_per_s']:.2f} / {d['ref_best_gb_per_s']:.2f} GB/s"
+          f" = {d['best_ratio']:.3f}; paired median {d['paired_median_ratio']:.3f}")
+PY
+fi
 
 if [[ -z "$model" ]]; then
   echo "== 2. roofline efficiencies: skipped (pass -m tinyllama-1.1b-q4_0.gguf)"
