@@ -47,12 +47,11 @@ Buffer allocate(uint64_t bytes) {
 
 // AnonHugePages of this process (bytes), or nullopt where the kernel does not say.
 std::optional<uint64_t> anon_huge_bytes() {
-  std::ifstream in("/proc/self/smaps_rollup");
-  std::string key;
-  uint64_t value = 0;
-  std::string unit;
-  while (in >> key >> value >> unit)
-    if (key == "AnonHugePages:") return value * 1024;
+  std::ifstream in("/proc/self/smaps_rollup");  // first line: the address range, then "Key: N kB"
+  std::string line;
+  const std::string key = "AnonHugePages:";
+  while (std::getline(in, line))
+    if (line.rfind(key, 0) == 0) return std::strtoull(line.c_str() + key.size(), nullptr, 10) * 1024;
   return std::nullopt;
 }
 

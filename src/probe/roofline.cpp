@@ -327,11 +327,12 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
     std::map<std::string, double> model_rate;  // type -> best GFLOP/s over its model shapes
     double kernel_share = 1;                   // lowest CPU share of those points
     for (const auto& shape : prefill_shapes(info)) {
+      double& rate = model_rate[shape.type];  // present even when unmeasured: a major type
       for (const auto& k : ceilings.kernels) {
         if (k.phase != "prefill" || k.type != shape.type || k.rows != shape.rows || k.cols != shape.cols ||
             k.tokens != tokens || k.threads != ceilings.threads || !k.error.empty())
           continue;
-        model_rate[shape.type] = std::max(model_rate[shape.type], k.median_gflop_per_s);
+        rate = std::max(rate, k.median_gflop_per_s);
         if (k.cpu_share > 0) kernel_share = std::min(kernel_share, k.cpu_share);
       }
     }
