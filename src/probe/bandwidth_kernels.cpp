@@ -10,24 +10,26 @@
 #define EDGEPROBE_STREAM_NEON 1
 #endif
 
-// Why these kernels (figures: AMD EPYC Zen 5 VM, 2 cores, 512 MiB buffer, one process
-// alternating kernels pass by pass, best of 30 passes each, against a double sum compiled
-// -O3 -march=native -ffast-math, which GCC turns into one zmm accumulator):
-// - Width. The old kernel, 16-byte vectors with 8 accumulators, read 0.94 of that sum at 1
-//   thread and 0.81-0.85 at 2 (issue 19); 32-byte AVX2 loads reached 1.00-1.09 and 64-byte
-//   AVX-512 loads 1.00-1.09. Issue bandwidth is not what limits a core (2 x 16 B loads a
-//   cycle already exceed DRAM): the load queue is. A 16-byte kernel needs 4 queue entries
-//   per cache line and so keeps fewer lines in flight; a line per load keeps the most.
-//   Arm's equivalent is one LD1 of four q registers (a whole line) per instruction.
-// - Independent accumulators (4-8) so no add latency chain paces the loads.
-// - More streams per thread (4 slices read in lockstep) and software prefetch gave nothing
-//   the hardware prefetchers did not already (1.00-1.17 against 1.08-1.14, inside the noise),
-//   so they are left out.
+// Why these kernels. Figures from bench/stream_ab (this file's kernels against a double
+// sum built -O3 -march=native -ffast-math, which GCC turns into zmm adds; alternating pass
+// by pass, best of 25-30 each) on the AMD EPYC (Zen 5) dev VM, 2 cores, 1 GiB:
+// - Width. The old kernel, 16-byte vectors with 8 accumulators ("generic" here), read
+//   0.84-0.87 of the reference at 1 thread and 0.70-0.93 at 2 (issue 19 found 0.81-0.88);
+//   32-byte AVX2 loads 0.98-1.05; 64-byte AVX-512 loads 1.00-1.05. Issue width does not
+//   limit a core (2 x 16 B loads a cycle already exceed DRAM); the load queue does: a
+//   16-byte kernel spends 4 entries per cache line and keeps fewer lines in flight.
+//   AArch64's equivalent of a line per load is one LD1 of four q registers.
+// - Independent accumulators (4-8), so no add latency chain paces the loads.
+// - Four streams per thread read in lockstep (1.02-1.17 of the reference) and software
+//   prefetch, NTA 1 KiB ahead (0.97-1.17), were within the noise of the plain AVX-512 loop
+//   (1.02-1.14) in the same runs, so they are left out: the hardware prefetchers run ahead.
+// - Huge pages (the probe's buffer, not these kernels): AVX-512 reads on a THP-backed
+//   buffer ran 1.04-1.08 of the same on 4 KiB pages.
 // - Copy with non-temporal stores (x86) ran at 1.44-1.47 of the same copy with ordinary
-//   stores: those read every destination line before writing it (write-allocate), traffic
+//   stores, which read every destination line before writing it (write-allocate), traffic
 //   STREAM's byte count leaves out. Streaming stores move only the counted bytes, so the
-//   figure is what the memory system gives. Arm has no portable equivalent (STNP is a hint
-//   many cores ignore, and most detect streaming writes and skip the allocate themselves).
+//   figure is what the memory system gives. AArch64 keeps ordinary stores: STNP is a hint
+//   many cores ignore, and most detect streaming writes and skip the allocate themselves.
 
 namespace edgeprobe::probe {
 namespace {
