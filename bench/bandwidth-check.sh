@@ -2,7 +2,11 @@
 # bandwidth-check.sh: is edgeprobe's bandwidth figure right? (a benchmark, not a test)
 #
 # 1. edgeprobe probe's memory bandwidth against bench/stream_ref, a STREAM-like reference
-#    run with the same buffer sizes and thread counts. Target: within +-15 %.
+#    built -O3 -march=native -ffast-math, run with the same buffer sizes and thread counts,
+#    interleaved over --rounds rounds (at least 5 to judge). Target (issue 19): the probe's
+#    read >= 0.95 of the reference's read (sum) at every thread count, as the ratio of the
+#    best passes over all rounds; the median of the per-round ratios and its interval are
+#    printed next to it. Copy is shown, not judged (the probe's copy streams its stores).
 # 2. With a model (-m), the roofline efficiencies `edgeprobe bench` reports for pp512 and
 #    tg64 (and llama-bench's rates against the same ceilings, when llama-bench is found),
 #    over --rounds interleaved rounds, medians last. Decode: the efficiency against the
@@ -18,7 +22,7 @@ build=build
 threads=2
 model=""
 buffer_mib=1024
-rounds=3
+rounds=5
 llama_bench="${LLAMA_BENCH:-}"
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -28,7 +32,7 @@ while [[ $# -gt 0 ]]; do
     --buffer-mib) buffer_mib="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --llama-bench) llama_bench="$2"; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "bandwidth-check: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -42,50 +46,115 @@ trap 'rm -rf "$tmp"' EXIT
 
 echo "== 1. edgeprobe probe vs STREAM-like reference ($threads threads, ${buffer_mib} MiB buffer, $rounds rounds)"
 # The two programs run one after the other, so load from other processes can favour either:
-# alternating them for a few rounds and keeping each figure's best makes the ratio about the
-# kernels rather than about which one ran while the machine was busy. A private cache dir
-# so an old cached figure is never compared.
-for ((round = 1; round <= rounds; round++)); do
+# they alternate which goes first, round by round, and the comparison uses each one's best
+# pass over all rounds (noise only ever slows a pass down) and the per-round ratios. A
+# private cache dir so an old cached figure is never compared.
+# The reference follows the probe's latest run (round 1 runs the probe first): arrays of half
+# its buffer (the probe may round or cap the size asked), and as many timed passes per
+# kernel as the probe's read took, so neither best pass comes from more tries under noise.
+ref_bytes=0
+ref_reps=0
+run_probe() {
   XDG_CACHE_HOME="$tmp/cache" "$edgeprobe" probe --refresh --no-compute -o json -t "$threads" \
-    --buffer-mib "$buffer_mib" > "$tmp/probe.$round.json"
-  buffer_bytes="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ceilings"]["bandwidth"]["buffer_bytes"])' "$tmp/probe.$round.json")"
+    --buffer-mib "$buffer_mib" > "$tmp/probe.$1.json"
+  read -r ref_bytes ref_reps < <(python3 -c 'import json,sys
+bw = json.load(open(sys.argv[1]))["ceilings"]["bandwidth"]
+passes = max(p["passes"] for p in bw["points"] if p["kernel"] == "read" and p["scope"] == "device")
+print(bw["buffer_bytes"] // 2, passes + 1)' "$tmp/probe.$1.json")
+}
+run_ref() {
   # edgeprobe's read streams the whole buffer and its copy moves one half onto the other;
   # the reference's arrays are each half the buffer, so its copy moves the same bytes and
   # its sum reads both arrays (the whole buffer), as edgeprobe's read does.
-  "$stream_ref" --bytes "$((buffer_bytes / 2))" --threads "$threads" > "$tmp/ref.$round.jsonl"
+  "$stream_ref" --bytes "$ref_bytes" --threads "$threads" --reps "$ref_reps" > "$tmp/ref.$1.jsonl"
+}
+for ((round = 1; round <= rounds; round++)); do
+  echo "   round $round/$rounds" >&2
+  if ((round % 2)); then run_probe "$round"; run_ref "$round"; else run_ref "$round"; run_probe "$round"; fi
 done
 
 python3 - "$tmp" "$rounds" <<'PY'
-import json, sys
+import json, math, statistics, sys
 tmp, rounds = sys.argv[1], int(sys.argv[2])
-probe, ref, share = {}, {}, 1.0
+probe, ref, share = [], [], 1.0   # per round: {(kernel, threads): best GB/s}
+isa, huge = set(), []
 for i in range(1, rounds + 1):
     bw = json.load(open(f"{tmp}/probe.{i}.json"))["ceilings"]["bandwidth"]
+    isa.add(bw.get("kernel_isa") or "?")
+    if bw.get("huge_page_share") is not None:
+        huge.append(bw["huge_page_share"])
+    row = {}
     for p in bw["points"]:
         if p["scope"] == "device":
             k = ("sum" if p["kernel"] == "read" else p["kernel"], p["threads"])
-            probe[k] = max(probe.get(k, 0), p["best_gb_per_s"])
+            row[k] = max(row.get(k, 0), p["best_gb_per_s"])
             share = min(share, p.get("cpu_share") or 1)
+    probe.append(row)
+    row = {}
     for line in open(f"{tmp}/ref.{i}.jsonl"):
         if line.strip():
             r = json.loads(line)
             k = (r["kernel"], r["threads"])
-            ref[k] = max(ref.get(k, 0), r["best_gb_per_s"])
-print(f"{'kernel':<8} {'threads':>7} {'edgeprobe':>10} {'reference':>10} {'ratio':>6}   (GB/s, best of {rounds} rounds)")
-worst = 0.0
-for (kernel, t), v in sorted(probe.items()):
-    r = ref.get((kernel, t))
-    if not r:
-        continue
-    worst = max(worst, abs(v / r - 1))
-    print(f"{'read/sum' if kernel == 'sum' else kernel:<8} {t:>7} {v:>10.2f} {r:>10.2f} {v / r:>6.2f}")
-triad = ", ".join(f"{v:.2f}" for (k, t), v in sorted(ref.items()) if k == "triad")
-print(f"decode ceiling (edgeprobe best read): {max(v for (k, t), v in probe.items() if k == 'sum'):.2f} GB/s; "
+            row[k] = max(row.get(k, 0), r["best_gb_per_s"])
+    ref.append(row)
+
+def median_interval(xs, coverage=0.9):
+    # Distribution-free interval for the median: order statistics x(k) .. x(n-k+1) with the
+    # largest k whose binomial coverage is still >= `coverage`.
+    xs, n = sorted(xs), len(xs)
+    best = (xs[0], xs[-1], 1 - 2 * 0.5 ** n)
+    for k in range(2, n // 2 + 1):
+        c = 1 - 2 * sum(math.comb(n, j) for j in range(k)) / 2 ** n
+        if c < coverage:
+            break
+        best = (xs[k - 1], xs[n - k], c)
+    return best
+
+print(f"probe kernels: {', '.join(sorted(isa))}; huge pages: "
+      + (f"{min(huge) * 100:.0f}-{max(huge) * 100:.0f}% of the buffer" if huge else "unknown"))
+print(f"{'kernel':<8} {'threads':>7} {'edgeprobe':>10} {'reference':>10} {'ratio':>6}   {'paired median [interval]':<30}"
+      f"(GB/s: best pass over {rounds} rounds)")
+keys = sorted({k for row in probe for k in row} & {k for row in ref for k in row})
+failed = []
+for kernel, t in keys:
+    p_best = max(row.get((kernel, t), 0) for row in probe)
+    r_best = max(row.get((kernel, t), 0) for row in ref)
+    pairs = [a[(kernel, t)] / b[(kernel, t)] for a, b in zip(probe, ref) if a.get((kernel, t)) and b.get((kernel, t))]
+    lo, hi, cov = median_interval(pairs)
+    paired = f"{statistics.median(pairs):.3f} [{lo:.3f}, {hi:.3f}] {cov * 100:.0f}%"
+    verdict = ""
+    if kernel == "sum":
+        ok = p_best / r_best >= 0.95
+        verdict = "PASS" if ok else "BELOW 0.95"
+        if not ok:
+            failed.append(t)
+    print(f"{'read/sum' if kernel == 'sum' else kernel:<8} {t:>7} {p_best:>10.2f} {r_best:>10.2f} {p_best / r_best:>6.3f}   "
+          f"{paired:<30}{verdict}")
+for t in sorted({t for k, t in keys if k == "sum"}):
+    print(f"read at {t} thread(s), per round (edgeprobe/reference GB/s): "
+          + " ".join(f"{a.get(('sum', t), 0):.1f}/{b.get(('sum', t), 0):.1f}" for a, b in zip(probe, ref)))
+triad = ", ".join(f"{max(row.get(('triad', t), 0) for row in ref):.2f}" for t in sorted({t for k, t in keys}))
+print(f"decode ceiling (edgeprobe best read): {max(max(v for (k, t), v in row.items() if k == 'sum') for row in probe):.2f} GB/s; "
       f"reference triad by threads: {triad} GB/s")
 if share < 0.9:
     print(f"note: probe threads got as little as {share * 100:.0f}% of the CPU: other processes were running")
-print(f"worst deviation {worst * 100:.1f} % -> {'PASS' if worst <= 0.15 else 'OUTSIDE'} the +-15 % target")
+if rounds < 5:
+    print("note: fewer than 5 rounds: not judged")
+print(f"read >= 0.95 of the reference at every thread count: {'PASS' if not failed and rounds >= 5 else 'OUTSIDE' if failed else 'n/a'}")
 PY
+
+stream_ab="${STREAM_AB:-$build/bench/stream_ab}"
+if [[ -x "$stream_ab" ]]; then
+  echo "== 1b. the same read kernels alternating pass by pass in one process (bench/stream_ab: ABBA, 30 pairs)"
+  "$stream_ab" --bytes "$((ref_bytes * 2))" --threads "$threads" --passes 30 > "$tmp/ab.jsonl"
+  python3 - "$tmp/ab.jsonl" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    print(f"read at {d['threads']} thread(s), {d['isa']}: best {d['probe_best_gb_per_s']:.2f} / {d['ref_best_gb_per_s']:.2f} GB/s"
+          f" = {d['best_ratio']:.3f}; paired median {d['paired_median_ratio']:.3f}")
+PY
+fi
 
 if [[ -z "$model" ]]; then
   echo "== 2. roofline efficiencies: skipped (pass -m tinyllama-1.1b-q4_0.gguf)"

@@ -4,7 +4,9 @@
 // arrays, Copy/Scale/Add/Triad, the first of NTIMES repetitions not counted, the best
 // repetition reported, bytes counted as the kernel names them (no write-allocate). A Sum
 // kernel (read only, not part of STREAM) stands next to edgeprobe's read kernel. Not
-// "STREAM" results: the code is not McCalpin's.
+// "STREAM" results: the code is not McCalpin's. Built -O3 -march=native -ffast-math
+// (bench/CMakeLists.txt): plain loops that the compiler vectorizes for this very CPU, the
+// strongest reference a user's own code would be.
 //
 // usage: stream_ref --bytes B [--threads N] [--reps R] [--no-pin]
 //   B: bytes per array (edgeprobe's copy moves B/2 onto B/2; pass its buffer_bytes / 2).

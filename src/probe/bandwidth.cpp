@@ -18,63 +18,41 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
+
+#include <sys/mman.h>
 
 #include "core/error.h"
 #include "core/schedstat.h"
 #include "core/stats.h"
+#include "probe/bandwidth_kernels.h"
 
 namespace edgeprobe::probe {
 namespace {
 
-// 16-byte vectors: plain SSE2/NEON loads already ask for far more than one core's share of
-// DRAM bandwidth (2 loads x 16 B per cycle), so the kernel needs no per-ISA builds.
-typedef uint64_t V2 __attribute__((vector_size(16)));
-constexpr size_t kVecBytes = sizeof(V2);
-constexpr size_t kUnroll = 8;
-
-uint64_t read_kernel(const V2* __restrict p, size_t n) {
-  V2 a0 = {0, 0}, a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-  for (size_t i = 0; i + kUnroll <= n; i += kUnroll) {
-    a0 += p[i];
-    a1 += p[i + 1];
-    a2 += p[i + 2];
-    a3 += p[i + 3];
-    a4 += p[i + 4];
-    a5 += p[i + 5];
-    a6 += p[i + 6];
-    a7 += p[i + 7];
-  }
-  const V2 s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
-  return s[0] + s[1];
-}
-
-void copy_kernel(V2* __restrict dst, const V2* __restrict src, size_t n) {
-  for (size_t i = 0; i + kUnroll <= n; i += kUnroll) {
-    dst[i] = src[i];
-    dst[i + 1] = src[i + 1];
-    dst[i + 2] = src[i + 2];
-    dst[i + 3] = src[i + 3];
-    dst[i + 4] = src[i + 4];
-    dst[i + 5] = src[i + 5];
-    dst[i + 6] = src[i + 6];
-    dst[i + 7] = src[i + 7];
-    // A compiler barrier keeps GCC from turning the loop into memcpy, whose non-temporal
-    // stores would change what is measured (and differ between libcs).
-    __asm__ volatile("" ::: "memory");
-  }
-}
-
 struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }
 };
-using Buffer = std::unique_ptr<V2[], FreeDeleter>;
+using Buffer = std::unique_ptr<unsigned char[], FreeDeleter>;
+constexpr uint64_t kHugePageBytes = 2ull << 20;
 
 Buffer allocate(uint64_t bytes) {
-  void* p = std::aligned_alloc(4096, bytes);
+  // Aligned to a 2 MiB huge page so transparent huge pages can back all of it.
+  void* p = std::aligned_alloc(kHugePageBytes, (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
   if (!p) throw_environment("bandwidth probe: cannot allocate {} MiB", bytes >> 20);
-  return Buffer(static_cast<V2*>(p));
+  return Buffer(static_cast<unsigned char*>(p));
+}
+
+// AnonHugePages of this process (bytes), or nullopt where the kernel does not say.
+std::optional<uint64_t> anon_huge_bytes() {
+  std::ifstream in("/proc/self/smaps_rollup");  // first line: the address range, then "Key: N kB"
+  std::string line;
+  const std::string key = "AnonHugePages:";
+  while (std::getline(in, line))
+    if (line.rfind(key, 0) == 0) return std::strtoull(line.c_str() + key.size(), nullptr, 10) * 1024;
+  return std::nullopt;
 }
 
 uint64_t mem_available_bytes() {
@@ -107,17 +85,17 @@ double now_s() {
 std::atomic<uint64_t> g_sink{0};  // keeps the read sums alive
 constexpr double kBusyShare = 0.9;
 constexpr uint64_t kMinAutoBytes = 512ull << 20;
-constexpr uint64_t kMaxAutoBytes = 1024ull << 20;  // keeps the read sums alive
+constexpr uint64_t kMaxAutoBytes = 1024ull << 20;
 
 // Runs one kernel on `threads` threads, each on its own contiguous slice, and times whole
 // passes between two barriers (so a pass ends when the slowest thread ends).
-BandwidthPoint run_point(const std::string& kernel, const std::string& scope, const std::vector<int>& cpus,
-                         int threads, V2* a, V2* b, uint64_t bytes, const BandwidthOptions& opt,
-                         std::vector<std::string>& notes) {
+BandwidthPoint run_point(const StreamKernels& kernels, const std::string& kernel, const std::string& scope,
+                         const std::vector<int>& cpus, int threads, unsigned char* a, unsigned char* b,
+                         uint64_t bytes, const BandwidthOptions& opt, std::vector<std::string>& notes) {
   // read streams the whole buffer, copy moves its first half onto the second half
-  const size_t n_vec = (kernel == "copy" ? bytes / 2 : bytes) / kVecBytes;
-  const size_t per_thread = (n_vec / static_cast<size_t>(threads)) / kUnroll * kUnroll;
   const bool copy = kernel == "copy";
+  const size_t span = copy ? bytes / 2 : bytes;
+  const size_t per_thread = span / static_cast<size_t>(threads) / kStreamBlockBytes * kStreamBlockBytes;
   std::barrier start(threads + 1), done(threads + 1);
   std::atomic<bool> stop{false};
   std::atomic<int> pin_failures{0};
@@ -137,9 +115,9 @@ BandwidthPoint run_point(const std::string& kernel, const std::string& scope, co
         if (stop.load(std::memory_order_relaxed)) break;
         const double c0 = thread_cpu_s();
         if (copy)
-          copy_kernel(b + begin, a + begin, per_thread);
+          kernels.copy(b + begin, a + begin, per_thread);
         else
-          sum += read_kernel(a + begin, per_thread);
+          sum += kernels.read(a + begin, per_thread);
         if (pass > 0) cpu_s[static_cast<size_t>(t)] += thread_cpu_s() - c0;
         const auto sched = pass == 0 ? thread_sched_times() : std::nullopt;
         if (sched) {
@@ -155,7 +133,7 @@ BandwidthPoint run_point(const std::string& kernel, const std::string& scope, co
       g_sink += sum;
     });
   }
-  const double counted_bytes = static_cast<double>(per_thread * kVecBytes) * threads * (copy ? 2 : 1);
+  const double counted_bytes = static_cast<double>(per_thread) * threads * (copy ? 2 : 1);
   std::vector<double> rates;
   double timed_wall_s = 0;
   const double t_begin = now_s();
@@ -220,6 +198,13 @@ double BandwidthResult::read_gb_per_s_at(int threads) const {
   return best;
 }
 
+double BandwidthResult::read_median_gb_per_s_at(int threads) const {
+  double median = 0;
+  for (const auto& p : points)
+    if (p.kernel == "read" && p.scope == "device" && p.threads == threads) median = std::max(median, p.median_gb_per_s);
+  return median;
+}
+
 BandwidthResult measure_bandwidth(const platform::Topology& topology, const BandwidthOptions& options) {
   BandwidthResult result;
   std::vector<int> order = topology.placement_order();
@@ -252,16 +237,29 @@ BandwidthResult measure_bandwidth(const platform::Topology& topology, const Band
     bytes = avail / 4;
     result.notes.push_back(fmt::format("buffer capped to {} MiB by available memory", bytes >> 20));
   }
-  const uint64_t quantum = 2 * kVecBytes * kUnroll * 64;  // whole unrolled blocks per half, up to 64 threads
+  const uint64_t quantum = 2 * kStreamBlockBytes * 64;  // whole kernel blocks per half, up to 64 threads
   bytes = std::max<uint64_t>(quantum, bytes / quantum * quantum);
   if (llc > 0 && bytes / 2 < 4 * llc && !said_llc)
     result.notes.push_back(fmt::format("copy halves ({} MiB) are smaller than 4x the reported LLC ({} MiB)",
                                        bytes >> 21, llc >> 20));
   result.buffer_bytes = bytes;
 
+  StreamKernels kernels;
+  try {
+    kernels = stream_kernels(options.kernel_isa);
+  } catch (const std::invalid_argument& e) {
+    throw_bad_input("{}", e.what());
+  }
+  result.kernel_isa = kernels.isa;
+
   Buffer buffer = allocate(bytes);
-  V2* const a = buffer.get();
-  V2* const b = a + bytes / 2 / kVecBytes;
+  unsigned char* const a = buffer.get();
+  unsigned char* const b = a + bytes / 2;
+  // Huge pages where the kernel offers them (THP "madvise" or "always"): a 2 MiB page needs
+  // one TLB entry where 4 KiB pages need 512, and hardware prefetchers stop at page edges.
+  // Measured as the rise in this process's AnonHugePages while the buffer is first touched.
+  const std::optional<uint64_t> huge_before = anon_huge_bytes();
+  const bool advised = madvise(a, bytes, MADV_HUGEPAGE) == 0;
   // Touch every page in parallel from pinned threads first: first-touch places pages on the
   // NUMA node of the toucher, and untouched pages would make the first passes fault.
   {
@@ -271,13 +269,18 @@ BandwidthResult measure_bandwidth(const platform::Topology& topology, const Band
     for (int t = 0; t < n; ++t) {
       touch.emplace_back([&, t] {
         if (options.pin_threads && !order.empty()) pin_self(order[static_cast<size_t>(t)]);
-        auto* p = reinterpret_cast<unsigned char*>(a) + slice * static_cast<uint64_t>(t);
+        unsigned char* p = a + slice * static_cast<uint64_t>(t);
         const uint64_t len = t == n - 1 ? bytes - slice * static_cast<uint64_t>(t) : slice;
         for (uint64_t i = 0; i < len; ++i) p[i] = static_cast<unsigned char>(i * 31 + 7);
       });
     }
     for (auto& th : touch) th.join();
   }
+  if (const auto huge_after = anon_huge_bytes(); huge_before && huge_after)
+    result.huge_page_share = std::clamp(
+        static_cast<double>(*huge_after > *huge_before ? *huge_after - *huge_before : 0) / static_cast<double>(bytes),
+        0.0, 1.0);
+  if (!advised) result.notes.push_back("huge pages unavailable (madvise failed): 4 KiB pages");
 
   auto cpus_for = [&](const std::vector<int>& pool, int threads) {
     if (!options.pin_threads || pool.empty()) return std::vector<int>{};
@@ -285,7 +288,7 @@ BandwidthResult measure_bandwidth(const platform::Topology& topology, const Band
   };
   for (const char* kernel : {"read", "copy"}) {
     for (int t : thread_sweep(max_threads)) {
-      auto p = run_point(kernel, "device", cpus_for(order, t), t, a, b, bytes, options, result.notes);
+      auto p = run_point(kernels, kernel, "device", cpus_for(order, t), t, a, b, bytes, options, result.notes);
       result.points.push_back(p);
     }
   }
@@ -298,7 +301,7 @@ BandwidthResult measure_bandwidth(const platform::Topology& topology, const Band
       const int threads = std::max(1, std::min<int>(cluster.n_cores, static_cast<int>(pool.size())));
       const std::string scope = fmt::format("cluster {} {} pkg {}", cluster.rank, cluster.label, cluster.package_id);
       result.points.push_back(
-          run_point("read", scope, cpus_for(pool, threads), threads, a, b, bytes, options, result.notes));
+          run_point(kernels, "read", scope, cpus_for(pool, threads), threads, a, b, bytes, options, result.notes));
     }
   }
   if (result.min_cpu_share() < kBusyShare)
@@ -309,7 +312,10 @@ BandwidthResult measure_bandwidth(const platform::Topology& topology, const Band
                     result.min_cpu_share() * 100));
   for (const auto& p : result.points) {
     if (p.scope != "device") continue;
-    if (p.kernel == "read") result.read_best_gb_per_s = std::max(result.read_best_gb_per_s, p.best_gb_per_s);
+    if (p.kernel == "read") {
+      result.read_best_gb_per_s = std::max(result.read_best_gb_per_s, p.best_gb_per_s);
+      result.read_median_gb_per_s = std::max(result.read_median_gb_per_s, p.median_gb_per_s);
+    }
     if (p.kernel == "copy") result.copy_best_gb_per_s = std::max(result.copy_best_gb_per_s, p.best_gb_per_s);
   }
   return result;
@@ -327,7 +333,10 @@ nlohmann::json to_json(const BandwidthResult& r) {
                       {"passes", p.passes},
                       {"cpu_share", p.cpu_share}});
   return {{"buffer_bytes", r.buffer_bytes},
+          {"kernel_isa", r.kernel_isa},
+          {"huge_page_share", r.huge_page_share ? nlohmann::json(*r.huge_page_share) : nlohmann::json(nullptr)},
           {"read_best_gb_per_s", r.read_best_gb_per_s},
+          {"read_median_gb_per_s", r.read_median_gb_per_s},
           {"copy_best_gb_per_s", r.copy_best_gb_per_s},
           {"points", points},
           {"notes", r.notes}};
@@ -336,7 +345,11 @@ nlohmann::json to_json(const BandwidthResult& r) {
 BandwidthResult bandwidth_from_json(const nlohmann::json& j) {
   BandwidthResult r;
   r.buffer_bytes = j.value("buffer_bytes", uint64_t{0});
+  r.kernel_isa = j.value("kernel_isa", "");
+  if (j.contains("huge_page_share") && j["huge_page_share"].is_number())
+    r.huge_page_share = j["huge_page_share"].get<double>();
   r.read_best_gb_per_s = j.value("read_best_gb_per_s", 0.0);
+  r.read_median_gb_per_s = j.value("read_median_gb_per_s", 0.0);
   r.copy_best_gb_per_s = j.value("copy_best_gb_per_s", 0.0);
   for (const auto& p : j.value("points", nlohmann::json::array())) {
     BandwidthPoint x;

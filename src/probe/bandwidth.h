@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct BandwidthOptions {
   double min_seconds = 0.15;    // and at least this long per point
   bool per_cluster = true;      // also measure each cluster alone when there is more than one
   bool pin_threads = true;
+  std::string kernel_isa;       // "" = the widest this CPU runs (see bandwidth_kernels.h)
 };
 
 struct BandwidthPoint {
@@ -36,14 +38,21 @@ struct BandwidthPoint {
 
 struct BandwidthResult {
   uint64_t buffer_bytes = 0;  // read streams all of it; copy moves one half onto the other
+  std::string kernel_isa;     // the kernels that ran: "avx512", "avx2", "neon", "generic"
+  std::optional<double> huge_page_share;  // of the buffer backed by huge pages (unknown: nullopt)
   std::vector<BandwidthPoint> points;
-  double read_best_gb_per_s = 0;  // the decode ceiling: best read figure over device scopes
+  // Over device scopes (the thread count that reads fastest): the best pass (STREAM's
+  // figure), and the median pass, the decode ceiling: the roofline divides median decode
+  // rates by it (like with like; see roofline.h).
+  double read_best_gb_per_s = 0;
+  double read_median_gb_per_s = 0;
   double copy_best_gb_per_s = 0;
   std::vector<std::string> notes;
   double min_cpu_share() const;  // lowest over the points (1 when none)
 
-  // Best device-scope read figure with exactly `threads` threads (0 if not measured).
+  // Best (median) device-scope read pass with exactly `threads` threads (0 if not measured).
   double read_gb_per_s_at(int threads) const;
+  double read_median_gb_per_s_at(int threads) const;
 };
 
 BandwidthResult measure_bandwidth(const platform::Topology& topology, const BandwidthOptions& options = {});

@@ -12,7 +12,7 @@ namespace edgeprobe::probe {
 // The device's own measured ceilings: memory bandwidth bounds decode, matrix compute
 // bounds prefill, storage read bounds load. Cached per device and build.
 struct DeviceCeilings {
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;  // 2: wide bandwidth kernels, huge pages (issue 19)
   std::string device_key;  // cpu model, topology, memory, host: what the figures belong to
   std::string build_key;   // edgeprobe + llama.cpp versions and the loaded ggml CPU variant
   std::string cpu_model;

@@ -49,16 +49,25 @@ std::vector<MatrixShape> group(const std::vector<const model::TensorInfo*>& tens
   return out;
 }
 
+// The generic probe's rate for a type as a ceiling: its median run over the probe's sizes
+// (the best size), as prefill rates are medians. 0 when not measured.
+double median_gflop_per_s(const ComputeResult& compute, const std::string& type) {
+  double rate = 0;
+  for (const auto& p : compute.points)
+    if (p.type == type && p.error.empty()) rate = std::max(rate, p.median_gflop_per_s);
+  return rate;
+}
+
 // The measured type whose rate stands in for `type`: itself when measured, else the nearest
 // measured kind (quantized -> q4_0/q8_0, half -> f16). Empty when nothing fits.
 std::string rate_type_for(const std::string& type, const ComputeResult& compute) {
-  if (compute.gflop_per_s(type) > 0) return type;
+  if (median_gflop_per_s(compute, type) > 0) return type;
   std::vector<std::string> candidates;
   if (type == "f32") candidates = {"f32", "f16"};
   else if (type == "f16" || type == "bf16") candidates = {"f16", "f32"};
   else candidates = {"q4_0", "q8_0", "f16"};
   for (const auto& c : candidates)
-    if (compute.gflop_per_s(c) > 0) return c;
+    if (median_gflop_per_s(compute, c) > 0) return c;
   return "";
 }
 
@@ -167,9 +176,9 @@ int ensure_model_kernels(DeviceCeilings& c, const model::GgufInfo& info, const K
   ko.variant = options.variant;
   ko.backend_dir = options.backend_dir;
   int measured = 0;
-  // The figure each phase's ceiling uses (prefill: the best run; decode: the median run).
+  // The figure each phase's ceiling uses: the median run (kCeilingStatistic).
   auto ceiling_rate = [](const KernelPoint& k) {
-    return k.phase == "decode" ? k.decode_ceiling_gb_per_s() : k.best_gflop_per_s;
+    return k.phase == "decode" ? k.decode_ceiling_gb_per_s() : k.median_gflop_per_s;
   };
   // A cached point measured while other processes held the CPUs is measured again, and the
   // better of the two kept: a ceiling must not stay low because of one busy moment.
@@ -224,7 +233,8 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
     r.decode_mean_depth = static_cast<double>(depth) + static_cast<double>(n_gen - 1) / 2.0;
     r.decode_bytes_per_token = static_cast<double>(decode_weight_bytes_per_token(info)) +
                                kv_bytes_per_token(info.shape, r.decode_mean_depth, kv_bytes_per_element);
-    r.bandwidth_gb_per_s = ceilings.bandwidth_gb_per_s();
+    // The median read pass, as the decode rate it divides is the median repetition.
+    r.bandwidth_gb_per_s = ceilings.bandwidth.read_median_gb_per_s;
     // The matvec kernels read the model's matrices; the rest of a token's bytes (norms, the
     // embedding row, the KV cache) are charged at the memory bandwidth.
     const auto matrices = decode_matrices(info);
@@ -267,7 +277,7 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
     if (r.decode_ceiling_tokens_per_s > 0 && measured_tg_tps > 0)
       r.decode_efficiency = measured_tg_tps / r.decode_ceiling_tokens_per_s;
     if (n_threads > 0) {
-      r.bandwidth_at_threads_gb_per_s = ceilings.bandwidth.read_gb_per_s_at(n_threads);
+      r.bandwidth_at_threads_gb_per_s = ceilings.bandwidth.read_median_gb_per_s_at(n_threads);
       double bw_ceiling = 0, kernel = 0;
       if (r.bandwidth_at_threads_gb_per_s > 0)
         bw_ceiling = r.bandwidth_at_threads_gb_per_s * 1e9 / r.decode_bytes_per_token;
@@ -317,12 +327,14 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
     std::map<std::string, double> model_rate;  // type -> best GFLOP/s over its model shapes
     double kernel_share = 1;                   // lowest CPU share of those points
     for (const auto& shape : prefill_shapes(info)) {
-      model_rate[shape.type] =
-          std::max(model_rate[shape.type], ceilings.prefill_kernel_gflop_per_s(shape, tokens, ceilings.threads));
-      for (const auto& k : ceilings.kernels)
-        if (k.phase == "prefill" && k.type == shape.type && k.rows == shape.rows && k.cols == shape.cols &&
-            k.tokens == tokens && k.threads == ceilings.threads && k.error.empty() && k.cpu_share > 0)
-          kernel_share = std::min(kernel_share, k.cpu_share);
+      double& rate = model_rate[shape.type];  // present even when unmeasured: a major type
+      for (const auto& k : ceilings.kernels) {
+        if (k.phase != "prefill" || k.type != shape.type || k.rows != shape.rows || k.cols != shape.cols ||
+            k.tokens != tokens || k.threads != ceilings.threads || !k.error.empty())
+          continue;
+        rate = std::max(rate, k.median_gflop_per_s);
+        if (k.cpu_share > 0) kernel_share = std::min(kernel_share, k.cpu_share);
+      }
     }
     double seconds = 0;
     bool ok = ceilings.compute_status == "measured";
@@ -342,7 +354,7 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
       }
       if (use_model_rate) generic = true;
       if (stand_in != type) r.notes.push_back(fmt::format("{} matmuls use the measured {} rate", type, stand_in));
-      seconds += flop / (ceilings.compute.gflop_per_s(stand_in) * 1e9);
+      seconds += flop / (median_gflop_per_s(ceilings.compute, stand_in) * 1e9);
     };
     if (ok) {
       for (const auto& tf : weight_flops_per_token(info, output_share)) {
@@ -429,6 +441,7 @@ nlohmann::json to_json(const Roofline& r) {
           {"prefill_ceiling_tokens_per_s", or_null(r.prefill_ceiling_tokens_per_s)},
           {"prefill_efficiency", or_null(r.prefill_efficiency)},
           {"prefill_achieved_gflop_per_s", or_null(r.prefill_achieved_gflop_per_s)},
+          {"ceiling_statistic", kCeilingStatistic},
           {"model_file_bytes", r.model_file_bytes},
           {"load_ceiling_ms", or_null(r.load_ceiling_ms)},
           {"load_ceiling_basis", r.load_ceiling_basis},

@@ -57,13 +57,21 @@ double attention_flops_per_token(const model::ModelShape& shape, double context)
 // Weights plus attention for a token with `context` positions before and including it.
 double prefill_flops_per_token(const model::GgufInfo& info, double context, double output_share = 1.0);
 
+// Like with like: every efficiency divides a median rate (the bench's median repetition)
+// by a ceiling taken from the same statistic of its probe, the median pass or run: read
+// bandwidth, the decode matvec kernels, the prefill matmuls. On a shared host a best pass
+// sits above anything sustained, so measured / best would read low for reasons that are
+// not the stack's. The JSON names it ("ceiling_statistic"); the best passes stay in the
+// probe's own figures (STREAM reports the best, bench/bandwidth-check.sh compares those).
+inline constexpr const char* kCeilingStatistic = "median";
+
 // Ceilings for one bench result and how close the measurement came to them.
 struct Roofline {
   // decode (tg): attainable = min(memory bandwidth / bytes per token, the ggml matrix-vector
   // kernels streaming this model's weights); the lower one is the binding limit.
   double decode_bytes_per_token = 0;      // at the mean depth of the generated tokens
   double decode_mean_depth = 0;
-  double bandwidth_gb_per_s = 0;          // device's best sustained read bandwidth
+  double bandwidth_gb_per_s = 0;          // device's read bandwidth: median pass, fastest thread count
   double decode_bandwidth_ceiling_tokens_per_s = 0;  // bandwidth / bytes per token
   double decode_bandwidth_efficiency = 0;            // measured / that: the share of pure bandwidth
   double decode_kernel_gb_per_s = 0;      // the model's matvecs, weight bytes/s (device threads)
@@ -71,7 +79,7 @@ struct Roofline {
   double decode_ceiling_tokens_per_s = 0; // the lower of the two above
   std::string decode_bound;               // "bandwidth" or "kernel" ("" when unknown)
   double decode_efficiency = 0;           // measured / ceiling; 0 when not measured
-  double bandwidth_at_threads_gb_per_s = 0;  // read bandwidth with the bench's thread count
+  double bandwidth_at_threads_gb_per_s = 0;  // median read pass with the bench's thread count
   double decode_kernel_at_threads_gb_per_s = 0;
   double decode_ceiling_at_threads_tokens_per_s = 0;
   std::string decode_bound_at_threads;

@@ -19,7 +19,10 @@ DeviceCeilings sample() {
   c.threads = 2;
   c.llc_total_bytes = 32u << 20;
   c.bandwidth.buffer_bytes = 1u << 30;
+  c.bandwidth.kernel_isa = "avx2";
+  c.bandwidth.huge_page_share = 0.75;
   c.bandwidth.read_best_gb_per_s = 17.5;
+  c.bandwidth.read_median_gb_per_s = 16.0;
   c.bandwidth.points.push_back({"read", "device", 2, {0, 1}, 17.5, 16.0, 6});
   c.compute_status = "measured";
   ComputePoint p;
@@ -58,6 +61,11 @@ TEST(CeilingsCache, JsonRoundTripKeepsEveryFigure) {
   EXPECT_EQ(to_json(back), to_json(sample()));
   EXPECT_DOUBLE_EQ(back.bandwidth_gb_per_s(), 17.5);
   EXPECT_DOUBLE_EQ(back.bandwidth.read_gb_per_s_at(2), 17.5);
+  EXPECT_DOUBLE_EQ(back.bandwidth.read_median_gb_per_s, 16.0);
+  EXPECT_DOUBLE_EQ(back.bandwidth.read_median_gb_per_s_at(2), 16.0);
+  EXPECT_EQ(back.bandwidth.kernel_isa, "avx2");
+  ASSERT_TRUE(back.bandwidth.huge_page_share.has_value());
+  EXPECT_DOUBLE_EQ(*back.bandwidth.huge_page_share, 0.75);
   EXPECT_DOUBLE_EQ(back.compute.gflop_per_s("q4_0"), 101.0);
   ASSERT_TRUE(back.storage.has_value());
   EXPECT_FALSE(back.storage->cold_available());

@@ -16,6 +16,7 @@
 
 #include "platform/topology.h"
 #include "probe/bandwidth.h"
+#include "probe/bandwidth_kernels.h"
 #include "probe/ceilings.h"
 #include "probe/compute.h"
 #include "probe/storage.h"
@@ -66,6 +67,13 @@ TEST(ProbeIntegration, BandwidthIsPositiveFiniteAndRepeatsWithinSpread) {
   expect_positive_finite(first.read_best_gb_per_s, second.read_best_gb_per_s, "read GB/s");
   expect_positive_finite(first.copy_best_gb_per_s, second.copy_best_gb_per_s, "copy GB/s");
   for (const auto& p : first.points) EXPECT_GE(p.passes, o.min_passes) << p.kernel << " x" << p.threads;
+  // The widest kernels this CPU runs, and the median pass (the decode ceiling) never above the best.
+  EXPECT_EQ(first.kernel_isa, stream_kernels().isa);
+  EXPECT_GT(first.read_median_gb_per_s, 0);
+  EXPECT_LE(first.read_median_gb_per_s, first.read_best_gb_per_s);
+  if (first.huge_page_share) {
+    EXPECT_TRUE(*first.huge_page_share >= 0 && *first.huge_page_share <= 1) << *first.huge_page_share;
+  }
   const double share = std::min(first.min_cpu_share(), second.min_cpu_share());
   if (share < kQuietShare)
     GTEST_SKIP() << "machine busy: probe threads got " << share * 100 << "% of the CPU; read "
