@@ -54,6 +54,7 @@ result::SessionReport sample_session() {
   c.turns = {turn(0, "c01", 0, 250, 20), turn(0, "c01", 1, 120, 19.5), turn(0, "c02", 0, 260, 20.5)};
   json failed = turn(0, "c02", 1, 0, 0);
   failed["error"] = {{"kind", "environment"}, {"message", "llama_decode failed at step 3"}};
+  failed["e2e_ms"] = 0.0;
   c.turns.push_back(failed);
   c.analysis = analysis::analyse_session_turns(c.turns);
   r.configs.push_back(c);
