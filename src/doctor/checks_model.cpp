@@ -62,8 +62,12 @@ void check_identity(const Evidence& e, std::vector<Finding>& out) {
               {{"differences", differences}, {"this", mine}, {"baseline", base}}};
     out.push_back(std::move(f));
   }
-  const std::string my_commit = field(field(e.primary.report, "provenance"), "engine").value("commit", "");
-  const std::string base_commit = field(field(e.baseline, "provenance"), "engine").value("commit", "");
+  auto engine_commit = [](const nlohmann::json& report) {
+    const nlohmann::json& engine = field(field(report, "provenance"), "engine");
+    return engine.is_object() ? engine.value("commit", "") : "";
+  };
+  const std::string my_commit = engine_commit(e.primary.report);
+  const std::string base_commit = engine_commit(e.baseline);
   if (!my_commit.empty() && !base_commit.empty() && my_commit != base_commit) {
     out.push_back({"identity.build_differs", Severity::kWarning,
                    fmt::format("llama.cpp {} here against {} in the baseline: kernels may differ", my_commit, base_commit),

@@ -7,9 +7,9 @@ namespace {
 
 nlohmann::json provenance(const std::string& sha, const std::string& quant = "Q4_0",
                           const std::string& commit = "80fb11a") {
-  // The shape result/result.h writes: one entry per model file.
+  // The shape result/result.h writes (schema 2): one entry per model file, the engine.
   return {{"models", {{{"sha256", sha}, {"quant", quant}, {"path", "/m/" + sha.substr(0, 4) + ".gguf"}}}},
-          {"llama_cpp", {{"commit", commit}}}};
+          {"engine", {{"name", "llama.cpp"}, {"commit", commit}}}};
 }
 
 // The provisional shape of `edgeprobe bench -o json`.
@@ -94,8 +94,16 @@ TEST(Compare, ReportsEveryDifferingField) {
       provenance_checks(provenance("x", "Q4_0", "80fb11a"), provenance("x", "Q8_0", "b5000")));
   ASSERT_EQ(m.size(), 2u);
   EXPECT_EQ(m[0].label, "quantisation");
-  EXPECT_EQ(m[1].label, "llama.cpp version");
-  EXPECT_EQ(m[1].message(), "llama.cpp version differs (80fb11a vs b5000)");
+  EXPECT_EQ(m[1].label, "engine version");
+  EXPECT_EQ(m[1].message(), "engine version differs (80fb11a vs b5000)");
+}
+
+TEST(Compare, InProcessAgainstAnotherEngineIsNotComparable) {
+  nlohmann::json endpoint = provenance("x");
+  endpoint["engine"]["name"] = "http";
+  const std::vector<Mismatch> m = comparability_mismatches(provenance_checks(provenance("x"), endpoint));
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].message(), "engine differs (llama.cpp vs http)");
 }
 
 TEST(Compare, FieldPresentOnOneSideOnlyIsAMismatch) {
@@ -115,20 +123,31 @@ TEST(Compare, SameProvenanceComparesEveryMetric) {
   EXPECT_DOUBLE_EQ(r.metrics[0].estimate->ratio, 1.2);
 }
 
-TEST(Compare, ExtractsSamplesFromAStoredRun) {
-  const nlohmann::json stored{
-      {"run", {{"id", 1}, {"provenance", provenance("s")}}},
-      {"configurations",
+// A session result (`session -o json`, or a stored session loaded back): each
+// configuration is a test and its turns are the samples; failed turns are left out.
+TEST(Compare, ExtractsSamplesFromASession) {
+  const nlohmann::json session{
+      {"kind", "session"},
+      {"provenance", provenance("s")},
+      {"configs",
        {{{"ordinal", 0},
-         {"config", {{"test", "pp128"}}},
-         {"repetitions", {{{"ordinal", 0}, {"result", {{"prefill_tokens_per_s", 50.0}}}},
-                          {{"ordinal", 1}, {"result", {{"prefill_tokens_per_s", 52.0}}}}}}}}},
-      {"turns", {{{"configuration_ordinal", 0}, {"result", {{"ttft_ms", 300.0}}}}}}};
-  const MetricSamples s = extract_metric_samples(stored);
-  ASSERT_TRUE(s.contains("pp128"));
-  EXPECT_EQ(s.at("pp128").at("prefill_tokens_per_s"), (std::vector<double>{50, 52}));
-  EXPECT_EQ(s.at("pp128").at("ttft_ms"), (std::vector<double>{300}));
-  EXPECT_EQ(extract_provenance(stored)["models"][0]["sha256"], "s");
+         {"config", {{"model_path", "/m.gguf"}, {"n_ctx", 2048}, {"n_threads", 2}}},
+         {"turns",
+          {{{"ttft_ms", 300.0}, {"decode_tokens_per_s", 20.0}},
+           {{"ttft_ms", 310.0}, {"decode_tokens_per_s", 21.0}},
+           {{"ttft_ms", 9999.0}, {"decode_tokens_per_s", 0.0}, {"error", {{"message", "failed"}}}}}}}}}};
+  const MetricSamples s = extract_metric_samples(session);
+  ASSERT_EQ(s.size(), 1u);
+  const auto& samples = s.begin()->second;
+  EXPECT_EQ(samples.at("ttft_ms"), (std::vector<double>{300, 310}));
+  EXPECT_EQ(samples.at("decode_tokens_per_s"), (std::vector<double>{20, 21}));
+  EXPECT_EQ(extract_provenance(session)["models"][0]["sha256"], "s");
+  // The workload of a session is its configurations without the model path.
+  nlohmann::json other = session;
+  other["configs"][0]["config"]["model_path"] = "/elsewhere/m.gguf";
+  EXPECT_EQ(workload_signature(session), workload_signature(other));
+  other["configs"][0]["config"]["n_ctx"] = 1024;
+  EXPECT_NE(workload_signature(session), workload_signature(other));
 }
 
 TEST(Compare, MetricsATestDoesNotMeasureAreLeftOutAndThroughputComesFirst) {
@@ -166,7 +185,7 @@ TEST(Compare, FieldsAbsentOnBothSidesAreReportedAsUnverified) {
   const CompareReport r = compare_documents(bench_document(nlohmann::json::object(), {1, 2}),
                                             bench_document(nlohmann::json::object(), {1, 2}));
   EXPECT_TRUE(r.comparable());
-  EXPECT_EQ(r.unverified, (std::vector<std::string>{"model sha256", "quantisation", "llama.cpp version"}));
+  EXPECT_EQ(r.unverified, (std::vector<std::string>{"model sha256", "quantisation", "engine", "engine version"}));
 }
 
 }  // namespace

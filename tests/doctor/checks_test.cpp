@@ -28,8 +28,7 @@ json report(std::vector<json> results, const std::string& sha = "aa", const std:
   return {{"provenance",
            {{"models", {{{"path", "/m/model-q4_0.gguf"}, {"sha256", sha}, {"size_bytes", 1000}, {"quant", quant}, {"n_params", 10},
                          {"bits_per_weight", 4.5}, {"tensor_types", json::object()}}}},
-            {"llama_cpp", {{"commit", "80fb11a"}}},
-            {"cpu", {{"ggml_variant", "zen4"}}},
+            {"engine", {{"name", "llama.cpp"}, {"commit", "80fb11a"}, {"cpu_variant", "zen4"}}},
             {"isa_gap", {{"fallback", false}, {"loaded_variant", "zen4"}, {"summary", "best"}}}}},
           {"results", results}};
 }

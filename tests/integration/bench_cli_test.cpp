@@ -66,9 +66,15 @@ TEST(BenchCli, ProvenanceNamesTheFileTheVariantAndTheVersions) {
   EXPECT_GT(m["bits_per_weight"].get<double>(), 4.0);
   EXPECT_GT(m["n_params"].get<int64_t>(), 1000000);
   EXPECT_TRUE(m["tensor_types"].contains("q4_0"));
-  EXPECT_FALSE(p["cpu"]["ggml_variant"].get<std::string>().empty());
-  EXPECT_NE(p["cpu"]["ggml_variant_library"].get<std::string>().find("libggml-cpu-"), std::string::npos);
-  EXPECT_FALSE(p["llama_cpp"]["commit"].get<std::string>().empty());
+  EXPECT_EQ(j["schema_version"], 2);
+  EXPECT_EQ(p["engine"]["name"], "llama.cpp");
+  EXPECT_EQ(p["engine"]["kind"], "in-process");
+  EXPECT_FALSE(p["engine"]["cpu_variant"].get<std::string>().empty());
+  EXPECT_NE(p["engine"]["cpu_variant_library"].get<std::string>().find("libggml-cpu-"), std::string::npos);
+  EXPECT_FALSE(p["engine"]["commit"].get<std::string>().empty());
+  EXPECT_EQ(p["device"]["id"].get<std::string>().rfind("dev-", 0), 0u);
+  EXPECT_FALSE(p["device"]["cpu_model"].get<std::string>().empty());
+  EXPECT_FALSE(p["device"]["arch"].get<std::string>().empty());
   EXPECT_FALSE(p["edgeprobe_version"].get<std::string>().empty());
 }
 
@@ -148,7 +154,7 @@ TEST(BenchCli, LoadsALowerCpuVariantOnRequest) {
   const auto r = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "8", "-n", "2", "-r", "1", "--cpu-variant", "x64",
                                 "-o", "json", "-q", "--ceilings", "off"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(json::parse(r.out)["provenance"]["cpu"]["ggml_variant"], "x64");
+  EXPECT_EQ(json::parse(r.out)["provenance"]["engine"]["cpu_variant"], "x64");
 }
 
 TEST(BenchCli, ResultsCarryEfficiencyAgainstTheMeasuredCeilingsAndTelemetry) {
