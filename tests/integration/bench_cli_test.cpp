@@ -29,7 +29,7 @@ json bench_json(const std::vector<std::string>& extra) {
 
 TEST(BenchCli, MeasuresPrefillAndDecodeApartWithEveryStep) {
   const json j = bench_json({"-p", "32", "-n", "8", "-r", "2", "-t", "1"});
-  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["schema_version"], 2);
   ASSERT_EQ(j["results"].size(), 2u);
   const json& pp = j["results"][0];
   const json& tg = j["results"][1];
@@ -132,7 +132,7 @@ TEST(BenchCli, EveryOutputFormatIsGeneratedAndWrittenToAFile) {
       int n = 0;
       while (std::getline(lines, line)) {
         const json j = json::parse(line);
-        EXPECT_EQ(j["schema_version"], 1);
+        EXPECT_EQ(j["schema_version"], 2);
         ++n;
       }
       EXPECT_EQ(n, 2);
