@@ -14,6 +14,13 @@ namespace edgeprobe::analysis {
 using nlohmann::json;
 
 // Stability and QES of one configuration's turns, in the order they ran.
+namespace {
+json decode_telemetry(const json& turn) {
+  const json telemetry = turn.value("telemetry", json());
+  return telemetry.is_object() ? telemetry.value("decode", json()) : json();
+}
+}  // namespace
+
 json analyse_session_turns(const std::vector<json>& turns) {
   std::vector<double> tps, ttft;
   std::vector<const json*> measured;
@@ -24,16 +31,17 @@ json analyse_session_turns(const std::vector<json>& turns) {
     if (t.contains("error") && t["error"].is_object()) continue;
     if (t.value("stop_reason", "") == "context_full" && t.value("generated_tokens", 0) == 0) continue;
     measured.push_back(&t);
-    ttft.push_back(t["ttft_ms"].get<double>());
-    if (t.value("generated_tokens", 0) > 1) tps.push_back(t["decode_tokens_per_s"].get<double>());
+    ttft.push_back(t.value("ttft_ms", 0.0));
+    if (t.value("generated_tokens", 0) > 1) tps.push_back(t.value("decode_tokens_per_s", 0.0));
     for (const char* k : {"frames_prefill", "frames_decode"}) {
       if (t.contains(k)) {
         missed_frames += t[k].value("missed", 0.0);
         due_frames += t[k].value("due", 0.0);
       }
     }
-    if (t["telemetry"].is_object()) {
-      for (const auto& [phase, tel] : t["telemetry"].items()) {
+    const json telemetry = t.value("telemetry", json());
+    if (telemetry.is_object()) {
+      for (const auto& [phase, tel] : telemetry.items()) {
         if (!tel.is_object() || !tel.contains("thermal")) continue;
         for (const auto& [zone, z] : tel["thermal"].items()) {
           const double c = z.value("max_temp_c", NAN);
@@ -54,10 +62,10 @@ json analyse_session_turns(const std::vector<json>& turns) {
     const json& t = *with_tps[cp.index];
     tied.push_back({{"index", cp.index},
                     {"relative_change", cp.relative_change()},
-                    {"round", t["round"]},
-                    {"conversation_id", t["conversation_id"]},
-                    {"turn_index", t["turn_index"]},
-                    {"telemetry", t["telemetry"].is_object() && t["telemetry"].contains("decode") ? t["telemetry"]["decode"] : json(nullptr)}});
+                    {"round", t.value("round", json())},
+                    {"conversation_id", t.value("conversation_id", json())},
+                    {"turn_index", t.value("turn_index", json())},
+                    {"telemetry", decode_telemetry(t)}});
   }
   s["change_points_at"] = tied;
   const std::optional<double> missed_share = due_frames > 0 ? std::optional<double>(missed_frames / due_frames) : std::nullopt;

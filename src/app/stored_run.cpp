@@ -47,7 +47,7 @@ result::BenchReport bench_from_store(const json& doc, const result::Provenance& 
     }
     // A configuration stored as failed before test summaries existed still shows its error.
     if (!r.error && c.value("status", "") == "failed")
-      r.error = result::ErrorInfo{"environment", c["error"].is_string() ? c["error"].get<std::string>() : "failed"};
+      r.error = result::ErrorInfo{"environment", c.value("error", json()).is_string() ? c["error"].get<std::string>() : "failed"};
     report.results.push_back(std::move(r));
   }
   return report;

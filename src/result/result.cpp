@@ -185,7 +185,7 @@ Repetition repetition_from_json(const json& j) {
   rep.decode_ms = j.value("decode_ms", 0.0);
   rep.decode_tokens_per_s = j.value("decode_tokens_per_s", 0.0);
   rep.decode_step_ms = j.value("decode_step_ms", std::vector<double>{});
-  rep.peak_rss_bytes = j["peak_rss_bytes"].is_number() ? j["peak_rss_bytes"].get<int64_t>() : -1;
+  rep.peak_rss_bytes = j.contains("peak_rss_bytes") && j["peak_rss_bytes"].is_number() ? j["peak_rss_bytes"].get<int64_t>() : -1;
   rep.telemetry = j.value("telemetry", json(nullptr));
   return rep;
 }

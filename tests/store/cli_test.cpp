@@ -194,6 +194,29 @@ TEST(RunsCli, ListsStoredRunsWithTheirCounts) {
   EXPECT_NE(row.find("    1      0      2  tiny.gguf"), std::string::npos) << row;  // 1 config, 0 reps, 2 turns
 }
 
+TEST(RunsCli, FiltersByDeviceAndKind) {
+  TempDir dir;
+  const std::string db = dir.file("r.db");
+  {
+    auto s = store::open_store(db);
+    for (const char* host : {"phone-a", "phone-b"}) {
+      nlohmann::json p = provenance("x");
+      p["host"] = {{"hostname", host}};
+      p["cpu"] = {{"model", "Cortex-A76"}};
+      s->begin_run(store::RunKind::kBench, result::upgrade_provenance(p), {});
+    }
+    s->begin_run(store::RunKind::kDoctor, result::upgrade_provenance(provenance("x")), {});
+  }
+  const std::string a_id = result::device_id_from("phone-a", "Cortex-A76");
+  const std::string out = run_cli({"runs", "--db", db, "--device", a_id.substr(4, 8)});
+  EXPECT_NE(out.find(a_id), std::string::npos) << out;
+  EXPECT_EQ(out.find(result::device_id_from("phone-b", "Cortex-A76")), std::string::npos) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 2) << out;  // the header and run 1
+  const std::string doctors = run_cli({"runs", "--db", db, "--kind", "doctor"});
+  EXPECT_EQ(std::count(doctors.begin(), doctors.end(), '\n'), 2) << doctors;
+  EXPECT_NE(doctors.find("doctor"), std::string::npos) << doctors;
+}
+
 TEST(RunsCli, MissingDatabaseGivenExplicitlyIsBadInput) {
   TempDir dir;
   EXPECT_THROW(run_cli({"runs", "--db", dir.file("none.db")}), Error);
