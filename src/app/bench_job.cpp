@@ -7,6 +7,7 @@
 
 #include "app/engine_factory.h"
 #include "app/models.h"
+#include "app/stored_run.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "platform/cpu_features.h"
@@ -89,10 +90,7 @@ json test_level_json(const result::TestResult& r) {
 }
 
 BenchPlan stored_bench_plan(store::Store& store, int64_t run) {
-  const auto rec = store.get_run(run);
-  if (rec.kind != "bench") throw_bad_input("--resume {}: that run is a {} run, not a bench run", run, rec.kind);
-  if (rec.status == "complete") throw_bad_input("run {} is already complete; nothing to resume", run);
-  return bench_plan_from_json(rec.plan);
+  return bench_plan_from_json(resumable_plan(store, run, "bench"));
 }
 
 BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {

@@ -6,6 +6,7 @@
 #include "analysis/session_analysis.h"
 #include "app/engine_factory.h"
 #include "app/models.h"
+#include "app/stored_run.h"
 #include "core/error.h"
 #include "runner/bench_runner.h"
 #include "runner/enrich.h"
@@ -18,10 +19,7 @@ namespace edgeprobe::app {
 using nlohmann::json;
 
 SessionPlan stored_session_plan(store::Store& store, int64_t run) {
-  const auto rec = store.get_run(run);
-  if (rec.kind != "session") throw_bad_input("--resume {}: that run is a {} run, not a session run", run, rec.kind);
-  if (rec.status == "complete") throw_bad_input("run {} is already complete; nothing to resume", run);
-  return session_plan_from_json(rec.plan);
+  return session_plan_from_json(resumable_plan(store, run, "session"));
 }
 
 SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {

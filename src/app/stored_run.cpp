@@ -106,6 +106,13 @@ json StoredRun::document() const {
   return {{"schema_version", result::kSchemaVersion}, {"kind", record.kind}, {"provenance", record.provenance}};
 }
 
+json resumable_plan(store::Store& store, int64_t run, const std::string& kind) {
+  const auto rec = store.get_run(run);
+  if (rec.kind != kind) throw_bad_input("--resume {}: that run is a {} run, not a {} run", run, rec.kind, kind);
+  if (rec.status == "complete") throw_bad_input("run {} is already complete; nothing to resume", run);
+  return rec.plan;
+}
+
 json load_result_document(const std::string& spec, const std::string& db) {
   std::error_code ec;
   if (std::filesystem::is_regular_file(spec, ec)) {

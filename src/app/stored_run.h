@@ -22,6 +22,10 @@ struct StoredRun {
 };
 StoredRun load_stored_run(const store::Store& store, int64_t run);
 
+// The plan a stored run of `kind` was started with, for --resume; throws kBadInput when
+// the run is of another kind or already complete.
+nlohmann::json resumable_plan(store::Store& store, int64_t run, const std::string& kind);
+
 // A result document from a file (any version: v1 files are upgraded) or, for a run id,
 // from the store at `db` ("" = the default store). For compare, export and report.
 nlohmann::json load_result_document(const std::string& file_or_run_id, const std::string& db);

@@ -3,6 +3,7 @@
 #include <ostream>
 
 #include "core/error.h"
+#include "report/json_cells.h"
 #include "core/text.h"
 #include "report/reporter.h"
 
@@ -11,25 +12,12 @@ namespace {
 
 using nlohmann::json;
 
-const json& at(const json& j, const char* pointer) {
-  static const json kNull;
-  const json::json_pointer p(pointer);
-  return j.contains(p) ? j.at(p) : kNull;
-}
 
 std::string number(const json& v, int decimals) {
   if (!v.is_number()) return "";
   return fmt::format("{:.{}f}", v.get<double>(), decimals);
 }
 
-std::string scalar(const json& v) {
-  if (v.is_null()) return "";
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_boolean()) return v.get<bool>() ? "1" : "0";
-  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
-  if (v.is_number()) return fmt::format("{:.6g}", v.get<double>());
-  return v.dump();
-}
 
 // "123.45 ± 1.20" from a stats summary, or "" when that phase did not run.
 std::string median_pm(const json& summary, int decimals) {

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "core/error.h"
+#include "report/json_cells.h"
 #include "core/text.h"
 
 namespace edgeprobe::report {
@@ -44,20 +45,7 @@ void print_markdown(std::ostream& out, const json& report) {
   }
 }
 
-std::string scalar(const json& v) {
-  if (v.is_null()) return "";
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_boolean()) return v.get<bool>() ? "1" : "0";
-  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
-  if (v.is_number()) return fmt::format("{:.6g}", v.get<double>());
-  return v.dump();
-}
 
-const json& at(const json& j, const char* pointer) {
-  static const json kNull;
-  const json::json_pointer p(pointer);
-  return j.contains(p) ? j.at(p) : kNull;
-}
 
 // One row per turn; pointers into {"report", "config", "turn"}.
 struct Column {

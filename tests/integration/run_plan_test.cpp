@@ -51,7 +51,9 @@ TEST(RunPlan, BenchPlanStreamsEveryRepetitionAndEndsWithTheOutcome) {
   EXPECT_EQ(lines.back()["exit_code"], 0);
   EXPECT_TRUE(lines.back()["run_id"].is_null());  // not stored without --db
   for (const auto& l : lines) {
-    if (l["event"] == "result") EXPECT_EQ(l["report"]["results"].size(), 2u);
+    if (l["event"] == "result") {
+      EXPECT_EQ(l["report"]["results"].size(), 2u);
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 // Sessions through the real engine on a tiny synthesized model, and the store's promise:
-// a kill -9 mid-run loses at most the turn in flight, and --resume finishes the plan.
+// a kill -9 mid-run loses at most the turn in flight, Ctrl-C or SIGTERM stop after it, and
+// --resume finishes the plan.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <fcntl.h>
@@ -28,13 +29,15 @@ std::string two_by_two_prompts(const TempDir& dir) {
   return path;
 }
 
-// Starts edgeprobe in the background (output discarded) and returns its pid.
-pid_t spawn_edgeprobe(const std::vector<std::string>& args) {
+// Starts edgeprobe in the background (stdout to `stdout_path`, stderr discarded) and
+// returns its pid.
+pid_t spawn_edgeprobe(const std::vector<std::string>& args, const std::string& stdout_path = "/dev/null") {
   const pid_t pid = fork();
   if (pid == 0) {
     setenv("XDG_CACHE_HOME", (std::string(EDGEPROBE_BUILD_DIR) + "/test-home/cache").c_str(), 1);
+    const int out = open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, STDOUT_FILENO);
+    dup2(out, STDOUT_FILENO);
     dup2(devnull, STDERR_FILENO);
     std::vector<char*> argv{const_cast<char*>(EDGEPROBE_BINARY)};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -61,6 +64,47 @@ int64_t wait_until_stored(const std::string& db, int64_t n, bool turns) {
   }
   return stored;
 }
+
+// Ctrl-C and SIGTERM during a session: the turn in flight finishes, every finished turn is
+// kept and stored, the process exits cleanly (not killed) with 130, and --resume runs
+// exactly what is missing.
+edgeprobe::store::RunSummary first_run(const std::string& db) {
+  auto s = edgeprobe::store::open_store(db, edgeprobe::store::Mode::kMustExist);
+  const auto runs = s->list_runs({});
+  return runs.empty() ? edgeprobe::store::RunSummary{} : runs[0];
+}
+
+void stop_mid_session_then_resume(int signal_number) {
+  TempDir dir;
+  const std::string db = dir.file("results.db");
+  const pid_t pid = spawn_edgeprobe({"session", "-m", tiny_model(), "--prompts", two_by_two_prompts(dir), "--rounds",
+                                     "6", "--max-tokens", "32", "--db", db, "-q", "-o", "json"},
+                                    dir.file("out.json"));
+  ASSERT_GT(pid, 0);
+  const int64_t before = wait_until_stored(db, 3, true);
+  kill(pid, signal_number);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "the signal must end the session cleanly, not kill it";
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  ASSERT_GE(before, 3);
+
+  const auto stopped = first_run(db);
+  EXPECT_EQ(stopped.status, "failed");
+  EXPECT_GE(stopped.turns, before);  // every finished turn kept
+  EXPECT_LT(stopped.turns, 6 * 4);   // and it did stop
+  // What it printed is the report of the turns it finished, not nothing.
+  const json partial = json::parse(read_file(dir.file("out.json")));
+  EXPECT_EQ(static_cast<int64_t>(partial["configs"][0]["turns"].size()), stopped.turns);
+
+  const auto r = run_edgeprobe({"session", "--resume", "1", "--db", db, "-o", "json", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto done = first_run(db);
+  EXPECT_EQ(done.status, "complete");
+  EXPECT_EQ(done.turns, 6 * 4);  // every (round, conversation, turn) exactly once
+  EXPECT_EQ(json::parse(r.out)["configs"][0]["turns"].size(), 24u);
+}
+
 
 }  // namespace
 
@@ -159,3 +203,6 @@ TEST(BenchStore, CtrlCKeepsEveryFinishedRepetitionAndResumeRunsOnlyTheRest) {
   ASSERT_EQ(j["results"].size(), 4u);
   for (const auto& res : j["results"]) EXPECT_EQ(res["repetitions"].size(), 8u);
 }
+
+TEST(SessionSignals, CtrlCStopsAfterTheTurnInFlightAndResumeRunsTheRest) { stop_mid_session_then_resume(SIGINT); }
+TEST(SessionSignals, SigtermStopsAfterTheTurnInFlightAndResumeRunsTheRest) { stop_mid_session_then_resume(SIGTERM); }

@@ -1,0 +1,27 @@
+#pragma once
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace edgeprobe::report {
+
+// What a reporter writes for one JSON value in a table cell: "" for null, 1/0 for
+// booleans, six significant digits for reals.
+inline std::string scalar(const nlohmann::json& v) {
+  if (v.is_null()) return "";
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "1" : "0";
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_number()) return fmt::format("{:.6g}", v.get<double>());
+  return v.dump();
+}
+
+// The value at a JSON pointer, or null when the document has none there.
+inline const nlohmann::json& at(const nlohmann::json& j, const char* pointer) {
+  static const nlohmann::json kNull;
+  const nlohmann::json::json_pointer p(pointer);
+  return j.contains(p) ? j.at(p) : kNull;
+}
+
+}  // namespace edgeprobe::report
