@@ -99,8 +99,7 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
 
   // Models first: a bad file must fail before minutes of probing.
   ModelSet models;
-  for (auto& c : plan.cases) c.model_path = ModelSet::resolve(c.model_path, ctx.sink);
-  for (const auto& c : plan.cases) models.add(c.model_path);
+  for (auto& c : plan.cases) c.model_path = models.add_spec(c.model_path, ctx.sink);
 
   BenchJobResult out;
   result::BenchReport& report = out.report;

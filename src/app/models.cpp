@@ -11,6 +11,13 @@ std::string ModelSet::resolve(const std::string& spec, JobSink* sink) {
   return model::resolve_model_spec(spec);
 }
 
+std::string ModelSet::add_spec(const std::string& spec, JobSink* sink) {
+  auto it = resolved_.find(spec);
+  if (it == resolved_.end()) it = resolved_.emplace(spec, resolve(spec, sink)).first;
+  add(it->second);
+  return it->second;
+}
+
 int ModelSet::add(const std::string& path) {
   auto it = index_.find(path);
   if (it != index_.end()) return it->second;

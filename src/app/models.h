@@ -18,6 +18,8 @@ class ModelSet {
   // "" is the built-in default and "synth:SHAPE[:QUANT]" a synthesized model (written on
   // first use, then cached); anything else is a path. Returns the resolved paths.
   static std::string resolve(const std::string& spec, JobSink* sink);
+  // Resolves a spec (once per distinct spec) and adds its file; returns the resolved path.
+  std::string add_spec(const std::string& spec, JobSink* sink);
   // Adds a resolved path (once) and returns its index.
   int add(const std::string& path);
   int index_of(const std::string& path) const { return index_.at(path); }
@@ -29,6 +31,7 @@ class ModelSet {
  private:
   std::vector<model::GgufInfo> infos_;
   std::map<std::string, int> index_;
+  std::map<std::string, std::string> resolved_;  // spec -> path
 };
 
 }  // namespace edgeprobe::app

@@ -26,10 +26,8 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
   validate(plan, workload::default_thread_count());
   const EngineHandle engine = make_engine(plan.env);
   ModelSet models;
-  for (auto& c : plan.configs) {
-    c.model_path = ModelSet::resolve(c.model_path, ctx.sink);
-    models.add(c.model_path);  // bad files fail here, before anything runs
-  }
+  // Bad files fail here, before anything runs.
+  for (auto& c : plan.configs) c.model_path = models.add_spec(c.model_path, ctx.sink);
   if (plan.prompts.empty()) plan.prompts = runner::default_conversations_path();
   const auto conversations = runner::load_conversations(plan.prompts);
 
