@@ -1,5 +1,7 @@
 #include "report/fixtures.h"
 
+#include <algorithm>
+
 #include "analysis/session_analysis.h"
 #include "result/result.h"
 #include "result/session.h"
@@ -13,7 +15,10 @@ using nlohmann::json;
 result::Provenance provenance(const std::string& model_path, const std::string& sha256) {
   result::Provenance p;
   p.edgeprobe_version = "0.1.0";
-  p.engine = {.name = "llama.cpp", .kind = "in-process", .version = "0.0.0", .commit = "80fb11a"};
+  p.engine.name = "llama.cpp";
+  p.engine.kind = "in-process";
+  p.engine.version = "0.0.0";
+  p.engine.commit = "80fb11a";
   p.device.id = "dev-0123456789abcdef";
   p.device.cpu_model = "Example CPU";
   p.device.board = "Example Board";
@@ -35,10 +40,16 @@ json phase(int64_t start_ns, int64_t end_ns, double share, double temp_c) {
   t.start_ns = start_ns;
   t.end_ns = end_ns;
   t.samples = 4;
-  telemetry::ClusterPhase big{.name = "cluster0", .role = "big", .cpus = {0, 1}};
+  telemetry::ClusterPhase big;
+  big.name = "cluster0";
+  big.role = "big";
+  big.cpus = {0, 1};
   big.max_khz = 3000000;
   big.mean_freq_share = share;
-  telemetry::ClusterPhase little{.name = "cluster1", .role = "little", .cpus = {2, 3}};
+  telemetry::ClusterPhase little;
+  little.name = "cluster1";
+  little.role = "little";
+  little.cpus = {2, 3};
   little.max_khz = 2000000;
   little.mean_freq_share = 0.9;
   t.clusters = {big, little};
@@ -59,6 +70,7 @@ json bench_document(int reps, int steps, bool with_telemetry, const std::string&
   for (int test = 0; test < 2; ++test) {
     result::TestResult r;
     r.config.model_path = model_path;
+    r.config.kind = test == 0 ? workload::TestKind::kPrompt : workload::TestKind::kGenerate;
     r.config.n_prompt = test == 0 ? 128 : 0;
     r.config.n_gen = test == 0 ? 0 : steps;
     r.config.n_threads = 2;
