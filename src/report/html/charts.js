@@ -145,7 +145,12 @@ class EpChart {
 
   draw() {
     const dpr = window.devicePixelRatio || 1;
-    const w = Math.max(280, this.canvas.clientWidth || this.fig.clientWidth - 16 || 600);
+    // A chart drawn before it is laid out has no width yet: draw at 600 and again once laid out.
+    if (!this.canvas.clientWidth && !this.relayout) {
+      this.relayout = true;
+      requestAnimationFrame(() => { if (this.canvas.clientWidth) this.draw(); });
+    }
+    const w = Math.max(280, this.canvas.clientWidth || 600);
     const h = this.spec.height || 240;
     this.canvas.style.height = h + 'px';
     this.canvas.width = Math.round(w * dpr);

@@ -290,6 +290,7 @@ function epComparison(parent, data) {
   for (const cmp of data.comparisons) {
     const a = data.inputs[cmp.a], b = data.inputs[cmp.b], r = cmp.report;
     const sec = epEl('section', {class: 'comparison', 'data-comparable': String(r.comparable)});
+    parent.appendChild(sec);  // in the document before its charts measure their width
     sec.appendChild(epEl('h2', {text: `Comparison: B = ${b.label} against A = ${a.label}`}));
     if (!r.comparable) {
       const box = epEl('div', {class: 'not-comparable', role: 'alert'}, 'NOT COMPARABLE: the ratios below compare different things');
@@ -314,7 +315,6 @@ function epComparison(parent, data) {
     }
     for (const s of r.only_in_a || []) sec.appendChild(epEl('p', {class: 'muted', text: `only in A: ${s}`}));
     for (const s of r.only_in_b || []) sec.appendChild(epEl('p', {class: 'muted', text: `only in B: ${s}`}));
-    parent.appendChild(sec);
   }
   // Decode latency of every bench input on one axis: the phones next to each other.
   const series = [];
