@@ -11,6 +11,7 @@
 #include "cli/cmd_doctor.h"
 #include "cli/cmd_export.h"
 #include "cli/cmd_probe.h"
+#include "cli/cmd_report.h"
 #include "cli/cmd_run.h"
 #include "cli/cmd_runs.h"
 #include "cli/cmd_session.h"
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
   cli::register_compare(app);
   cli::register_doctor(app, command_line);
   cli::register_run(app, command_line);
+  cli::register_report(app);
 
   // Ctrl-C ends the sweep after the repetition in flight; what was measured is written.
   std::signal(SIGINT, on_interrupt);

@@ -1,0 +1,372 @@
+// The report itself: reads the JSON block and renders each input (bench, session,
+// doctor) and the comparisons between them. Strings from the data only ever reach the
+// page as text nodes (epEl), never as markup.
+const EP_RUN_CLOCK = 'result repetitions (start_ns, end_ns, decode_step_ms) on the run clock';
+
+function epTable(parent, head, rows, numeric) {
+  const t = epEl('table');
+  t.appendChild(epEl('tr', {}, ...head.map(h => epEl('th', {text: h}))));
+  for (const r of rows) {
+    t.appendChild(epEl('tr', {}, ...r.map((c, i) => epEl('td', numeric && numeric[i] ? {class: 'num'} : {},
+                                                           typeof c === 'number' ? epNum(c) : (c ?? '\u2014')))));
+  }
+  parent.appendChild(epEl('div', {class: 'table-wrap'}, t));
+  return t;
+}
+
+function epKv(parent, pairs) {
+  const dl = epEl('dl', {class: 'kv'});
+  for (const [k, v] of pairs) {
+    if (v === undefined || v === null || v === '') continue;
+    dl.appendChild(epEl('dt', {text: k}));
+    dl.appendChild(epEl('dd', {text: typeof v === 'number' ? epNum(v) : String(v)}));
+  }
+  parent.appendChild(dl);
+}
+
+function epProvenance(parent, prov) {
+  if (!prov) return;
+  const dev = prov.device || {}, eng = prov.engine || {};
+  epKv(parent, [
+    ['device', [dev.board, dev.soc, dev.cpu_model].filter(Boolean).join(' \u00b7 ')],
+    ['device id', dev.id], ['os', dev.os], ['kernel', dev.kernel],
+    ['engine', [eng.name, eng.version, eng.commit, eng.cpu_variant].filter(Boolean).join(' ')],
+    ['started (UTC)', prov.started_at_utc], ['command line', prov.command_line]]);
+  for (const mdl of prov.models || []) {
+    epKv(parent, [['model', mdl.path], ['name', mdl.name], ['quant', mdl.quant],
+                  ['size (MB)', mdl.size_bytes ? mdl.size_bytes / 1e6 : null], ['sha256', mdl.sha256]]);
+  }
+}
+
+function epMedian(summary) { return summary && typeof summary === 'object' ? summary.median : null; }
+function epTestLabel(r) {
+  const c = r.config || {};
+  return `${r.test} t${c.n_threads}` + (c.n_depth ? ` d${c.n_depth}` : '');
+}
+
+// Telemetry reasons that apply to one kind of series ("cpufreq ...", "thermal ...").
+function epReasons(unavailable, words, fallback) {
+  const hits = (unavailable || []).filter(u => words.some(w => String(u).toLowerCase().includes(w)));
+  return hits.length ? hits.map(String) : [fallback];
+}
+
+function epBenchTimeline(parent, doc, key) {
+  const results = (doc.results || []).filter(r => Array.isArray(r.repetitions));
+  let t0 = Infinity;
+  for (const r of results) {
+    for (const rep of r.repetitions) {
+      const stepsNs = (rep.decode_step_ms || []).reduce((a, b) => a + b, 0) * 1e6;
+      t0 = Math.min(t0, rep.start_ns, rep.end_ns - stepsNs);
+    }
+  }
+  const sec = ns => (ns - t0) / 1e9;
+  const latency = [];
+  const phaseSeries = {freq: new Map(), temp: new Map(), power: new Map(), throttled: new Map(), other: new Map()};
+  const addSeg = (kind, name, seg) => {
+    if (!phaseSeries[kind].has(name)) phaseSeries[kind].set(name, []);
+    phaseSeries[kind].get(name).push(seg);
+  };
+  const unavailable = [];
+  let telemetryOff = true;
+  for (const r of results) {
+    const xs = [], ys = [];
+    if (r.telemetry && typeof r.telemetry === 'object') {
+      telemetryOff = false;
+      for (const u of r.telemetry.unavailable || []) if (!unavailable.includes(u)) unavailable.push(u);
+    }
+    for (const rep of r.repetitions) {
+      // Steps end at the repetition's end; each step's time is where it finished.
+      const steps = rep.decode_step_ms || [];
+      let t = rep.end_ns;
+      const times = new Array(steps.length);
+      for (let i = steps.length - 1; i >= 0; i--) { times[i] = t; t -= steps[i] * 1e6; }
+      for (let i = 0; i < steps.length; i++) { xs.push(sec(times[i])); ys.push(steps[i]); }
+      const tel = rep.telemetry;
+      if (!tel || typeof tel !== 'object') continue;
+      for (const [phase, p] of Object.entries(tel)) {
+        if (!p || typeof p !== 'object') continue;
+        const dur = (p.duration_ms || 0) * 1e6;
+        const a = phase === 'decode' ? rep.end_ns - dur : rep.start_ns, b = a + dur;
+        const seg = y => [sec(a), sec(b), y];
+        for (const c of p.clusters || []) if (typeof c.mean_freq_share === 'number') addSeg('freq', `${c.name}${c.role ? ' (' + c.role + ')' : ''}`, seg(c.mean_freq_share * 100));
+        for (const [zone, z] of Object.entries(p.thermal || {})) if (typeof z.max_temp_c === 'number') addSeg('temp', zone, seg(z.max_temp_c));
+        if (typeof p.mean_power_w === 'number') addSeg('power', p.energy_source || 'total', seg(p.mean_power_w));
+        if (typeof p.throttled_ms === 'number') addSeg('throttled', 'cgroup throttled', seg(p.throttled_ms));
+        if (typeof p.other_cpu_share === 'number') addSeg('other', 'other processes', seg(p.other_cpu_share * 100));
+      }
+    }
+    if (xs.length) latency.push({name: epTestLabel(r), xs, ys, style: 'dots'});
+  }
+  const group = `${key}-time`;
+  if (!latency.length) {
+    epNotMeasured(parent, `${key}-decode-latency`, 'Per-token decode latency over time',
+                  ['no repetition recorded decode steps (prompt-only tests, or a v1 result without decode_step_ms)']);
+  } else {
+    epChart(parent, {id: `${key}-decode-latency`, title: 'Per-token decode latency over time', xLabel: 'run time (s)',
+                     yLabel: 'decode step (ms)', source: EP_RUN_CLOCK, series: latency, zoomGroup: group, yZero: true});
+  }
+  const off = 'telemetry was off for this run (no sampler ran)';
+  const panels = [
+    ['freq', 'CPU frequency per cluster (mean per phase)', 'share of max frequency (%)', ['cpufreq', 'frequency', 'cluster']],
+    ['temp', 'Temperature (max per phase)', '\u00b0C', ['thermal', 'temp']],
+    ['power', 'Power (mean per phase)', 'W', ['power', 'rapl', 'battery', 'energy']],
+    ['throttled', 'Throttled time (per phase)', 'ms', ['cgroup', 'throttl', 'cpu.stat']],
+    ['other', "Other processes' CPU (per phase)", 'share of all CPUs (%)', ['stat', 'other', 'cpu time']]];
+  for (const [kind, title, unit, words] of panels) {
+    const id = `${key}-telemetry-${kind}`;
+    const series = [...phaseSeries[kind].entries()].map(([name, segs]) => ({name, segs, style: 'segments'}));
+    if (!series.length) {
+      epNotMeasured(parent, id, title, telemetryOff ? [off] : epReasons(unavailable, words, 'the device offered no such figure for any phase'));
+      continue;
+    }
+    epChart(parent, {id, title, xLabel: 'run time (s)', yLabel: unit, series, zoomGroup: group, height: 160,
+                     source: 'per-phase telemetry of each repetition (prefill, decode), on the run clock', yZero: kind !== 'temp'});
+  }
+}
+
+function epBenchCdf(parent, doc, key) {
+  const series = [], vmarks = [];
+  for (const r of doc.results || []) {
+    const steps = [];
+    for (const rep of r.repetitions || []) for (const s of rep.decode_step_ms || []) steps.push(s);
+    if (!steps.length) continue;
+    steps.sort((a, b) => a - b);
+    series.push({name: epTestLabel(r), xs: steps, ys: steps.map((_, i) => (i + 1) / steps.length * 100), style: 'line'});
+    const lat = (r.decode && r.decode.token_latency_ms) || {};
+    ['p50', 'p90', 'p99'].forEach((p, row) => {
+      if (typeof lat[p] === 'number') vmarks.push({x: lat[p], label: `${epTestLabel(r)} ${p} ${epNum(lat[p])} ms`, row});
+    });
+  }
+  if (!series.length) return epNotMeasured(parent, `${key}-latency-cdf`, 'Decode latency CDF', ['no decode steps were recorded']);
+  epChart(parent, {id: `${key}-latency-cdf`, title: 'Decode latency CDF (p50, p90, p99 marked)', xLabel: 'decode step (ms)',
+                   yLabel: 'share of steps at or below (%)', source: 'every decode step of every repetition, pooled per test',
+                   series, vmarks});
+}
+
+function epBenchSweep(parent, doc, key) {
+  const results = (doc.results || []).filter(r => r.status === 'ok' || !r.error);
+  for (const [phase, title] of [['prefill', 'Prefill'], ['decode', 'Decode']]) {
+    const rows = results.filter(r => r[phase] && r[phase].tokens_per_s);
+    const id = `${key}-sweep-${phase}`;
+    if (!rows.length) { epNotMeasured(parent, id, `${title} tokens/s across the sweep`, [`no test ran a ${phase} phase`]); continue; }
+    const s = rows.map(r => r[phase].tokens_per_s);
+    epChart(parent, {id, title: `${title} tokens/s across the sweep`, xLabel: 'test', yLabel: 'tokens/s', yZero: true,
+                     source: 'median of repetitions; whiskers p25\u2013p75', categories: rows.map(epTestLabel),
+                     series: [{name: `${phase} tokens/s`, xs: rows.map((_, i) => i), ys: s.map(x => x.median),
+                               lo: s.map(x => x.p25), hi: s.map(x => x.p75), style: 'bars'}]});
+  }
+}
+
+function epBenchRoofline(parent, doc, key) {
+  const rows = [], bars = {achieved: [], bandwidth: [], kernel: [], compute: []}, notes = [];
+  for (const r of doc.results || []) {
+    const rf = r.roofline;
+    if (!rf || typeof rf !== 'object') continue;
+    const phase = r.config && r.config.n_gen > 0 ? 'decode' : 'prefill';
+    const achieved = epMedian((r[phase] || {}).tokens_per_s);
+    rows.push(`${epTestLabel(r)} ${phase}`);
+    bars.achieved.push(achieved);
+    bars.bandwidth.push(phase === 'decode' ? rf.decode_bandwidth_ceiling_tokens_per_s : null);
+    bars.kernel.push(phase === 'decode' ? rf.decode_kernel_ceiling_tokens_per_s : null);
+    bars.compute.push(phase === 'prefill' ? rf.prefill_ceiling_tokens_per_s : null);
+    const eff = phase === 'decode' ? rf.decode_efficiency : rf.prefill_efficiency;
+    const bound = phase === 'decode' ? (rf.decode_bound ? `${rf.decode_bound}-bound` : 'bound unknown') : 'compute-bound';
+    notes.push(`${epTestLabel(r)} ${phase}: ${bound}, ${epNum(achieved)} tokens/s = ${eff == null ? 'efficiency unknown' : epNum(eff * 100, 0) + '% of its ceiling'}`);
+  }
+  const id = `${key}-roofline`;
+  if (!rows.length) return epNotMeasured(parent, id, 'Roofline', ['no ceilings were measured (bench --ceilings off, or the probe failed)']);
+  const x = rows.map((_, i) => i);
+  const series = [['achieved', bars.achieved], ['bandwidth ceiling', bars.bandwidth], ['decode kernel ceiling', bars.kernel],
+                  ['compute ceiling', bars.compute]].filter(([, ys]) => ys.some(v => typeof v === 'number'))
+                  .map(([name, ys]) => ({name, xs: x, ys, style: 'bars'}));
+  epChart(parent, {id, title: 'Roofline: achieved against the ceilings', xLabel: 'test and phase', yLabel: 'tokens/s',
+                   categories: rows, yZero: true, series,
+                   source: "result roofline (the device's measured bandwidth and compute ceilings)"});
+  const list = epEl('ul', {class: 'binding'});
+  for (const n of notes) list.appendChild(epEl('li', {text: n}));
+  parent.appendChild(list);
+}
+
+function epBench(parent, doc, key) {
+  parent.appendChild(epEl('h3', {text: 'Summary'}));
+  const mem = r => (typeof r.peak_rss_bytes === 'number' && r.peak_rss_bytes >= 0 ? r.peak_rss_bytes / 1048576 : null);
+  epTable(parent, ['test', 'status', 'threads', 'prefill t/s', 'decode t/s', 'TTFT ms', 'latency p50 ms', 'p99 ms',
+                   'load cold ms', 'load warm ms', 'peak RSS MiB', 'decode bound'],
+          (doc.results || []).map(r => {
+            const lat = (r.decode && r.decode.token_latency_ms) || {};
+            if (r.error) return [r.test, `error: ${r.error.message || r.error}`, (r.config || {}).n_threads];
+            return [r.test, r.status || 'ok', (r.config || {}).n_threads,
+                    epMedian((r.prefill || {}).tokens_per_s), epMedian((r.decode || {}).tokens_per_s), epMedian(r.ttft_ms),
+                    lat.p50, lat.p99, (r.load || {}).cold_ms, epMedian((r.load || {}).warm_ms), mem(r),
+                    (r.roofline || {}).decode_bound];
+          }), [0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0]);
+  parent.appendChild(epEl('h3', {text: 'Decode latency and telemetry over time'}));
+  epBenchTimeline(parent, doc, key);
+  epBenchCdf(parent, doc, key);
+  parent.appendChild(epEl('h3', {text: 'Throughput across the sweep'}));
+  epBenchSweep(parent, doc, key);
+  epBenchRoofline(parent, doc, key);
+}
+
+function epSession(parent, doc, key) {
+  (doc.configs || []).forEach((cfg, ci) => {
+    const c = cfg.config || {}, a = cfg.analysis || {}, k = `${key}-c${ci}`;
+    parent.appendChild(epEl('h3', {text: `Configuration ${ci}: ${c.model_path || ''} ctx ${c.n_ctx} max ${c.max_tokens} t${c.n_threads}`}));
+    if (cfg.error) { parent.appendChild(epEl('p', {class: 'not-comparable', text: `did not run: ${cfg.error.message || ''}`})); return; }
+    const st = a.stability || {};
+    epKv(parent, [['turns measured', a.turns_measured], ['decode t/s median', epMedian(a.decode_tokens_per_s)],
+                  ['TTFT ms median', epMedian(a.ttft_ms)], ['CV of decode t/s', st.cv],
+                  ['drift (last/first)', st.drift && st.drift.ratio], ['missed UI frames', a.missed_frame_share == null ? 'not measured' : epNum(a.missed_frame_share * 100) + '%'],
+                  ['QES', a.qes && a.qes.total]]);
+    // The series analysis ran on: measured turns that generated more than one token.
+    const turns = (cfg.turns || []).filter(t => !(t.error && typeof t.error === 'object') &&
+                                                 !(t.stop_reason === 'context_full' && !t.generated_tokens));
+    const withTps = turns.filter(t => t.generated_tokens > 1);
+    const vmarks = (st.change_points_at || []).map((cp, row) => ({x: cp.index, row,
+      label: `round ${cp.round} ${cp.conversation_id} turn ${cp.turn_index}: ${epNum((cp.relative_change || 0) * 100)}%`}));
+    const group = `${k}-turns`;
+    if (!withTps.length) epNotMeasured(parent, `${k}-tps`, 'Decode tokens/s per turn', ['no turn generated more than one token']);
+    else epChart(parent, {id: `${k}-tps`, title: 'Decode tokens/s per turn (change points marked)', xLabel: 'turn (order run)',
+                          yLabel: 'tokens/s', source: 'session turns (decode_tokens_per_s); change points from PELT', zoomGroup: group,
+                          series: [{name: 'decode tokens/s', xs: withTps.map((_, i) => i), ys: withTps.map(t => t.decode_tokens_per_s), style: 'line'}], vmarks});
+    if (!turns.length) epNotMeasured(parent, `${k}-ttft`, 'TTFT per turn', ['no turn was measured']);
+    else epChart(parent, {id: `${k}-ttft`, title: 'Time to first token per turn', xLabel: 'turn (order run)', yLabel: 'TTFT (ms)',
+                          source: 'session turns (ttft_ms)', zoomGroup: group, yZero: true,
+                          series: [{name: 'TTFT', xs: turns.map((_, i) => i), ys: turns.map(t => t.ttft_ms), style: 'line'}]});
+    const temp = new Map();
+    withTps.forEach((t, i) => {
+      const d = t.telemetry && t.telemetry.decode;
+      for (const [zone, z] of Object.entries((d && d.thermal) || {})) {
+        if (!temp.has(zone)) temp.set(zone, {name: zone, xs: [], ys: [], style: 'line'});
+        temp.get(zone).xs.push(i); temp.get(zone).ys.push(z.max_temp_c);
+      }
+    });
+    if (!temp.size) epNotMeasured(parent, `${k}-temp`, 'Temperature per turn', epReasons(doc.telemetry_unavailable, ['thermal', 'temp'], 'no thermal reading in any turn'));
+    else epChart(parent, {id: `${k}-temp`, title: 'Temperature during decode, per turn', xLabel: 'turn (order run)', yLabel: 'max \u00b0C',
+                          source: 'turn telemetry (decode phase)', zoomGroup: group, series: [...temp.values()], height: 160});
+    for (const cp of st.change_points_at || []) {
+      const tel = cp.telemetry ? JSON.stringify(cp.telemetry) : 'no telemetry for this turn';
+      parent.appendChild(epEl('p', {class: 'mono', text: `change point at turn ${cp.index}: ${tel}`}));
+    }
+    const q = a.qes;
+    if (q) {
+      parent.appendChild(epEl('h4', {text: `QES ${epNum(q.total)} (rests on: ${(q.rests_on || []).join(', ')})`}));
+      const rows = [];
+      for (const comp of q.components || []) for (const p of comp.parts || [comp]) {
+        rows.push([comp.name, comp.weight, comp.score, p.name, p.input, p.unit, p.score, p.rule]);
+      }
+      epTable(parent, ['component', 'weight', 'score', 'part', 'input', 'unit', 'part score', 'rule'], rows, [0, 1, 1, 0, 1, 0, 1, 0]);
+      if ((q.unavailable || []).length) epNotMeasured(parent, `${k}-qes-unavailable`, 'QES components', q.unavailable.map(u => `${u}: not measured, left out of the total`));
+    }
+  });
+}
+
+function epDoctor(parent, doc, key) {
+  const d = doc.doctor || {};
+  epKv(parent, [['model', d.model], ['verdict', d.healthy ? 'healthy' : 'not healthy']]);
+  const findings = d.findings || [];
+  const speed = findings.filter(f => typeof (f.speedup ?? f.estimated_speedup) === 'number');
+  if (speed.length) {
+    epChart(parent, {id: `${key}-speedups`, title: 'Speed-up each fix is expected to give', xLabel: 'finding', yLabel: 'speed-up (\u00d7)',
+                     source: 'doctor findings (measured or estimated, see each finding)', categories: speed.map(f => f.id), yZero: true,
+                     hmarks: [{y: 1, label: 'no change'}],
+                     series: [{name: 'speed-up', xs: speed.map((_, i) => i), ys: speed.map(f => f.speedup ?? f.estimated_speedup), style: 'bars'}]});
+  }
+  for (const f of findings) {
+    const box = epEl('div', {class: `finding ${f.severity}`, 'data-finding': 'true'});
+    box.appendChild(epEl('h4', {}, epEl('span', {class: `sev sev-${f.severity}`, text: f.severity}), ` ${f.id}: ${f.title}`));
+    const ev = epEl('ul');
+    for (const e of f.evidence || []) ev.appendChild(epEl('li', {text: typeof e === 'string' ? e : JSON.stringify(e)}));
+    box.appendChild(ev);
+    const s = f.speedup ?? f.estimated_speedup;
+    if (typeof s === 'number') box.appendChild(epEl('p', {text: `speed-up: ${epNum(s)}\u00d7 (${f.speedup_basis || 'basis not stated'})`}));
+    if (f.fix) box.appendChild(epEl('p', {}, 'fix: ', epEl('code', {text: f.fix})));
+    parent.appendChild(box);
+  }
+  if (!findings.length) parent.appendChild(epEl('p', {text: 'no findings'}));
+}
+
+function epComparison(parent, data) {
+  for (const cmp of data.comparisons) {
+    const a = data.inputs[cmp.a], b = data.inputs[cmp.b], r = cmp.report;
+    const sec = epEl('section', {class: 'comparison', 'data-comparable': String(r.comparable)});
+    parent.appendChild(sec);  // in the document before its charts measure their width
+    sec.appendChild(epEl('h2', {text: `Comparison: B = ${b.label} against A = ${a.label}`}));
+    if (!r.comparable) {
+      const box = epEl('div', {class: 'not-comparable', role: 'alert'}, 'NOT COMPARABLE: the ratios below compare different things');
+      const ul = epEl('ul');
+      for (const m of r.mismatches) ul.appendChild(epEl('li', {text: m}));
+      box.appendChild(ul);
+      sec.appendChild(box);
+    }
+    if ((r.unverified || []).length) sec.appendChild(epEl('p', {class: 'muted', text: `unverified (recorded on neither side): ${r.unverified.join(', ')}`}));
+    const ms = r.metrics.filter(m => typeof m.ratio === 'number');
+    epTable(sec, ['test', 'metric', 'A median', 'B median', 'B/A', '95% CI', 'p (Mann-Whitney)', 'n A/B', 'verdict'],
+            r.metrics.map(m => typeof m.ratio === 'number'
+              ? [m.test, m.metric, m.median_a, m.median_b, epNum(m.ratio, 3), `[${epNum(m.ci[0], 3)}, ${epNum(m.ci[1], 3)}]`,
+                 epNum(m.p_value) + (m.p_exact ? '' : ' (approx.)'), `${m.n_a}/${m.n_b}`, m.verdict]
+              : [m.test, m.metric, null, null, 'n/a', '', '', '', 'no samples or zero baseline']), [0, 0, 1, 1, 1, 0, 1, 0, 0]);
+    if (ms.length) {
+      epChart(sec, {id: `cmp-${cmp.b}-ratios`, title: 'B/A ratio of medians with 95% bootstrap CI', xLabel: 'test/metric', yLabel: 'B/A',
+                    source: 'analysis::compare_documents (percentile bootstrap, 4000 resamples, fixed seed)',
+                    categories: ms.map(m => `${m.test}/${m.metric}`), hmarks: [{y: 1, label: 'B = A'}], yZero: true,
+                    series: [{name: 'B/A', xs: ms.map((_, i) => i), ys: ms.map(m => m.ratio), lo: ms.map(m => m.ci[0]),
+                              hi: ms.map(m => m.ci[1]), style: 'bars'}]});
+    }
+    for (const s of r.only_in_a || []) sec.appendChild(epEl('p', {class: 'muted', text: `only in A: ${s}`}));
+    for (const s of r.only_in_b || []) sec.appendChild(epEl('p', {class: 'muted', text: `only in B: ${s}`}));
+  }
+  // Decode latency of every bench input on one axis: the phones next to each other.
+  const series = [];
+  data.inputs.forEach((inp, i) => {
+    if (inp.kind !== 'bench') return;
+    const steps = [];
+    for (const r of inp.document.results || []) for (const rep of r.repetitions || []) for (const s of rep.decode_step_ms || []) steps.push(s);
+    if (!steps.length) return;
+    steps.sort((x, y) => x - y);
+    series.push({name: `${String.fromCharCode(65 + Math.min(i, 25))}: ${inp.label}`, xs: steps, ys: steps.map((_, j) => (j + 1) / steps.length * 100), style: 'line'});
+  });
+  if (series.length > 1) {
+    epChart(parent, {id: 'cmp-latency-cdf', title: 'Decode latency CDF, every input', xLabel: 'decode step (ms)', yLabel: 'share of steps at or below (%)',
+                     source: 'every decode step of every test of each input, pooled', series});
+  }
+}
+
+function epRender() {
+  const started = performance.now();
+  const data = JSON.parse(document.getElementById('edgeprobe-data').textContent);
+  const root = document.getElementById('report');
+  const kinds = data.inputs.map(i => i.kind);
+  document.title = `edgeprobe report: ${data.inputs.map(i => i.label).join(' vs ')}`;
+  document.getElementById('subtitle').textContent =
+    `${data.inputs.length > 1 ? 'comparison of ' : ''}${data.inputs.map((i, k) => `${i.kind} ${i.label}`).join(', ')}`;
+  if (data.comparisons.length) epComparison(root, data);
+  const grid = epEl('div', {class: data.inputs.length === 2 ? 'inputs side-by-side' : 'inputs'});
+  root.appendChild(grid);
+  data.inputs.forEach((inp, i) => {
+    const sec = epEl('section', {class: `input ${inp.kind}`, 'data-kind': inp.kind});
+    const letter = data.inputs.length > 1 ? `${String.fromCharCode(65 + Math.min(i, 25))}: ` : '';
+    sec.appendChild(epEl('h2', {text: `${letter}${inp.kind} ${inp.label}`}));
+    grid.appendChild(sec);
+    epProvenance(sec, inp.document.provenance);
+    const render = {bench: epBench, session: epSession, doctor: epDoctor}[inp.kind];
+    render(sec, inp.document, `in${i}`);
+  });
+  document.body.dataset.kinds = kinds.join(',');
+  document.body.dataset.charts = String(document.querySelectorAll('figure.chart').length);
+  document.body.dataset.renderMs = String(Math.round(performance.now() - started));
+  document.body.dataset.render = 'done';
+}
+
+(function () {
+  const errors = [];
+  const note = msg => {
+    errors.push(String(msg));
+    const box = document.getElementById('errors');
+    box.hidden = false;
+    box.textContent = 'This report failed to render completely:\n' + errors.join('\n');
+    document.body.dataset.errors = String(errors.length);
+  };
+  window.addEventListener('error', e => note(e.message));
+  try { epRender(); } catch (e) { note(e && e.stack ? e.stack : e); document.body.dataset.render = 'failed'; }
+})();

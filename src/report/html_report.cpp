@@ -1,0 +1,109 @@
+#include "report/html_report.h"
+
+#include "analysis/compare.h"
+#include "core/error.h"
+#include "report/html/assets.h"
+
+namespace edgeprobe::report {
+namespace {
+
+using nlohmann::json;
+
+// +1: larger is better (throughput), -1: smaller is better (latency, memory), 0: unknown.
+int better_direction(const std::string& metric) {
+  if (metric.find("per_s") != std::string::npos) return 1;
+  if (metric.ends_with("_ms") || metric.ends_with("_bytes") || metric.ends_with("_j")) return -1;
+  return 0;
+}
+
+std::string verdict(const std::string& metric, const analysis::RatioEstimate& e) {
+  if (e.ci_low <= 1.0 && e.ci_high >= 1.0) return "no clear change";
+  const int dir = better_direction(metric);
+  if (dir == 0) return e.ratio > 1 ? "B higher" : "B lower";
+  return (e.ratio > 1) == (dir > 0) ? "B better" : "B worse";
+}
+
+json comparison_json(const analysis::CompareReport& r) {
+  json j{{"comparable", r.comparable()}, {"mismatches", json::array()}, {"metrics", json::array()},
+         {"unverified", r.unverified}, {"only_in_a", r.only_in_a}, {"only_in_b", r.only_in_b}};
+  for (const analysis::Mismatch& m : r.mismatches) j["mismatches"].push_back(m.message());
+  for (const analysis::MetricComparison& m : r.metrics) {
+    json mj{{"test", m.test}, {"metric", m.metric}};
+    if (m.estimate) {
+      const analysis::RatioEstimate& e = *m.estimate;
+      mj.update({{"n_a", e.n_a}, {"n_b", e.n_b}, {"median_a", e.median_a}, {"median_b", e.median_b},
+                 {"ratio", e.ratio}, {"ci", {e.ci_low, e.ci_high}}, {"confidence", e.confidence},
+                 {"p_value", e.p_value}, {"p_exact", e.p_exact}, {"verdict", verdict(m.metric, e)}});
+    }
+    j["metrics"].push_back(std::move(mj));
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string document_kind(const json& d) {
+  if (!d.is_object()) return "";
+  if (d.contains("doctor") && d["doctor"].is_object()) return "doctor";
+  if (d.value("kind", "") == "session" || (d.contains("configs") && d["configs"].is_array())) return "session";
+  if (d.contains("results") && d["results"].is_array()) return "bench";
+  return "";
+}
+
+json html_report_data(const std::vector<HtmlInput>& inputs) {
+  json data{{"edgeprobe_report", 1}, {"inputs", json::array()}, {"comparisons", json::array()}};
+  for (const HtmlInput& in : inputs) {
+    const std::string kind = document_kind(in.document);
+    if (kind.empty()) throw_bad_input("{}: not a bench, session or doctor result (nothing to report)", in.label);
+    data["inputs"].push_back({{"label", in.label}, {"kind", kind}, {"document", in.document}});
+  }
+  // Every input against the first: the first is the baseline a person picked.
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    const auto report = analysis::compare_documents(inputs[0].document, inputs[i].document);
+    data["comparisons"].push_back({{"a", 0}, {"b", i}, {"report", comparison_json(report)}});
+  }
+  return data;
+}
+
+std::string json_for_script_block(const json& value) {
+  const std::string text = value.dump(-1, ' ', true, json::error_handler_t::replace);
+  std::string out;
+  out.reserve(text.size() + text.size() / 16);
+  // Outside strings JSON has no '<', '>' or '&', so escaping every one of them only ever
+  // touches string contents, where \u003c means the same character to JSON.parse.
+  for (char c : text) {
+    if (c == '<') out += "\\u003c";
+    else if (c == '>') out += "\\u003e";
+    else if (c == '&') out += "\\u0026";
+    else out += c;
+  }
+  return out;
+}
+
+std::string render_html_report(const std::vector<HtmlInput>& inputs) {
+  if (inputs.empty()) throw_bad_input("report: give at least one run id or result file");
+  const json data = html_report_data(inputs);
+  // No value from the data is written into markup: the script reads the JSON block and
+  // renders every string as text.
+  std::string page;
+  page += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  page += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+          "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n";
+  page += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  page += "<meta name=\"generator\" content=\"edgeprobe report\">\n<title>edgeprobe report</title>\n";
+  page += "<style>\n";
+  page += html_assets::kStyle;
+  page += "</style>\n</head>\n<body data-render=\"pending\">\n";
+  page += "<header id=\"top\"><h1>edgeprobe report</h1><p id=\"subtitle\"></p></header>\n";
+  page += "<div id=\"errors\" hidden></div>\n<main id=\"report\"></main>\n";
+  page += "<noscript><p>This report draws its tables and charts with JavaScript; the raw data is in the "
+          "edgeprobe-data block of this file.</p></noscript>\n";
+  page += "<script type=\"application/json\" id=\"edgeprobe-data\">";
+  page += json_for_script_block(data);
+  page += "</script>\n<script>\n";
+  page += html_assets::kScript;
+  page += "</script>\n</body>\n</html>\n";
+  return page;
+}
+
+}  // namespace edgeprobe::report

@@ -1,0 +1,180 @@
+// Every report kind in a real browser: Debian's headless Chromium opens the page from a
+// file URL with networking off, and the page's own counters (written into DOM attributes
+// that --dump-dom shows) say that it rendered, that no script failed, and that every
+// chart drew marks. Screenshots land in the build tree to look at.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "report/fixtures.h"
+#include "report/html_report.h"
+#include "support/run_process.h"
+
+using namespace edgeprobe;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char kChromium[] = "/usr/bin/chromium";
+
+std::vector<std::string> chromium_args(const std::string& profile) {
+  return {kChromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+          "--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir=" + profile,
+          "--enable-logging=stderr", "--v=0"};
+}
+
+struct Loaded {
+  std::string dom, log;
+};
+
+// Loads `page` from a file in the build tree; saves <name>.png next to it.
+Loaded load_in_chromium(const std::string& name, const std::string& page) {
+  const fs::path dir = fs::path(EDGEPROBE_BUILD_DIR) / "tests" / "report" / "pages";
+  fs::create_directories(dir);
+  const std::string html = (dir / (name + ".html")).string();
+  test_support::write_file(html, page);
+  test_support::TempDir profile;
+  auto args = chromium_args(profile.path());
+  args.push_back("--dump-dom");
+  args.push_back("file://" + html);
+  const auto dumped = test_support::run_process(args, 120);
+  EXPECT_EQ(dumped.exit_code, 0) << dumped.err;
+  auto shot = chromium_args(profile.path());
+  shot.push_back("--screenshot=" + (dir / (name + ".png")).string());
+  shot.push_back("--window-size=1280,2000");
+  shot.push_back("file://" + html);
+  const auto screenshot = test_support::run_process(shot, 120);
+  EXPECT_EQ(screenshot.exit_code, 0) << screenshot.err;
+  return {dumped.out, dumped.err + screenshot.err};
+}
+
+std::string body_attr(const std::string& dom, const std::string& attr) {
+  std::smatch m;
+  if (!std::regex_search(dom, m, std::regex("<body[^>]*\\s" + attr + "=\"([^\"]*)\""))) return "";
+  return m[1];
+}
+
+// Every chart container: its id, its data points, the marks it drew (-1: it never drew).
+struct ChartState {
+  std::string id, status;
+  long points = 0, drawn = -1;
+};
+std::vector<ChartState> charts(const std::string& dom) {
+  std::vector<ChartState> out;
+  const std::regex tag("<(figure|div) class=\"(chart|not-measured)\"([^>]*)>");
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), tag); it != std::sregex_iterator(); ++it) {
+    const std::string attrs = (*it)[3];
+    auto get = [&](const std::string& name) {
+      std::smatch m;
+      return std::regex_search(attrs, m, std::regex(name + "=\"([^\"]*)\"")) ? std::string(m[1]) : std::string();
+    };
+    ChartState c{get("data-chart"), get("data-status")};
+    if (!get("data-points").empty()) c.points = std::stol(get("data-points"));
+    if (!get("data-drawn").empty()) c.drawn = std::stol(get("data-drawn"));
+    out.push_back(c);
+  }
+  return out;
+}
+
+// Rendered without a script error, with no console message, and every chart drew its data.
+void expect_rendered(const Loaded& page, size_t min_charts) {
+  EXPECT_EQ(body_attr(page.dom, "data-render"), "done");
+  EXPECT_EQ(body_attr(page.dom, "data-errors"), "");
+  EXPECT_EQ(page.log.find("CONSOLE"), std::string::npos) << page.log;
+  size_t drawn_charts = 0;
+  for (const ChartState& c : charts(page.dom)) {
+    if (c.status == "not-measured") continue;
+    EXPECT_EQ(c.status, "drawn") << c.id;
+    EXPECT_GT(c.points, 0) << c.id;
+    EXPECT_GT(c.drawn, 0) << c.id;
+    ++drawn_charts;
+  }
+  EXPECT_GE(drawn_charts, min_charts);
+}
+
+class Browser : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(kChromium)) GTEST_SKIP() << kChromium << " is absent: apt-get install chromium (scripts/setup.sh does)";
+  }
+};
+
+}  // namespace
+
+TEST_F(Browser, BenchReportDrawsEveryChart) {
+  const auto page = load_in_chromium("bench", report::render_html_report({{"bench.json", report_test::bench_document(5, 64, true)}}));
+  expect_rendered(page, 9);
+  for (const char* id : {"in0-decode-latency", "in0-telemetry-freq", "in0-telemetry-temp", "in0-telemetry-power",
+                         "in0-telemetry-throttled", "in0-latency-cdf", "in0-sweep-decode", "in0-roofline"}) {
+    EXPECT_NE(page.dom.find(std::string("data-chart=\"") + id + "\""), std::string::npos) << id;
+  }
+  EXPECT_NE(page.dom.find("kernel-bound"), std::string::npos);
+}
+
+TEST_F(Browser, BenchWithoutTelemetrySaysWhyNotMeasured) {
+  const auto page = load_in_chromium("bench-no-telemetry", report::render_html_report({{"b.json", report_test::bench_document(3, 8, false)}}));
+  expect_rendered(page, 4);
+  EXPECT_NE(page.dom.find("telemetry was off for this run"), std::string::npos);
+  size_t not_measured = 0;
+  for (const ChartState& c : charts(page.dom)) not_measured += c.status == "not-measured";
+  EXPECT_EQ(not_measured, 5u);  // frequency, temperature, power, throttling, other processes
+}
+
+TEST_F(Browser, FullSessionRendersFast) {
+  const json doc = report_test::session_document(3, 50, 3, 128);
+  const auto page = load_in_chromium("session", report::render_html_report({{"session.json", doc}}));
+  expect_rendered(page, 3);
+  EXPECT_NE(page.dom.find("change point at turn"), std::string::npos);
+  EXPECT_NE(page.dom.find("rests on:"), std::string::npos);  // the QES table
+  const std::string ms = body_attr(page.dom, "data-render-ms");
+  ASSERT_FALSE(ms.empty());
+  std::printf("3x50x3 session: rendered in %s ms in the page\n", ms.c_str());
+  EXPECT_LT(std::stol(ms), 2000);
+}
+
+TEST_F(Browser, HundredThousandPointsDecimate) {
+  const auto page = load_in_chromium("bench-100k", report::render_html_report({{"big.json", report_test::bench_document(50, 2000, true)}}));
+  expect_rendered(page, 9);
+  for (const ChartState& c : charts(page.dom)) {
+    if (c.id == "in0-decode-latency") {
+      EXPECT_EQ(c.points, 100000);
+      EXPECT_LT(c.drawn, 5000);  // one mark per pixel column, not one per point
+    }
+  }
+  std::printf("100k points: rendered in %s ms in the page\n", body_attr(page.dom, "data-render-ms").c_str());
+}
+
+TEST_F(Browser, DoctorAndComparison) {
+  const auto doctor = load_in_chromium("doctor", report::render_html_report({{"doctor.json", report_test::doctor_document()}}));
+  expect_rendered(doctor, 1);
+  EXPECT_NE(doctor.dom.find("drop --cpu-variant sse42"), std::string::npos);
+  const json a = report_test::bench_document(5, 32, true, "a.gguf", "aaaa");
+  const json b = report_test::bench_document(5, 32, true, "b.gguf", "bbbb");
+  const auto cmp = load_in_chromium("comparison", report::render_html_report({{"a.json", a}, {"b.json", b}}));
+  expect_rendered(cmp, 10);
+  EXPECT_NE(cmp.dom.find("NOT COMPARABLE"), std::string::npos);
+  EXPECT_NE(cmp.dom.find("data-chart=\"cmp-latency-cdf\""), std::string::npos);
+}
+
+TEST_F(Browser, HostileDataRendersAsTextAndRunsNoScript) {
+  const std::string hostile = "</script><script>document.body.dataset.pwned=1</script><!-- \"'"
+                              "<img src=x onerror=\"document.body.dataset.pwned=2\">\xe2\x80\xa8 \xff\xfe";
+  const auto page = load_in_chromium("hostile", report::render_html_report(
+      {{hostile, report_test::bench_document(2, 8, false, hostile + ".gguf")},
+       {"doctor", report_test::doctor_document(hostile)}}));
+  expect_rendered(page, 2);
+  EXPECT_EQ(page.dom.find("data-pwned"), std::string::npos);
+  EXPECT_EQ(page.dom.find("<img"), std::string::npos);
+  EXPECT_NE(page.dom.find("&lt;img src=x onerror="), std::string::npos);  // shown, as text
+}
+
+TEST_F(Browser, ABrokenPageIsCaught) {
+  // The checks above can fail: a page whose data block is not JSON reports its error.
+  std::string page = report::render_html_report({{"b.json", report_test::bench_document(2, 4, false)}});
+  page.replace(page.find("{\"comparisons\""), 1, "{{");
+  const auto loaded = load_in_chromium("broken", page);
+  EXPECT_EQ(body_attr(loaded.dom, "data-render"), "failed");
+  EXPECT_EQ(body_attr(loaded.dom, "data-errors"), "1");
+}
