@@ -22,7 +22,7 @@ void register_report(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("report", "Write one self-contained HTML report of runs or result files");
   cmd->add_option("inputs", args->inputs, "Run ids or result JSON files (bench, session, doctor); 2+ are compared "
                                           "against the first")->required();
-  cmd->add_option("-o,--output", args->output, "HTML file to write ('-' for stdout)")->capture_default_str();
+  cmd->add_option("--output", args->output, "HTML file to write ('-' for stdout)")->capture_default_str();
   cmd->add_option("--db", args->db, "Results database for run ids (default: $XDG_DATA_HOME/edgeprobe/results.db)");
   cmd->callback([args] {
     std::vector<report::HtmlInput> inputs;
