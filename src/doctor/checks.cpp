@@ -41,7 +41,8 @@ void apply_measured(Finding& f, const std::optional<Comparison>& c, const Eviden
   f.data["measured"] = to_json(*c);
   f.evidence.push_back(fmt::format("{} against {}, {}: {}", c->b_label, c->a_label, c->metric, c->text()));
   if (!c->estimate) {
-    f.speedup_basis = "none: the fix could not be measured (" + (c->error.empty() ? std::string("no pair completed") : c->error) + ")";
+    f.speedup_basis = c->error.empty() ? fmt::format("none: inconclusive: the budget ({:.0f} s) was spent before a pair could run", e.budget_s)
+                                       : "none: the fix could not be measured (" + c->error + ")";
     return;
   }
   const auto& m = *c->estimate;

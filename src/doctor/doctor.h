@@ -33,7 +33,7 @@ struct DoctorOptions {
   double budget_s = 0;
   StopRule stop_rule;
 };
-constexpr double kMinAutoBudget = 20;
+constexpr double kMinAutoBudget = 45;  // room for a few pairs of each comparison on a small model
 
 // Everything doctor measured and read; the checks are pure functions of it.
 struct Evidence {
