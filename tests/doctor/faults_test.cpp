@@ -269,13 +269,18 @@ TEST(DoctorFaults, TwoThreadsInAOneCpuCpusetGetAFixItsEvidenceSupports) {
   const json d = run_doctor({"-m", small_model(), "-t", "2"}, "echo $$ > " + dir + "/tasks && exec ");
   std::error_code ec;
   std::filesystem::remove(dir, ec);
-  expect_top(d, "threads.oversubscribed");
-  const auto& f = d["findings"][0];
+  // Named first unless other processes took the one CPU (a shared machine): then it is
+  // named below them, and what is checked here is its fix against its evidence.
+  const json* found = finding(d, "threads.oversubscribed");
+  ASSERT_NE(found, nullptr) << findings_text(d);
+  const json& f = *found;
   EXPECT_EQ(f["data"]["usable_cpus"], json::array({0}));
   if (f["estimated_speedup"].is_number()) {
     EXPECT_GT(f["estimated_speedup"].get<double>(), 1.0);
     EXPECT_EQ(f.value("speedup_basis", "").rfind("measured", 0), 0u) << f.dump();
-    EXPECT_GT(f["data"]["measured"]["estimate"]["low"].get<double>(), 1.0) << f.dump();
+    const json& estimate = f["data"]["measured"]["estimate"];
+    ASSERT_TRUE(estimate.is_object()) << f.dump();
+    EXPECT_GT(estimate.value("low", 0.0), 1.0) << f.dump();
     EXPECT_EQ(f.value("fix", ""), "-t 1");
   } else {
     EXPECT_TRUE(f["data"].value("disagreement", false) || f.value("speedup_basis", "").find("inconclusive") != std::string::npos) << f.dump();
