@@ -2,8 +2,9 @@
 # doctor on injected faults (issue 5 benchmark, not a test). For each fault this machine
 # can produce: the finding doctor puts first, the slowdown doctor estimated (or measured)
 # for it, and the slowdown measured here by running the same bench test healthy and with
-# the fault, interleaved. Then the wall time of a full `edgeprobe doctor` run over the wall
-# time of llama-bench's default run (-p 512 -n 128 -r 5) on the same model: target <= 2.
+# the fault, interleaved. Then the wall time of full `edgeprobe doctor` runs over the wall
+# time of llama-bench's default run (-p 512 -n 128 -r 5) on the same model, median over ROUNDS
+# interleaved pairs (BUDGET=S passes --budget S): target <= 2.
 #
 #   bench/doctor-faults.sh [MODEL=synth:tinyllama-1.1b:q4_0] [ROUNDS=2]
 #   FAULTS=f16,cold bench/doctor-faults.sh   # only the faults whose key is listed
@@ -128,7 +129,18 @@ done
 
 cat "$work/table.md"
 [ -n "${FAULTS:-}" ] && exit 0
-echo "timing a full doctor run against llama-bench's default run" >&2
-t0=$(date +%s.%N); "$edgeprobe" doctor -m "$model" -q >/dev/null; t1=$(date +%s.%N)
-"$llama_bench" -m "$model" >/dev/null 2>&1; t2=$(date +%s.%N)
-python3 -c "d=$t1-$t0; l=$t2-$t1; print(f'\ndoctor {d:.1f} s, llama-bench default run {l:.1f} s: ratio {d/l:.2f} (target <= 2)')"
+echo "timing full doctor runs against llama-bench's default run, $rounds interleaved pairs (ABBA)" >&2
+ratios=()
+for r in $(seq 1 "$rounds"); do
+  time_doctor() { local t0; t0=$(date +%s.%N); "$edgeprobe" doctor -m "$model" -q ${BUDGET:+--budget "$BUDGET"} >/dev/null; python3 -c "import time; print(time.time() - $t0)"; }
+  time_llama() { local t0; t0=$(date +%s.%N); "$llama_bench" -m "$model" >/dev/null 2>&1; python3 -c "import time; print(time.time() - $t0)"; }
+  if [ $((r % 2)) = 1 ]; then d=$(time_doctor); l=$(time_llama); else l=$(time_llama); d=$(time_doctor); fi
+  echo "  pair $r: doctor $d s, llama-bench $l s" >&2
+  ratios+=("$(python3 -c "print($d / $l)")")
+done
+python3 - "${ratios[@]}" <<'PY'
+import statistics, sys
+r = [float(x) for x in sys.argv[1:]]
+each = ", ".join(f"{x:.2f}" for x in r)
+print(f"\ndoctor / llama-bench default run: median x{statistics.median(r):.2f} over {len(r)} interleaved pairs ({each}) (target <= 2)")
+PY

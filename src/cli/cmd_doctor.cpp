@@ -25,7 +25,7 @@ void register_doctor(CLI::App& app, const std::vector<std::string>& command_line
     std::string model, mmap = "1", baseline, sysfs_root = "/";
     doctor::RunConfig config;
     int n_prompt = 128, n_gen = 32, repetitions = 3;
-    double sample_hz = 20;
+    double sample_hz = 20, budget_s = 0;
     bool no_experiments = false, tune = false;
     StoreFlags store;
     OutputFlags output;
@@ -55,6 +55,10 @@ void register_doctor(CLI::App& app, const std::vector<std::string>& command_line
   cmd->add_option("--baseline", a->baseline, "A result from another device or run (bench or doctor -o json) to check the model against");
   cmd->add_option("--sysfs-root", a->sysfs_root, "Read sysfs under this root (fixture trees)")->capture_default_str();
   cmd->add_option("--sample-hz", a->sample_hz, "Telemetry sampling rate")->check(CLI::Range(1.0, 1000.0))->capture_default_str();
+  cmd->add_option("--budget", a->budget_s,
+                  "Seconds the whole diagnosis may take; comparisons still undecided then are reported inconclusive "
+                  "(default: twice llama-bench's default run, estimated from the first run)")
+      ->check(CLI::Range(1.0, 86400.0));
   cmd->add_flag("--no-experiments", a->no_experiments, "Diagnose from the one run; do not measure the fixes");
   cmd->add_flag("--tune", a->tune, "Search threads, CPU mask, placement, polling, batch sizes and flash attention for the fastest configuration");
   cmd->add_option("--db", a->store.db, "Results store for the diagnosis (default: ~/.local/share/edgeprobe/results.db)");
@@ -84,6 +88,7 @@ void register_doctor(CLI::App& app, const std::vector<std::string>& command_line
     options.sample_hz = a->sample_hz;
     options.baseline_path = a->baseline;
     options.experiments = !a->no_experiments;
+    options.budget_s = a->budget_s;
     const app::JobContext ctx{store.get(), 0, &sink, join_command_line(command_line), ""};
     if (a->tune) {
       const auto result = app::run_tune(options, ctx);

@@ -26,6 +26,45 @@ std::string cpu_list_text(const std::vector<int>& cpus) {
   return out;
 }
 
+std::string no_speedup_reason(const std::string& id) {
+  if (id.starts_with("identity.baseline")) return "none: the comparison with the baseline is void, not slow";
+  if (id.starts_with("identity.")) return "none: another build's speed is not this one's to estimate";
+  if (id == "precision.memory_excess") return "none: memory, not speed";
+  if (id == "kernel.log_messages") return "none: llama.cpp's messages name no speed; read them";
+  if (id == "load.no_mmap") return "none: no warm load to compare the first one with";
+  if (id == "throttle.decode_step_down") return "none: the factor in the title is what the step cost while it lasted";
+  return "none: doctor has no measurement or model of this gain";
+}
+
+void apply_measured(Finding& f, const std::optional<Comparison>& c, const Evidence& e) {
+  if (!c) return;
+  f.data["measured"] = to_json(*c);
+  f.evidence.push_back(fmt::format("{} against {}, {}: {}", c->b_label, c->a_label, c->metric, c->text()));
+  if (!c->estimate) {
+    f.speedup_basis = c->error.empty() ? fmt::format("none: inconclusive: the budget ({:.0f} s) was spent before a pair could run", e.budget_s)
+                                       : "none: the fix could not be measured (" + c->error + ")";
+    return;
+  }
+  const auto& m = *c->estimate;
+  const std::string figures = fmt::format("median of {} interleaved pairs x{:.2f}, {:.0f} % interval [{:.2f}, {:.2f}]", m.n, m.median,
+                                          m.coverage * 100, m.low, m.high);
+  switch (c->verdict) {
+    case PairVerdict::kFaster:
+      f.speedup = m.median;
+      f.speedup_basis = fmt::format("measured: {} against {}, {}", c->b_label, c->a_label, figures);
+      break;
+    case PairVerdict::kSlower:
+      f.speedup_basis = fmt::format("none: {} measured slower ({})", c->b_label, figures);
+      break;
+    case PairVerdict::kSame:
+      f.speedup_basis = fmt::format("none: {} measured within 5 % of {} ({})", c->b_label, c->a_label, figures);
+      break;
+    default:
+      f.speedup_basis = fmt::format("none: inconclusive: the machine's speed varied by {} during the diagnosis ({})",
+                                    pct(std::max(c->speed_variation, e.speed_variation)), figures);
+  }
+}
+
 }  // namespace checks
 
 std::vector<Finding> diagnose(const Evidence& e) {
@@ -51,6 +90,22 @@ std::vector<Finding> diagnose(const Evidence& e) {
     f.severity = Severity::kInfo;
     f.evidence.push_back("measured while other processes or a quota held the CPUs: fix that first, then measure again");
   }
+  // A comparison that ended undecided is said once, with how much the machine moved.
+  std::vector<std::string> undecided;
+  for (const auto* c : {&e.variant_pairs, &e.thread_pairs, &e.mmap_pairs})
+    if (*c && (*c)->verdict == PairVerdict::kInconclusive)
+      undecided.push_back(fmt::format("{}: {} against {}: {}", (*c)->what, (*c)->b_label, (*c)->a_label, (*c)->text()));
+  if (!undecided.empty()) {
+    undecided.push_back(fmt::format("the reference kernel's speed over the diagnosis ranged over {} of its best; budget {:.0f} s",
+                                    checks::pct(e.speed_variation), e.budget_s));
+    out.push_back({"measurement.inconclusive", Severity::kInfo,
+                   fmt::format("inconclusive: the machine's speed varied by {} during the diagnosis", checks::pct(e.speed_variation)),
+                   undecided, "results", std::nullopt, "", "run doctor again on a quieter machine, or give it more time (--budget)",
+                   {{"speed_variation", e.speed_variation}, {"budget_s", e.budget_s}}});
+  }
+  // Every warning says what fixing it gains, or why doctor cannot say.
+  for (auto& f : out)
+    if (f.severity != Severity::kInfo && !f.speedup && f.speedup_basis.empty()) f.speedup_basis = checks::no_speedup_reason(f.id);
   return out;
 }
 

@@ -17,29 +17,21 @@ void check_threads(const Evidence& e, std::vector<Finding>& out) {
   const auto usable = usable_cpus(e.device, o.config);
   const int threads = o.config.threads;
   const Rates mine = rates(e.primary.report, o.n_prompt, o.n_gen);
-  const auto mine_s = turn_s(mine, o.n_prompt, o.n_gen);
 
-  // The sweep: the fastest thread count measured, against the configured one.
-  int best_t = threads;
-  double best_s = mine_s.value_or(0);
+  // The screen: every count once, in one child. It shows the scaling; the count worth
+  // changing to is then measured in interleaved pairs (e.thread_pairs).
   std::vector<std::string> table = {fmt::format("-t {}: {} (as configured)", threads, rates_text(mine))};
   json sweep = json::array({{{"threads", threads}, {"rates", to_json(mine)}}});
   std::vector<std::pair<int, double>> by_count;
-  if (mine_s) by_count.push_back({threads, *mine_s});
+  if (auto s = turn_s(mine, o.n_prompt, o.n_gen)) by_count.push_back({threads, *s});
   if (e.thread_sweep && e.thread_sweep->ok()) {
     std::set<int> counts;
     for (const auto& r : field(e.thread_sweep->report, "results")) counts.insert(field(r, "config").value("n_threads", 0));
     for (int t : counts) {
       const Rates r = rates(e.thread_sweep->report, o.n_prompt, o.n_gen, "n_threads", t);
-      table.push_back(fmt::format("-t {}: {}", t, rates_text(r)));
+      table.push_back(fmt::format("-t {}: {} (screen, one repetition)", t, rates_text(r)));
       sweep.push_back({{"threads", t}, {"rates", to_json(r)}});
-      if (auto s = turn_s(r, o.n_prompt, o.n_gen)) {
-        by_count.push_back({t, *s});
-        if (mine_s && *s < best_s) {
-          best_s = *s;
-          best_t = t;
-        }
-      }
+      if (auto s = turn_s(r, o.n_prompt, o.n_gen)) by_count.push_back({t, *s});
     }
   }
   std::sort(by_count.begin(), by_count.end());
@@ -50,34 +42,52 @@ void check_threads(const Evidence& e, std::vector<Finding>& out) {
       if (by_count[j].second > by_count[i].second * kMinGain)
         anomalies.push_back(fmt::format("-t {} is {:.2f}x slower than -t {}", by_count[j].first,
                                         by_count[j].second / by_count[i].second, by_count[i].first));
-  const std::optional<double> measured_gain = mine_s && best_t != threads ? std::optional<double>(*mine_s / best_s) : std::nullopt;
+  const auto& pairs = e.thread_pairs;
+  const PairVerdict verdict = pairs ? pairs->verdict : PairVerdict::kInconclusive;
 
   if (threads > static_cast<int>(usable.size())) {
+    const int fix_t = std::max<int>(1, static_cast<int>(usable.size()));
     Finding f{"threads.oversubscribed", Severity::kWarning,
               fmt::format("{} threads on {} usable CPU(s): threads wait for each other at every barrier", threads, usable.size()),
               {fmt::format("usable CPUs: {} (affinity {}{}{})", cpu_list_text(usable), cpu_list_text(e.device.affinity),
                            e.device.cgroup.cpuset.empty() ? "" : ", cgroup cpuset " + cpu_list_text(e.device.cgroup.cpuset),
                            o.config.cpu_mask.empty() ? "" : ", -C " + o.config.cpu_mask)},
-              "prefill+decode", std::nullopt, "", "", {{"usable_cpus", usable}, {"threads", threads}, {"sweep", sweep}}};
+              "prefill+decode", std::nullopt, "", fmt::format("-t {}{}", fix_t, o.config.cpu_mask.empty() ? "" : " (or widen -C to more CPUs)"),
+              {{"usable_cpus", usable}, {"threads", threads}, {"sweep", sweep}}};
     for (const auto& t : table) f.evidence.push_back(t);
-    if (measured_gain) {
-      f.speedup = *measured_gain;
-      f.speedup_basis = fmt::format("measured: -t {} against -t {}", best_t, threads);
+    apply_measured(f, pairs, e);
+    if (pairs && pairs->estimate && verdict != PairVerdict::kFaster) {
+      // The reason (more threads than CPUs) and the measurement disagree, twice when it
+      // was measured again: say so with both figures rather than pick one silently.
+      f.data["disagreement"] = true;
+      f.evidence.push_back(fmt::format("the measurement disagrees with the reason: {} measured {} against {}{}; the fix is the "
+                                       "first-principles one, not confirmed on this machine",
+                                       pairs->b_label, pairs->text(), pairs->a_label,
+                                       pairs->first_estimate ? fmt::format(" (measured again; first round x{:.2f} [{:.2f}, {:.2f}])",
+                                                                           pairs->first_estimate->median, pairs->first_estimate->low,
+                                                                           pairs->first_estimate->high)
+                                                             : ""));
+      f.fix += " (not confirmed by the measurement: see the evidence)";
     }
-    const int fix_t = measured_gain ? best_t : std::max<int>(1, static_cast<int>(usable.size()));
-    f.fix = fmt::format("-t {}{}", fix_t, o.config.cpu_mask.empty() ? "" : " (or widen -C to more CPUs)");
     out.push_back(std::move(f));
-  } else if (measured_gain && *measured_gain >= kMinGain) {
+    return;
+  }
+  if (pairs && verdict == PairVerdict::kFaster && pairs->estimate->median >= kMinGain) {
     Finding f{"threads.count", Severity::kWarning,
-              fmt::format("-t {} is {:.2f}x faster than the configured -t {}", best_t, *measured_gain, threads),
-              table, "prefill+decode", measured_gain, fmt::format("measured: -t {} against -t {}", best_t, threads),
-              fmt::format("-t {}", best_t), {{"sweep", sweep}, {"anomalies", anomalies}}};
+              fmt::format("{} is {:.2f}x faster than the configured {}", pairs->b_label, pairs->estimate->median, pairs->a_label),
+              table, "prefill+decode", std::nullopt, "", pairs->b_label, {{"sweep", sweep}, {"anomalies", anomalies}}};
+    apply_measured(f, pairs, e);
     for (const auto& a : anomalies) f.evidence.push_back("more threads is slower: " + a);
     out.push_back(std::move(f));
   } else if (!anomalies.empty() || by_count.size() > 1) {
     Finding f{"threads.scaling", Severity::kInfo, "thread scaling measured; the configured count is the fastest or within noise",
               table, "prefill+decode", std::nullopt, "", "", {{"sweep", sweep}, {"anomalies", anomalies}}};
-    for (const auto& a : anomalies) f.evidence.push_back("more threads is slower, for counts not configured: " + a);
+    if (pairs) {
+      f.evidence.push_back(fmt::format("{} against {} in interleaved pairs: {} ({})", pairs->b_label, pairs->a_label, pairs->text(),
+                                       verdict_name(verdict)));
+      f.data["measured"] = to_json(*pairs);
+    }
+    for (const auto& a : anomalies) f.evidence.push_back("more threads is slower, for counts not configured (screen): " + a);
     out.push_back(std::move(f));
   }
 

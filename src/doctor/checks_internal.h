@@ -34,6 +34,14 @@ std::string pct(double share);
 // "0-3,6": CPU numbers folded into ranges.
 std::string cpu_list_text(const std::vector<int>& cpus);
 
+// Puts a paired comparison of the fix into a finding: its figures in the evidence and the
+// data, and the speed-up only when the interval lies above 1; otherwise speedup_basis
+// says why there is none (slower, no difference, or inconclusive and by how much the
+// machine's speed moved). Nothing when `c` is empty.
+// Why a warning carries no speed-up, by its id (for the findings that never measure one).
+std::string no_speedup_reason(const std::string& id);
+void apply_measured(Finding& f, const std::optional<Comparison>& c, const Evidence& e);
+
 void check_identity(const Evidence& e, std::vector<Finding>& out);
 void check_precision(const Evidence& e, std::vector<Finding>& out);
 void check_memory(const Evidence& e, std::vector<Finding>& out);

@@ -242,19 +242,7 @@ void check_kernel(const Evidence& e, std::vector<Finding>& out) {
               fmt::format("the ggml CPU variant '{}' runs where this CPU can run '{}': the kernels fall back", loaded, best),
               {fmt::format("this CPU has, and '{}' was not built for: {}", loaded, missing_text.empty() ? "(none listed)" : missing_text)},
               "prefill+decode", std::nullopt, "", "", {{"isa_gap", gap}}};
-    const Rates mine = rates(e.primary.report, o.n_prompt, o.n_gen);
-    if (e.best_variant && e.best_variant->ok()) {
-      const Rates fixed = rates(e.best_variant->report, o.n_prompt, o.n_gen);
-      const auto a = turn_s(mine, o.n_prompt, o.n_gen), b = turn_s(fixed, o.n_prompt, o.n_gen);
-      f.evidence.push_back(fmt::format("'{}': {}; '{}': {} (measured, same test)", loaded, rates_text(mine), best, rates_text(fixed)));
-      if (a && b) {
-        f.speedup = *a / *b;
-        f.speedup_basis = fmt::format("measured: the same test with the '{}' variant", best);
-      }
-      f.data["measured"] = {{"as_configured", to_json(mine)}, {"best_variant", to_json(fixed)}};
-    } else if (e.best_variant) {
-      f.evidence.push_back("the best variant could not be measured: " + e.best_variant->error);
-    }
+    apply_measured(f, e.variant_pairs, e);  // interleaved pairs against the best variant
     f.fix = o.config.cpu_variant.empty()
                 ? fmt::format("install libggml-cpu-{}.so beside libggml.so (build llama.cpp with GGML_BACKEND_DL=ON GGML_CPU_ALL_VARIANTS=ON, or GGML_NATIVE=ON on this device)", best)
                 : fmt::format("drop --cpu-variant {} (edgeprobe loads the best variant, '{}'); in llama.cpp keep libggml-cpu-{}.so beside libggml.so", o.config.cpu_variant, best, best);

@@ -148,7 +148,21 @@ void check_decode_steps(const Evidence& e, std::vector<Finding>& out) {
           ev.push_back(fmt::format("cluster {}'s clock fell to {} of its maximum", text(c, "name"), pct(field(c, "min_freq_share").get<double>())));
         }
     }
-    if (!explained) ev.push_back("this device's telemetry shows no cause at that moment (a noisy host?)");
+    // The reference kernel, timed beside the run: when it slowed as much, the machine
+    // slowed (host, clock, neighbours), not the model.
+    std::vector<double> kernel = e.primary.reference_ms;
+    std::sort(kernel.begin(), kernel.end());
+    const bool machine_slowed = kernel.size() >= 4 && kernel[kernel.size() - 2] >= kernel.front() * (1 + kStepDown);
+    if (machine_slowed) {
+      ev.push_back(fmt::format("the reference kernel timed beside the run slowed as well: {:.2f} to {:.2f} ms over {} readings "
+                               "(x{:.2f}): the machine slowed, not the model",
+                               kernel.front(), kernel[kernel.size() - 2], kernel.size(), kernel[kernel.size() - 2] / kernel.front()));
+    } else if (!explained) {
+      ev.push_back(kernel.size() >= 4 ? fmt::format("this device's telemetry shows no cause at that moment, and the reference kernel "
+                                                    "held its speed ({:.2f} to {:.2f} ms over {} readings)",
+                                                    kernel.front(), kernel.back(), kernel.size())
+                                      : std::string("this device's telemetry shows no cause at that moment (a noisy host?)"));
+    }
     // Named on its own only when no finding above already names its cause: then it is a
     // symptom of that one, listed for the moment it struck.
     const bool cause_named = std::any_of(out.begin(), out.end(), [](const Finding& f) {
@@ -156,12 +170,13 @@ void check_decode_steps(const Evidence& e, std::vector<Finding>& out) {
                                                f.id.starts_with("power.") || f.id.starts_with("thermal."));
     });
     if (explained && cause_named) ev.push_back("a symptom of the finding above that names this cause");
-    out.push_back({"throttle.decode_step_down", explained && !cause_named ? Severity::kWarning : Severity::kInfo,
-                   fmt::format("decode slowed by {} partway through the run (x{:.2f} per-token latency)", pct(cp.mean_after / cp.mean_before - 1),
-                               cp.mean_after / cp.mean_before),
+    out.push_back({"throttle.decode_step_down", explained && !cause_named && !machine_slowed ? Severity::kWarning : Severity::kInfo,
+                   fmt::format("decode slowed by {} partway through the run (x{:.2f} per-token latency){}", pct(cp.mean_after / cp.mean_before - 1),
+                               cp.mean_after / cp.mean_before, machine_slowed ? ", and so did the machine" : ""),
                    ev, "decode", std::nullopt, "",
                    explained ? "fix the cause named above" : "repeat the measurement; if it recurs, trace it (edgeprobe bench --trace)",
-                   {{"index", cp.index}, {"mean_before_ms", cp.mean_before}, {"mean_after_ms", cp.mean_after}}});
+                   {{"index", cp.index}, {"mean_before_ms", cp.mean_before}, {"mean_after_ms", cp.mean_after},
+                    {"machine_slowed", machine_slowed}}});
     break;
   }
 }
@@ -206,6 +221,11 @@ void check_load(const Evidence& e, std::vector<Finding>& out) {
         if (rss_mmap > 0 && rss_copy > 0)
           f.evidence.push_back(fmt::format("peak RSS {} without mmap, {} with it", mib(static_cast<double>(rss_copy)), mib(static_cast<double>(rss_mmap))));
       }
+    }
+    if (e.mmap_pairs) {
+      f.evidence.push_back(fmt::format("warm loads with mmap against without, in interleaved pairs: {} ({})", e.mmap_pairs->text(),
+                                       verdict_name(e.mmap_pairs->verdict)));
+      f.data["measured"] = to_json(*e.mmap_pairs);
     }
     if (cold_cache && best_ms > 0 && cold > best_ms) {
       f.speedup = cold / best_ms;

@@ -35,12 +35,27 @@ std::vector<int> sweep_counts(int usable, int configured) {
   return {counts.begin(), counts.end()};
 }
 
+// A screened count worth confirming in pairs looked at least this much faster.
+constexpr double kScreenGain = 1.05;
+
+// llama-bench's default run (pp512 and tg128, 5 repetitions each after a warm-up run,
+// one load per test) as estimated from the first child's rates; twice that is the budget.
+double auto_budget_s(const BenchRun& primary, const DoctorOptions& o) {
+  const Rates r = rates(primary.report, o.n_prompt, o.n_gen);
+  if (!r.pp || !r.tg || *r.pp <= 0 || *r.tg <= 0) return kMinAutoBudget;
+  double load_s = 0;
+  if (const auto* res = report_view::find_result(primary.report, "pp" + std::to_string(o.n_prompt)))
+    load_s = num(field(*res, "load"), "cold_ms") / 1000;
+  const double llama_bench_s = 6 * (512 / *r.pp + 128 / *r.tg) + 2 * load_s;
+  return std::max(kMinAutoBudget, 2 * llama_bench_s);
+}
+
 }  // namespace
 
 ChildTests default_tests(const DoctorOptions& o) { return {o.n_prompt, o.n_gen, o.repetitions, true, {}}; }
 
 BenchRun run_bench_child(const DoctorOptions& options, const std::string& label, const RunConfig& config,
-                         const ChildTests& tests) {
+                         const ChildTests& tests, const SpeedProbe* probe) {
   BenchRun run;
   run.label = label;
   run.config = config;
@@ -56,7 +71,9 @@ BenchRun run_bench_child(const DoctorOptions& options, const std::string& label,
   run.argv.insert(run.argv.end(), tests.sweep_args.begin(), tests.sweep_args.end());
 
   const ProcessWatch watch;
+  const auto from = std::chrono::steady_clock::now();
   const auto r = run_subprocess(run.argv, options.child_timeout_s, options.child_env);
+  if (probe) run.reference_ms = probe->samples(from, std::chrono::steady_clock::now());
   run.window = watch.finish(r.wall_s, r.cpu_s, usable_cpus(collect_device_facts(FsRoot("/")), config));
   if (r.timed_out) {
     run.error = fmt::format("bench did not finish within {:.0f} s", options.child_timeout_s);
@@ -101,43 +118,112 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
   e.model = model::read_gguf_info(options.model_path);
   if (!options.baseline_path.empty()) e.baseline = load_baseline(options.baseline_path);
   e.device = collect_device_facts(FsRoot(options.sysfs_root));
+  const SpeedProbe probe;
 
   progress(fmt::format("measuring the configuration as given ({})", options.config.flags_text()));
-  e.primary = run_bench_child(options, "as configured", options.config, default_tests(options));
+  e.primary = run_bench_child(options, "as configured", options.config, default_tests(options), &probe);
   if (!e.primary.ok()) {
     if (e.primary.exit_code == static_cast<int>(ErrorKind::kBadInput)) throw Error(ErrorKind::kBadInput, e.primary.error);
     throw Error(ErrorKind::kEnvironment,
                 fmt::format("the configuration does not run: {} (command: {})", e.primary.error, shell_join(e.primary.argv)));
   }
+  e.budget_s = options.budget_s > 0 ? options.budget_s : auto_budget_s(e.primary, options);
+  const auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(e.budget_s));
 
   if (options.experiments) {
+    const ChildTests pair_tests{options.n_prompt, options.n_gen, 1, false, {}};
+    const auto turn = [&options](const BenchRun& run) { return turn_s(rates(run.report, options.n_prompt, options.n_gen), options.n_prompt, options.n_gen); };
+    const int usable = static_cast<int>(usable_cpus(e.device, options.config).size());
+    const bool oversubscribed = options.config.threads > std::max(usable, 1);
+    int planned = (oversubscribed ? 1 : 0) + (options.config.use_mmap ? 0 : 1);
     const auto& gap = field(e.primary.report, "provenance").value("isa_gap", nlohmann::json::object());
-    if (gap.value("fallback", false) && !options.config.cpu_variant.empty()) {
+    const bool variant_forced_low = gap.value("fallback", false) && !options.config.cpu_variant.empty();
+    planned += variant_forced_low ? 1 : 0;
+    // Each comparison gets an equal share of what is left of the budget.
+    auto share = [&](int left) {
+      const auto now = std::chrono::steady_clock::now();
+      return deadline <= now ? now : now + (deadline - now) / std::max(left, 1);
+    };
+    if (variant_forced_low) {
       RunConfig best = options.config;
       best.cpu_variant = "";
-      progress(fmt::format("measuring the best CPU variant ({}) instead of {}", gap.value("best_variant", "?"),
-                           options.config.cpu_variant));
-      e.best_variant = run_bench_child(options, "best CPU variant", best, default_tests(options));
+      progress(fmt::format("measuring the best CPU variant ({}) instead of {}", gap.value("best_variant", "?"), options.config.cpu_variant));
+      e.variant_pairs = compare_pairs(options, probe,
+                                      {"cpu variant", "--cpu-variant " + options.config.cpu_variant, gap.value("best_variant", "best"),
+                                       options.config, best, pair_tests, "seconds per reference turn", turn},
+                                      share(planned--), options.stop_rule, progress);
     }
-    const int usable = static_cast<int>(usable_cpus(e.device, options.config).size());
     const auto counts = sweep_counts(std::max(usable, 1), options.config.threads);
     if (!counts.empty()) {
       std::string list;
       for (int t : counts) list += (list.empty() ? "" : ",") + std::to_string(t);
       ChildTests sweep = default_tests(options);
       sweep.sweep_args = {"-t", list};
+      sweep.repetitions = 1;  // a screen: the count worth confirming is then measured in pairs
       RunConfig config = options.config;
       config.threads = 0;
-      progress(fmt::format("measuring other thread counts (-t {})", list));
-      e.thread_sweep = run_bench_child(options, "thread sweep -t " + list, config, sweep);
+      progress(fmt::format("screening other thread counts (-t {})", list));
+      e.thread_sweep = run_bench_child(options, "thread sweep -t " + list, config, sweep, &probe);
+    }
+    // The count to confirm: the usable CPUs when there are more threads than CPUs (the
+    // first-principles fix), else the screen's fastest count when it looked clearly faster.
+    int candidate = oversubscribed ? std::max(usable, 1) : 0;
+    if (!oversubscribed && e.thread_sweep && e.thread_sweep->ok()) {
+      const auto mine = turn(e.primary);
+      double best_s = mine.value_or(0);
+      for (int t : counts)
+        if (auto s = turn_s(rates(e.thread_sweep->report, options.n_prompt, options.n_gen, "n_threads", t), options.n_prompt, options.n_gen);
+            s && mine && *s * kScreenGain < best_s) {
+          best_s = *s * kScreenGain;
+          candidate = t;
+        }
+      if (candidate) ++planned;
+    }
+    if (candidate) {
+      RunConfig fix = options.config;
+      fix.threads = candidate;
+      const ComparisonSpec spec{"threads", fmt::format("-t {}", options.config.threads), fmt::format("-t {}", candidate),
+                                options.config, fix, pair_tests, "seconds per reference turn", turn};
+      e.thread_pairs = compare_pairs(options, probe, spec, share(planned--), options.stop_rule, progress);
+      // The reason and the measurement disagree: measure once more, for as long again.
+      if (oversubscribed && e.thread_pairs->verdict != PairVerdict::kFaster && e.thread_pairs->error.empty()) {
+        progress("threads: the measurement disagrees with the oversubscription; measuring again");
+        const auto again_until = std::max(std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                                                 std::chrono::duration<double>(e.thread_pairs->wall_s)),
+                                          deadline);
+        Comparison again = compare_pairs(options, probe, spec, again_until, options.stop_rule, progress);
+        again.first_estimate = e.thread_pairs->estimate;
+        again.first_verdict = e.thread_pairs->verdict;
+        e.thread_pairs = std::move(again);
+      }
     }
     if (!options.config.use_mmap) {
       RunConfig mmap = options.config;
       mmap.use_mmap = true;
       progress("measuring a load with mmap");
-      e.with_mmap = run_bench_child(options, "with mmap", mmap, {8, 0, 1, false, {}});
+      e.with_mmap = run_bench_child(options, "with mmap", mmap, {8, 0, 1, false, {}}, &probe);
+      const auto load_ms = [](const BenchRun& run) -> std::optional<double> {
+        const auto& results = field(run.report, "results");
+        if (!results.is_array() || results.empty()) return std::nullopt;
+        const auto& ms = field(field(results[0], "load"), "cold_ms");
+        return ms.is_number() ? std::optional<double>(ms.get<double>()) : std::nullopt;
+      };
+      e.mmap_pairs = compare_pairs(options, probe, {"mmap", "--mmap 0", "--mmap 1", options.config, mmap, {8, 0, 1, false, {}}, "load ms", load_ms},
+                                   share(planned--), options.stop_rule, progress);
     }
   }
+  // The machine's speed over every child of the diagnosis.
+  e.reference_best_ms = probe.best_ms();
+  std::vector<double> speeds;
+  auto add_speed = [&](const std::vector<double>& ms) {
+    if (auto s = speed_factor(ms, e.reference_best_ms)) speeds.push_back(*s);
+  };
+  add_speed(e.primary.reference_ms);
+  if (e.thread_sweep) add_speed(e.thread_sweep->reference_ms);
+  for (const auto* c : {&e.variant_pairs, &e.thread_pairs, &e.mmap_pairs})
+    if (*c)
+      for (const auto& child : (*c)->children) add_speed(child.reference_ms);
+  e.speed_variation = speed_variation(speeds);
   progress("diagnosing");
   d.findings = diagnose(e);
   sort_by_impact(d.findings);

@@ -9,6 +9,7 @@
 #include "doctor/config.h"
 #include "doctor/evidence.h"
 #include "doctor/finding.h"
+#include "doctor/measure.h"
 #include "model/gguf_info.h"
 
 namespace edgeprobe::doctor {
@@ -26,7 +27,13 @@ struct DoctorOptions {
   double child_timeout_s = 1800;
   std::string edgeprobe_exe;  // the binary whose `bench` measures; "" = this one
   std::vector<std::pair<std::string, std::string>> child_env;
+  // Wall-time target of the whole run in seconds; comparisons stop (inconclusive) once it
+  // is spent. 0 = twice llama-bench's default run (-p 512 -n 128 -r 5 and its warm-up)
+  // as estimated from the first child's rates, and at least kMinAutoBudget.
+  double budget_s = 0;
+  StopRule stop_rule;
 };
+constexpr double kMinAutoBudget = 45;  // room for a few pairs of each comparison on a small model
 
 // Everything doctor measured and read; the checks are pure functions of it.
 struct Evidence {
@@ -37,6 +44,11 @@ struct Evidence {
   std::optional<BenchRun> best_variant;   // when the loaded CPU variant is not the best
   std::optional<BenchRun> thread_sweep;   // other thread counts, one child
   std::optional<BenchRun> with_mmap;      // when the configuration turns mmap off
+  // Interleaved pairs: the configuration (A) against the fix (B).
+  std::optional<Comparison> variant_pairs, thread_pairs, mmap_pairs;
+  double reference_best_ms = 0;  // the reference kernel's fastest time during the diagnosis
+  double speed_variation = 0;    // (max - min) / max of its speed over all the children
+  double budget_s = 0;           // the budget the comparisons ran under
   nlohmann::json baseline;                // null without --baseline
 };
 
@@ -60,8 +72,23 @@ ChildTests default_tests(const DoctorOptions& options);
 
 // Runs one `edgeprobe bench` child for `config` and returns its parsed result, with the
 // machine's activity around it. Never throws for a failed run: BenchRun::error says why.
+// With `probe`, the run keeps the reference kernel's samples taken while it ran.
 BenchRun run_bench_child(const DoctorOptions& options, const std::string& label, const RunConfig& config,
-                         const ChildTests& tests);
+                         const ChildTests& tests, const SpeedProbe* probe = nullptr);
+
+// One comparison: which two configurations, the tests each child runs and the metric
+// (smaller is better) read from its result.
+struct ComparisonSpec {
+  std::string what, a_label, b_label;
+  RunConfig a, b;
+  ChildTests tests;
+  std::string metric_name = "seconds per reference turn";
+  std::function<std::optional<double>(const BenchRun&)> metric;
+};
+// Runs pairs in ABBA order until the verdict is clear, `rule.max_pairs` ran, a child
+// failed, or another pair would end after `deadline`.
+Comparison compare_pairs(const DoctorOptions& options, const SpeedProbe& probe, const ComparisonSpec& spec,
+                         SteadyTime deadline, const StopRule& rule, const ProgressFn& progress);
 
 // Measures the configuration, then the fixes worth measuring, then diagnoses.
 // Throws Error(kBadInput) for a bad model or baseline file, Error(kEnvironment) when the

@@ -59,6 +59,12 @@ ProcessWatch::Snapshot ProcessWatch::take() {
     const int pid = std::stoi(name);
     if (auto t = read_process_ticks(pid)) s.processes[pid] = *t;
   }
+  std::ifstream pressure("/proc/pressure/cpu");
+  for (std::string word; pressure >> word;)
+    if (word.starts_with("total=")) {
+      s.pressure_us = std::stoll(word.substr(6));
+      break;  // the first line is "some"
+    }
   const auto cgroup = telemetry::discover_cgroup(FsRoot("/"), 0);
   s.throttled_us = cgroup.throttled_us;
   s.nr_throttled = cgroup.nr_throttled;
@@ -103,6 +109,8 @@ RunWindow ProcessWatch::finish(double wall_s, double child_cpu_s, const std::vec
   std::sort(w.top_others.begin(), w.top_others.end(), [](const auto& a, const auto& b) { return a.cpus > b.cpus; });
   if (w.top_others.size() > 5) w.top_others.resize(5);
   if (before_.throttled_us && after.throttled_us) w.throttled_ms = static_cast<double>(*after.throttled_us - *before_.throttled_us) / 1000.0;
+  if (before_.pressure_us && after.pressure_us && wall_s > 0)
+    w.cpu_pressure_share = std::clamp(static_cast<double>(*after.pressure_us - *before_.pressure_us) / 1e6 / wall_s, 0.0, 1.0);
   if (before_.nr_throttled && after.nr_throttled) w.nr_throttled = static_cast<double>(*after.nr_throttled - *before_.nr_throttled);
   return w;
 }

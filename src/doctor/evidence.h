@@ -25,6 +25,9 @@ struct RunWindow {
   double child_cpu_s = 0;  // the bench child's user + system time
   std::optional<double> other_cpu_share;  // other processes' share of all CPUs' time
   std::optional<double> steal_share;      // time the hypervisor gave to other guests
+  // /proc/pressure/cpu "some": the share of the window in which a runnable task waited for
+  // a CPU (run-queue wait, the run's own threads included).
+  std::optional<double> cpu_pressure_share;
   std::vector<ProcessUse> top_others;     // busiest other processes, busiest first
   std::optional<double> throttled_ms;     // cgroup cpu.stat throttled time over the window
   std::optional<double> nr_throttled;
@@ -44,6 +47,7 @@ class ProcessWatch {
     std::map<int, std::vector<int64_t>> cpu;
     std::map<int, std::pair<std::string, int64_t>> processes;  // pid -> (comm, utime + stime ticks)
     std::optional<int64_t> throttled_us, nr_throttled;
+    std::optional<int64_t> pressure_us;  // /proc/pressure/cpu some total
   };
   static Snapshot take();
   Snapshot before_;
@@ -58,6 +62,7 @@ struct BenchRun {
   std::string error;              // why it failed (first stderr line), "" when fine
   int exit_code = 0;              // the child's: 2 = bad input, as everywhere in edgeprobe
   RunWindow window;
+  std::vector<double> reference_ms;  // the reference kernel timed while it ran (measure.h)
   bool ok() const { return error.empty() && report.is_object(); }
 };
 

@@ -19,7 +19,10 @@ nlohmann::json run_json(const BenchRun& run) {
            {{"wall_s", run.window.wall_s},
             {"child_cpu_s", run.window.child_cpu_s},
             {"other_cpu_share", run.window.other_cpu_share ? nlohmann::json(*run.window.other_cpu_share) : nlohmann::json(nullptr)},
-            {"throttled_ms", run.window.throttled_ms ? nlohmann::json(*run.window.throttled_ms) : nlohmann::json(nullptr)}}}};
+            {"throttled_ms", run.window.throttled_ms ? nlohmann::json(*run.window.throttled_ms) : nlohmann::json(nullptr)},
+            {"cpu_pressure_share",
+             run.window.cpu_pressure_share ? nlohmann::json(*run.window.cpu_pressure_share) : nlohmann::json(nullptr)},
+            {"reference_kernel_ms", run.reference_ms}}}};
 }
 
 }  // namespace
@@ -31,6 +34,9 @@ nlohmann::json to_json(const Diagnosis& d) {
   nlohmann::json runs = nlohmann::json::array({run_json(e.primary)});
   for (const auto* r : {&e.best_variant, &e.thread_sweep, &e.with_mmap})
     if (*r) runs.push_back(run_json(**r));
+  nlohmann::json comparisons = nlohmann::json::array();
+  for (const auto* c : {&e.variant_pairs, &e.thread_pairs, &e.mmap_pairs})
+    if (*c) comparisons.push_back(to_json(**c));
   int warnings = 0;
   for (const auto& f : d.findings) warnings += f.severity != Severity::kInfo;
   return {{"schema_version", result::kSchemaVersion},
@@ -41,6 +47,9 @@ nlohmann::json to_json(const Diagnosis& d) {
             {"healthy", warnings == 0},
             {"findings", findings},
             {"runs", runs},
+            {"comparisons", comparisons},
+            {"machine", {{"reference_kernel_best_ms", e.reference_best_ms}, {"speed_variation", e.speed_variation}}},
+            {"budget_s", e.budget_s},
             {"wall_s", d.wall_s},
             // The primary run in full, so that this file can be a --baseline itself.
             {"primary", e.primary.report}}}};
@@ -66,6 +75,7 @@ std::string to_text(const Diagnosis& d) {
     if (f.speedup) gain = fmt::format(" · x{:.2f} {} if fixed ({})", *f.speedup, f.affects, f.speedup_basis.substr(0, f.speedup_basis.find(':')));
     out += fmt::format("{}. [{}] {}: {}{}\n", ++n, severity_name(f.severity), f.id, f.title, gain);
     for (const auto& line : f.evidence) out += "     " + line + "\n";
+    if (f.severity != Severity::kInfo && !f.speedup && !f.speedup_basis.empty()) out += "   speed-up: " + f.speedup_basis + "\n";
     if (!f.fix.empty()) out += "   fix: " + f.fix + "\n";
     out += "\n";
   }

@@ -150,19 +150,68 @@ TEST(DoctorChecks, ABaselineWithAnotherFileVoidsTheComparison) {
   EXPECT_EQ(find(diagnose(e), "identity.baseline_mismatch"), nullptr);
 }
 
-TEST(DoctorChecks, MoreThreadsThanUsableCpusUsesTheMeasuredSweep) {
+namespace {
+
+// A comparison of `a` against `b` from its children's seconds, pair by pair in ABBA order,
+// with the reference kernel at `speed` (ms) during each child unless given per pair.
+Comparison pairs_of(const std::string& a, const std::string& b, const std::vector<std::pair<double, double>>& seconds,
+                    const std::vector<std::pair<double, double>>& kernel_ms = {}) {
+  Comparison c;
+  c.what = "threads";
+  c.a_label = a;
+  c.b_label = b;
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    const auto [ka, kb] = i < kernel_ms.size() ? kernel_ms[i] : std::pair{1.0, 1.0};
+    PairChild ca{false, seconds[i].first, {ka, ka}, 0.0, 0.0, std::nullopt, 1, ""};
+    PairChild cb{true, seconds[i].second, {kb, kb}, 0.0, 0.0, std::nullopt, 1, ""};
+    if (i % 2) std::swap(ca, cb);  // ABBA: the B child first in odd pairs
+    c.children.push_back(ca);
+    c.children.push_back(cb);
+  }
+  settle(c, 1.0, StopRule{}, false);
+  return c;
+}
+
+}  // namespace
+
+TEST(DoctorChecks, MoreThreadsThanUsableCpusTakesTheSpeedupFromThePairs) {
   Evidence e = base_evidence();
   e.options.config.threads = 8;
   e.primary.report = report({result("pp128", 8, 20, 0), result("tg32", 8, 0, 4)});
   BenchRun sweep;
   sweep.report = report({result("pp128", 1, 100, 0), result("tg32", 1, 0, 25), result("pp128", 2, 200, 0), result("tg32", 2, 0, 40)});
   e.thread_sweep = sweep;
+  e.thread_pairs = pairs_of("-t 8", "-t 2", {{10, 2}, {12, 2}, {9, 2}, {11, 2}});
   const auto findings = diagnose(e);
   const Finding* f = find(findings, "threads.oversubscribed");
   ASSERT_NE(f, nullptr);
-  // Turn seconds: 128/20 + 32/4 = 14.4 as given, 128/200 + 32/40 = 1.44 at -t 2.
-  EXPECT_NEAR(*f->speedup, 10.0, 1e-9);
+  // Ratios 5, 6, 4.5, 5.5: median 5.25, [min, max] = [4.5, 6] at 87.5 %.
+  ASSERT_TRUE(f->speedup);
+  EXPECT_NEAR(*f->speedup, 5.25, 1e-9);
+  EXPECT_NE(f->speedup_basis.find("[4.50, 6.00]"), std::string::npos) << f->speedup_basis;
   EXPECT_EQ(f->fix, "-t 2");
+  EXPECT_FALSE(f->data.contains("disagreement"));
+}
+
+// Issue 17: -t 2 on one CPU, and the measured fix came out slower twice. The finding
+// keeps its reason, carries no measured speed-up, and says that the two disagree.
+TEST(DoctorChecks, AFixThatMeasuresSlowerIsSaidToDisagree) {
+  Evidence e = base_evidence();
+  e.device.affinity = {0};
+  e.thread_pairs = pairs_of("-t 2", "-t 1", {{1, 3}, {1.1, 3}, {0.9, 3.5}, {1, 2.8}});
+  e.thread_pairs->first_estimate = e.thread_pairs->estimate;
+  e.thread_pairs->first_verdict = e.thread_pairs->verdict;
+  ASSERT_EQ(e.thread_pairs->verdict, PairVerdict::kSlower);
+  const auto findings = diagnose(e);
+  const Finding* f = find(findings, "threads.oversubscribed");
+  ASSERT_NE(f, nullptr);
+  EXPECT_FALSE(f->speedup);
+  EXPECT_EQ(f->speedup_basis.rfind("none: -t 1 measured slower", 0), 0u) << f->speedup_basis;
+  EXPECT_TRUE(f->data.value("disagreement", false));
+  EXPECT_NE(f->fix.find("not confirmed"), std::string::npos);
+  bool said = false;
+  for (const auto& line : f->evidence) said |= line.find("disagrees with the reason") != std::string::npos;
+  EXPECT_TRUE(said);
 }
 
 TEST(DoctorChecks, FasterFewerThreadsIsAWarningUnlessSomethingElseHeldTheCpus) {
@@ -170,6 +219,7 @@ TEST(DoctorChecks, FasterFewerThreadsIsAWarningUnlessSomethingElseHeldTheCpus) {
   BenchRun sweep;
   sweep.report = report({result("pp128", 1, 400, 0), result("tg32", 1, 0, 80)});
   e.thread_sweep = sweep;
+  e.thread_pairs = pairs_of("-t 2", "-t 1", {{2, 1}, {2.2, 1}, {1.8, 1}, {2, 1}});
   const Finding* f = nullptr;
   auto findings = diagnose(e);
   f = find(findings, "threads.count");
@@ -180,6 +230,129 @@ TEST(DoctorChecks, FasterFewerThreadsIsAWarningUnlessSomethingElseHeldTheCpus) {
   findings = diagnose(e);
   EXPECT_EQ(find(findings, "threads.count")->severity, Severity::kInfo);
   EXPECT_EQ(find(findings, "contention.other_processes")->severity, Severity::kWarning);
+}
+
+TEST(DoctorChecks, AScreenWithoutConfirmingPairsIsNoWarning) {
+  Evidence e = base_evidence();
+  BenchRun sweep;
+  sweep.report = report({result("pp128", 1, 400, 0), result("tg32", 1, 0, 80)});
+  e.thread_sweep = sweep;
+  // The screen said x2, the pairs found nothing: no finding to act on.
+  e.thread_pairs = pairs_of("-t 2", "-t 1", {{1, 1.01}, {1, 0.99}, {1.02, 1}, {1, 1}});
+  const auto findings = diagnose(e);
+  EXPECT_EQ(find(findings, "threads.count"), nullptr);
+  EXPECT_FALSE(any_warning(findings));
+}
+
+TEST(DoctorChecks, AnUndecidedComparisonIsReportedInconclusiveWithTheMachinesVariation) {
+  Evidence e = base_evidence();
+  e.device.affinity = {0};
+  e.thread_pairs = pairs_of("-t 2", "-t 1", {{1, 2}, {2, 1}, {1, 1.5}, {1.5, 1}});
+  settle(*e.thread_pairs, 1.0, StopRule{}, true);  // out of time
+  ASSERT_EQ(e.thread_pairs->verdict, PairVerdict::kInconclusive);
+  e.speed_variation = 0.37;
+  const auto findings = diagnose(e);
+  const Finding* f = find(findings, "threads.oversubscribed");
+  ASSERT_NE(f, nullptr);
+  EXPECT_FALSE(f->speedup);
+  EXPECT_NE(f->speedup_basis.find("inconclusive: the machine's speed varied by 37 %"), std::string::npos) << f->speedup_basis;
+  const Finding* i = find(findings, "measurement.inconclusive");
+  ASSERT_NE(i, nullptr);
+  EXPECT_EQ(i->title, "inconclusive: the machine's speed varied by 37 % during the diagnosis");
+}
+
+TEST(DoctorChecks, EveryWarningCarriesASpeedupOrSaysWhyNot) {
+  Evidence e = base_evidence();
+  e.primary.report["provenance"]["llama_log"] = json::array({{{"level", 3}, {"text", "something failed"}}});
+  const auto findings = diagnose(e);
+  ASSERT_NE(find(findings, "kernel.log_messages"), nullptr);
+  for (const auto& f : findings)
+    if (f.severity != Severity::kInfo) {
+      EXPECT_TRUE(f.speedup || !f.speedup_basis.empty()) << f.id;
+    }
+}
+
+TEST(DoctorChecks, ADecodeStepDownTheReferenceKernelAlsoShowsIsTheMachine) {
+  Evidence e = base_evidence();
+  json tg = result("tg32", 2, 0, 40);
+  std::vector<double> steps;
+  for (int i = 0; i < 32; ++i) steps.push_back((i < 16 ? 10.0 : 14.0) + (i * 7 % 5 - 2) * 0.05);  // x1.4 from token 16, some jitter
+  tg["repetitions"] = json::array({{{"decode_step_ms", steps}, {"telemetry", {{"decode", json::object()}}}}});
+  e.primary.report = report({result("pp128", 2, 200, 0), tg});
+  e.primary.reference_ms = {1.0, 1.02, 1.4, 1.45, 1.5};
+  auto findings = diagnose(e);
+  const Finding* f = find(findings, "throttle.decode_step_down");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kInfo);
+  EXPECT_TRUE(f->data.value("machine_slowed", false));
+  EXPECT_NE(f->title.find("and so did the machine"), std::string::npos);
+  e.primary.reference_ms = {1.0, 1.02, 1.01, 1.03, 1.0};  // the machine held its speed
+  findings = diagnose(e);
+  f = find(findings, "throttle.decode_step_down");
+  ASSERT_NE(f, nullptr);
+  EXPECT_FALSE(f->data.value("machine_slowed", true));
+}
+
+// ---- the paired statistics and the stopping rule, on synthetic series -----------------
+
+TEST(DoctorPaired, OrderStatisticIntervalHasItsExactCoverage) {
+  auto e = estimate_pairs({1.2, 1.1, 1.3, 1.25});
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->n, 4);
+  EXPECT_NEAR(e->median, 1.225, 1e-12);
+  EXPECT_EQ(e->low, 1.1);
+  EXPECT_EQ(e->high, 1.3);
+  EXPECT_NEAR(e->coverage, 0.875, 1e-12);  // 1 - 2 / 2^4
+  // Seven pairs: [x2, x6] still covers 87.5 % (1 - 2 * 8/128), so the extremes drop out.
+  e = estimate_pairs({5, 1, 2, 3, 4, 6, 7});
+  EXPECT_EQ(e->low, 2);
+  EXPECT_EQ(e->high, 6);
+  EXPECT_NEAR(e->coverage, 0.875, 1e-12);
+  // Too few for the confidence asked: [min, max] and the coverage it really has.
+  e = estimate_pairs({2, 1});
+  EXPECT_NEAR(e->coverage, 0.5, 1e-12);
+  EXPECT_FALSE(estimate_pairs({}));
+}
+
+TEST(DoctorPaired, StopsWhenClearAndGivesUpWhenOutOfPairsOrTime) {
+  const StopRule rule;
+  EXPECT_EQ(decide(std::nullopt, rule, false), PairVerdict::kContinue);
+  EXPECT_EQ(decide(estimate_pairs({2, 2.1, 1.9}), rule, false), PairVerdict::kContinue);  // fewer than min_pairs
+  EXPECT_EQ(decide(estimate_pairs({2, 2.1, 1.9, 2.2}), rule, false), PairVerdict::kFaster);
+  EXPECT_EQ(decide(estimate_pairs({0.5, 0.6, 0.4, 0.55}), rule, false), PairVerdict::kSlower);
+  EXPECT_EQ(decide(estimate_pairs({1.01, 0.99, 1.02, 1.0}), rule, false), PairVerdict::kSame);
+  EXPECT_EQ(decide(estimate_pairs({0.8, 1.3, 1.0, 1.2}), rule, false), PairVerdict::kContinue);
+  EXPECT_EQ(decide(estimate_pairs({0.8, 1.3, 1.0, 1.2}), rule, true), PairVerdict::kInconclusive);
+  EXPECT_EQ(decide(estimate_pairs(std::vector<double>(10, 1.0 + 0.3)), rule, false), PairVerdict::kFaster);
+  std::vector<double> noisy = {0.8, 1.3, 1.0, 1.2, 0.7, 1.4, 0.9, 1.1, 0.6, 1.5};
+  EXPECT_EQ(decide(estimate_pairs(noisy), rule, false), PairVerdict::kInconclusive);  // max_pairs reached
+}
+
+TEST(DoctorPaired, PairsWhoseChildrenSawAnotherMachineAreSetAside) {
+  // Pair 3's B child ran while the machine was at half speed: its ratio (x4) is out.
+  const Comparison c = pairs_of("-t 2", "-t 1", {{2, 1}, {2, 1}, {2, 0.5}, {2, 1}, {2, 1}},
+                                {{1, 1}, {1, 1}, {1, 2}, {1, 1}, {1, 1}});
+  ASSERT_EQ(c.pairs.size(), 5u);
+  EXPECT_TRUE(c.pairs[2].disturbed);
+  EXPECT_NE(c.pairs[2].why.find("reference kernel"), std::string::npos);
+  EXPECT_FALSE(c.includes_disturbed);
+  ASSERT_TRUE(c.estimate);
+  EXPECT_EQ(c.estimate->n, 4);
+  EXPECT_EQ(c.estimate->high, 2.0);
+  EXPECT_NEAR(c.speed_variation, 0.5, 1e-12);
+  EXPECT_EQ(c.verdict, PairVerdict::kFaster);
+  // With too few quiet pairs, all of them count, and the estimate says so.
+  const Comparison d = pairs_of("a", "b", {{2, 1}, {2, 0.5}, {2, 0.5}, {2, 1}}, {{1, 1}, {1, 2}, {1, 2}, {1, 1}});
+  EXPECT_TRUE(d.includes_disturbed);
+  EXPECT_EQ(d.estimate->n, 4);
+}
+
+TEST(DoctorPaired, SpeedVariationIsTheSpreadOverTheBest) {
+  EXPECT_EQ(speed_variation({}), 0);
+  EXPECT_EQ(speed_variation({0.9}), 0);
+  EXPECT_NEAR(speed_variation({1.0, 0.6, 0.8}), 0.4, 1e-12);
+  EXPECT_NEAR(*speed_factor({2.0, 4.0, 3.0}, 1.5), 0.5, 1e-12);
+  EXPECT_FALSE(speed_factor({}, 1.0));
 }
 
 TEST(DoctorChecks, ACgroupQuotaBelowTheThreadsIsNamedWithItsEstimate) {
