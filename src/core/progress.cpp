@@ -162,8 +162,11 @@ void ProgressDisplay::draw(bool last) {
   const double now = estimator_.now_s();
   const ProgressSnapshot s = estimator_.snapshot();
   if (options_.mode == ProgressMode::kTerminal) {
-    // The last unit is always drawn, so the finished bar is seen before the summary.
-    if (!last && ever_drawn_ && now - last_draw_s_ < options_.min_redraw_s) return;
+    // Drawn at once: the last unit (the finished bar is seen before the summary), setup
+    // steps (few, and each may be followed by a long wait), and a bar erased for other
+    // output. Otherwise at most once per min_redraw_s.
+    const bool at_once = last || s.total == 0 || !drawn_;
+    if (!at_once && now - last_draw_s_ < options_.min_redraw_s) return;
     out_ << "\r\033[K" << render_bar(s, std::max<size_t>(options_.columns(), 2) - 1) << std::flush;
     drawn_ = true;
   } else {
@@ -176,7 +179,6 @@ void ProgressDisplay::draw(bool last) {
     units_said_ = !setup;
     said_last_ = last;
   }
-  ever_drawn_ = true;
   last_draw_s_ = now;
 }
 

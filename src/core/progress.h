@@ -87,7 +87,6 @@ class ProgressDisplay {
   ProgressOptions options_;
   ProgressEstimator estimator_;
   bool drawn_ = false;         // a bar is on the screen now
-  bool ever_drawn_ = false;
   double last_draw_s_ = 0;
   bool units_said_ = false;    // a plain line with units was written
   bool said_last_ = false;     // the line for done == total was written

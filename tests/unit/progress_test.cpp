@@ -154,6 +154,21 @@ TEST(ProgressDisplay, TerminalRedrawsAtMostFiveTimesASecondAndAlwaysShowsTheEnd)
   EXPECT_EQ(text.find('\n'), std::string::npos);  // one line, rewritten
   d.clear();
   EXPECT_EQ(out.str().substr(out.str().size() - 4), "\r\x1b[K");
+  // Once erased (a result row was printed), the next step draws at once.
+  clock.now += 0.01;
+  d.step("cooling down");
+  EXPECT_NE(out.str().find("cooling down"), std::string::npos);
+}
+
+TEST(ProgressDisplay, TerminalDrawsEverySetupStep) {
+  FakeClock clock;
+  std::ostringstream out;
+  ProgressOptions o;
+  o.mode = ProgressMode::kTerminal;
+  ProgressDisplay d(out, o, clock.fn());
+  d.step("hashing the model");
+  d.step("measuring the device's ceilings");  // at the same instant: still drawn
+  EXPECT_NE(out.str().find("\r\x1b[K0s  measuring the device's ceilings"), std::string::npos) << out.str();
 }
 
 TEST(ProgressDisplay, PlainLinesComeAtAModestRateWithoutControlCharacters) {
