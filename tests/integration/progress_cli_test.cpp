@@ -3,6 +3,7 @@
 // pipe, nothing with -q, a summary line at the end, and after Ctrl-C the exact command
 // that continues the run.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <fcntl.h>
 #include <poll.h>
 #include <pty.h>
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <regex>
 #include <sstream>
 
 #include "support/run_process.h"
@@ -138,15 +140,19 @@ TEST(ProgressCli, CtrlCSaysWhatWasKeptAndTheExactCommandThatContinues) {
   TempDir dir;
   const std::string db = dir.file("results.db");
   bool sent = false;
-  const auto r = run_with_stderr(
+  // On a terminal, so the bar shows repetitions as they finish: Ctrl-C after the first.
+  const std::regex some_done("\\] [1-9][0-9]*/40 repetitions");
+  auto r = run_with_stderr(
       {"bench", "-m", tiny_model(), "-p", "0", "-n", "16", "-r", "40", "--ceilings", "off", "--db", db, "-o", "csv"},
-      false, [&](const std::string& err, pid_t pid) {
-        // The first progress line comes before the first repetition.
-        if (!sent && err.find("0/40 repetitions") != std::string::npos) sent = kill(pid, SIGINT) == 0;
+      true, [&](const std::string& err, pid_t pid) {
+        if (!sent && std::regex_search(err, some_done)) sent = kill(pid, SIGINT) == 0;
       });
   ASSERT_TRUE(sent) << r.err;
   ASSERT_EQ(r.exit_code, 130) << r.err;
-  EXPECT_NE(r.err.find("edgeprobe: bench interrupted after "), std::string::npos) << r.err;
+  r.err = std::regex_replace(r.err, std::regex("\r\n"), "\n");  // the terminal's line ends
+  // What was kept: at least the repetition the bar showed, not all of them.
+  EXPECT_TRUE(std::regex_search(r.err, std::regex("edgeprobe: bench interrupted after [1-9][0-9]*/40 repetitions")))
+      << r.err;
   EXPECT_NE(r.err.find("/40 repetitions in "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("; what finished is kept as run 1 in " + db + "\n"), std::string::npos) << r.err;
   const std::string prefix = "edgeprobe: continue with: edgeprobe ";
@@ -163,4 +169,33 @@ TEST(ProgressCli, CtrlCSaysWhatWasKeptAndTheExactCommandThatContinues) {
   ASSERT_EQ(done.exit_code, 0) << done.err;
   EXPECT_NE(done.err.find("edgeprobe: bench done: 40/40 repetitions in "), std::string::npos) << done.err;
   EXPECT_NE(done.err.find("; stored as run 1 in " + db), std::string::npos) << done.err;
+}
+
+TEST(ProgressCli, RunPlanStreamsUnitsAsProgressEventsWithDoneTotalAndTimeLeft) {
+  TempDir dir;
+  const nlohmann::json plan = {{"kind", "bench"},
+                               {"sweep", {{"models", {tiny_model()}}, {"n_prompt", {16}}, {"n_gen", {4}}}},
+                               {"repetitions", 2},
+                               {"ceilings", "off"},
+                               {"env", {{"sample_hz", 0}}}};
+  write_file(dir.file("plan.json"), plan.dump());
+  const auto r = run_edgeprobe({"run", "--plan", dir.file("plan.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<nlohmann::json> units;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (j["event"] == "progress" && j.contains("done")) units.push_back(j);
+  }
+  ASSERT_EQ(units.size(), 5u);  // before the first repetition, then after each of 4
+  for (size_t i = 0; i < units.size(); ++i) {
+    EXPECT_EQ(units[i]["done"], i);
+    EXPECT_EQ(units[i]["total"], 4);
+    EXPECT_EQ(units[i]["unit"], "repetitions");
+    EXPECT_GE(units[i]["elapsed_s"].get<double>(), 0.0);
+  }
+  EXPECT_TRUE(units[0]["eta_s"].is_null());
+  EXPECT_TRUE(units[1]["eta_is_guess"].get<bool>());
+  EXPECT_EQ(units[4]["eta_s"], 0.0);
+  EXPECT_FALSE(units[4]["eta_is_guess"].get<bool>());
 }
