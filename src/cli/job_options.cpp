@@ -67,13 +67,21 @@ void TerminalSink::bench_end(const result::BenchReport& report) {
   if (reporter_) reporter_->end(report);
 }
 
+namespace {
+
+// A relative path would only work from this directory; a URL is left as it is.
+std::string absolute_location(const std::string& location) {
+  if (location.empty() || location.find("://") != std::string::npos) return location;
+  return std::filesystem::absolute(location).lexically_normal().string();
+}
+
+}  // namespace
+
 std::string resume_command(const std::string& subcommand, int64_t run_id, const std::string& location,
                            const std::string& default_location) {
   std::string cmd = fmt::format("edgeprobe {} --resume {}", subcommand, run_id);
   if (location == default_location) return cmd;
-  // A relative path would only work from this directory; a URL is left as it is.
-  const bool url = location.find("://") != std::string::npos;
-  return cmd + " --db " + shell_quote(url ? location : std::filesystem::absolute(location).string());
+  return cmd + " --db " + shell_quote(absolute_location(location));
 }
 
 std::string job_summary(const app::JobOutcome& o, const std::string& location, const std::string& subcommand,
@@ -91,7 +99,7 @@ std::string job_summary(const app::JobOutcome& o, const std::string& location, c
 
 int finish_job(const app::JobOutcome& o, const store::Store* store, const std::string& subcommand,
                const TerminalSink& sink) {
-  const std::string location = store ? store->location() : "";
+  const std::string location = store ? absolute_location(store->location()) : "";
   if (!sink.quiet()) std::cerr << "edgeprobe: " << job_summary(o, location, subcommand, sink.snapshot()) << "\n";
   if (o.interrupted && store && o.run_id)
     std::cerr << "edgeprobe: continue with: "
