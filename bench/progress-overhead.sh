@@ -11,6 +11,7 @@
 # `bench -p 64 -n 32 -r REPS --no-warmup` (pp64 and tg32, so the bar is redrawn between
 # REPS repetitions of each), --output to a file so the terminal gets only the bar.
 #
+# Both sides run under script(1) (see run()); only -q differs.
 # Built for a noisy machine, like bench/telemetry-overhead.sh: pairs of one run with the
 # display and one without, the order alternating (ABBA), so drift between minutes
 # cancels; the figure is the median of the paired ratios on/off with a distribution-free
@@ -32,7 +33,7 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 if [[ ${args[0]:-} == "-h" || ${args[0]:-} == "--help" ]]; then
-  sed -n '2,18p' "$0" >&2
+  sed -n '2,19p' "$0" >&2
   exit 2
 fi
 edgeprobe=${args[0]:-build/src/cli/edgeprobe}
@@ -49,12 +50,16 @@ trap 'rm -rf "$work"' EXIT
 run() {  # run on|off OUTFILE
   local cmd=("$edgeprobe" bench -m "$model" -p 64 -n 32 -r "$reps" --no-warmup --no-hash --no-store --ceilings off
              -o json --output "$2" "${extra[@]}")
+  # Both sides run on a pseudo-terminal made by script (-e: the command's exit status,
+  # -q: no banner), so both are a new session: with autogroup scheduling a new session
+  # gets its own share of a busy machine, and a run outside one would be measured against
+  # a run inside one, not the display. The only difference is -q.
+  [[ $1 == off ]] && cmd+=(-q)
+  script -qec "$(printf '%q ' "${cmd[@]}")" /dev/null >"$2.tty"
   if [[ $1 == on ]]; then
-    # script -e: the command's exit status; -q: no banner. The bar goes to the pty.
-    script -qec "$(printf '%q ' "${cmd[@]}")" /dev/null >"$2.tty"
     grep -q 'repetitions' "$2.tty" || { echo "no progress bar on the terminal in run $2" >&2; exit 1; }
   else
-    "${cmd[@]}" -q 2>"$2.err"
+    [[ ! -s $2.tty ]] || { echo "output on the terminal with -q in run $2" >&2; exit 1; }
   fi
 }
 
