@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 
@@ -141,6 +142,20 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   out.outcome.run_id = run_id;
   if (ctx.sink) ctx.sink->bench_begin(report.provenance, plan.cases);
 
+  // Progress in timed repetitions, cases x repetitions: warm-ups and loads are not units
+  // (their time is spread over the rate), stored ones count as done, and so does the
+  // rest of a test that failed.
+  const auto reps = static_cast<size_t>(std::max(0, plan.run.repetitions));
+  std::vector<size_t> reps_done(plan.cases.size(), 0);
+  for (const auto& [key, rep] : stored)
+    if (key.first < reps_done.size()) ++reps_done[key.first];
+  auto report_units = [&] {
+    if (!ctx.sink) return;
+    size_t done = 0;
+    for (size_t n : reps_done) done += std::min(n, reps);
+    ctx.sink->units(done, plan.cases.size() * reps, "repetitions");
+  };
+
   const RunClock clock;
   runner::TelemetryRecorder recorder(plan.env.sample_hz, plan.env.sysfs_root, clock);
   runner::RunnerCallbacks callbacks;
@@ -155,6 +170,8 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
     recorder.enrich_repetition(test.name(), rep);
     if (ctx.store) ctx.store->record_repetition(run_id, static_cast<int64_t>(i), rep.index, result::to_json(rep));
     if (ctx.sink) ctx.sink->bench_repetition(i, test, rep);
+    ++reps_done[i];
+    report_units();
   };
   size_t finished_cases = 0;
   callbacks.enrich = [&](result::TestResult& r, const std::vector<PhaseEvent>&) {
@@ -171,7 +188,12 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   };
   callbacks.result = [&](const result::TestResult& r) {
     if (ctx.sink) ctx.sink->bench_result(r);
+    if (r.error && !runner::stop_requested()) {
+      reps_done[finished_cases - 1] = reps;
+      report_units();
+    }
   };
+  report_units();
   report.results = runner::run_bench(*engine.engine, plan.cases, plan.run, clock,
                                      [&](const std::string& p) { return models.index_of(p); }, callbacks);
   recorder.stop();

@@ -1,5 +1,7 @@
 #include "app/doctor_job.h"
 
+#include <algorithm>
+
 #include "store/store.h"
 
 namespace edgeprobe::app {
@@ -38,13 +40,27 @@ int64_t store_result(const JobContext& ctx, const doctor::DoctorOptions& o, bool
   return run;
 }
 
+// Progress in bench children: doctor says "measuring ..." as each one starts. The total
+// is the most it may run (the best-variant and thread-sweep children depend on what the
+// first one finds); it settles to the children that ran when the diagnosis starts.
+doctor::ProgressFn child_progress(const doctor::DoctorOptions& o, const JobContext& ctx) {
+  const size_t most = 1 + (o.experiments ? size_t{1} + !o.config.cpu_variant.empty() + !o.config.use_mmap : 0);
+  return [&ctx, most, started = size_t{0}](const std::string& s) mutable {
+    if (!ctx.sink) return;
+    ctx.sink->progress(s);
+    if (s.starts_with("measuring")) {
+      ctx.sink->units(started, std::max(most, started + 1), "children");
+      ++started;
+    }
+    if (s == "diagnosing") ctx.sink->units(started, started, "children");
+  };
+}
+
 }  // namespace
 
 DoctorJobResult run_doctor(const doctor::DoctorOptions& options, const JobContext& ctx) {
   DoctorJobResult out;
-  out.diagnosis = doctor::run_doctor(options, [&](const std::string& s) {
-    if (ctx.sink) ctx.sink->progress(s);
-  });
+  out.diagnosis = doctor::run_doctor(options, child_progress(options, ctx));
   out.outcome.run_id = store_result(ctx, options, false, out.diagnosis.evidence.primary.report,
                                     doctor::to_json(out.diagnosis));
   return out;

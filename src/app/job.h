@@ -23,6 +23,10 @@ class JobSink {
  public:
   virtual ~JobSink() = default;
   virtual void progress(const std::string& /*step*/) {}
+  // How far the job is, in its own units ("repetitions", "turns", "children"): called
+  // between units, never inside a timed region. `done` counts units a resumed run had
+  // stored as done.
+  virtual void units(size_t /*done*/, size_t /*total*/, const std::string& /*unit*/) {}
   // Bench: the plan and provenance before the first test, each test as it completes
   // (with every repetition), each repetition as soon as it is measured, and the report.
   virtual void bench_begin(const result::Provenance& /*provenance*/, const std::vector<workload::TestCase>& /*cases*/) {}

@@ -1,5 +1,6 @@
 #include "app/session_job.h"
 
+#include <algorithm>
 #include <map>
 
 #include "analysis/frame_probe.h"
@@ -65,6 +66,24 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
   std::vector<std::vector<json>> turns(plan.configs.size());
   for (const auto& [key, r] : stored_turns) turns[static_cast<size_t>(key.configuration_ordinal)].push_back(r);
 
+  // Progress in turns, configs x rounds x conversations x turns: stored turns count as
+  // done (their replay is untimed and quick), and so do the turns of a config that failed.
+  const size_t n_conv = std::min(conversations.size(), static_cast<size_t>(std::max(1, plan.options.conversations)));
+  size_t turns_per_config = 0;
+  for (size_t k = 0; k < n_conv; ++k)
+    turns_per_config += conversations[k].turns.size() * static_cast<size_t>(std::max(0, plan.options.rounds));
+  std::vector<size_t> turns_done(plan.configs.size(), 0);
+  for (const auto& [key, r] : stored_turns)
+    if (static_cast<size_t>(key.configuration_ordinal) < turns_done.size())
+      ++turns_done[static_cast<size_t>(key.configuration_ordinal)];
+  auto report_units = [&] {
+    if (!ctx.sink) return;
+    size_t done = 0;
+    for (size_t n : turns_done) done += std::min(n, turns_per_config);
+    ctx.sink->units(done, plan.configs.size() * turns_per_config, "turns");
+  };
+  report_units();
+
   runner::SessionCallbacks cb;
   cb.progress = [&](const std::string& s) {
     if (ctx.sink) ctx.sink->progress(s);
@@ -100,11 +119,15 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
     if (ctx.store) ctx.store->record_turn(run_id, {static_cast<int64_t>(ci), t.round, t.conversation_id, t.turn_index}, j);
     if (ctx.sink) ctx.sink->session_turn(ci, j);
     turns[ci].push_back(std::move(j));
+    ++turns_done[ci];
+    report_units();
   };
   std::map<size_t, result::ErrorInfo> config_errors;
   cb.config_failed = [&](size_t ci, const result::ErrorInfo& e) {
     config_errors[ci] = e;
     if (ctx.store) ctx.store->finish_configuration(run_id, static_cast<int64_t>(ci), store::Status::kFailed, e.message);
+    turns_done[ci] = turns_per_config;
+    report_units();
   };
   try {
     runner::run_session(*engine.engine, plan.configs, conversations, plan.options, clock, cb);

@@ -19,7 +19,23 @@ void StreamSink::start(const std::string& kind, const json& plan) {
         {"kind", kind}, {"plan", plan}});
 }
 
-void StreamSink::progress(const std::string& step) { emit({{"event", "progress"}, {"step", step}}); }
+void StreamSink::progress(const std::string& step) {
+  estimate_.step(step);
+  emit({{"event", "progress"}, {"step", step}});
+}
+
+void StreamSink::units(size_t done, size_t total, const std::string& unit) {
+  estimate_.units(done, total, unit);
+  const ProgressSnapshot s = estimate_.snapshot();
+  emit({{"event", "progress"},
+        {"step", s.step},
+        {"done", s.done},
+        {"total", s.total},
+        {"unit", s.unit},
+        {"elapsed_s", s.elapsed_s},
+        {"eta_s", s.eta_s ? json(*s.eta_s) : json(nullptr)},
+        {"eta_is_guess", s.eta_is_guess}});
+}
 
 void StreamSink::bench_begin(const result::Provenance& provenance, const std::vector<workload::TestCase>& cases) {
   json tests = json::array();

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "app/job.h"
+#include "core/progress.h"
 
 namespace edgeprobe::app {
 
@@ -19,6 +20,8 @@ class StreamSink : public JobSink {
   explicit StreamSink(std::ostream& out) : out_(out) {}
   void start(const std::string& kind, const nlohmann::json& plan);
   void progress(const std::string& step) override;
+  // A progress event with done, total, unit and the time left, as the terminal shows it.
+  void units(size_t done, size_t total, const std::string& unit) override;
   void bench_begin(const result::Provenance& provenance, const std::vector<workload::TestCase>& cases) override;
   void bench_repetition(size_t case_index, const workload::TestCase& test, const result::Repetition& repetition) override;
   void bench_result(const result::TestResult& result) override;
@@ -35,6 +38,7 @@ class StreamSink : public JobSink {
   std::ostream& out_;
   std::mutex mutex_;
   int64_t seq_ = 0;
+  ProgressEstimator estimate_;
 };
 
 }  // namespace edgeprobe::app

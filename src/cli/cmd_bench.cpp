@@ -80,7 +80,7 @@ int run(const BenchFlags& f, app::BenchPlan plan, const std::string& command_lin
   app::JobContext ctx{store.get(), f.store.resume, &sink, command_line, f.trace_file};
   const auto result = app::run_bench(std::move(plan), ctx);
   sink.done();
-  return finish_job(result.outcome, store.get(), "bench", f.output.quiet);
+  return finish_job(result.outcome, store.get(), "bench", sink);
 }
 
 }  // namespace

@@ -44,7 +44,7 @@ int run(const SessionFlags& f, app::SessionPlan plan, const std::string& command
   const auto result = app::run_session(std::move(plan), ctx);
   sink.done();
   report::write_session_report(result.report, f.output.format, output.stream());
-  return finish_job(result.outcome, store.get(), "session", f.output.quiet);
+  return finish_job(result.outcome, store.get(), "session", sink);
 }
 
 }  // namespace

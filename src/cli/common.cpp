@@ -1,8 +1,5 @@
 #include "cli/common.h"
 
-#include <unistd.h>
-
-#include <cstdio>
 #include <map>
 
 #include "core/text.h"
@@ -19,25 +16,6 @@ std::vector<std::string> rewrite_llama_bench_aliases(const std::vector<std::stri
     out.push_back(it == kAliases.end() ? a : it->second);
   }
   return out;
-}
-
-Progress::Progress(bool enabled) : enabled_(enabled), tty_(isatty(STDERR_FILENO) != 0) {}
-Progress::~Progress() { finish(); }
-
-void Progress::update(const std::string& text) {
-  if (!enabled_) return;
-  if (tty_) {
-    std::fprintf(stderr, "\r\033[K%s", text.c_str());
-    dirty_ = true;
-  } else {
-    std::fprintf(stderr, "edgeprobe: %s\n", text.c_str());
-  }
-  std::fflush(stderr);
-}
-
-void Progress::finish() {
-  if (dirty_) std::fprintf(stderr, "\r\033[K");
-  dirty_ = false;
 }
 
 std::vector<std::string> ints_as_text(const std::vector<int>& values) {

@@ -3,7 +3,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 
 #include "core/error.h"
@@ -46,28 +49,61 @@ Output::Output(const std::string& file) : to_file_(!file.empty()) {
 
 std::ostream& Output::stream() { return to_file_ ? file_ : std::cout; }
 
+TerminalSink::TerminalSink(bool show_progress, std::unique_ptr<report::Reporter> bench_reporter)
+    : display_(std::cerr, {progress_mode(show_progress, STDERR_FILENO), [] { return terminal_columns(STDERR_FILENO); }}),
+      reporter_(std::move(bench_reporter)) {}
+
 void TerminalSink::bench_begin(const result::Provenance& p, const std::vector<workload::TestCase>& cases) {
   if (reporter_) reporter_->begin(p, cases);
 }
 
 void TerminalSink::bench_result(const result::TestResult& r) {
-  progress_.finish();
+  display_.clear();  // a row on the same terminal must not land inside the bar
   if (reporter_) reporter_->add(r);
 }
 
 void TerminalSink::bench_end(const result::BenchReport& report) {
-  progress_.finish();
+  display_.clear();
   if (reporter_) reporter_->end(report);
 }
 
-int finish_job(const app::JobOutcome& o, const store::Store* store, const std::string& subcommand, bool quiet) {
-  if (store && o.run_id && !quiet) {
-    std::cerr << fmt::format("edgeprobe: stored as run {} in {}", o.run_id, store->location());
-    if (o.interrupted)
-      std::cerr << fmt::format(" (interrupted: 'edgeprobe {} --resume {}{}' finishes it)", subcommand, o.run_id,
-                               store->location() == store::default_db_path() ? "" : " --db " + shell_quote(store->location()));
-    std::cerr << "\n";
-  }
+namespace {
+
+// A relative path would only work from this directory; a URL is left as it is.
+std::string absolute_location(const std::string& location) {
+  if (location.empty() || location.find("://") != std::string::npos) return location;
+  return std::filesystem::absolute(location).lexically_normal().string();
+}
+
+}  // namespace
+
+std::string resume_command(const std::string& subcommand, int64_t run_id, const std::string& location,
+                           const std::string& default_location) {
+  std::string cmd = fmt::format("edgeprobe {} --resume {}", subcommand, run_id);
+  if (location == default_location) return cmd;
+  return cmd + " --db " + shell_quote(absolute_location(location));
+}
+
+std::string job_summary(const app::JobOutcome& o, const std::string& location, const std::string& subcommand,
+                        const ProgressSnapshot& p) {
+  std::string line = subcommand + (o.interrupted ? " interrupted" : " done");
+  if (p.total > 0) line += fmt::format("{} {}/{} {}", o.interrupted ? " after" : ":", p.done, p.total, p.unit);
+  line += " in " + format_duration(p.elapsed_s);
+  if (!o.errors.empty()) line += fmt::format(", {} error{} (below)", o.errors.size(), o.errors.size() == 1 ? "" : "s");
+  if (location.empty())
+    line += o.interrupted ? "; nothing kept (--no-store): run it again to measure it all" : "; not stored (--no-store)";
+  else if (o.run_id)
+    line += fmt::format("; {} as run {} in {}", o.interrupted ? "what finished is kept" : "stored", o.run_id, location);
+  return line;
+}
+
+int finish_job(const app::JobOutcome& o, const store::Store* store, const std::string& subcommand,
+               const TerminalSink& sink) {
+  const std::string location = store ? absolute_location(store->location()) : "";
+  if (!sink.quiet()) std::cerr << "edgeprobe: " << job_summary(o, location, subcommand, sink.snapshot()) << "\n";
+  if (o.interrupted && store && o.run_id)
+    std::cerr << "edgeprobe: continue with: "
+              << resume_command(subcommand, o.run_id, location, store::default_db_path()) << "\n";
   for (const auto& e : o.errors) std::cerr << "edgeprobe: error: " << e << "\n";
   // An interrupted run is not a success, even when every finished unit was fine: 130 is
   // what a shell reports for a command ended by Ctrl-C.

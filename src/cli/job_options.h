@@ -6,6 +6,7 @@
 
 #include "app/job.h"
 #include "cli/common.h"
+#include "core/progress.h"
 #include "report/reporter.h"
 
 namespace CLI {
@@ -48,25 +49,36 @@ class Output {
   bool to_file_;
 };
 
-// Progress on stderr and bench rows through the chosen reporter as they complete.
+// The job's progress display on stderr (core/progress.h: a bar on a terminal, plain lines
+// otherwise, nothing with -q) and bench rows through the chosen reporter as they complete.
 class TerminalSink : public app::JobSink {
  public:
-  TerminalSink(bool show_progress, std::unique_ptr<report::Reporter> bench_reporter = nullptr)
-      : progress_(show_progress), reporter_(std::move(bench_reporter)) {}
-  void progress(const std::string& step) override { progress_.update(step); }
+  explicit TerminalSink(bool show_progress, std::unique_ptr<report::Reporter> bench_reporter = nullptr);
+  void progress(const std::string& step) override { display_.step(step); }
+  void units(size_t done, size_t total, const std::string& unit) override { display_.units(done, total, unit); }
   void bench_begin(const result::Provenance& p, const std::vector<workload::TestCase>& cases) override;
   void bench_result(const result::TestResult& r) override;
   void bench_end(const result::BenchReport& report) override;
-  void done() { progress_.finish(); }
+  // Erases the bar before the report and the last words.
+  void done() { display_.clear(); }
+  bool quiet() const { return display_.mode() == ProgressMode::kOff; }
+  ProgressSnapshot snapshot() const { return display_.snapshot(); }
 
  private:
-  Progress progress_;
+  ProgressDisplay display_;
   std::unique_ptr<report::Reporter> reporter_;
 };
 
-// The job's last words on stderr (where it was stored, how to resume, what failed, once
-// per distinct message) and the exit code.
+// The job's last words on stderr: one summary line (what ran, how long, where it was
+// stored), the exact command that continues an interrupted run, each distinct error once;
+// and the exit code. -q keeps only the errors and the command that continues.
 int finish_job(const app::JobOutcome& outcome, const store::Store* store, const std::string& subcommand,
-               bool quiet);
+               const TerminalSink& sink);
+// The summary line itself (without "edgeprobe: " and newline), for tests.
+std::string job_summary(const app::JobOutcome& outcome, const std::string& store_location,
+                        const std::string& subcommand, const ProgressSnapshot& progress);
+// "edgeprobe bench --resume 7 --db /abs/path.db" (no --db for the default store).
+std::string resume_command(const std::string& subcommand, int64_t run_id, const std::string& store_location,
+                           const std::string& default_location);
 
 }  // namespace edgeprobe::cli
