@@ -6,7 +6,9 @@
 # (Android over adb, an older Jetson). See README.txt inside it.
 #
 # Usage: scripts/package.sh [--target aarch64-linux-gnu] [--build-dir DIR]
-# Without --target it packages for this machine (x86_64-linux-gnu).
+# Without --target it packages for this machine (x86_64-linux-gnu). Without --build-dir it
+# configures a Release build in build-dist-TARGET; an already configured DIR is packaged as
+# it was configured (its llama.cpp, its build type).
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,17 +38,28 @@ esac
 version=$(sed -n 's/^project(edgeprobe VERSION \([0-9.]*\).*/\1/p' "$REPO_ROOT/CMakeLists.txt")
 [ -n "$version" ] || die "cannot read the project version from CMakeLists.txt" 3
 
-llama_prefix=$("$REPO_ROOT/scripts/build-llama.sh" ${cross:+--target "$TARGET"})
-BUILD_DIR=${BUILD_DIR:-$REPO_ROOT/build-dist-$TARGET}
-
-cmake_args=(-S "$REPO_ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release
-            -DCMAKE_PREFIX_PATH="$llama_prefix" -DEDGEPROBE_BUILD_TESTS=OFF -DEDGEPROBE_BUILD_BENCH=OFF)
-[ -z "$cross" ] || cmake_args+=(-DCMAKE_TOOLCHAIN_FILE="$REPO_ROOT/cmake/$TARGET.cmake")
-if command -v ccache >/dev/null; then
-  cmake_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+if [ -n "$BUILD_DIR" ] && [ -f "$BUILD_DIR/CMakeCache.txt" ]; then
+  # An existing build: package what it was configured with (its llama.cpp, its build type).
+  cached() { sed -n "s/^$1:[A-Z]*=//p" "$BUILD_DIR/CMakeCache.txt"; }
+  toolchain=$(cached CMAKE_TOOLCHAIN_FILE)
+  if [ -n "$cross" ] && [ "$(basename "$toolchain")" != "$TARGET.cmake" ]; then
+    die "$BUILD_DIR is not a $TARGET build (toolchain '${toolchain:-none}')"
+  fi
+  llama_prefix=$(dirname "$(cached EDGEPROBE_GGML_BACKEND_DIR)")
+  log "building edgeprobe $version for $TARGET in the existing $BUILD_DIR"
+else
+  llama_prefix=$("$REPO_ROOT/scripts/build-llama.sh" ${cross:+--target "$TARGET"})
+  BUILD_DIR=${BUILD_DIR:-$REPO_ROOT/build-dist-$TARGET}
+  cmake_args=(-S "$REPO_ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release
+              -DCMAKE_PREFIX_PATH="$llama_prefix" -DEDGEPROBE_BUILD_TESTS=OFF -DEDGEPROBE_BUILD_BENCH=OFF)
+  [ -z "$cross" ] || cmake_args+=(-DCMAKE_TOOLCHAIN_FILE="$REPO_ROOT/cmake/$TARGET.cmake")
+  if command -v ccache >/dev/null; then
+    cmake_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  fi
+  log "building edgeprobe $version for $TARGET in $BUILD_DIR"
+  cmake "${cmake_args[@]}" >&2
 fi
-log "building edgeprobe $version for $TARGET in $BUILD_DIR"
-cmake "${cmake_args[@]}" >&2
+[ -f "$llama_prefix/.complete" ] || die "llama.cpp at '$llama_prefix' is not a finished build (scripts/build-llama.sh)" 3
 cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target edgeprobe >&2
 binary="$BUILD_DIR/src/cli/edgeprobe"
 [ -x "$binary" ] || die "the build produced no $binary" 3
