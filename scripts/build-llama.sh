@@ -5,14 +5,36 @@
 # Source: the official llama.cpp release that the npm package node-llama-cpp@3.21.1 carries
 # as llama/gitRelease.bundle (commit 80fb11a). We take it from the npm registry because that
 # is the one source of it this project's machines can reach.
+#
+# Usage: build-llama.sh [--target aarch64-linux-gnu]
+# Without --target it builds for this machine. With a target it cross-builds with the CMake
+# toolchain file cmake/<target>.cmake into a prefix of its own (suffix -<target>).
 set -euo pipefail
+
+TARGET=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --target) TARGET=${2:-}; shift 2 || { echo "build-llama: --target needs a value" >&2; exit 2; } ;;
+    --target=*) TARGET=${1#--target=}; shift ;;
+    *) echo "build-llama: unknown argument '$1' (usage: build-llama.sh [--target aarch64-linux-gnu])" >&2; exit 2 ;;
+  esac
+done
+REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
+TOOLCHAIN=
+if [ -n "$TARGET" ]; then
+  TOOLCHAIN="$REPO_ROOT/cmake/$TARGET.cmake"
+  if [ ! -f "$TOOLCHAIN" ]; then
+    echo "build-llama: no toolchain file for target '$TARGET' (known: $(cd "$REPO_ROOT/cmake" && ls *-*.cmake | sed 's/\.cmake$//' | tr '\n' ' '))" >&2
+    exit 2
+  fi
+fi
 
 NLC_VERSION=3.21.1
 LLAMA_COMMIT=80fb11ac73e66d89eae2c6a91d8a77428fa733ed
 # Bump when the build options below change, so an old cache is not reused by mistake.
 BUILD_FLAVOUR=dl-allvariants-1
 CACHE_ROOT=${EDGEPROBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edgeprobe}
-PREFIX="$CACHE_ROOT/llama.cpp-${LLAMA_COMMIT:0:7}-$BUILD_FLAVOUR"
+PREFIX="$CACHE_ROOT/llama.cpp-${LLAMA_COMMIT:0:7}-$BUILD_FLAVOUR${TARGET:+-$TARGET}"
 JOBS=${JOBS:-$(nproc)}
 
 log() { echo "build-llama: $*" >&2; }
@@ -23,7 +45,7 @@ if [ -f "$PREFIX/.complete" ]; then
   exit 0
 fi
 
-work="$CACHE_ROOT/work-${LLAMA_COMMIT:0:7}"
+work="$CACHE_ROOT/work-${LLAMA_COMMIT:0:7}${TARGET:+-$TARGET}"
 rm -rf "$work"
 mkdir -p "$work"
 log "fetching node-llama-cpp@$NLC_VERSION from the npm registry"
@@ -36,7 +58,24 @@ if [ "$got" != "$LLAMA_COMMIT" ]; then
   exit 3
 fi
 
-log "building llama.cpp ${LLAMA_COMMIT:0:7} with all CPU variants into $PREFIX (about 17 minutes on 2 cores)"
+cross_args=()
+if [ -n "$TARGET" ]; then
+  # Only the libraries edgeprobe links (libllama, ggml and its CPU variants): no tools or
+  # common library, which would double a cross build that runs on few cores.
+  cross_args=(-DCMAKE_TOOLCHAIN_FILE="$TOOLCHAIN" -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_COMMON=OFF)
+  case "$TARGET" in
+    aarch64-*)
+      # The armv9.2 variants need SME, which g++ 12 (Debian's cross compiler) does not know;
+      # leave them out rather than fail. The armv8.0 .. armv8.6 (SVE2, i8mm) variants remain.
+      if ! echo 'int x;' | "${TARGET}-gcc" -march=armv9.2-a+sme -x c -c - -o /dev/null 2>/dev/null; then
+        log "note: ${TARGET}-gcc has no SME; the armv9.2 CPU variants are left out"
+        sed -i '/ggml_add_cpu_backend_variant(armv9\.2_[12] /d' "$work/src/ggml/src/CMakeLists.txt"
+      fi
+      ;;
+  esac
+fi
+
+log "building llama.cpp ${LLAMA_COMMIT:0:7} ${TARGET:+for $TARGET }with all CPU variants into $PREFIX (about 17 minutes on 2 cores)"
 # GGML_BACKEND_DL + GGML_CPU_ALL_VARIANTS: every x86/Arm CPU variant becomes its own
 # libggml-cpu-<tag>.so, so the best one loads by default and a lower one can be loaded on
 # purpose (the seed's silent fallback, reproduced for real). GGML_NATIVE must be off with DL.
@@ -48,10 +87,11 @@ cmake -S "$work/src" -B "$work/build" -G Ninja \
   -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DGGML_NATIVE=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
   -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF \
-  -DLLAMA_BUILD_NUMBER=0 -DLLAMA_BUILD_COMMIT="${LLAMA_COMMIT:0:7}" >&2
+  -DLLAMA_BUILD_NUMBER=0 -DLLAMA_BUILD_COMMIT="${LLAMA_COMMIT:0:7}" ${cross_args[@]+"${cross_args[@]}"} >&2
 cmake --build "$work/build" -j "$JOBS" >&2
 cmake --install "$work/build" >&2
 echo "$LLAMA_COMMIT" > "$PREFIX/.commit"
+[ -z "$TARGET" ] || echo "$TARGET" > "$PREFIX/.target"
 touch "$PREFIX/.complete"
 rm -rf "$work"
 log "llama.cpp installed at $PREFIX"

@@ -111,6 +111,10 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   const FsRoot fs(plan.env.sysfs_root);
   const auto cpu_features = platform::detect_cpu_features(fs);
   report.provenance.extra["cpu_features"] = platform::to_json(cpu_features);
+  if (cpu_features.emulated) {  // qemu-user: features are real, timings are not
+    report.provenance.extra["emulated"] = true;
+    fmt::print(stderr, "{}\n", platform::emulation_warning(cpu_features));  // stays, unlike progress
+  }
   if (engine.cpu_backend)
     report.provenance.extra["isa_gap"] = platform::to_json(platform::compare_isa(cpu_features, *engine.cpu_backend));
 

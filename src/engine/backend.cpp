@@ -83,9 +83,32 @@ bool CpuBackendInfo::has_feature(const std::string& name) const {
   return false;
 }
 
+namespace {
+
+bool has_cpu_variants(const std::filesystem::path& dir) {
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(dir, ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.starts_with(kPrefix) && name.ends_with(kSuffix)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string default_backend_dir() {
   if (const char* env = std::getenv("EDGEPROBE_GGML_BACKEND_DIR"); env && *env) return env;
-  return kGgmlBackendDir;
+  std::error_code ec;
+  if (std::filesystem::is_directory(kGgmlBackendDir, ec)) return kGgmlBackendDir;
+  // A relocated install (the dist bundle): the variants sit in lib/ beside bin/. When the
+  // bundle's own loader starts the binary, /proc/self/exe is that loader, already in lib/.
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (const auto& dir : {exe.parent_path().parent_path() / "lib", exe.parent_path()})
+      if (has_cpu_variants(dir)) return dir.string();
+  }
+  return kGgmlBackendDir;  // absent: load_cpu_backend names it in its error
 }
 
 std::vector<std::string> installed_cpu_variants(const std::string& dir_in) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -163,6 +164,8 @@ CpuFeatures live_arm() {
 #endif
   CpuFeatures out;
   out.arch = "aarch64";
+  // HWCAP follows the CPU the kernel (or qemu-user's -cpu) gives this process; /proc/cpuinfo
+  // can describe another machine under emulation, so it is not consulted for features.
   out.source = "hwcap";
   out.named = from_flags(kArm, flags);
   out.raw_flags = flags;
@@ -203,12 +206,37 @@ CpuFeatures parse_cpuinfo_features(const std::string& text, const std::string& a
   return out;
 }
 
+std::string emulation_sign(const std::string& binary_arch, const std::string& host_cpuinfo,
+                           const char* marker_env) {
+  if (marker_env && *marker_env && std::string(marker_env) != "0")
+    return "EDGEPROBE_EMULATED is set";
+  const bool host_x86 = !cpuinfo_value(host_cpuinfo, "vendor_id").empty() ||
+                        !cpuinfo_value(host_cpuinfo, "flags").empty();
+  const bool host_arm = !cpuinfo_value(host_cpuinfo, "CPU implementer").empty() ||
+                        !cpuinfo_value(host_cpuinfo, "Features").empty();
+  if (binary_arch == "aarch64" && host_x86) return "/proc/cpuinfo describes an x86 host (qemu-user)";
+  if (binary_arch == "x86_64" && host_arm && !host_x86) return "/proc/cpuinfo describes an Arm host";
+  return "";
+}
+
+std::string emulation_warning(const CpuFeatures& features) {
+  if (!features.emulated) return "";
+  return fmt::format("warning: running under emulation ({}); timings are not the performance of any device",
+                     features.emulation_sign);
+}
+
 CpuFeatures detect_cpu_features(const FsRoot& fs) {
   if (fs.root() == "/") {
+#if defined(__x86_64__) || (defined(__aarch64__) && defined(__linux__))
 #if defined(__x86_64__)
-    return live_x86();
-#elif defined(__aarch64__) && defined(__linux__)
-    return live_arm();
+    CpuFeatures live = live_x86();
+#else
+    CpuFeatures live = live_arm();
+#endif
+    const auto host = fs.read_text("/proc/cpuinfo");
+    live.emulation_sign = emulation_sign(live.arch, host.value_or(""), std::getenv("EDGEPROBE_EMULATED"));
+    live.emulated = !live.emulation_sign.empty();
+    return live;
 #endif
   }
   const auto text = fs.read_text("/proc/cpuinfo");
@@ -226,20 +254,71 @@ std::string cpu_model_name(const FsRoot& fs) {
   if (!text) return "unknown";
   for (const char* key : {"model name", "Hardware", "Model"}) {
     auto value = cpuinfo_value(*text, key);
+#if defined(__aarch64__)
+    // qemu-user shows the host's cpuinfo: do not let it pass for the emulated CPU.
+    if (!value.empty() && !cpuinfo_value(*text, "vendor_id").empty()) return value + " (x86 host, emulated aarch64)";
+#endif
     if (!value.empty()) return value;
   }
-  // arm64 cpuinfo has only MIDR fields: name the implementer and part numerically.
-  const auto implementer = cpuinfo_value(*text, "CPU implementer");
-  const auto part = cpuinfo_value(*text, "CPU part");
-  if (!implementer.empty()) return fmt::format("Arm implementer {} part {}", implementer, part);
-  return "unknown";
+  // arm64 cpuinfo has only MIDR fields: name the cores from them.
+  const auto cores = arm_core_summary(*text);
+  return cores.empty() ? "unknown" : cores;
+}
+
+std::string arm_core_name(unsigned implementer, unsigned part) {
+  struct Part {
+    unsigned implementer, part;
+    const char* name;
+  };
+  static constexpr Part kParts[] = {
+      {0x41, 0xd03, "Cortex-A53"},  {0x41, 0xd04, "Cortex-A35"},  {0x41, 0xd05, "Cortex-A55"},
+      {0x41, 0xd07, "Cortex-A57"},  {0x41, 0xd08, "Cortex-A72"},  {0x41, 0xd09, "Cortex-A73"},
+      {0x41, 0xd0a, "Cortex-A75"},  {0x41, 0xd0b, "Cortex-A76"},  {0x41, 0xd0c, "Neoverse-N1"},
+      {0x41, 0xd0d, "Cortex-A77"},  {0x41, 0xd40, "Neoverse-V1"}, {0x41, 0xd41, "Cortex-A78"},
+      {0x41, 0xd44, "Cortex-X1"},   {0x41, 0xd46, "Cortex-A510"}, {0x41, 0xd47, "Cortex-A710"},
+      {0x41, 0xd48, "Cortex-X2"},   {0x41, 0xd49, "Neoverse-N2"}, {0x41, 0xd4b, "Cortex-A78C"},
+      {0x41, 0xd4d, "Cortex-A715"}, {0x41, 0xd4e, "Cortex-X3"},   {0x41, 0xd4f, "Neoverse-V2"},
+      {0x41, 0xd80, "Cortex-A520"}, {0x41, 0xd81, "Cortex-A720"}, {0x41, 0xd82, "Cortex-X4"},
+      {0x4e, 0x004, "NVIDIA Carmel"}, {0x51, 0x802, "Kryo 3xx Gold"}, {0x51, 0x803, "Kryo 3xx Silver"},
+      {0x51, 0x804, "Kryo 4xx Gold"}, {0x51, 0x805, "Kryo 4xx Silver"},
+  };
+  for (const auto& p : kParts)
+    if (p.implementer == implementer && p.part == part) return p.name;
+  return "";
+}
+
+std::string arm_core_summary(const std::string& text) {
+  // Each processor block has its own "CPU implementer" and "CPU part" lines, in that order.
+  std::vector<std::pair<std::string, int>> counts;
+  std::istringstream in(text);
+  std::string line;
+  unsigned implementer = 0;
+  while (std::getline(in, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = trim(line.substr(0, colon));
+    const std::string value = trim(line.substr(colon + 1));
+    if (key == "CPU implementer") implementer = static_cast<unsigned>(std::strtoul(value.c_str(), nullptr, 0));
+    if (key != "CPU part") continue;
+    const auto part = static_cast<unsigned>(std::strtoul(value.c_str(), nullptr, 0));
+    std::string name = arm_core_name(implementer, part);
+    if (name.empty()) name = fmt::format("Arm implementer {:#04x} part {:#05x}", implementer, part);
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == name; });
+    if (it == counts.end()) counts.emplace_back(name, 1);
+    else ++it->second;
+  }
+  std::string out;
+  for (const auto& [name, n] : counts) out += fmt::format("{}{}x {}", out.empty() ? "" : " + ", n, name);
+  return out;
 }
 
 nlohmann::json to_json(const CpuFeatures& features) {
   nlohmann::json named = nlohmann::json::object();
   for (const auto& [name, on] : features.named) named[name] = on;
-  return {{"arch", features.arch}, {"source", features.source}, {"features", named},
-          {"present", features.present()}};
+  nlohmann::json j = {{"arch", features.arch}, {"source", features.source}, {"features", named},
+                      {"present", features.present()}};
+  if (features.emulated) j["emulated"] = features.emulation_sign;
+  return j;
 }
 
 std::string to_text(const CpuFeatures& features) {
