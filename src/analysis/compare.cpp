@@ -265,6 +265,22 @@ nlohmann::json extract_provenance(const nlohmann::json& doc) {
   return nullptr;
 }
 
+namespace {
+// +1: larger is better (throughput), -1: smaller is better (latency, memory), 0: unknown.
+int better_direction(const std::string& metric) {
+  if (metric.find("per_s") != std::string::npos) return 1;
+  if (metric.ends_with("_ms") || metric.ends_with("_bytes") || metric.ends_with("_j")) return -1;
+  return 0;
+}
+}  // namespace
+
+std::string verdict(const std::string& metric, const RatioEstimate& e) {
+  if (e.ci_low <= 1.0 && e.ci_high >= 1.0) return "no clear change";
+  const int dir = better_direction(metric);
+  if (dir == 0) return e.ratio > 1 ? "B higher" : "B lower";
+  return (e.ratio > 1) == (dir > 0) ? "B better" : "B worse";
+}
+
 CompareReport compare_documents(const nlohmann::json& a, const nlohmann::json& b, const CompareOptions& options) {
   CompareReport report;
   std::vector<FieldCheck> checks = provenance_checks(extract_provenance(a), extract_provenance(b));

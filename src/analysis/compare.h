@@ -96,6 +96,11 @@ struct CompareReport {
   std::vector<std::string> unverified;  // comparability fields absent on both sides
   bool comparable() const { return mismatches.empty(); }
 };
+// What a ratio B/A means for a person: "no clear change" when its interval holds 1, else
+// "B better"/"B worse" by the metric's direction (tokens/s up is better; _ms, _bytes and
+// _j down is better), or "B higher"/"B lower" when the direction is unknown.
+std::string verdict(const std::string& metric, const RatioEstimate& estimate);
+
 CompareReport compare_documents(const nlohmann::json& a, const nlohmann::json& b,
                                 const CompareOptions& options = {});
 

@@ -16,23 +16,6 @@
 #include "store/store.h"
 
 namespace edgeprobe::cli {
-namespace {
-
-// +1: larger is better (throughput), -1: smaller is better (latency, memory), 0: unknown.
-int better_direction(const std::string& metric) {
-  if (metric.find("per_s") != std::string::npos) return 1;
-  if (metric.ends_with("_ms") || metric.ends_with("_bytes") || metric.ends_with("_j")) return -1;
-  return 0;
-}
-
-std::string verdict(const std::string& metric, const analysis::RatioEstimate& e) {
-  if (e.ci_low <= 1.0 && e.ci_high >= 1.0) return "no clear change";
-  const int dir = better_direction(metric);
-  if (dir == 0) return e.ratio > 1 ? "B higher" : "B lower";
-  return (e.ratio > 1) == (dir > 0) ? "B better" : "B worse";
-}
-
-}  // namespace
 
 std::string render_compare_markdown(const analysis::CompareReport& r, const std::string& label_a,
                                     const std::string& label_b) {
@@ -54,7 +37,7 @@ std::string render_compare_markdown(const analysis::CompareReport& r, const std:
     const analysis::RatioEstimate& e = *m.estimate;
     out += fmt::format("| {} | {} | {:.4g} | {:.4g} | {:.3f} | [{:.3f}, {:.3f}] | {:.3g}{} | {}/{} | {} |\n", m.test,
                        m.metric, e.median_a, e.median_b, e.ratio, e.ci_low, e.ci_high, e.p_value,
-                       e.p_exact ? "" : " (approx.)", e.n_a, e.n_b, verdict(m.metric, e));
+                       e.p_exact ? "" : " (approx.)", e.n_a, e.n_b, analysis::verdict(m.metric, e));
   }
   for (const std::string& s : r.only_in_a) out += fmt::format("\nonly in A: {}", s);
   for (const std::string& s : r.only_in_b) out += fmt::format("\nonly in B: {}", s);
@@ -84,7 +67,7 @@ nlohmann::json compare_report_json(const analysis::CompareReport& r) {
                  {"confidence", e.confidence},
                  {"mann_whitney_p", e.p_value},
                  {"p_exact", e.p_exact},
-                 {"verdict", verdict(m.metric, e)}});
+                 {"verdict", analysis::verdict(m.metric, e)}});
     } else {
       mj["ratio"] = nullptr;
     }

@@ -9,20 +9,6 @@ namespace {
 
 using nlohmann::json;
 
-// +1: larger is better (throughput), -1: smaller is better (latency, memory), 0: unknown.
-int better_direction(const std::string& metric) {
-  if (metric.find("per_s") != std::string::npos) return 1;
-  if (metric.ends_with("_ms") || metric.ends_with("_bytes") || metric.ends_with("_j")) return -1;
-  return 0;
-}
-
-std::string verdict(const std::string& metric, const analysis::RatioEstimate& e) {
-  if (e.ci_low <= 1.0 && e.ci_high >= 1.0) return "no clear change";
-  const int dir = better_direction(metric);
-  if (dir == 0) return e.ratio > 1 ? "B higher" : "B lower";
-  return (e.ratio > 1) == (dir > 0) ? "B better" : "B worse";
-}
-
 json comparison_json(const analysis::CompareReport& r) {
   json j{{"comparable", r.comparable()}, {"mismatches", json::array()}, {"metrics", json::array()},
          {"unverified", r.unverified}, {"only_in_a", r.only_in_a}, {"only_in_b", r.only_in_b}};
@@ -33,7 +19,7 @@ json comparison_json(const analysis::CompareReport& r) {
       const analysis::RatioEstimate& e = *m.estimate;
       mj.update({{"n_a", e.n_a}, {"n_b", e.n_b}, {"median_a", e.median_a}, {"median_b", e.median_b},
                  {"ratio", e.ratio}, {"ci", {e.ci_low, e.ci_high}}, {"confidence", e.confidence},
-                 {"p_value", e.p_value}, {"p_exact", e.p_exact}, {"verdict", verdict(m.metric, e)}});
+                 {"p_value", e.p_value}, {"p_exact", e.p_exact}, {"verdict", analysis::verdict(m.metric, e)}});
     }
     j["metrics"].push_back(std::move(mj));
   }
