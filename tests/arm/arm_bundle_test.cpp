@@ -53,7 +53,7 @@ class ArmBundle : public ::testing::Test {
     dir_ = new TempDir();
     fs::create_directories(dir_->file("sysroot"));  // empty: no aarch64 libraries but the bundle's
     fs::create_directories(dir_->file("home"));
-    const auto r = run_process({"tar", "-xzf", bundle_, "-C", dir_->path()}, 120);
+    const auto r = run_process({"/bin/tar", "-xzf", bundle_, "-C", dir_->path()}, 120);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     for (const auto& entry : fs::directory_iterator(dir_->path()))
       if (entry.path().filename().string().starts_with("edgeprobe-")) root_ = entry.path().string();
