@@ -133,9 +133,19 @@ DeviceColumns device_columns(const nlohmann::json& provenance) {
 }
 
 void check_is_ours(sqlite3* db, const std::string& path) {
-  const int64_t app_id = pragma_integer(db, path, "PRAGMA application_id");
-  const int64_t version = pragma_integer(db, path, "PRAGMA user_version");
-  const int64_t objects = pragma_integer(db, path, "SELECT count(*) FROM sqlite_master");
+  // One read transaction: the three figures from one snapshot, so a file another process
+  // is initialising right now reads as empty or as done, never as half of each.
+  exec(db, path, "BEGIN");
+  int64_t app_id = 0, version = 0, objects = 0;
+  try {
+    app_id = pragma_integer(db, path, "PRAGMA application_id");
+    version = pragma_integer(db, path, "PRAGMA user_version");
+    objects = pragma_integer(db, path, "SELECT count(*) FROM sqlite_master");
+  } catch (...) {
+    exec(db, path, "ROLLBACK");
+    throw;
+  }
+  exec(db, path, "COMMIT");
   if (app_id == 0 && version == 0 && objects == 0) return;  // empty: ours to initialise
   if (app_id != kApplicationId)
     throw_bad_input("{}: not an edgeprobe results database (SQLite application_id {:#x}, {} schema objects)",

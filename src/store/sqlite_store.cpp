@@ -2,8 +2,10 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <filesystem>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 #include "core/error.h"
@@ -54,6 +56,32 @@ std::string model_label(const nlohmann::json& provenance) {
 
 }  // namespace
 
+namespace {
+
+// Switching a file to WAL takes an exclusive lock that SQLite's busy handler does not wait
+// for, so when several processes open one new store at once (parallel tests, a lab's
+// controllers) all but one get SQLITE_BUSY: retry for as long as a writer would wait.
+void enable_wal(sqlite3* db, const std::string& path) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(SqliteStore::kBusyTimeoutMs);
+  for (;;) {
+    sqlite3_stmt* st = nullptr;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode = WAL", -1, &st, nullptr);
+    std::string mode;
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) mode = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    if (rc == SQLITE_ROW) {
+      if (mode != "wal") throw_environment("{}: cannot use write-ahead logging (journal mode {})", path, mode);
+      return;
+    }
+    if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || std::chrono::steady_clock::now() > deadline)
+      throw_environment("{}: results database: cannot switch to write-ahead logging: {}", path, sqlite3_errstr(rc));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<SqliteStore> SqliteStore::open(const std::string& path, Mode mode) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -78,11 +106,7 @@ std::unique_ptr<SqliteStore> SqliteStore::open(const std::string& path, Mode mod
   sqlite::check_is_ours(raw, path);
   // WAL: a killed writer leaves committed transactions in the -wal file, which the next
   // open replays; readers (`edgeprobe runs` during a run) do not block the writer.
-  {
-    Statement s(raw, path, "PRAGMA journal_mode = WAL");
-    if (s.step() && s.text(0) != "wal")
-      throw_environment("{}: cannot use write-ahead logging (journal mode {})", path, s.text(0));
-  }
+  enable_wal(raw, path);
   // FULL fsyncs the WAL at every commit. NORMAL would already survive kill -9 (the OS
   // keeps the written pages), but not a power cut, and a phone that shuts down from heat
   // mid-run is exactly the case this store exists for; one fsync per turn or repetition

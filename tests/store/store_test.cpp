@@ -335,5 +335,37 @@ TEST(Store, DefaultPathFollowsXdgDataHome) {
   if (old_xdg) setenv("XDG_DATA_HOME", saved.c_str(), 1);
 }
 
+
+// Parallel runs (ctest -j, a lab's devices) often create the same new store at once: the
+// switch of a new file to WAL takes an exclusive lock that SQLite's busy handler does not
+// wait for, so every opener but one must retry instead of failing with "database is locked".
+TEST(Store, ManyProcessesOpeningOneNewFileAtOnceAllSucceed) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    TempDir dir;
+    const std::string path = dir.file("new.db");
+    std::vector<pid_t> children;
+    for (int i = 0; i < 8; ++i) {
+      const pid_t pid = fork();
+      if (pid == 0) {
+        try {
+          auto s = open_store(path);
+          s->begin_run("bench", {}, {});
+          _exit(0);
+        } catch (const std::exception& e) {
+          fprintf(stderr, "child %d: %s\n", i, e.what());
+          _exit(1);
+        }
+      }
+      children.push_back(pid);
+    }
+    for (pid_t pid : children) {
+      int status = 0;
+      waitpid(pid, &status, 0);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a concurrent open failed";
+    }
+    EXPECT_EQ(open_store(path)->list_runs({}).size(), 8u);
+  }
+}
+
 }  // namespace
 }  // namespace edgeprobe::store
