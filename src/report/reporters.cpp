@@ -1,10 +1,13 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
 #include <ostream>
 
 #include "core/error.h"
-#include "report/json_cells.h"
+#include "core/stats.h"
 #include "core/text.h"
+#include "report/json_cells.h"
 #include "report/reporter.h"
 
 namespace edgeprobe::report {
@@ -54,6 +57,45 @@ std::string human_params(const json& n) {
   return v >= 1e9 ? fmt::format("{:.2f} B", v / 1e9) : fmt::format("{:.2f} M", v / 1e6);
 }
 
+// One phase's telemetry over a test's repetitions, for the table columns: the slowest
+// cluster's mean frequency share and other processes' CPU share (medians over
+// repetitions), the hottest zone, the cgroup-throttled time (summed), energy and power
+// (medians). A figure no repetition measured is left out, so it shows as "n/a" or an
+// empty cell, never as zero.
+json phase_telemetry(const result::TestResult& r, const char* phase) {
+  std::vector<double> freq, other, energy, power;
+  std::optional<double> max_temp, throttled;
+  for (const auto& rep : r.repetitions) {
+    if (!rep.telemetry.is_object() || !rep.telemetry.contains(phase) || !rep.telemetry[phase].is_object()) continue;
+    const json& t = rep.telemetry[phase];
+    std::optional<double> slowest;
+    const json clusters = t.contains("clusters") && t["clusters"].is_array() ? t["clusters"] : json::array();
+    const json thermal = t.contains("thermal") && t["thermal"].is_object() ? t["thermal"] : json::object();
+    for (const auto& c : clusters)
+      if (c.contains("mean_freq_share") && c["mean_freq_share"].is_number())
+        slowest = std::min(slowest.value_or(1e9), c["mean_freq_share"].get<double>());
+    if (slowest) freq.push_back(*slowest);
+    for (const auto& [zone, z] : thermal.items())
+      if (z.contains("max_temp_c") && z["max_temp_c"].is_number())
+        max_temp = std::max(max_temp.value_or(-1e9), z["max_temp_c"].get<double>());
+    if (t.contains("throttled_ms") && t["throttled_ms"].is_number())
+      throttled = throttled.value_or(0) + t["throttled_ms"].get<double>();
+    if (t.contains("other_cpu_share") && t["other_cpu_share"].is_number()) other.push_back(t["other_cpu_share"].get<double>());
+    if (t.contains("energy_j") && t["energy_j"].is_number()) energy.push_back(t["energy_j"].get<double>());
+    if (t.contains("mean_power_w") && t["mean_power_w"].is_number()) power.push_back(t["mean_power_w"].get<double>());
+  }
+  json out = json::object();
+  if (!freq.empty()) out["freq_share"] = stats::quantile(freq, 0.5);
+  if (max_temp) out["max_temp_c"] = *max_temp;
+  if (throttled) out["throttled_ms"] = *throttled;
+  if (!other.empty()) out["other_cpu_share"] = stats::quantile(other, 0.5);
+  if (!energy.empty()) out["energy_j"] = stats::quantile(energy, 0.5);
+  if (!power.empty()) out["mean_power_w"] = stats::quantile(power, 0.5);
+  return out;
+}
+
+std::string share_text(const json& v) { return v.is_number() ? fmt::format("{:.0f}%", 100 * v.get<double>()) : "n/a"; }
+
 // The markdown table: median ± sd first (what a reader compares), then the latency tail.
 class MarkdownReporter : public Reporter {
  public:
@@ -66,7 +108,8 @@ class MarkdownReporter : public Reporter {
     for (const auto& v : varied_)
       if (v != "model") headers_.push_back(v);
     for (const char* h : {"test", "prefill t/s", "decode t/s", "ttft ms", "token p50/p99 ms", "load ms", "peak RSS MiB",
-                          "efficiency pp / tg", "tg bound"})
+                          "efficiency pp / tg", "tg bound", "tg freq share", "max °C", "throttled ms",
+                          "other CPU"})
       headers_.push_back(h);
     row(headers_);
     std::vector<std::string> rule;
@@ -98,6 +141,15 @@ class MarkdownReporter : public Reporter {
       cells.push_back(efficiency(at(j, "/roofline/prefill_efficiency"), r.config.n_prompt > 0) + " / " +
                       efficiency(at(j, "/roofline/decode_efficiency"), r.config.n_gen > 0));
       cells.push_back(decode_bound(j["roofline"], r.config.n_gen > 0));
+      // The decode phase where there is one, else prefill: what a rate in this row ran under.
+      const json t = phase_telemetry(r, r.config.n_gen > 0 ? "decode" : "prefill");
+      const json p = phase_telemetry(r, "prefill");
+      const json& hottest = t.contains("max_temp_c") ? t["max_temp_c"] : p.value("max_temp_c", json());
+      cells.push_back(r.config.n_gen > 0 ? share_text(t.value("freq_share", json())) : "");
+      cells.push_back(hottest.is_number() ? number(hottest, 1) : "n/a");
+      const double throttled = t.value("throttled_ms", 0.0) + (r.config.n_gen > 0 ? p.value("throttled_ms", 0.0) : 0.0);
+      cells.push_back(t.contains("throttled_ms") ? fmt::format("{:.0f}", throttled) : "n/a");
+      cells.push_back(share_text(t.value("other_cpu_share", json())));
     }
     row(cells);
     out_.flush();
@@ -112,7 +164,10 @@ class MarkdownReporter : public Reporter {
     out_ << "Medians ± sample sd over repetitions; decode t/s excludes the first generated token; efficiency is "
             "the share of this device's measured ceiling: for prefill, ggml's matmul rate at the model's own shapes; "
             "for decode, the lower of memory bandwidth and ggml's matrix-vector kernels streaming the model's "
-            "weights, named in 'tg bound' with the share of pure bandwidth reached.\n";
+            "weights, named in 'tg bound' with the share of pure bandwidth reached. Telemetry (decode, or "
+            "prefill for a prefill test): 'tg freq share' is the slowest cluster's mean clock over its maximum, "
+            "'max °C' the hottest zone, 'throttled ms' the cgroup's throttled time summed over repetitions, 'other "
+            "CPU' other processes' share of the CPUs; n/a: not measured on this device.\n";
     out_.flush();
   }
 
@@ -187,6 +242,18 @@ class CsvReporter : public Reporter {
         {"prefill_efficiency", "/result/roofline/prefill_efficiency"},
         {"decode_bound", "/result/roofline/decode_bound"},
         {"decode_bandwidth_efficiency", "/result/roofline/decode_bandwidth_efficiency"},
+        {"prefill_freq_share", "/telemetry/prefill/freq_share"},
+        {"prefill_max_temp_c", "/telemetry/prefill/max_temp_c"},
+        {"prefill_throttled_ms", "/telemetry/prefill/throttled_ms"},
+        {"prefill_other_cpu_share", "/telemetry/prefill/other_cpu_share"},
+        {"prefill_energy_j", "/telemetry/prefill/energy_j"},
+        {"prefill_mean_power_w", "/telemetry/prefill/mean_power_w"},
+        {"decode_freq_share", "/telemetry/decode/freq_share"},
+        {"decode_max_temp_c", "/telemetry/decode/max_temp_c"},
+        {"decode_throttled_ms", "/telemetry/decode/throttled_ms"},
+        {"decode_other_cpu_share", "/telemetry/decode/other_cpu_share"},
+        {"decode_energy_j", "/telemetry/decode/energy_j"},
+        {"decode_mean_power_w", "/telemetry/decode/mean_power_w"},
     };
     return kColumns;
   }
@@ -201,7 +268,8 @@ class CsvReporter : public Reporter {
     const json doc = {{"schema_version", result::kSchemaVersion},
                       {"result", result::to_json(r)},
                       {"model", provenance_["models"][static_cast<size_t>(r.model_index)]},
-                      {"provenance", provenance_}};
+                      {"provenance", provenance_},
+                      {"telemetry", {{"prefill", phase_telemetry(r, "prefill")}, {"decode", phase_telemetry(r, "decode")}}}};
     std::string line;
     bool first = true;
     for (const auto& c : columns()) {

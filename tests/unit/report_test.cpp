@@ -79,6 +79,13 @@ result::BenchReport sample_report() {
     rep.decode_ms = 34.0 + 35.0 + i + 36.0;
     rep.decode_tokens_per_s = 3 / (rep.decode_ms / 1000);
     rep.peak_rss_bytes = 650 * 1024 * 1024;
+    // Telemetry as the sampler summarises a phase (a subset of its fields).
+    rep.telemetry = {{"decode",
+                      {{"clusters", {{{"name", "big"}, {"mean_freq_share", 0.80 + 0.01 * i}},
+                                     {{"name", "little"}, {"mean_freq_share", 0.95}}}},
+                       {"thermal", {{"cpu-0", {{"max_temp_c", 60.0 + i}}}, {"skin", {{"max_temp_c", 41.0}}}}},
+                       {"throttled_ms", 12.0},
+                       {"other_cpu_share", 0.05 * i}}}};
     tg.repetitions.push_back(rep);
   }
   // Rooflines as runner::roofline_json writes them (a subset of its fields).
@@ -158,6 +165,17 @@ TEST(Reporters, ProvenanceLoadsBackIntoTheSameStructs) {
   EXPECT_EQ(loaded.engine.cpu_variant, "haswell");
   EXPECT_EQ(loaded.device.id, "dev-0123456789abcdef");
   EXPECT_EQ(loaded.models.at(0).tensor_types.at("q4_0").bytes, 600000000u);
+}
+
+TEST(Reporters, TelemetryColumnsSummariseEveryRepetitionAndSayNaWhenMissing) {
+  const std::string md = render("md");
+  // tg4: slowest cluster median 81 %, hottest zone 62 C, 3 x 12 ms throttled, others median 5 %.
+  EXPECT_NE(md.find("| kernel (35% bw) | 81% | 62.0 | 36 | 5% |"), std::string::npos) << md;
+  // pp128 has no telemetry: not measured, not zero.
+  EXPECT_NE(md.find("| 88% /  |  |  | n/a | n/a | n/a |"), std::string::npos) << md;
+  const std::string csv = render("csv");
+  EXPECT_NE(csv.find(",decode_freq_share,decode_max_temp_c,decode_throttled_ms,"), std::string::npos);
+  EXPECT_NE(csv.find(",0.81,62,36,0.05,,"), std::string::npos) << csv;
 }
 
 TEST(Reporters, UnknownFormatIsBadInput) {
