@@ -12,3 +12,19 @@ resolve_model() {
   [ -f "$model" ] || { echo "model '$model' not found" >&2; return 2; }
   echo "$model"
 }
+
+# split_args ARGS... [-- EXTRA...]: sets the arrays args (before --) and extra (after it,
+# passed on to edgeprobe bench).
+split_args() {
+  args=()
+  extra=()
+  while [[ $# -gt 0 ]]; do
+    if [[ $1 == "--" ]]; then
+      shift
+      extra=("$@")
+      return
+    fi
+    args+=("$1")
+    shift
+  done
+}

@@ -21,17 +21,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v script >/dev/null || { echo "needs script(1) (util-linux / bsdutils)" >&2; exit 3; }
 
-args=()
-extra=()
-while [[ $# -gt 0 ]]; do
-  if [[ $1 == "--" ]]; then
-    shift
-    extra=("$@")
-    break
-  fi
-  args+=("$1")
-  shift
-done
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+split_args "$@"
 if [[ ${args[0]:-} == "-h" || ${args[0]:-} == "--help" ]]; then
   sed -n '2,19p' "$0" >&2
   exit 2
@@ -101,17 +93,8 @@ n = int(sys.argv[1])
 on = [tuple(map(float, v.split())) for v in sys.argv[2:2 + n]]
 off = [tuple(map(float, v.split())) for v in sys.argv[2 + n:2 + 2 * n]]
 
-def median_ci(v):
-    cdf, j = 0.0, 0
-    for k in range(len(v) + 1):
-        p = math.comb(len(v), k) / 2 ** len(v)
-        if cdf + p > 0.025:
-            break
-        cdf += p
-        j = k + 1
-    if j < 1:
-        return None
-    return v[j - 1], v[len(v) - j], 1 - 2 * cdf
+sys.path.insert(0, "bench")
+from paired_stats import median_ci
 
 for k, name in ((0, "prefill"), (1, "decode")):
     a = [x[k] for x in on]

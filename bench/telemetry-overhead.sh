@@ -37,17 +37,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ -x /usr/bin/time ]] || { echo "needs GNU time (apt-get install time)" >&2; exit 3; }
 
-args=()
-extra=()
-while [[ $# -gt 0 ]]; do
-  if [[ $1 == "--" ]]; then
-    shift
-    extra=("$@")
-    break
-  fi
-  args+=("$1")
-  shift
-done
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+split_args "$@"
 if [[ ${args[0]:-} == "-h" || ${args[0]:-} == "--help" ]]; then
   sed -n '2,35p' "$0" >&2
   exit 2
@@ -135,19 +127,8 @@ def quantile(v, q):
     i = int(pos)
     return v[i] if i + 1 >= len(v) else v[i] + (pos - i) * (v[i + 1] - v[i])
 
-# Distribution-free CI of the median: the j-th and (m+1-j)-th order statistics, with j
-# the largest such that P(Binomial(m, 1/2) < j) <= 2.5 %.
-def median_ci(v):
-    cdf, j = 0.0, 0
-    for k in range(len(v) + 1):
-        p = math.comb(len(v), k) / 2 ** len(v)
-        if cdf + p > 0.025:
-            break
-        cdf += p
-        j = k + 1
-    if j < 1:
-        return None
-    return v[j - 1], v[len(v) - j], 1 - 2 * cdf
+sys.path.insert(0, "bench")
+from paired_stats import median_ci
 
 def report(label, pairs):
     ratios = sorted(a / b for a, b in pairs if b > 0)
