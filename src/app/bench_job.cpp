@@ -57,7 +57,7 @@ std::vector<std::optional<probe::DeviceCeilings>> device_ceilings(const BenchPla
       probe::ensure_model_kernels(*ceilings[i], info, needs, po);
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::kBadInput) throw;
-      progress(ctx, fmt::format("warning: ceilings unavailable: {}", e.what()));
+      if (ctx.sink) ctx.sink->warning(fmt::format("ceilings unavailable: {}", e.what()));
       ceilings[i].reset();
     }
   }
@@ -113,7 +113,7 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   report.provenance.extra["cpu_features"] = platform::to_json(cpu_features);
   if (cpu_features.emulated) {  // qemu-user: features are real, timings are not
     report.provenance.extra["emulated"] = true;
-    fmt::print(stderr, "{}\n", platform::emulation_warning(cpu_features));  // stays, unlike progress
+    if (ctx.sink) ctx.sink->warning(platform::emulation_warning(cpu_features));
   }
   if (engine.cpu_backend)
     report.provenance.extra["isa_gap"] = platform::to_json(platform::compare_isa(cpu_features, *engine.cpu_backend));

@@ -23,6 +23,9 @@ class JobSink {
  public:
   virtual ~JobSink() = default;
   virtual void progress(const std::string& /*step*/) {}
+  // Something the user must see even with -q (a ceiling that could not be measured,
+  // timings taken under emulation); text without the "warning: " prefix.
+  virtual void warning(const std::string& /*text*/) {}
   // How far the job is, in its own units ("repetitions", "turns", "children"): called
   // between units, never inside a timed region. `done` counts units a resumed run had
   // stored as done.

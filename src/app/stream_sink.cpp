@@ -37,6 +37,8 @@ void StreamSink::units(size_t done, size_t total, const std::string& unit) {
         {"eta_is_guess", s.eta_is_guess}});
 }
 
+void StreamSink::warning(const std::string& text) { emit({{"event", "warning"}, {"message", text}}); }
+
 void StreamSink::bench_begin(const result::Provenance& provenance, const std::vector<workload::TestCase>& cases) {
   json tests = json::array();
   for (const auto& c : cases) {

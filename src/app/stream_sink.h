@@ -20,6 +20,7 @@ class StreamSink : public JobSink {
   explicit StreamSink(std::ostream& out) : out_(out) {}
   void start(const std::string& kind, const nlohmann::json& plan);
   void progress(const std::string& step) override;
+  void warning(const std::string& text) override;
   // A progress event with done, total, unit and the time left, as the terminal shows it.
   void units(size_t done, size_t total, const std::string& unit) override;
   void bench_begin(const result::Provenance& provenance, const std::vector<workload::TestCase>& cases) override;

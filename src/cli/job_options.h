@@ -55,6 +55,7 @@ class TerminalSink : public app::JobSink {
  public:
   explicit TerminalSink(bool show_progress, std::unique_ptr<report::Reporter> bench_reporter = nullptr);
   void progress(const std::string& step) override { display_.step(step); }
+  void warning(const std::string& text) override { display_.warning(text); }
   void units(size_t done, size_t total, const std::string& unit) override { display_.units(done, total, unit); }
   void bench_begin(const result::Provenance& p, const std::vector<workload::TestCase>& cases) override;
   void bench_result(const result::TestResult& r) override;

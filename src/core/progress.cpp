@@ -136,14 +136,15 @@ ProgressDisplay::~ProgressDisplay() { clear(); }
 void ProgressDisplay::step(const std::string& text) {
   estimator_.step(text);
   if (options_.mode == ProgressMode::kOff) return;
-  // A warning stays on screen as a line of its own, whatever the rate.
-  if (text.starts_with("warning")) {
-    clear();
-    out_ << "edgeprobe: " << printable(text) << "\n" << std::flush;
-    estimator_.step("");
-    return;
-  }
   draw(false);
+}
+
+void ProgressDisplay::warning(const std::string& text) {
+  // A line of its own, whatever the rate and even with the display off (-q): a warning
+  // says something about the figures, not about progress.
+  clear();
+  out_ << "edgeprobe: warning: " << printable(text) << "\n" << std::flush;
+  if (options_.mode != ProgressMode::kOff) draw(true);
 }
 
 void ProgressDisplay::units(size_t done, size_t total, const std::string& unit) {

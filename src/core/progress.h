@@ -75,6 +75,8 @@ class ProgressDisplay {
   ProgressDisplay(std::ostream& out, ProgressOptions options, SecondsClock clock = steady_seconds);
   ~ProgressDisplay();
   void step(const std::string& text);
+  // Printed as its own line at once, also when the display is off.
+  void warning(const std::string& text);
   void units(size_t done, size_t total, const std::string& unit);
   // Erases the bar so other output can follow (it comes back at the next draw).
   void clear();

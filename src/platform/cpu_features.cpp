@@ -221,7 +221,7 @@ std::string emulation_sign(const std::string& binary_arch, const std::string& ho
 
 std::string emulation_warning(const CpuFeatures& features) {
   if (!features.emulated) return "";
-  return fmt::format("warning: running under emulation ({}); timings are not the performance of any device",
+  return fmt::format("running under emulation ({}); timings are not the performance of any device",
                      features.emulation_sign);
 }
 

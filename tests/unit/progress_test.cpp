@@ -185,7 +185,7 @@ TEST(ProgressDisplay, PlainLinesComeAtAModestRateWithoutControlCharacters) {
     d.step("repetition " + std::to_string(i));
     d.units(i, 100, "repetitions");
   }
-  d.step("warning: a thermal zone went away");
+  d.warning("a thermal zone went away");
   d.clear();
   const std::string text = out.str();
   EXPECT_FALSE(has_control_characters(text)) << text;
@@ -205,11 +205,22 @@ TEST(ProgressDisplay, OffWritesNothing) {
   ProgressOptions o;
   o.mode = ProgressMode::kOff;
   ProgressDisplay d(out, o, clock.fn());
-  d.step("warning: even this");
+  d.step("a step");
   d.units(1, 2, "turns");
   d.clear();
   EXPECT_EQ(out.str(), "");
   EXPECT_EQ(d.snapshot().done, 1u);  // the summary still knows how far it got
+}
+
+TEST(ProgressDisplay, AWarningIsPrintedEvenWithTheDisplayOff) {
+  FakeClock clock;
+  std::ostringstream out;
+  ProgressOptions o;
+  o.mode = ProgressMode::kOff;
+  ProgressDisplay d(out, o, clock.fn());
+  d.warning("timings under emulation\x1b[2J are not performance");
+  EXPECT_EQ(out.str().rfind("edgeprobe: warning: timings under emulation", 0), 0u) << out.str();
+  EXPECT_FALSE(has_control_characters(out.str())) << out.str();
 }
 
 TEST(ProgressDisplay, ModeFollowsTheFlagAndTheTerminal) {
