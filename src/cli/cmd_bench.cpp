@@ -74,7 +74,6 @@ int run(const BenchFlags& f, app::BenchPlan plan, const std::string& command_lin
     fill_sweep(f, plan.sweep);
     plan.run.warmup = !f.no_warmup;
     plan.hash_models = !f.no_hash;
-    app::validate(plan, workload::default_thread_count());
   }
   TerminalSink sink(!f.output.quiet, report::make_reporter(f.output.format, output.stream()));
   app::JobContext ctx{store.get(), f.store.resume, &sink, command_line, f.trace_file};

@@ -37,7 +37,6 @@ int run(const SessionFlags& f, app::SessionPlan plan, const std::string& command
     plan.max_tokens = workload::parse_int_lists(f.max_tokens, "--max-tokens");
     plan.n_batch = workload::parse_int_lists(f.batch, "-b");
     plan.threads = workload::parse_int_lists(f.threads, "-t");
-    app::validate(plan, workload::default_thread_count());
   }
   TerminalSink sink(!f.output.quiet);
   const app::JobContext ctx{store.get(), f.store.resume, &sink, command_line, ""};
