@@ -78,8 +78,18 @@ TEST(DoctorFaults, AHealthyRunGivesNoWarning) {
 #endif
   const json d = run_doctor({"-m", small_model()});
   ASSERT_TRUE(d.contains("findings"));
-  for (const auto& f : d["findings"]) EXPECT_EQ(f.value("severity", ""), "info") << findings_text(d);
-  EXPECT_TRUE(d.value("healthy", false));
+  // The hypervisor taking CPU time from this VM is true of the host, not of the model, and
+  // no test can prevent it: doctor must say so, and then the run is rightly not "healthy".
+  // Everything else must stay info.
+  bool host_stole = false;
+  for (const auto& f : d["findings"]) {
+    if (f.value("id", "") == "contention.steal") {
+      host_stole = true;
+      continue;
+    }
+    EXPECT_EQ(f.value("severity", ""), "info") << findings_text(d);
+  }
+  if (!host_stole) EXPECT_TRUE(d.value("healthy", false)) << findings_text(d);
   ASSERT_NE(finding(d, "kernel.variant"), nullptr);
 }
 
