@@ -44,6 +44,9 @@ std::vector<std::optional<probe::DeviceCeilings>> device_ceilings(const BenchPla
     po.sysfs_root = plan.env.sysfs_root;
     po.model_path = info.path;
     po.variant = variant;
+    po.progress = [&ctx](const std::string& step, size_t, size_t) {
+      if (step != "done") progress(ctx, "measuring the device's ceilings: " + step);
+    };
     try {
       ceilings[i] = probe::load_or_measure(po, plan.ceilings == "refresh" && i == 0);
       // The model's own matmuls at this sweep's ubatches and thread counts (cached too).

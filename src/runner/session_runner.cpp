@@ -86,7 +86,7 @@ class ConfigRun {
         // history, then go on with the first turn that is missing.
         if (cb_.completed_turn) {
           if (auto done = cb_.completed_turn(ci_, round, conv.id, ti)) {
-            if (!replay(tokens, *done)) return;
+            if (!replay(tokens, *done)) return skipped(conv, ti, "the stored turn ended the conversation");
             history.push_back({"assistant", done->reply});
             formatted_len = model_.apply_chat_template(history, false).size();
             continue;
@@ -108,14 +108,20 @@ class ConfigRun {
         t.error = to_error_info(e);
         t.context_tokens = ctx_.n_past();
         if (cb_.turn_done) cb_.turn_done(ci_, t);
-        return;  // the history is broken: the conversation ends here
+        return skipped(conv, ti, "a turn failed");  // the history is broken: the conversation ends here
       }
       if (cb_.turn_done) cb_.turn_done(ci_, t);
-      if (t.stop_reason.starts_with("context_full")) return;  // it cannot go on in this context
+      if (t.stop_reason.starts_with("context_full")) return skipped(conv, ti, "the context is full");
     }
   }
 
  private:
+  // The conversation ends at turn `ti`: the turns after it will not run.
+  void skipped(const Conversation& conv, int ti, const char* why) {
+    const size_t left = conv.turns.size() - static_cast<size_t>(ti) - 1;
+    if (left > 0 && cb_.turns_skipped) cb_.turns_skipped(ci_, left, why);
+  }
+
   // Rebuilds a stored turn's part of the cache; false when the conversation ended there.
   bool replay(const std::vector<engine::Token>& tokens, const TurnResult& done) {
     if (done.stop_reason == "context_full" || done.stop_reason == "error") return false;

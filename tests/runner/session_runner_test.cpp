@@ -32,8 +32,10 @@ SessionOptions one_round(int conversations = 50) {
 struct Turns {
   std::vector<std::pair<size_t, TurnResult>> done;
   std::vector<std::pair<size_t, result::ErrorInfo>> failed_configs;
+  std::vector<std::pair<size_t, std::string>> skipped;  // (turns, why)
   SessionCallbacks callbacks() {
     SessionCallbacks cb;
+    cb.turns_skipped = [this](size_t, size_t n, const std::string& why) { skipped.emplace_back(n, why); };
     cb.turn_done = [this](size_t ci, TurnResult& t) { done.emplace_back(ci, t); };
     cb.config_failed = [this](size_t ci, const result::ErrorInfo& e) { failed_configs.emplace_back(ci, e); };
     return cb;
@@ -118,6 +120,10 @@ TEST_F(SessionRunner, AFullContextEndsItsConversationAndTheNextOneStartsEmpty) {
   EXPECT_EQ(full.generated_tokens, 0);
   EXPECT_EQ(full.context_tokens, turns.at(0).context_tokens);
   EXPECT_EQ(full.end_ns, 0);  // nothing was timed
+  // "bye" will not run: progress is told so it can settle the total.
+  ASSERT_EQ(turns.skipped.size(), 1u);
+  EXPECT_EQ(turns.skipped[0].first, 1u);
+  EXPECT_EQ(turns.skipped[0].second, "the context is full");
   EXPECT_EQ(turns.at(2).conversation_id, "c2");
   EXPECT_EQ(turns.at(2).prompt_tokens, first_turn_tokens("yo"));
   EXPECT_EQ(engine.counters().last_context_options.n_ctx, 40);
