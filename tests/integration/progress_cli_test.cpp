@@ -237,3 +237,20 @@ TEST(ProgressCli, ASessionWhoseConversationsEndEarlyStillEndsAtItsTotal) {
   EXPECT_EQ(turns[0]["stop_reason"], "max_tokens");
   EXPECT_EQ(turns[1]["stop_reason"], "context_full");
 }
+
+TEST(ProgressCli, CtrlCBeforeTheFirstRepetitionIsAnInterruptionNotAnError) {
+  TempDir dir;
+  const std::string db = dir.file("results.db");
+  bool sent = false;
+  // Stopped while the ceilings are measured (seconds with --ceilings refresh): no test ran.
+  auto r = run_with_stderr({"bench", "-m", tiny_model(), "-p", "8", "-n", "4", "--ceilings", "refresh", "--db", db},
+                           false, [&](const std::string& err, pid_t pid) {
+                             if (!sent && err.find("measuring the device's ceilings") != std::string::npos)
+                               sent = kill(pid, SIGINT) == 0;
+                           });
+  ASSERT_TRUE(sent) << r.err;
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_EQ(r.err.find("error"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("edgeprobe: bench interrupted after 0/"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("edgeprobe: continue with: edgeprobe bench --resume 1 --db " + db), std::string::npos) << r.err;
+}
