@@ -125,7 +125,10 @@ class ConfigRun {
   // Rebuilds a stored turn's part of the cache; false when the conversation ended there.
   bool replay(const std::vector<engine::Token>& tokens, const TurnResult& done) {
     if (done.stop_reason == "context_full" || done.stop_reason == "error") return false;
-    const auto& reply_tokens = done.reply_tokens;
+    // The cache as the measured turn left it: the prompt and every reply token but an
+    // end-of-generation one (picked, never decoded; see measure_turn).
+    auto reply_tokens = done.reply_tokens;
+    if (!reply_tokens.empty() && model_.is_end_of_generation(reply_tokens.back())) reply_tokens.pop_back();
     if (ctx_.n_past() + static_cast<int>(tokens.size() + reply_tokens.size()) >= ctx_.n_ctx()) return false;
     ctx_.decode(tokens);
     if (!reply_tokens.empty()) ctx_.decode(reply_tokens);
@@ -180,6 +183,10 @@ class ConfigRun {
       else t.reply += model_.token_to_piece(token);
     }
     t.end_ns = step_start;
+    // A reply cut at max_tokens has its last token picked but not decoded; the history
+    // counts its text as said, so it goes into the cache too (untimed), as a resumed
+    // run's replay puts it there.
+    if (t.stop_reason == "max_tokens" && ctx_.n_past() < ctx_.n_ctx()) ctx_.decode_one(token);
     t.e2e_ms = ms_between(t.start_ns, t.end_ns);
     double decode_ms = 0;
     for (double ms : t.decode_step_ms) decode_ms += ms;
