@@ -151,8 +151,8 @@ void expect_rate(const std::string& what, double measured, double set_mbit) {
   std::printf("[ rate ] %s: set %.1f Mbit/s, measured %.2f Mbit/s (%.3f)\n", what.c_str(), set_mbit, measured,
               measured / set_mbit);
   ::testing::Test::RecordProperty(what, std::to_string(measured / set_mbit));
-  EXPECT_GT(measured, 0.75 * set_mbit) << what;
-  EXPECT_LT(measured, 1.10 * set_mbit) << what;
+  EXPECT_GT(measured, 0.80 * set_mbit) << what;
+  EXPECT_LT(measured, 1.05 * set_mbit) << what;
 }
 
 TEST_F(NetNs, TbfLimitsBothDirectionsNearTheSetRate) {

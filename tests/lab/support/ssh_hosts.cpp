@@ -246,6 +246,8 @@ class SshHosts::Device {
     sshd_pid_ = -1;
   }
 
+  std::string log() const { return read_file(sshd_dir_ + "/sshd.log"); }
+
   SshHost host;
   std::unique_ptr<NetNamespace> ns;  // declared before user_: the user goes first
   VethLink link;
@@ -373,7 +375,8 @@ std::vector<std::string> SshHosts::client_prefix() const {
   }
   // The bind mount lives only in the new mount namespace, so it goes with the command.
   return {find_tool("unshare"), "--mount", "--propagation", "private", "/usr/bin/env", "HOME=" + home(), "/bin/sh",
-          "-c", "mount --bind \"$0\" \"$1\" && shift 2 && exec \"$@\"", home() + "/.ssh", user_ssh};
+          "-c", "mount --bind \"$1\" \"$2\" && shift 2 && exec \"$@\"", "edgeprobe-ssh-client", home() + "/.ssh",
+          user_ssh};
 }
 
 void SshHosts::kill_sshd(const std::string& name) { device(name).stop_sshd(); }
@@ -383,5 +386,7 @@ void SshHosts::restart_sshd(const std::string& name) { device(name).start_sshd()
 const VethLink& SshHosts::link(const std::string& name) const { return device(name).link; }
 
 const NetNamespace& SshHosts::netns(const std::string& name) const { return *device(name).ns; }
+
+std::string SshHosts::sshd_log(const std::string& name) const { return device(name).log(); }
 
 }  // namespace edgeprobe::test_support

@@ -65,6 +65,8 @@ class SshHosts {
   // The device's link, for set_rate() or set_link_up() (a pulled cable).
   const VethLink& link(const std::string& name) const;
   const NetNamespace& netns(const std::string& name) const;
+  // What the device's sshd logged (for a failing test's message).
+  std::string sshd_log(const std::string& name) const;
 
   class Device;
 

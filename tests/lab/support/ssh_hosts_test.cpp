@@ -43,7 +43,7 @@ TEST_F(SshDevices, ThreeHostsAcceptSshWithVerifiedHostKeys) {
   for (const auto& name : hosts.names()) {
     const SshHost& h = hosts.host(name);
     const auto r = ssh(hosts, name, "id -un && cd work && pwd && touch written && echo ok");
-    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
+    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err << hosts.sshd_log(name);
     EXPECT_EQ(r.out, h.user + "\n" + h.workdir + "\nok\n") << name;
     EXPECT_TRUE(fs::exists(h.workdir + "/written"));
   }
@@ -73,6 +73,8 @@ TEST_F(SshDevices, ThreeHostsAcceptSshWithVerifiedHostKeys) {
   write_file(known_hosts, good);
   EXPECT_EQ(refused.exit_code, 255);
   EXPECT_NE(refused.err.find("Host key verification failed"), std::string::npos) << refused.err;
+  EXPECT_EQ(hosts.sshd_log("dev-a").find("Accepted publickey"), hosts.sshd_log("dev-a").rfind("Accepted publickey"))
+      << "the refused client must not have logged in";
   EXPECT_EQ(ssh(hosts, "dev-a", "true").exit_code, 0);
 }
 
