@@ -145,6 +145,26 @@ std::string source_dir() { return EDGEPROBE_SOURCE_DIR; }
 
 }  // namespace
 
+// The fixture's directory, named with the pid so a sweep can tell a dead test's apart.
+class SshHosts::Workspace {
+ public:
+  Workspace() {
+    std::string tmpl = (fs::temp_directory_path() / ("edgeprobe-sshhosts-" + std::to_string(getpid()) + "-XXXXXX")).string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp " + tmpl + " failed");
+    path_ = tmpl;
+  }
+  ~Workspace() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 class SshHosts::Device {
  public:
   Device(const SshHostSpec& spec, int index, const std::string& root, const std::string& client_ssh_dir) {
@@ -278,7 +298,7 @@ std::optional<std::string> SshHosts::aarch64_unavailable() {
   return reason;
 }
 
-void sweep_stale_users() {
+void sweep_stale_ssh_hosts() {
   static const std::regex stale_user(R"(^ep(\d+)u\d+$)");
   std::istringstream in(read_file("/etc/passwd"));
   for (std::string line; std::getline(in, line);) {
@@ -287,12 +307,21 @@ void sweep_stale_users() {
     if (std::regex_match(name, m, stale_user) && !pid_alive(std::stol(m[1])))
       run_with_passwd_lock_retries({find_tool("userdel"), "--force", name});
   }
+  static const std::regex stale_dir(R"(^edgeprobe-sshhosts-(\d+)-.{6}$)");
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(fs::temp_directory_path(), ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::smatch m;
+    std::error_code remove_ec;
+    if (std::regex_match(name, m, stale_dir) && !pid_alive(std::stol(m[1]))) fs::remove_all(it->path(), remove_ec);
+  }
 }
 
 SshHosts::SshHosts(std::vector<SshHostSpec> specs) {
   if (const auto why = unavailable()) throw std::runtime_error("SshHosts: " + *why);
   static std::once_flag swept;
-  std::call_once(swept, sweep_stale_users);
+  std::call_once(swept, sweep_stale_ssh_hosts);
   std::set<std::string> seen;
   for (const auto& spec : specs) {
     if (!valid_host_name(spec.name)) throw std::invalid_argument("SshHosts: bad host name '" + spec.name + "'");
@@ -307,7 +336,7 @@ SshHosts::SshHosts(std::vector<SshHostSpec> specs) {
   fs::create_directories("/run/sshd");
   fs::permissions("/run/sshd", fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                                    fs::perms::others_read | fs::perms::others_exec);
-  dir_ = std::make_unique<TempDir>();
+  dir_ = std::make_unique<Workspace>();
   // The device users must reach their homes below it; nothing in it is secret beyond a test.
   fs::permissions(dir_->path(), fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   const std::string ssh_dir = home() + "/.ssh";

@@ -72,12 +72,14 @@ class SshHosts {
 
  private:
   Device& device(const std::string& name) const;
-  std::unique_ptr<TempDir> dir_;  // declared first: removed after every device is gone
+  class Workspace;
+  std::unique_ptr<Workspace> dir_;  // declared first: removed after every device is gone
   std::vector<std::unique_ptr<Device>> devices_;
 };
 
-// Removes ep<pid>u<n> users whose creating process is gone (a crashed test's). Called once
-// per process before the first device is made.
-void sweep_stale_users();
+// Removes what a crashed test's SshHosts left: ep<pid>u<n> users and the fixture's
+// edgeprobe-sshhosts-<pid>-* directory, where that pid is gone (its namespaces and sshd go
+// with sweep_stale_network_objects()). Called once per process before the first device.
+void sweep_stale_ssh_hosts();
 
 }  // namespace edgeprobe::test_support

@@ -10,7 +10,10 @@
 
 #include <chrono>
 #include <filesystem>
+#include <csignal>
 #include <future>
+#include <sstream>
+#include <thread>
 
 #include "support/run_process.h"
 
@@ -196,15 +199,48 @@ TEST_F(SshDevices, NothingIsLeftAfterwardsEvenAfterAFailure) {
   EXPECT_NE(run_process({find_tool("ip"), "link", "show", host_if}, 20).exit_code, 0);
 }
 
-TEST_F(SshDevices, SweepRemovesUsersOfADeadProcess) {
-  const pid_t dead = fork();
-  if (dead == 0) _exit(0);
-  waitpid(dead, nullptr, 0);
-  const std::string user = "ep" + std::to_string(dead) + "u0";
-  ASSERT_EQ(run_process({find_tool("useradd"), "--no-create-home", "--user-group", user}, 20).exit_code, 0);
+// A test killed outright runs no destructor; the next test process's sweep removes its
+// user, namespace, sshd and directory.
+TEST_F(SshDevices, WhatAKilledTestLeftIsSweptByTheNext) {
+  int report_pipe[2];
+  ASSERT_EQ(pipe(report_pipe), 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    close(report_pipe[0]);
+    try {
+      SshHosts hosts({{"doomed"}});
+      const std::string report =
+          hosts.host("doomed").user + " " + hosts.netns("doomed").name() + " " + hosts.home() + "\n";
+      if (write(report_pipe[1], report.data(), report.size()) < 0) _exit(1);
+      raise(SIGKILL);
+    } catch (...) {
+    }
+    _exit(1);
+  }
+  close(report_pipe[1]);
+  std::string report;
+  char buf[512];
+  for (ssize_t n; (n = read(report_pipe[0], buf, sizeof(buf))) > 0;) report.append(buf, static_cast<size_t>(n));
+  close(report_pipe[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the child did not die as planned";
+  std::istringstream fields(report);
+  std::string user, netns_name, home;
+  fields >> user >> netns_name >> home;
+  ASSERT_FALSE(home.empty()) << "the child made no devices: " << report;
   ASSERT_NE(getpwnam(user.c_str()), nullptr);
-  sweep_stale_users();
-  EXPECT_EQ(getpwnam(user.c_str()), nullptr);
+  const auto pids = run_process({find_tool("ip"), "netns", "pids", netns_name}, 20).out;
+  ASSERT_FALSE(pids.empty()) << "the killed test's sshd should still run";
+
+  sweep_stale_network_objects();
+  sweep_stale_ssh_hosts();
+  EXPECT_EQ(getpwnam(user.c_str()), nullptr) << user;
+  EXPECT_EQ(run_process({find_tool("ip"), "netns", "list"}, 20).out.find(netns_name), std::string::npos);
+  EXPECT_FALSE(fs::exists(fs::path(home).parent_path())) << "the fixture's directory stayed";
+  const long sshd = std::stol(pids);
+  for (int i = 0; i < 100 && pid_alive(sshd); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(pid_alive(sshd)) << "the killed test's sshd still runs";
 }
 
 TEST_F(SshDevices, BadSpecsAreRefusedBeforeAnythingIsMade) {
