@@ -1,6 +1,8 @@
 #include "support/netns.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -15,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <mutex>
 #include <regex>
 #include <set>
@@ -324,6 +327,76 @@ int open_socket_in(const std::string& netns_name, int type) {
   }).join();
   if (fd < 0) throw std::runtime_error("open_socket_in " + netns_name + ": " + error);
   return fd;
+}
+
+namespace {
+
+// A TCP socket in the namespace ("" = root) whose reads and writes time out.
+int bounded_tcp_socket(const std::string& netns) {
+  const int fd = netns.empty() ? socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0) : open_socket_in(netns, SOCK_STREAM);
+  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  timeval timeout{20, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+  return fd;
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  void reset() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+double tcp_goodput_mbit(const std::string& server_netns, const std::string& server_ip,
+                        const std::string& client_netns, size_t bytes) {
+  using clock = std::chrono::steady_clock;
+  Fd listener(bounded_tcp_socket(server_netns));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  if (inet_pton(AF_INET, server_ip.c_str(), &sa.sin_addr) != 1)
+    throw std::invalid_argument("tcp_goodput_mbit: bad address " + server_ip);
+  socklen_t len = sizeof(sa);
+  if (bind(listener.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 ||
+      getsockname(listener.get(), reinterpret_cast<sockaddr*>(&sa), &len) != 0 || listen(listener.get(), 1) != 0)
+    throw std::runtime_error("tcp_goodput_mbit: cannot listen on " + server_ip + ": " + std::strerror(errno));
+  // accept() on a listener with SO_RCVTIMEO times out too, so the receiver always ends.
+  auto received = std::async(std::launch::async, [&] {
+    Fd conn(accept(listener.get(), nullptr, nullptr));
+    size_t total = 0;
+    std::vector<char> buf(1 << 16);
+    for (ssize_t n; conn.get() >= 0 && (n = read(conn.get(), buf.data(), buf.size())) > 0;)
+      total += static_cast<size_t>(n);
+    return std::pair{total, clock::now()};
+  });
+  const auto t0 = clock::now();
+  {
+    Fd client(bounded_tcp_socket(client_netns));
+    if (::connect(client.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0) {
+      std::vector<char> chunk(1 << 16, 'x');
+      for (size_t sent = 0; sent < bytes;) {
+        const ssize_t n = write(client.get(), chunk.data(), std::min(chunk.size(), bytes - sent));
+        if (n <= 0) break;
+        sent += static_cast<size_t>(n);
+      }
+    }
+  }  // closing the client ends the receiver's loop
+  const auto [total, t1] = received.get();
+  if (total != bytes)
+    throw std::runtime_error("tcp_goodput_mbit: " + std::to_string(total) + " of " + std::to_string(bytes) +
+                             " bytes arrived at " + server_ip);
+  return static_cast<double>(total) * 8 / 1e6 / std::chrono::duration<double>(t1 - t0).count();
 }
 
 std::optional<std::string> netns_unavailable() {

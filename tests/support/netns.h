@@ -1,4 +1,5 @@
 #pragma once
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +63,13 @@ void set_link_up(const VethLink& link, bool up);
 // whole life, whichever thread uses it. Lets a test talk over a link without a helper
 // process. Throws std::runtime_error on failure; the caller closes the fd.
 int open_socket_in(const std::string& netns_name, int type);
+
+// Sends `bytes` over one TCP connection from client_netns to a listener on server_ip in
+// server_netns ("" is the root namespace) and returns the goodput in Mbit/s, timed from
+// connect to the last byte received. Every read and write is bounded (20 s); throws
+// std::runtime_error when the transfer fails or comes up short.
+double tcp_goodput_mbit(const std::string& server_netns, const std::string& server_ip,
+                        const std::string& client_netns, size_t bytes);
 
 // Removes ep-* namespaces (killing what runs inside) and root-side ep* links whose
 // creating process is gone: what a crashed test left behind. Called once per process

@@ -2,17 +2,12 @@
 // within a band of the set rate, and gone afterwards (also what a crashed process left).
 #include "support/netns.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
-#include <cstring>
-#include <future>
 #include <thread>
 
 #include "support/run_process.h"
@@ -33,58 +28,6 @@ bool netns_exists(const std::string& name) {
 }
 
 bool link_exists(const std::string& name) { return run_process({find_tool("ip"), "link", "show", name}, 20).exit_code == 0; }
-
-sockaddr_in address(const std::string& ip_address, int port) {
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, ip_address.c_str(), &sa.sin_addr);
-  return sa;
-}
-
-int tcp_socket(const std::string& netns) {
-  const int fd = netns.empty() ? socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0) : open_socket_in(netns, SOCK_STREAM);
-  timeval timeout{20, 0};  // every read and write is bounded
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-  return fd;
-}
-
-// Sends `bytes` over TCP from client_netns to server_ip (a listener in server_netns) and
-// returns the goodput in Mbit/s, timed from connect to the last byte received.
-double transfer_mbit(const std::string& server_netns, const std::string& server_ip, const std::string& client_netns,
-                     size_t bytes) {
-  const int listener = tcp_socket(server_netns);
-  sockaddr_in sa = address(server_ip, 0);
-  EXPECT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0) << std::strerror(errno);
-  socklen_t len = sizeof(sa);
-  getsockname(listener, reinterpret_cast<sockaddr*>(&sa), &len);
-  EXPECT_EQ(listen(listener, 1), 0);
-  using clock = std::chrono::steady_clock;
-  auto received = std::async(std::launch::async, [&] {
-    const int conn = accept(listener, nullptr, nullptr);
-    size_t total = 0;
-    std::vector<char> buf(1 << 16);
-    for (ssize_t n; conn >= 0 && (n = read(conn, buf.data(), buf.size())) > 0;) total += static_cast<size_t>(n);
-    if (conn >= 0) close(conn);
-    return std::pair{total, clock::now()};
-  });
-  const int client = tcp_socket(client_netns);
-  const auto t0 = clock::now();
-  const bool connected = ::connect(client, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0;
-  EXPECT_TRUE(connected) << std::strerror(errno);
-  std::vector<char> chunk(1 << 16, 'x');
-  for (size_t sent = 0; connected && sent < bytes;) {
-    const ssize_t n = write(client, chunk.data(), std::min(chunk.size(), bytes - sent));
-    if (n <= 0) break;
-    sent += static_cast<size_t>(n);
-  }
-  close(client);
-  const auto [total, t1] = received.get();
-  close(listener);
-  EXPECT_EQ(total, bytes);
-  return static_cast<double>(total) * 8 / 1e6 / std::chrono::duration<double>(t1 - t0).count();
-}
 
 class NetNs : public ::testing::Test {
  protected:
@@ -122,8 +65,8 @@ TEST_F(NetNs, RootLinkCarriesTcpBothWays) {
   EXPECT_TRUE(link.host_netns.empty());
   EXPECT_EQ(link.ns_netns, ns.name());
   EXPECT_NE(link.host_ip, link.ns_ip);
-  EXPECT_GT(transfer_mbit(ns.name(), link.ns_ip, "", 1 << 20), 0);
-  EXPECT_GT(transfer_mbit("", link.host_ip, ns.name(), 1 << 20), 0);
+  EXPECT_GT(tcp_goodput_mbit(ns.name(), link.ns_ip, "", 1 << 20), 0);
+  EXPECT_GT(tcp_goodput_mbit("", link.host_ip, ns.name(), 1 << 20), 0);
 }
 
 TEST_F(NetNs, LinksOfOneProcessGetDistinctSubnets) {
@@ -141,8 +84,8 @@ TEST_F(NetNs, TwoNamespacesLinkWithoutTheRoot) {
   EXPECT_EQ(link.ns_netns, b.name());
   EXPECT_FALSE(link_exists(link.host_if)) << "the link's ends must not stay in the root namespace";
   EXPECT_FALSE(link_exists(link.ns_if));
-  EXPECT_GT(transfer_mbit(b.name(), link.ns_ip, a.name(), 1 << 20), 0);
-  EXPECT_GT(transfer_mbit(a.name(), link.host_ip, b.name(), 1 << 20), 0);
+  EXPECT_GT(tcp_goodput_mbit(b.name(), link.ns_ip, a.name(), 1 << 20), 0);
+  EXPECT_GT(tcp_goodput_mbit(a.name(), link.host_ip, b.name(), 1 << 20), 0);
 }
 
 // tbf's rate counts whole frames, so TCP goodput sits a few percent below it; the band
@@ -161,13 +104,13 @@ TEST_F(NetNs, TbfLimitsBothDirectionsNearTheSetRate) {
   for (const double mbit : {8.0, 40.0}) {
     set_rate(link, mbit);
     const size_t bytes = static_cast<size_t>(mbit * 1e6 / 8 * 1.5);  // ~1.5 s at the rate
-    expect_rate("root to ns at " + std::to_string(int(mbit)), transfer_mbit(ns.name(), link.ns_ip, "", bytes), mbit);
-    expect_rate("ns to root at " + std::to_string(int(mbit)), transfer_mbit("", link.host_ip, ns.name(), bytes), mbit);
+    expect_rate("root to ns at " + std::to_string(int(mbit)), tcp_goodput_mbit(ns.name(), link.ns_ip, "", bytes), mbit);
+    expect_rate("ns to root at " + std::to_string(int(mbit)), tcp_goodput_mbit("", link.host_ip, ns.name(), bytes), mbit);
   }
   set_rate(link, std::nullopt);
   set_rate(link, std::nullopt);  // idempotent
   EXPECT_EQ(ip({"-n", ns.name(), "link", "show", link.ns_if}).find("tbf"), std::string::npos);
-  const double unlimited = transfer_mbit(ns.name(), link.ns_ip, "", 32 << 20);
+  const double unlimited = tcp_goodput_mbit(ns.name(), link.ns_ip, "", 32 << 20);
   std::printf("[ rate ] unlimited: %.0f Mbit/s\n", unlimited);
   EXPECT_GT(unlimited, 3 * 40.0) << "removing the limit did not lift it";
 }
@@ -177,8 +120,8 @@ TEST_F(NetNs, TbfBetweenTwoNamespaces) {
   const VethLink link = connect(a, b, 5);
   set_rate(link, 20.0);
   const size_t bytes = 20 * 1000 * 1000 / 8 * 3 / 2;
-  expect_rate("a to b at 20", transfer_mbit(b.name(), link.ns_ip, a.name(), bytes), 20.0);
-  expect_rate("b to a at 20", transfer_mbit(a.name(), link.host_ip, b.name(), bytes), 20.0);
+  expect_rate("a to b at 20", tcp_goodput_mbit(b.name(), link.ns_ip, a.name(), bytes), 20.0);
+  expect_rate("b to a at 20", tcp_goodput_mbit(a.name(), link.host_ip, b.name(), bytes), 20.0);
 }
 
 TEST_F(NetNs, BadRateIsRefused) {
@@ -187,6 +130,7 @@ TEST_F(NetNs, BadRateIsRefused) {
   EXPECT_THROW(set_rate(link, 0.0), std::invalid_argument);
   EXPECT_THROW(set_rate(link, -5.0), std::invalid_argument);
   EXPECT_THROW(connect(ns, 64), std::invalid_argument);
+  EXPECT_THROW(tcp_goodput_mbit(ns.name(), "not-an-address", "", 1), std::invalid_argument);
 }
 
 TEST_F(NetNs, SweepRemovesWhatADeadProcessLeft) {
