@@ -109,7 +109,8 @@ class MachineLock {
   MachineLock() {
     std::error_code ec;
     std::filesystem::create_directories("/run/lock", ec);
-    fd_ = open(ec ? "/tmp/edgeprobe-netns.lock" : "/run/lock/edgeprobe-netns.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    fd_ = open(ec ? "/tmp/edgeprobe-netns.lock" : "/run/lock/edgeprobe-netns.lock",
+               O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ >= 0) flock(fd_, LOCK_EX);
   }
   ~MachineLock() {
@@ -267,7 +268,9 @@ std::vector<std::string> NetNamespace::exec_prefix() const { return {ip_tool(), 
 
 void NetNamespace::kill_all() const { kill_all_in(name_); }
 
-VethLink connect(NetNamespace& ns, int subnet_index) { return VethLinkMaker::make(nullptr, ns, subnet_index); }
+VethLink connect(NetNamespace& ns, int subnet_index) {
+  return VethLinkMaker::make(nullptr, ns, subnet_index);
+}
 
 VethLink connect(NetNamespace& a, NetNamespace& b, int subnet_index) {
   return VethLinkMaker::make(&a, b, subnet_index);
@@ -276,7 +279,8 @@ VethLink connect(NetNamespace& a, NetNamespace& b, int subnet_index) {
 void set_rate(const VethLink& link, std::optional<double> rate_mbit) {
   if (rate_mbit && !(*rate_mbit > 0 && std::isfinite(*rate_mbit)))
     throw std::invalid_argument("set_rate: the rate must be a positive number of Mbit/s");
-  for (const auto& [netns, dev] : {std::pair{link.host_netns, link.host_if}, std::pair{link.ns_netns, link.ns_if}}) {
+  for (const auto& [netns, dev] :
+       {std::pair{link.host_netns, link.host_if}, std::pair{link.ns_netns, link.ns_if}}) {
     auto argv = in_netns(tc_tool(), netns);
     if (!rate_mbit) {
       argv.insert(argv.end(), {"qdisc", "del", "dev", dev, "root"});
@@ -291,14 +295,16 @@ void set_rate(const VethLink& link, std::optional<double> rate_mbit) {
     const long burst = std::max(32768L, std::lround(bytes_per_s / 100));
     const long limit = std::max(burst + 262144L, std::lround(bytes_per_s / 4));
     const long kbit = std::max(1L, std::lround(*rate_mbit * 1000));
-    argv.insert(argv.end(), {"qdisc", "replace", "dev", dev, "root", "tbf", "rate", std::to_string(kbit) + "kbit",
-                             "burst", std::to_string(burst), "limit", std::to_string(limit)});
+    argv.insert(argv.end(),
+                {"qdisc", "replace", "dev", dev, "root", "tbf", "rate", std::to_string(kbit) + "kbit",
+                 "burst", std::to_string(burst), "limit", std::to_string(limit)});
     run_checked(argv);
   }
 }
 
 void set_link_up(const VethLink& link, bool up) {
-  for (const auto& [netns, dev] : {std::pair{link.host_netns, link.host_if}, std::pair{link.ns_netns, link.ns_if}}) {
+  for (const auto& [netns, dev] :
+       {std::pair{link.host_netns, link.host_if}, std::pair{link.ns_netns, link.ns_if}}) {
     auto argv = in_netns(ip_tool(), netns);
     argv.insert(argv.end(), {"link", "set", dev, up ? "up" : "down"});
     run_checked(argv);
@@ -333,7 +339,8 @@ namespace {
 
 // A TCP socket in the namespace ("" = root) whose reads and writes time out.
 int bounded_tcp_socket(const std::string& netns) {
-  const int fd = netns.empty() ? socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0) : open_socket_in(netns, SOCK_STREAM);
+  const int fd =
+      netns.empty() ? socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0) : open_socket_in(netns, SOCK_STREAM);
   if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
   timeval timeout{20, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
@@ -369,7 +376,8 @@ double tcp_goodput_mbit(const std::string& server_netns, const std::string& serv
     throw std::invalid_argument("tcp_goodput_mbit: bad address " + server_ip);
   socklen_t len = sizeof(sa);
   if (bind(listener.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 ||
-      getsockname(listener.get(), reinterpret_cast<sockaddr*>(&sa), &len) != 0 || listen(listener.get(), 1) != 0)
+      getsockname(listener.get(), reinterpret_cast<sockaddr*>(&sa), &len) != 0 ||
+      listen(listener.get(), 1) != 0)
     throw std::runtime_error("tcp_goodput_mbit: cannot listen on " + server_ip + ": " + std::strerror(errno));
   // accept() on a listener with SO_RCVTIMEO times out too, so the receiver always ends.
   auto received = std::async(std::launch::async, [&] {

@@ -27,7 +27,9 @@ bool netns_exists(const std::string& name) {
   return list.find(name + " ") != std::string::npos || list.find(name + "\n") != std::string::npos;
 }
 
-bool link_exists(const std::string& name) { return run_process({find_tool("ip"), "link", "show", name}, 20).exit_code == 0; }
+bool link_exists(const std::string& name) {
+  return run_process({find_tool("ip"), "link", "show", name}, 20).exit_code == 0;
+}
 
 class NetNs : public ::testing::Test {
  protected:
@@ -104,8 +106,10 @@ TEST_F(NetNs, TbfLimitsBothDirectionsNearTheSetRate) {
   for (const double mbit : {8.0, 40.0}) {
     set_rate(link, mbit);
     const size_t bytes = static_cast<size_t>(mbit * 1e6 / 8 * 1.5);  // ~1.5 s at the rate
-    expect_rate("root to ns at " + std::to_string(int(mbit)), tcp_goodput_mbit(ns.name(), link.ns_ip, "", bytes), mbit);
-    expect_rate("ns to root at " + std::to_string(int(mbit)), tcp_goodput_mbit("", link.host_ip, ns.name(), bytes), mbit);
+    expect_rate("root to ns at " + std::to_string(int(mbit)),
+                tcp_goodput_mbit(ns.name(), link.ns_ip, "", bytes), mbit);
+    expect_rate("ns to root at " + std::to_string(int(mbit)),
+                tcp_goodput_mbit("", link.host_ip, ns.name(), bytes), mbit);
   }
   set_rate(link, std::nullopt);
   set_rate(link, std::nullopt);  // idempotent
@@ -142,9 +146,15 @@ TEST_F(NetNs, SweepRemovesWhatADeadProcessLeft) {
   const std::string stale_link = "ep" + std::to_string(dead) + "r0";
   ASSERT_EQ(run_process({find_tool("ip"), "netns", "add", stale_ns}, 20).exit_code, 0);
   ASSERT_EQ(run_process({find_tool("ip"), "link", "add", stale_link, "type", "veth", "peer", "name",
-                         "ep" + std::to_string(dead) + "n0"}, 20).exit_code, 0);
+                         "ep" + std::to_string(dead) + "n0"},
+                        20)
+                .exit_code,
+            0);
   ASSERT_EQ(run_process({find_tool("ip"), "netns", "exec", stale_ns, "/bin/sh", "-c",
-                         "sleep 300 >/dev/null 2>&1 </dev/null &"}, 20).exit_code, 0);
+                         "sleep 300 >/dev/null 2>&1 </dev/null &"},
+                        20)
+                .exit_code,
+            0);
   const std::string left_running = ip({"netns", "pids", stale_ns});
   ASSERT_FALSE(left_running.empty());
   // A live process's namespace must survive the sweep.
@@ -155,7 +165,8 @@ TEST_F(NetNs, SweepRemovesWhatADeadProcessLeft) {
   EXPECT_FALSE(link_exists(stale_link));
   EXPECT_TRUE(netns_exists(live.name()));
   const long sleeper = std::stol(left_running);
-  for (int i = 0; i < 100 && pid_alive(sleeper); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int i = 0; i < 100 && pid_alive(sleeper); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_FALSE(pid_alive(sleeper)) << "the process left inside the stale namespace still runs";
 }
 

@@ -32,7 +32,8 @@ const char* const kSsh = "/usr/bin/ssh";
 const char* const kSshKeygen = "/usr/bin/ssh-keygen";
 
 void check(const ProcessResult& r, const std::string& what) {
-  if (r.exit_code != 0) throw std::runtime_error(what + " failed (exit " + std::to_string(r.exit_code) + "): " + r.err);
+  if (r.exit_code != 0)
+    throw std::runtime_error(what + " failed (exit " + std::to_string(r.exit_code) + "): " + r.err);
 }
 
 // useradd and userdel lock /etc/passwd; concurrent test processes retry instead of failing.
@@ -52,8 +53,8 @@ class UnixUser {
   UnixUser(const std::string& name, const std::string& home) : name_(name) {
     // "*" (not the default "!") as password: a locked account may not log in with a key
     // when sshd runs without PAM.
-    check(run_with_passwd_lock_retries({find_tool("useradd"), "--no-create-home", "--home-dir", home, "--shell",
-                                        "/bin/sh", "--password", "*", "--user-group", name}),
+    check(run_with_passwd_lock_retries({find_tool("useradd"), "--no-create-home", "--home-dir", home,
+                                        "--shell", "/bin/sh", "--password", "*", "--user-group", name}),
           "useradd " + name);
     const passwd* pw = getpwnam(name.c_str());
     if (!pw) {
@@ -84,7 +85,8 @@ class UnixUser {
 void chown_tree(const std::string& path, uid_t uid, gid_t gid) {
   if (lchown(path.c_str(), uid, gid) != 0) throw std::runtime_error("cannot chown " + path);
   for (const auto& entry : fs::recursive_directory_iterator(path))
-    if (lchown(entry.path().c_str(), uid, gid) != 0) throw std::runtime_error("cannot chown " + entry.path().string());
+    if (lchown(entry.path().c_str(), uid, gid) != 0)
+      throw std::runtime_error("cannot chown " + entry.path().string());
 }
 
 void make_key(const std::string& path, const std::string& comment) {
@@ -149,7 +151,8 @@ std::string source_dir() { return EDGEPROBE_SOURCE_DIR; }
 class SshHosts::Workspace {
  public:
   Workspace() {
-    std::string tmpl = (fs::temp_directory_path() / ("edgeprobe-sshhosts-" + std::to_string(getpid()) + "-XXXXXX")).string();
+    std::string tmpl =
+        (fs::temp_directory_path() / ("edgeprobe-sshhosts-" + std::to_string(getpid()) + "-XXXXXX")).string();
     if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp " + tmpl + " failed");
     path_ = tmpl;
   }
@@ -197,9 +200,10 @@ class SshHosts::Device {
       // uname is the one x86 tell a controller asks a device; its arm64 programs really run
       // under qemu-aarch64 through binfmt_misc.
       fs::create_directories(user_home + "/bin");
-      write_file(user_home + "/bin/uname",
-                 "#!/bin/sh\n# This test device is an aarch64 one: its arm64 programs run under qemu-aarch64.\n"
-                 "/bin/uname \"$@\" | /bin/sed 's/x86_64/aarch64/g'\n");
+      write_file(
+          user_home + "/bin/uname",
+          "#!/bin/sh\n# This test device is an aarch64 one: its arm64 programs run under qemu-aarch64.\n"
+          "/bin/uname \"$@\" | /bin/sed 's/x86_64/aarch64/g'\n");
       fs::permissions(user_home + "/bin/uname", fs::perms::owner_all | fs::perms::group_read |
                                                     fs::perms::group_exec | fs::perms::others_read |
                                                     fs::perms::others_exec);
@@ -208,27 +212,30 @@ class SshHosts::Device {
     user_ = std::make_unique<UnixUser>(host.user, user_home);
     chown_tree(user_home, user_->uid(), user_->gid());
 
-    write_file(sshd_dir_ + "/sshd_config",
-               "ListenAddress " + host.address + ":" + std::to_string(host.port) + "\n" +
-                   "HostKey " + sshd_dir_ + "/ssh_host_ed25519_key\n"
-                   "PidFile none\n"
-                   "AuthorizedKeysFile .ssh/authorized_keys\n"
-                   "AllowUsers " + host.user + "\n"
-                   "PermitRootLogin no\n"
-                   "PubkeyAuthentication yes\n"
-                   "PasswordAuthentication no\n"
-                   "KbdInteractiveAuthentication no\n"
-                   "UsePAM no\n"
-                   "UseDNS no\n"
-                   "PrintMotd no\n"
-                   "PrintLastLog no\n"
-                   "MaxStartups 64:30:128\n"
-                   "MaxSessions 64\n"
-                   "LoginGraceTime 20\n"
-                   "ClientAliveInterval 5\n"
-                   "ClientAliveCountMax 3\n"
-                   "Subsystem sftp internal-sftp\n"
-                   "LogLevel VERBOSE\n" + path_entry);
+    write_file(sshd_dir_ + "/sshd_config", "ListenAddress " + host.address + ":" + std::to_string(host.port) +
+                                               "\n" + "HostKey " + sshd_dir_ +
+                                               "/ssh_host_ed25519_key\n"
+                                               "PidFile none\n"
+                                               "AuthorizedKeysFile .ssh/authorized_keys\n"
+                                               "AllowUsers " +
+                                               host.user +
+                                               "\n"
+                                               "PermitRootLogin no\n"
+                                               "PubkeyAuthentication yes\n"
+                                               "PasswordAuthentication no\n"
+                                               "KbdInteractiveAuthentication no\n"
+                                               "UsePAM no\n"
+                                               "UseDNS no\n"
+                                               "PrintMotd no\n"
+                                               "PrintLastLog no\n"
+                                               "MaxStartups 64:30:128\n"
+                                               "MaxSessions 64\n"
+                                               "LoginGraceTime 20\n"
+                                               "ClientAliveInterval 5\n"
+                                               "ClientAliveCountMax 3\n"
+                                               "Subsystem sftp internal-sftp\n"
+                                               "LogLevel VERBOSE\n" +
+                                               path_entry);
     start_sshd();
   }
 
@@ -244,7 +251,8 @@ class SshHosts::Device {
       int status = 0;
       if (waitpid(sshd_pid_, &status, WNOHANG) == sshd_pid_) {
         sshd_pid_ = -1;
-        throw std::runtime_error("sshd for " + host.name + " exited at start: " + read_file(sshd_dir_ + "/sshd.log"));
+        throw std::runtime_error("sshd for " + host.name +
+                                 " exited at start: " + read_file(sshd_dir_ + "/sshd.log"));
       }
       if (std::chrono::steady_clock::now() > deadline) {
         stop_sshd();
@@ -283,7 +291,8 @@ std::optional<std::string> SshHosts::unavailable() {
   if (access(kSshd, X_OK) != 0) return std::string(kSshd) + " is missing (apt-get install openssh-server)";
   if (access(kSsh, X_OK) != 0 || access(kSshKeygen, X_OK) != 0)
     return "ssh or ssh-keygen is missing (apt-get install openssh-client)";
-  if (find_tool("useradd").empty() || find_tool("userdel").empty()) return "useradd/userdel are missing (passwd)";
+  if (find_tool("useradd").empty() || find_tool("userdel").empty())
+    return "useradd/userdel are missing (passwd)";
   if (find_tool("unshare").empty()) return "unshare is missing (util-linux)";
   return netns_unavailable();
 }
@@ -314,7 +323,8 @@ void sweep_stale_ssh_hosts() {
     const std::string name = it->path().filename().string();
     std::smatch m;
     std::error_code remove_ec;
-    if (std::regex_match(name, m, stale_dir) && !pid_alive(std::stol(m[1]))) fs::remove_all(it->path(), remove_ec);
+    if (std::regex_match(name, m, stale_dir) && !pid_alive(std::stol(m[1])))
+      fs::remove_all(it->path(), remove_ec);
   }
 }
 
@@ -324,10 +334,13 @@ SshHosts::SshHosts(std::vector<SshHostSpec> specs) {
   std::call_once(swept, sweep_stale_ssh_hosts);
   std::set<std::string> seen;
   for (const auto& spec : specs) {
-    if (!valid_host_name(spec.name)) throw std::invalid_argument("SshHosts: bad host name '" + spec.name + "'");
-    if (!seen.insert(spec.name).second) throw std::invalid_argument("SshHosts: host '" + spec.name + "' twice");
+    if (!valid_host_name(spec.name))
+      throw std::invalid_argument("SshHosts: bad host name '" + spec.name + "'");
+    if (!seen.insert(spec.name).second)
+      throw std::invalid_argument("SshHosts: host '" + spec.name + "' twice");
     if (spec.aarch64)
-      if (const auto why = aarch64_unavailable()) throw std::runtime_error("SshHosts: " + spec.name + ": " + *why);
+      if (const auto why = aarch64_unavailable())
+        throw std::runtime_error("SshHosts: " + spec.name + ": " + *why);
   }
   if (specs.size() > 63) throw std::invalid_argument("SshHosts: at most 63 hosts");
 
@@ -348,23 +361,15 @@ SshHosts::SshHosts(std::vector<SshHostSpec> specs) {
   for (size_t i = 0; i < specs.size(); ++i) {
     devices_.push_back(std::make_unique<Device>(specs[i], static_cast<int>(i), dir_->path(), ssh_dir));
     const SshHost& h = devices_.back()->host;
-    const std::string host_key = public_key_of(dir_->path() + "/sshd/" + h.name + "/ssh_host_ed25519_key.pub");
+    const std::string host_key =
+        public_key_of(dir_->path() + "/sshd/" + h.name + "/ssh_host_ed25519_key.pub");
     known_hosts += "[" + h.address + "]:" + std::to_string(h.port) + " " + host_key + "\n";
-    config += "Host " + h.name + "\n" +
-              "  HostName " + h.address + "\n" +
-              "  User " + h.user + "\n" +
-              "  Port " + std::to_string(h.port) + "\n" +
-              "  IdentityFile " + h.identity_file + "\n" +
-              "  IdentitiesOnly yes\n" +
-              "  UserKnownHostsFile " + ssh_dir + "/known_hosts\n" +
-              "  GlobalKnownHostsFile /dev/null\n" +
-              "  StrictHostKeyChecking yes\n" +
-              "  UpdateHostKeys no\n" +
-              "  BatchMode yes\n" +
-              "  ConnectTimeout 5\n" +
-              "  ServerAliveInterval 2\n" +
-              "  ServerAliveCountMax 3\n" +
-              "  LogLevel ERROR\n";
+    config += "Host " + h.name + "\n" + "  HostName " + h.address + "\n" + "  User " + h.user + "\n" +
+              "  Port " + std::to_string(h.port) + "\n" + "  IdentityFile " + h.identity_file + "\n" +
+              "  IdentitiesOnly yes\n" + "  UserKnownHostsFile " + ssh_dir + "/known_hosts\n" +
+              "  GlobalKnownHostsFile /dev/null\n" + "  StrictHostKeyChecking yes\n" +
+              "  UpdateHostKeys no\n" + "  BatchMode yes\n" + "  ConnectTimeout 5\n" +
+              "  ServerAliveInterval 2\n" + "  ServerAliveCountMax 3\n" + "  LogLevel ERROR\n";
   }
   write_file(ssh_dir + "/config", config);
   write_file(ssh_dir + "/known_hosts", known_hosts);
@@ -403,8 +408,17 @@ std::vector<std::string> SshHosts::client_prefix() const {
     fs::permissions(user_ssh, fs::perms::owner_all, ec);
   }
   // The bind mount lives only in the new mount namespace, so it goes with the command.
-  return {find_tool("unshare"), "--mount", "--propagation", "private", "/usr/bin/env", "HOME=" + home(), "/bin/sh",
-          "-c", "mount --bind \"$1\" \"$2\" && shift 2 && exec \"$@\"", "edgeprobe-ssh-client", home() + "/.ssh",
+  return {find_tool("unshare"),
+          "--mount",
+          "--propagation",
+          "private",
+          "/usr/bin/env",
+          "HOME=" + home(),
+          "/bin/sh",
+          "-c",
+          "mount --bind \"$1\" \"$2\" && shift 2 && exec \"$@\"",
+          "edgeprobe-ssh-client",
+          home() + "/.ssh",
           user_ssh};
 }
 

@@ -20,8 +20,8 @@
 namespace edgeprobe::test_support {
 
 struct SshHostSpec {
-  std::string name;       // the Host alias in the client config: letters, digits, '-', '_', '.'
-  bool aarch64 = false;   // runs arm64 programs through binfmt_misc + qemu-aarch64; uname -m says aarch64
+  std::string name;      // the Host alias in the client config: letters, digits, '-', '_', '.'
+  bool aarch64 = false;  // runs arm64 programs through binfmt_misc + qemu-aarch64; uname -m says aarch64
 };
 
 struct SshHost {

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <csignal>
+#include <filesystem>
 #include <future>
 #include <sstream>
 #include <thread>
@@ -28,7 +28,8 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-ProcessResult ssh(const SshHosts& hosts, const std::string& name, const std::string& command, int timeout_s = 30) {
+ProcessResult ssh(const SshHosts& hosts, const std::string& name, const std::string& command,
+                  int timeout_s = 30) {
   auto argv = hosts.ssh_command(name);
   argv.push_back(command);
   return run_process(argv, timeout_s);
@@ -76,7 +77,8 @@ TEST_F(SshDevices, ThreeHostsAcceptSshWithVerifiedHostKeys) {
   write_file(known_hosts, good);
   EXPECT_EQ(refused.exit_code, 255);
   EXPECT_NE(refused.err.find("Host key verification failed"), std::string::npos) << refused.err;
-  EXPECT_EQ(hosts.sshd_log("dev-a").find("Accepted publickey"), hosts.sshd_log("dev-a").rfind("Accepted publickey"))
+  EXPECT_EQ(hosts.sshd_log("dev-a").find("Accepted publickey"),
+            hosts.sshd_log("dev-a").rfind("Accepted publickey"))
       << "the refused client must not have logged in";
   EXPECT_EQ(ssh(hosts, "dev-a", "true").exit_code, 0);
 }
@@ -99,8 +101,8 @@ TEST_F(SshDevices, KilledSshdFailsFastAndRestartRecovers) {
   const auto t0 = clock_type::now();
   const auto refused = ssh(hosts, "dev-b", "true");
   const double refused_s = seconds_since(t0);
-  std::printf("[ ssh ] killed device: session ended after %.2f s, new connection refused in %.2f s\n", session_s,
-              refused_s);
+  std::printf("[ ssh ] killed device: session ended after %.2f s, new connection refused in %.2f s\n",
+              session_s, refused_s);
   EXPECT_EQ(refused.exit_code, 255);
   EXPECT_NE(refused.err.find("refused"), std::string::npos) << refused.err;
   EXPECT_LT(refused_s, 4.0) << "a dropped device must fail fast, not wait for ConnectTimeout";
@@ -163,7 +165,8 @@ TEST_F(SshDevices, Aarch64HostRunsTheArm64BundleOverSsh) {
   ASSERT_EQ(copy.exit_code, 0) << copy.err;
   const std::string file = fs::path(bundle).filename().string();
   const std::string dir = file.substr(0, file.size() - std::string(".tar.gz").size());
-  const auto run = ssh(hosts, "board", "cd work && tar -xzf " + file + " && ./" + dir + "/edgeprobe --version", 120);
+  const auto run =
+      ssh(hosts, "board", "cd work && tar -xzf " + file + " && ./" + dir + "/edgeprobe --version", 120);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const auto native = run_process({EDGEPROBE_BINARY, "--version"}, 30);
   EXPECT_EQ(run.out, native.out) << "the arm64 bundle and this build disagree on the version";
@@ -220,7 +223,8 @@ TEST_F(SshDevices, WhatAKilledTestLeftIsSweptByTheNext) {
   close(report_pipe[1]);
   std::string report;
   char buf[512];
-  for (ssize_t n; (n = read(report_pipe[0], buf, sizeof(buf))) > 0;) report.append(buf, static_cast<size_t>(n));
+  for (ssize_t n; (n = read(report_pipe[0], buf, sizeof(buf))) > 0;)
+    report.append(buf, static_cast<size_t>(n));
   close(report_pipe[0]);
   int status = 0;
   waitpid(child, &status, 0);
