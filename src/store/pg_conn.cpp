@@ -110,6 +110,11 @@ Connection::Connection(const std::string& url, std::string shown) : shown_(std::
 }
 
 Result Connection::exec(const char* sql, const std::vector<Param>& params) const {
+  // A controller holds its store for hours; after a server restart the next statement
+  // reconnects instead of failing every unit that follows. Only a statement that failed
+  // leaves the connection bad, and that failure already ended its transaction (the
+  // exception unwound it), so this never resumes half a transaction.
+  if (PQstatus(conn_) == CONNECTION_BAD) PQreset(conn_);
   PGresult* raw = nullptr;
   if (params.empty()) {
     raw = PQexec(conn_, sql);  // may hold several statements (the schema's DDL)
