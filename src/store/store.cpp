@@ -6,8 +6,11 @@
 #include <regex>
 
 #include "core/error.h"
-#include "store/pg_store.h"
 #include "store/sqlite_store.h"
+
+#ifdef EDGEPROBE_WITH_POSTGRESQL
+#include "store/pg_store.h"
+#endif
 
 namespace edgeprobe::store {
 namespace {
@@ -82,7 +85,15 @@ std::unique_ptr<Store> open_store(const std::string& location, Mode mode) {
       throw_bad_input("'{}': a sqlite URL has no host; use sqlite:///ABS/PATH, sqlite:PATH or a plain path", shown);
     return SqliteStore::open(rest, mode);
   }
-  if (scheme == "postgresql" || scheme == "postgres") return PgStore::open(location, mode);
+  if (scheme == "postgresql" || scheme == "postgres") {
+#ifdef EDGEPROBE_WITH_POSTGRESQL
+    return PgStore::open(location, mode);
+#else
+    throw_environment("'{}': this edgeprobe was built without the PostgreSQL results store (no libpq); use a "
+                      "SQLite path, or a native build",
+                      shown);
+#endif
+  }
   throw_bad_input("'{}': unknown results store scheme '{}'; use {}", shown, scheme, kSupported);
 }
 
