@@ -59,6 +59,7 @@ TEST(OpenStore, MalformedSqliteLocationsAreOneClearLine) {
   EXPECT_FALSE(fs::exists("host/r.db"));
 }
 
+#ifdef EDGEPROBE_WITH_POSTGRESQL
 // No server needed: libpq refuses these before connecting, so they are bad input (exit 2).
 TEST(OpenStore, PostgresqlUrlsLibpqCannotReadAreBadInputWithoutThePassword) {
   for (const std::string location :
@@ -84,6 +85,7 @@ TEST(OpenStore, PostgresqlServerThatIsNotThereIsAnEnvironmentErrorNamingIt) {
   EXPECT_EQ(msg.find("s3cret"), std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
 }
+#endif
 
 TEST(OpenStore, UnknownSchemeIsNamedWithTheSupportedOnes) {
   const std::string msg = message_of([] { open_store("mysql://db.lab/edgeprobe"); });

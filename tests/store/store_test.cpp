@@ -1,5 +1,8 @@
 #include "store/store.h"
 #include "store/sqlite_store.h"
+#ifdef EDGEPROBE_WITH_POSTGRESQL
+#include "store/pg_store.h"
+#endif
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -19,7 +22,6 @@
 #include "core/error.h"
 #include "backends.h"
 #include "helpers.h"
-#include "store/pg_store.h"
 
 namespace edgeprobe::store {
 namespace {
@@ -47,12 +49,16 @@ using test::Conformance;
 using test::kind_of;
 using test::message_of;
 
+#ifdef EDGEPROBE_WITH_POSTGRESQL
 INSTANTIATE_TEST_SUITE_P(Backends, Conformance, testing::Values(Backend::kSqlite, Backend::kPostgresql),
                          test::backend_name);
 
 TEST(Store, BothBackendsShareOneSchemaVersion) {
   EXPECT_EQ(PgStore::latest_schema_version(), SqliteStore::latest_schema_version());
 }
+#else  // built with -DEDGEPROBE_POSTGRESQL=OFF
+INSTANTIATE_TEST_SUITE_P(Backends, Conformance, testing::Values(Backend::kSqlite), test::backend_name);
+#endif
 
 TEST_P(Conformance, FreshStoreGetsTheLatestSchemaAndReopensAsItIs) {
   auto store = open_store(location());
