@@ -185,6 +185,14 @@ TEST(DoctorArm, UnderEmulationEverySpeedupSaysSoAndDoesNotRank) {
   const Finding* pinned = find(findings, "power.big_core_pinned");
   ASSERT_NE(pinned, nullptr);
   EXPECT_TRUE(pinned->data.contains("emulated"));
+  // The report says so before any finding, and the gain next to a title names its source.
+  Diagnosis d{e, findings, 1.0};
+  const std::string text = to_text(d);
+  const auto header = text.find("timings are emulated (/proc/cpuinfo describes an x86 host (qemu-user))");
+  ASSERT_NE(header, std::string::npos) << text;
+  EXPECT_LT(header, text.find("1. [warning] kernel.isa_fallback")) << text;
+  EXPECT_NE(text.find("if fixed (from an emulated run, not any device's speed)"), std::string::npos) << text;
+  EXPECT_EQ(to_json(d)["doctor"]["emulated"], "/proc/cpuinfo describes an x86 host (qemu-user)");
 }
 
 }  // namespace
