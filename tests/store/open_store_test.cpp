@@ -1,5 +1,5 @@
-// The store seam: open_store's location forms, run kinds as data, listing by device, and
-// several writers on one file.
+// The store seam: open_store's location forms and password hiding, and several writers on
+// one SQLite file. Run kinds and listing by device: conformance_test.cpp.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -7,7 +7,6 @@
 #include <thread>
 
 #include "core/error.h"
-#include "backends.h"
 #include "helpers.h"
 #include "store/sqlite_store.h"
 #include "store/store.h"
@@ -19,17 +18,10 @@ namespace {
 namespace fs = std::filesystem;
 
 using edgeprobe::test_support::TempDir;
-using test::Conformance;
 using test::kind_of;
 using test::filter;
 using test::message_of;
-
-nlohmann::json provenance_on(const std::string& device_id) {
-  nlohmann::json p = {{"models", {{{"path", "/m/tiny.gguf"}, {"sha256", "ab"}}}},
-                      {"engine", {{"name", "llama.cpp"}, {"commit", "80fb11a"}}}};
-  if (!device_id.empty()) p["device"] = {{"id", device_id}, {"arch", "aarch64"}, {"hostname", "lab-" + device_id}};
-  return p;
-}
+using test::provenance_on;
 
 TEST(OpenStore, PlainPathAndBothSqliteFormsOpenTheSameFile) {
   TempDir dir;
@@ -103,76 +95,6 @@ TEST(OpenStore, RedactPasswordKeepsEverythingElse) {
   EXPECT_EQ(redact_password("postgresql:///db?host=/run/pg&password=p&user=u"),
             "postgresql:///db?host=/run/pg&password=***&user=u");
   EXPECT_EQ(redact_password("postgresql://u:p@h/db?password=q"), "postgresql://u:***@h/db?password=***");
-}
-
-TEST_P(Conformance, RunKindsADoctorRunStoresItsReportAsARunSummary) {
-  auto store = open_store(location());
-  const nlohmann::json report = {{"schema_version", 2}, {"verdict", "healthy"}, {"findings", nlohmann::json::array()}};
-  const RunId run = store->begin_run(RunKind::kDoctor, provenance_on("dev-0123456789abcdef"), {{"model", "tiny"}});
-  store->record_run_summary(run, "doctor", report);
-  store->finish_run(run, Status::kComplete);
-
-  const std::vector<RunSummary> runs = store->list_runs();
-  ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0].kind, "doctor");
-  EXPECT_EQ(runs[0].status, "complete");
-  EXPECT_EQ(runs[0].model, "tiny.gguf");
-  const nlohmann::json doc = store->load_run(run);
-  ASSERT_EQ(doc["telemetry"].size(), 1u);
-  EXPECT_EQ(doc["telemetry"][0]["phase"], "doctor");
-  EXPECT_EQ(doc["telemetry"][0]["summary"], report);
-}
-
-TEST_P(Conformance, RunKindsAnyWellFormedKindIsStoredAndFilteredOn) {
-  auto store = open_store(location());
-  const std::string longest(32, 'k');
-  for (const std::string& kind : {std::string("lab"), std::string("sweep_2-b"), longest, std::string("bench")})
-    store->begin_run(kind, provenance_on(""), {});
-  ASSERT_EQ(store->list_runs().size(), 4u);
-  EXPECT_EQ(store->list_runs()[1].kind, "sweep_2-b");
-  EXPECT_EQ(store->get_run(3).kind, longest);
-  const std::vector<RunSummary> labs = store->list_runs(filter("lab", "", false));
-  ASSERT_EQ(labs.size(), 1u);
-  EXPECT_EQ(labs[0].id, 1);
-  EXPECT_TRUE(store->list_runs(filter("session", "", false)).empty());
-}
-
-TEST_P(Conformance, RunKindsAMalformedKindIsRefusedAndNothingIsStored) {
-  auto store = open_store(location());
-  for (const std::string& kind : {std::string(""), std::string("Bench"), std::string("1st"), std::string("a b"),
-                                  std::string("bench;"), std::string("_x"), std::string(33, 'k')}) {
-    EXPECT_FALSE(is_valid_run_kind(kind)) << kind;
-    EXPECT_EQ(kind_of([&] { store->begin_run(kind, provenance_on(""), {}); }), ErrorKind::kBadInput) << kind;
-  }
-  EXPECT_NE(message_of([&] { store->begin_run("Bench", {}, {}); }).find("run kind 'Bench'"), std::string::npos);
-  EXPECT_TRUE(store->list_runs().empty());
-}
-
-TEST_P(Conformance, RunsByDeviceFilterMatchesPartOrAllOfTheDeviceId) {
-  auto store = open_store(location());
-  const RunId a = store->begin_run(RunKind::kBench, provenance_on("dev-aaaa1111bbbb2222"), {});
-  const RunId b = store->begin_run(RunKind::kSession, provenance_on("dev-cccc3333dddd4444"), {});
-  const RunId none = store->begin_run(RunKind::kBench, provenance_on(""), {});  // a run that named no device
-  store->begin_run(RunKind::kBench, {{"device", "not an object"}}, {});
-
-  EXPECT_EQ(store->get_run(a).device_id, "dev-aaaa1111bbbb2222");
-  EXPECT_EQ(store->get_run(none).device_id, "");
-  EXPECT_EQ(store->load_run(b)["run"]["device_id"], "dev-cccc3333dddd4444");
-  EXPECT_TRUE(store->load_run(none)["run"]["device_id"].is_null());
-
-  auto ids = [&](const RunFilter& f) {
-    std::vector<RunId> out;
-    for (const RunSummary& r : store->list_runs(f)) out.push_back(r.id);
-    return out;
-  };
-  EXPECT_EQ(ids({}).size(), 4u);
-  EXPECT_EQ(ids(filter("", "aaaa1111", false)), std::vector<RunId>{a});
-  EXPECT_EQ(ids(filter("", "dev-", false)), (std::vector<RunId>{a, b}));
-  EXPECT_EQ(ids(filter("", "dev-cccc3333dddd4444", true)), std::vector<RunId>{b});
-  EXPECT_TRUE(ids(filter("", "cccc3333", true)).empty());
-  EXPECT_TRUE(ids(filter("bench", "cccc", false)).empty());
-  EXPECT_EQ(ids(filter("session", "cccc", false)), std::vector<RunId>{b});
-  EXPECT_EQ(store->list_runs(filter("", "aaaa", false))[0].device_id, "dev-aaaa1111bbbb2222");
 }
 
 // Two writers on one file, each with its own connection (two processes in real use: a

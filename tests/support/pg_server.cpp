@@ -1,10 +1,14 @@
 #include "support/pg_server.h"
 
 #include <pwd.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <stdexcept>
 #include <vector>
 
@@ -47,6 +51,27 @@ std::string quote(const std::string& s) {
 
 ProcessResult sh(const std::string& command, int timeout_s = 60) { return run_process({"/bin/sh", "-c", command}, timeout_s); }
 
+// Servers whose test process died before its destructor ran (killed at a ctest timeout,
+// a crash): stopped and removed by the next test, so none outlives a test run for long.
+// A directory without an owner file yet is another test starting up: left alone.
+void stop_orphans(const std::string& bindir, const std::function<std::string(const std::string&)>& as_server_user) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::temp_directory_path(), ec)) {
+    if (!e.path().filename().string().starts_with("edgeprobe-pg-")) continue;
+    std::string owner;
+    try {
+      owner = read_file((e.path() / "owner.pid").string());
+    } catch (...) {
+      continue;
+    }
+    const pid_t pid = static_cast<pid_t>(std::atoi(owner.c_str()));
+    if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH) continue;
+    sh(as_server_user(bindir + "/pg_ctl -D " + quote((e.path() / "data").string()) + " -m immediate -w -t 30 stop"),
+       60);
+    fs::remove_all(e.path(), ec);
+  }
+}
+
 }  // namespace
 
 std::string PgServer::as_server_user(const std::string& command) const {
@@ -84,12 +109,14 @@ PgServer::PgServer() {
     if (!error_.empty()) return;
   }
 
+  stop_orphans(bindir_, [this](const std::string& command) { return as_server_user(command); });
   std::string dir = (fs::temp_directory_path() / "edgeprobe-pg-XXXXXX").string();
   if (!mkdtemp(dir.data())) {
     error_ = "mkdtemp failed";
     return;
   }
   dir_ = dir;
+  write_file(dir_ + "/owner.pid", std::to_string(getpid()));
   const ProcessResult copy = sh("cp -a " + quote(tmpl + "/data") + " " + quote(dir_ + "/data"));
   if (copy.exit_code != 0) {
     error_ = "cannot copy the template cluster: " + copy.err;
