@@ -1,5 +1,7 @@
 #include "kv/break_even.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace edgeprobe::kv {
@@ -35,6 +37,58 @@ BreakEven break_even(const DisaggInputs& in) {
   BreakEven out;
   if (gain_ms > 0) out.min_link_mbit = in.kv_bytes_per_token / gain_ms * 8 / 1e3;
   if (gain_ms - link_ms > 0) out.prompt_tokens = in.fixed_ms / (gain_ms - link_ms);
+  return out;
+}
+
+DisaggInputs fit_inputs(const std::vector<nlohmann::json>& records) {
+  double tokens = 0, local_ms = 0, remote_ms = 0, overhead_ms = 0;
+  std::vector<double> bytes_per_token, link, fixed;
+  for (const auto& r : records) {
+    if (r.value("mode", "") != "remote" || !r.contains("local_prefill_ms")) continue;
+    const double n = r.value("tokens_sent", 0.0);
+    if (n <= 0) continue;
+    tokens += n;
+    local_ms += r.value("local_prefill_ms", 0.0);
+    remote_ms += r.value("remote_prefill_ms", 0.0);
+    overhead_ms += r.value("serialize_ms", 0.0) + r.value("restore_ms", 0.0);
+    bytes_per_token.push_back(r.value("kv_bytes_per_token", 0.0));
+    link.push_back(r.value("link_mbit_s", 0.0));
+  }
+  if (tokens <= 0)
+    throw_bad_input("no remote prefill with a local one beside it: measure with --prefill-remote and "
+                    "--prefill-compare-local, or give the rates as flags");
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  };
+  DisaggInputs in;
+  in.local_tokens_per_s = tokens / (local_ms / 1e3);
+  in.remote_tokens_per_s = tokens / (remote_ms / 1e3);
+  in.kv_bytes_per_token = median(bytes_per_token);
+  in.link_mbit_s = median(link);
+  in.per_token_overhead_ms = overhead_ms / tokens;
+  // What is left of each remote TTFT once the per-token terms are paid: the fixed cost.
+  for (const auto& r : records) {
+    if (r.value("mode", "") != "remote" || !r.contains("local_prefill_ms")) continue;
+    const double n = r.value("tokens_sent", 0.0);
+    const double per_token = remote_ttft_ms(in, n);
+    fixed.push_back(std::max(0.0, r.value("ttft_ms", 0.0) - per_token));
+  }
+  in.fixed_ms = median(fixed);
+  return in;
+}
+
+std::vector<nlohmann::json> prefill_records(const nlohmann::json& doc) {
+  std::vector<nlohmann::json> out;
+  if (doc.is_object()) {
+    for (const auto& [key, value] : doc.items()) {
+      if (key == "prefill_remote" && value.is_object()) out.push_back(value);
+      else for (auto& r : prefill_records(value)) out.push_back(std::move(r));
+    }
+  } else if (doc.is_array()) {
+    for (const auto& value : doc)
+      for (auto& r : prefill_records(value)) out.push_back(std::move(r));
+  }
   return out;
 }
 

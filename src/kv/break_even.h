@@ -1,5 +1,6 @@
 #pragma once
 #include <optional>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -32,5 +33,13 @@ struct BreakEven {
 BreakEven break_even(const DisaggInputs& in);
 double local_ttft_ms(const DisaggInputs& in, double n_tokens);
 double remote_ttft_ms(const DisaggInputs& in, double n_tokens);
+
+// The inputs from measured prefills: PrefillRecord JSON objects ("prefill_remote" in a
+// bench repetition or session turn) taken with --prefill-compare-local, so each holds both
+// paths. Rates are token-weighted; the link rate and fixed cost are medians. Throws
+// Error(kBadInput) when no record was a remote prefill with a local one beside it.
+DisaggInputs fit_inputs(const std::vector<nlohmann::json>& records);
+// Every "prefill_remote" object anywhere in a result document.
+std::vector<nlohmann::json> prefill_records(const nlohmann::json& result);
 
 }  // namespace edgeprobe::kv

@@ -172,7 +172,8 @@ class RemotePrefillModel : public engine::LoadedModel {
   }
   std::unique_ptr<engine::Context> new_context(const engine::ContextOptions& options) const override {
     // Hashing the file once per model, on the first context: the fingerprint's costliest part.
-    if (!fingerprint_) fingerprint_ = make_fingerprint(inner_->options().path, options);
+    if (!fingerprint_)
+      fingerprint_ = options_.fingerprint ? *options_.fingerprint : make_fingerprint(inner_->options().path, options);
     return std::make_unique<RemotePrefillContext>(inner_->new_context(options), options_,
                                                   with_context(*fingerprint_, options), log_);
   }

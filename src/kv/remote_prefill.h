@@ -20,6 +20,9 @@ struct RemotePrefillOptions {
   // Also prefill locally before each remote prefill (timed apart, same tokens), so a
   // result holds both paths as interleaved pairs and the first tokens can be compared.
   bool compare_local = false;
+  // The model's fingerprint, instead of hashing and reading its file (engines whose
+  // models are not GGUF files: the fake one in tests).
+  std::optional<Fingerprint> fingerprint;
 };
 
 // One prefill as the decode node lived it. JSON (to_json) goes into the result.

@@ -45,9 +45,9 @@ KvServer::KvServer(const engine::LoadedModel& model, const Fingerprint& fingerpr
   if (options_.token.empty()) throw_bad_input("the kv server needs a shared-secret token");
 }
 
-void KvServer::serve(const std::atomic<bool>& stop) {
+void KvServer::serve(const std::function<bool()>& stop) {
   int served = 0;
-  while (!stop.load() && (options_.max_connections < 0 || served < options_.max_connections)) {
+  while (!stop() && (options_.max_connections < 0 || served < options_.max_connections)) {
     Socket socket = listener_.accept(200);
     if (!socket.valid()) continue;
     ++served;

@@ -33,7 +33,7 @@ class KvServer {
            std::function<void(const std::string&)> log);
   int port() const { return listener_.port(); }
   // Serves until `stop` is set or max_connections have been served.
-  void serve(const std::atomic<bool>& stop);
+  void serve(const std::function<bool()>& stop);
 
  private:
   void handle(Socket& socket);
