@@ -66,7 +66,7 @@ void register_kv_serve(CLI::App& app) {
   cmd->add_option("-t,--threads", f->context.n_threads, "Prefill threads")->capture_default_str();
   cmd->add_option("-C,--cpu-mask", f->cpu_mask, "CPUs the prefill threads may use (hex)");
   cmd->add_option("-b,--batch-size", f->context.n_batch, "Logical batch size")->capture_default_str();
-  cmd->add_option("-ub,--ubatch-size", f->context.n_ubatch, "Physical batch size")->capture_default_str();
+  cmd->add_option("--ubatch-size", f->context.n_ubatch, "Physical batch size")->capture_default_str();
   cmd->add_option("--max-ctx", f->max_ctx, "Largest context a client may ask for")->capture_default_str();
   cmd->add_option("--flash-attn", f->flash_attn, "Flash attention on|off|auto (must match the decode node)")
       ->capture_default_str();

@@ -53,6 +53,7 @@ class RemotePrefillContext : public engine::Context {
   void clear() override {
     inner_->clear();
     history_.clear();
+    synced_ = 0;  // the next request starts at 0, which clears the server's cache too
     history_known_ = true;
     pending_.reset();
   }
@@ -92,6 +93,7 @@ class RemotePrefillContext : public engine::Context {
       rec.connect_ms = ms_since(c0);
       synced_ = 0;
     }
+    if (synced_ > history_.size()) synced_ = 0;  // never trust a stale position: resend all
     std::vector<engine::Token> send(history_.begin() + static_cast<std::ptrdiff_t>(synced_), history_.end());
     send.insert(send.end(), tokens.begin(), tokens.end());
     rec.tokens_sent = static_cast<int>(send.size());

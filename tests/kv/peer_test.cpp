@@ -142,6 +142,15 @@ TEST(KvPeer, RemotePrefillEngineMatchesLocalAndSendsOnlyWhatTheServerLacks) {
   EXPECT_EQ(rec->tokens_sent, 4);  // the reply the server did not see, then the turn
   EXPECT_EQ(rec->n_past, 8);
   EXPECT_EQ(ctx->n_past(), 8);
+  // A new repetition on the same context: cleared, prefilled again from position 0.
+  ctx->clear();
+  ctx->decode({engine::FakeScript::kBos, 'x'}, true);
+  rec = log->take_last();
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->mode, "remote") << rec->fallback_reason;
+  EXPECT_EQ(rec->tokens_sent, 2);
+  EXPECT_EQ(rec->connect_ms, 0) << "the connection is reused";
+  EXPECT_EQ(ctx->n_past(), 2);
 }
 
 TEST(KvPeer, NoServerFallsBackToLocalPrefillAndSaysWhy) {
