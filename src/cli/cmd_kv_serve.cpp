@@ -65,6 +65,8 @@ void register_kv_serve(CLI::App& app) {
   cmd->add_option("--token-file", f->token_file, "File holding the shared-secret token (default: $EDGEPROBE_KV_TOKEN)");
   cmd->add_option("-t,--threads", f->context.n_threads, "Prefill threads")->capture_default_str();
   cmd->add_option("-C,--cpu-mask", f->cpu_mask, "CPUs the prefill threads may use (hex)");
+  cmd->add_option("--poll", f->context.poll, "Threadpool polling level 0..100 (0 sleeps: better on a busy host)")
+      ->capture_default_str();
   cmd->add_option("-b,--batch-size", f->context.n_batch, "Logical batch size")->capture_default_str();
   cmd->add_option("--ubatch-size", f->context.n_ubatch, "Physical batch size")->capture_default_str();
   cmd->add_option("--max-ctx", f->max_ctx, "Largest context a client may ask for")->capture_default_str();
