@@ -6,7 +6,8 @@
 #
 # Each round measures raw TCP (Python sockets, the same byte count as one state) and then
 # one bench process whose prefills run on a kv-serve node (--prefill-remote): the state's
-# throughput is its frame's bytes over its receive time on the decode node. Rounds
+# throughput is its frame's bytes over its receive time on the decode node (receive and
+# checksum; the server checksums while serializing). Rounds
 # interleave the two so host-speed swings hit both; the ratio is taken per round and the
 # median reported (target >= 0.8). Environment: KV_PROMPT (tokens, default 2048),
 # KV_SHAPE (synth flags for the model, default a 22-layer model with a small FFN so the
@@ -62,7 +63,9 @@ PY
 results=$work/rounds.txt
 : >"$results"
 for r in $(seq "$rounds"); do
-  "$edgeprobe" bench -m "$model" -p "$prompt" -n 1 -r 1 --no-warmup -t 1 --ceilings off --sample-hz 0 --no-store -q \
+  # The warm-up's transfer maps the receive buffer; the timed one reuses it, as every
+  # transfer after a session's first does.
+  "$edgeprobe" bench -m "$model" -p "$prompt" -n 0 -r 1 -t 1 --ceilings off --sample-hz 0 --no-store -q \
     -o json --prefill-remote "127.0.0.1:$port" >"$work/bench.json"
   read -r state_bytes state_mbit per_token n_past < <(python3 - "$work/bench.json" <<'PY'
 import json, sys

@@ -69,7 +69,7 @@ PrefillReply KvClient::prefill(int start, const std::vector<engine::Token>& toke
   if (state_bytes > state_limits.max_state_bytes)
     throw_environment("the kv server announces a state of {} bytes for {} tokens, more than the {} possible", state_bytes,
                       expect_past, state_limits.max_state_bytes);
-  Frame state = receive_frame(socket_, state_limits, options_.timeout_ms);
+  Frame state = receive_frame(socket_, state_limits, options_.timeout_ms, std::move(buffer_));
   const auto t2 = Clock::now();
   if (state.type != FrameType::kState) throw_environment("the kv server sent a {} frame, not the state", frame_type_name(state.type));
   if (state.payload.size() != state_bytes)

@@ -37,12 +37,15 @@ class KvClient {
   double connect_ms() const { return connect_ms_; }
   // The server's cache must hold exactly `start` tokens of this sequence (0 clears it).
   PrefillReply prefill(int start, const std::vector<engine::Token>& tokens);
+  // Hands a reply's state buffer back once restored: the next state is received into it.
+  void recycle(std::vector<uint8_t>&& buffer) { buffer_ = std::move(buffer); }
 
  private:
   ClientOptions options_;
   Fingerprint mine_, server_;
   Socket socket_;
   double connect_ms_ = 0;
+  std::vector<uint8_t> buffer_;
 };
 
 // The most bytes a state of n tokens of this model can take (f32 K and V in every layer,

@@ -196,7 +196,11 @@ Socket Listener::accept(int timeout_ms) {
 }
 
 void send_frame(Socket& socket, FrameType type, const uint8_t* payload, size_t size, int timeout_ms) {
-  const auto header = encode_header({type, size, checksum(payload, size)});
+  send_frame(socket, type, payload, size, checksum(payload, size), timeout_ms);
+}
+
+void send_frame(Socket& socket, FrameType type, const uint8_t* payload, size_t size, uint32_t crc, int timeout_ms) {
+  const auto header = encode_header({type, size, crc});
   socket.write_all(header.data(), header.size(), timeout_ms);
   socket.write_all(payload, size, timeout_ms);
 }
@@ -206,22 +210,29 @@ void send_json(Socket& socket, FrameType type, const nlohmann::json& body, int t
   send_frame(socket, type, reinterpret_cast<const uint8_t*>(text.data()), text.size(), timeout_ms);
 }
 
-Frame receive_frame(Socket& socket, const Limits& limits, int timeout_ms) {
+Frame receive_frame(Socket& socket, const Limits& limits, int timeout_ms, std::vector<uint8_t> reuse) {
   uint8_t header_bytes[kHeaderBytes];
   socket.read_exact(header_bytes, sizeof(header_bytes), timeout_ms);
   const FrameHeader h = decode_header(header_bytes, limits);
   Frame f;
   f.type = h.type;
+  f.payload = std::move(reuse);
   // The buffer grows with what arrives, so a peer that announces more than it sends makes
   // us hold at most one step more than it sent (the length is bounded by `limits` too).
+  // The checksum runs chunk by chunk while the kernel buffers the next one.
   constexpr uint64_t kStep = 64ull << 20;
-  while (f.payload.size() < h.length) {
-    const size_t have = f.payload.size();
-    const size_t step = static_cast<size_t>(std::min<uint64_t>(kStep, h.length - have));
-    f.payload.resize(have + step);
+  constexpr size_t kChunk = 1 << 20;
+  uint32_t crc = 0;
+  size_t have = 0;
+  while (have < h.length) {
+    const size_t step = static_cast<size_t>(std::min<uint64_t>(kChunk, h.length - have));
+    if (f.payload.size() < have + step) f.payload.resize(static_cast<size_t>(std::min<uint64_t>(h.length, have + kStep)));
     socket.read_exact(f.payload.data() + have, step, timeout_ms);
+    crc = checksum(f.payload.data() + have, step, crc);
+    have += step;
   }
-  verify_payload(h, f.payload.data());
+  f.payload.resize(h.length);
+  verify_checksum(h, crc);
   return f;
 }
 

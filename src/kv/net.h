@@ -60,8 +60,12 @@ class Listener {
 // One frame over a socket: the header is checked against `limits` before the payload is
 // allocated, and the payload against its checksum.
 void send_frame(Socket& socket, FrameType type, const uint8_t* payload, size_t size, int timeout_ms);
+// With the payload's checksum computed beforehand (the server does it while serializing,
+// so the link's time is the link's).
+void send_frame(Socket& socket, FrameType type, const uint8_t* payload, size_t size, uint32_t crc, int timeout_ms);
 void send_json(Socket& socket, FrameType type, const nlohmann::json& body, int timeout_ms);
-Frame receive_frame(Socket& socket, const Limits& limits, int timeout_ms);
+// `reuse`: a buffer from an earlier frame to receive into (its pages are already mapped).
+Frame receive_frame(Socket& socket, const Limits& limits, int timeout_ms, std::vector<uint8_t> reuse = {});
 // A frame of the expected type as JSON; a peer's kError frame becomes an exception
 // carrying its message.
 nlohmann::json receive_json(Socket& socket, FrameType expected, const Limits& limits, int timeout_ms);

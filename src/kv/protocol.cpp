@@ -86,7 +86,10 @@ FrameHeader decode_header(const uint8_t* bytes, const Limits& limits) {
 }
 
 void verify_payload(const FrameHeader& header, const uint8_t* payload) {
-  const uint32_t actual = checksum(payload, header.length);
+  verify_checksum(header, checksum(payload, header.length));
+}
+
+void verify_checksum(const FrameHeader& header, uint32_t actual) {
   if (actual != header.checksum)
     throw_environment("kv peer's {} frame of {} bytes fails its checksum (0x{:08x}, header says 0x{:08x})",
                       frame_type_name(header.type), header.length, actual, header.checksum);

@@ -57,6 +57,8 @@ std::array<uint8_t, kHeaderBytes> encode_header(const FrameHeader& header);
 FrameHeader decode_header(const uint8_t* bytes, const Limits& limits);
 // Throws when the payload's checksum differs from the header's.
 void verify_payload(const FrameHeader& header, const uint8_t* payload);
+// The same check with the payload's checksum already computed.
+void verify_checksum(const FrameHeader& header, uint32_t actual);
 
 std::vector<uint8_t> encode_frame(FrameType type, const std::vector<uint8_t>& payload);
 std::vector<uint8_t> encode_json_frame(FrameType type, const nlohmann::json& body);

@@ -102,6 +102,7 @@ class RemotePrefillContext : public engine::Context {
     const auto r0 = Clock::now();
     if (!inner_->restore_state(reply.state)) throw_environment("llama.cpp refused the restored sequence state");
     rec.restore_ms = ms_since(r0);
+    const size_t state_bytes = reply.state.size();
     if (inner_->n_past() != reply.n_past)
       throw_environment("the restored cache holds {} tokens, the server's {}", inner_->n_past(), reply.n_past);
     // The first token comes with the state: the server's greedy pick on its logits.
@@ -111,10 +112,11 @@ class RemotePrefillContext : public engine::Context {
     rec.remote_prefill_ms = reply.remote_prefill_ms;
     rec.serialize_ms = reply.serialize_ms;
     rec.transfer_ms = std::max(0.0, reply.round_trip_ms - reply.remote_prefill_ms - reply.serialize_ms);
-    rec.state_bytes = reply.state.size();
-    rec.kv_bytes_per_token = reply.n_past > 0 ? static_cast<double>(reply.state.size()) / reply.n_past : 0;
+    rec.state_bytes = state_bytes;
+    rec.kv_bytes_per_token = reply.n_past > 0 ? static_cast<double>(state_bytes) / reply.n_past : 0;
     if (reply.state_receive_ms > 0)
-      rec.link_mbit_s = static_cast<double>(reply.state.size()) * 8 / 1e6 / (reply.state_receive_ms / 1e3);
+      rec.link_mbit_s = static_cast<double>(state_bytes) * 8 / 1e6 / (reply.state_receive_ms / 1e3);
+    client_->recycle(std::move(reply.state));
   }
 
   // After a failed remote path the local cache may hold a half-restored state: it is

@@ -112,6 +112,7 @@ void KvServer::serve_requests(Socket& socket, int n_ctx) {
     const double prefill_ms = ms_since(t0);
     const auto t1 = std::chrono::steady_clock::now();
     const std::vector<uint8_t> state = ctx->save_state();
+    const uint32_t crc = checksum(state.data(), state.size());
     const double serialize_ms = ms_since(t1);
     if (state.empty()) throw_environment("the engine returned an empty sequence state");
     send_json(socket, FrameType::kPrefilled,
@@ -121,7 +122,7 @@ void KvServer::serve_requests(Socket& socket, int n_ctx) {
                {"serialize_ms", serialize_ms},
                {"state_bytes", state.size()}},
               options_.timeout_ms);
-    send_frame(socket, FrameType::kState, state.data(), state.size(), options_.timeout_ms);
+    send_frame(socket, FrameType::kState, state.data(), state.size(), crc, options_.timeout_ms);
   }
 }
 
