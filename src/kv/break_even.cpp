@@ -41,8 +41,8 @@ BreakEven break_even(const DisaggInputs& in) {
 }
 
 DisaggInputs fit_inputs(const std::vector<nlohmann::json>& records) {
-  double tokens = 0, local_ms = 0, remote_ms = 0, overhead_ms = 0;
-  std::vector<double> bytes_per_token, link, fixed;
+  double tokens = 0, local_ms = 0, remote_ms = 0, overhead_ms = 0, link_bytes = 0, link_ms = 0;
+  std::vector<double> bytes_per_token, fixed;
   for (const auto& r : records) {
     if (r.value("mode", "") != "remote" || !r.contains("local_prefill_ms")) continue;
     const double n = r.value("tokens_sent", 0.0);
@@ -52,7 +52,11 @@ DisaggInputs fit_inputs(const std::vector<nlohmann::json>& records) {
     remote_ms += r.value("remote_prefill_ms", 0.0);
     overhead_ms += r.value("serialize_ms", 0.0) + r.value("restore_ms", 0.0);
     bytes_per_token.push_back(r.value("kv_bytes_per_token", 0.0));
-    link.push_back(r.value("link_mbit_s", 0.0));
+    const double bytes = r.value("state_bytes", 0.0), mbit = r.value("link_mbit_s", 0.0);
+    if (bytes > 0 && mbit > 0) {
+      link_bytes += bytes;
+      link_ms += bytes * 8 / 1e3 / mbit;
+    }
   }
   if (tokens <= 0)
     throw_bad_input("no remote prefill with a local one beside it: measure with --prefill-remote and "
@@ -65,7 +69,9 @@ DisaggInputs fit_inputs(const std::vector<nlohmann::json>& records) {
   in.local_tokens_per_s = tokens / (local_ms / 1e3);
   in.remote_tokens_per_s = tokens / (remote_ms / 1e3);
   in.kv_bytes_per_token = median(bytes_per_token);
-  in.link_mbit_s = median(link);
+  // All bytes over all their time: a rate limiter's burst lets a small state through at
+  // line speed, and only the large ones show the sustained rate.
+  in.link_mbit_s = link_ms > 0 ? link_bytes * 8 / 1e3 / link_ms : 0;
   in.per_token_overhead_ms = overhead_ms / tokens;
   // What is left of each remote TTFT once the per-token terms are paid: the fixed cost.
   for (const auto& r : records) {

@@ -36,7 +36,8 @@ double remote_ttft_ms(const DisaggInputs& in, double n_tokens);
 
 // The inputs from measured prefills: PrefillRecord JSON objects ("prefill_remote" in a
 // bench repetition or session turn) taken with --prefill-compare-local, so each holds both
-// paths. Rates are token-weighted; the link rate and fixed cost are medians. Throws
+// paths. Rates are token-weighted, the link rate byte-weighted (all state bytes over all
+// their receive time), bytes per token and the fixed cost medians. Throws
 // Error(kBadInput) when no record was a remote prefill with a local one beside it.
 DisaggInputs fit_inputs(const std::vector<nlohmann::json>& records);
 // Every "prefill_remote" object anywhere in a result document.

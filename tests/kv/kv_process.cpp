@@ -43,11 +43,11 @@ BackgroundProcess::~BackgroundProcess() {
 }
 
 KvServeNode::KvServeNode(const std::string& dir, const std::vector<std::string>& args, const std::string& prefix,
-                         const std::string& token)
-    : dir_(dir) {
+                         const std::string& token, const std::string& host)
+    : dir_(dir), host_(host) {
   const std::string port_file = dir + "/port";
   std::filesystem::remove(port_file);
-  std::vector<std::string> argv{EDGEPROBE_BINARY, "kv-serve", "--listen", "127.0.0.1:0", "--port-file", port_file};
+  std::vector<std::string> argv{EDGEPROBE_BINARY, "kv-serve", "--listen", host + ":0", "--port-file", port_file};
   argv.insert(argv.end(), args.begin(), args.end());
   const std::string base = std::string(EDGEPROBE_BUILD_DIR) + "/test-home";
   process_ = std::make_unique<BackgroundProcess>(
@@ -64,6 +64,37 @@ KvServeNode::KvServeNode(const std::string& dir, const std::vector<std::string>&
 }
 
 std::string KvServeNode::error() const { return test_support::read_file(dir_ + "/kv-serve.err"); }
+
+CpuShareCgroup::CpuShareCgroup(double share) {
+  const std::string root = "/sys/fs/cgroup/cpu";
+  if (geteuid() != 0) {
+    error_ = "needs root to create a cgroup";
+    return;
+  }
+  if (!std::filesystem::exists(root + "/cpu.cfs_quota_us")) {
+    error_ = "no cgroup v1 cpu controller at " + root;
+    return;
+  }
+  static int counter = 0;
+  const std::string dir = root + "/edgeprobe-kv-share-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  std::error_code ec;
+  std::filesystem::create_directory(dir, ec);
+  if (ec) {
+    error_ = "cannot create " + dir + ": " + ec.message();
+    return;
+  }
+  dir_ = dir;
+  // The kernel's smallest quota is 1 ms: the period stretches to give the share.
+  std::ofstream(dir + "/cpu.cfs_period_us") << static_cast<int>(1000 / share);
+  std::ofstream(dir + "/cpu.cfs_quota_us") << 1000;
+  if (test_support::read_file(dir + "/cpu.cfs_quota_us") != "1000\n") error_ = "the cpu quota was not accepted";
+}
+
+CpuShareCgroup::~CpuShareCgroup() {
+  std::error_code ec;
+  for (int i = 0; i < 20 && !dir_.empty() && !std::filesystem::remove(dir_, ec); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
 
 CpusetCgroup::CpusetCgroup(const std::string& cpus) {
   const std::string root = "/sys/fs/cgroup/cpuset";

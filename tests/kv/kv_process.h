@@ -27,15 +27,29 @@ class BackgroundProcess {
 class KvServeNode {
  public:
   KvServeNode(const std::string& dir, const std::vector<std::string>& args, const std::string& prefix = "",
-              const std::string& token = "test-token");
+              const std::string& token = "test-token", const std::string& host = "127.0.0.1");
   int port() const { return port_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string address() const { return host_ + ":" + std::to_string(port_); }
   std::string error() const;
 
  private:
-  std::string dir_;
+  std::string dir_, host_;
   std::unique_ptr<BackgroundProcess> process_;
   int port_ = 0;
+};
+
+// A cgroup v1 cpu group holding its processes to `share` of one CPU, 1 ms per period
+// so that even a prefill of a few milliseconds runs at that share (a slower device), not
+// in a burst then a stall.
+class CpuShareCgroup {
+ public:
+  explicit CpuShareCgroup(double share);
+  ~CpuShareCgroup();
+  const std::string& error() const { return error_; }
+  std::string enter_prefix() const { return "echo $$ > " + dir_ + "/cgroup.procs && exec "; }
+
+ private:
+  std::string dir_, error_;
 };
 
 class CpusetCgroup {

@@ -186,6 +186,7 @@ TEST(KvBreakEven, FitsInputsFromRecords) {
                        {"serialize_ms", 0},
                        {"restore_ms", 0},
                        {"kv_bytes_per_token", 1000},
+                       {"state_bytes", n * 1000},
                        {"link_mbit_s", 8},
                        {"ttft_ms", 80 + n * 2}});
   records.push_back({{"mode", "local"}, {"tokens_sent", 5}});  // a fallback is not a measurement
