@@ -11,10 +11,12 @@ double link_bytes_per_ms(const DisaggInputs& in) { return in.link_mbit_s * 1e6 /
 
 void check(const DisaggInputs& in) {
   if (!(in.local_tokens_per_s > 0) || !(in.remote_tokens_per_s > 0))
-    throw_bad_input("prefill rates must be positive (got local {}, remote {} tokens/s)", in.local_tokens_per_s,
-                    in.remote_tokens_per_s);
-  if (!(in.link_mbit_s > 0)) throw_bad_input("the link rate must be positive (got {} Mbit/s)", in.link_mbit_s);
-  if (!(in.kv_bytes_per_token > 0)) throw_bad_input("KV bytes per token must be positive (got {})", in.kv_bytes_per_token);
+    throw_bad_input("prefill rates must be positive (got local {}, remote {} tokens/s)",
+                    in.local_tokens_per_s, in.remote_tokens_per_s);
+  if (!(in.link_mbit_s > 0))
+    throw_bad_input("the link rate must be positive (got {} Mbit/s)", in.link_mbit_s);
+  if (!(in.kv_bytes_per_token > 0))
+    throw_bad_input("KV bytes per token must be positive (got {})", in.kv_bytes_per_token);
   if (in.fixed_ms < 0 || in.per_token_overhead_ms < 0)
     throw_bad_input("overheads cannot be negative (got {} ms fixed, {} ms per token)", in.fixed_ms,
                     in.per_token_overhead_ms);
@@ -32,7 +34,8 @@ double remote_ttft_ms(const DisaggInputs& in, double n) {
 BreakEven break_even(const DisaggInputs& in) {
   check(in);
   // Milliseconds saved per token by prefilling remotely, before paying for the link.
-  const double gain_ms = 1e3 / in.local_tokens_per_s - 1e3 / in.remote_tokens_per_s - in.per_token_overhead_ms;
+  const double gain_ms =
+      1e3 / in.local_tokens_per_s - 1e3 / in.remote_tokens_per_s - in.per_token_overhead_ms;
   const double link_ms = in.kv_bytes_per_token / link_bytes_per_ms(in);
   BreakEven out;
   if (gain_ms > 0) out.min_link_mbit = in.kv_bytes_per_token / gain_ms * 8 / 1e3;
@@ -59,8 +62,9 @@ DisaggInputs fit_inputs(const std::vector<nlohmann::json>& records) {
     }
   }
   if (tokens <= 0)
-    throw_bad_input("no remote prefill with a local one beside it: measure with --prefill-remote and "
-                    "--prefill-compare-local, or give the rates as flags");
+    throw_bad_input(
+        "no remote prefill with a local one beside it: measure with --prefill-remote and "
+        "--prefill-compare-local, or give the rates as flags");
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
@@ -88,8 +92,10 @@ std::vector<nlohmann::json> prefill_records(const nlohmann::json& doc) {
   std::vector<nlohmann::json> out;
   if (doc.is_object()) {
     for (const auto& [key, value] : doc.items()) {
-      if (key == "prefill_remote" && value.is_object()) out.push_back(value);
-      else for (auto& r : prefill_records(value)) out.push_back(std::move(r));
+      if (key == "prefill_remote" && value.is_object())
+        out.push_back(value);
+      else
+        for (auto& r : prefill_records(value)) out.push_back(std::move(r));
     }
   } else if (doc.is_array()) {
     for (const auto& value : doc)

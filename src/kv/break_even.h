@@ -1,8 +1,7 @@
 #pragma once
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 // When remote prefill pays. Time to first token for a prompt of n tokens:
 //   local(n)  = n / local_rate
@@ -25,7 +24,8 @@ struct DisaggInputs {
 
 struct BreakEven {
   std::optional<double> prompt_tokens;  // remote wins above this; nullopt: never at this link rate
-  std::optional<double> min_link_mbit;  // at or below this link rate remote never wins; nullopt: it never wins at all
+  std::optional<double>
+      min_link_mbit;  // at or below this link rate remote never wins; nullopt: it never wins at all
   nlohmann::json to_json() const;
 };
 

@@ -19,12 +19,14 @@ uint64_t max_state_bytes(const Fingerprint& f, int n_tokens) {
   return (1u << 20) + per_token * static_cast<uint64_t>(std::max(1, n_tokens));
 }
 
-KvClient::KvClient(ClientOptions options, const Fingerprint& mine) : options_(std::move(options)), mine_(mine) {
+KvClient::KvClient(ClientOptions options, const Fingerprint& mine)
+    : options_(std::move(options)), mine_(mine) {
   const auto t0 = Clock::now();
   socket_ = connect_tcp(options_.server, options_.connect_timeout_ms);
   const Limits limits;
   const auto welcome = receive_json(socket_, FrameType::kWelcome, limits, options_.timeout_ms);
-  if (welcome.value("protocol", 0) != kProtocolVersion || !welcome.contains("nonce") || !welcome["nonce"].is_string())
+  if (welcome.value("protocol", 0) != kProtocolVersion || !welcome.contains("nonce") ||
+      !welcome["nonce"].is_string())
     throw_environment("the kv server at {} sent a malformed welcome", options_.server.to_string());
   const std::string my_nonce = new_nonce();
   send_json(socket_, FrameType::kAuth,
@@ -62,18 +64,22 @@ PrefillReply KvClient::prefill(int start, const std::vector<engine::Token>& toke
     throw_environment("the kv server sent a malformed prefill answer: {}", e.what());
   }
   if (r.n_past != expect_past)
-    throw_environment("the kv server's cache holds {} tokens after the prefill, {} expected", r.n_past, expect_past);
-  if (r.argmax < 0 || r.argmax >= mine_.n_vocab) throw_environment("the kv server picked token {}, outside the vocabulary", r.argmax);
+    throw_environment("the kv server's cache holds {} tokens after the prefill, {} expected", r.n_past,
+                      expect_past);
+  if (r.argmax < 0 || r.argmax >= mine_.n_vocab)
+    throw_environment("the kv server picked token {}, outside the vocabulary", r.argmax);
   Limits state_limits;
   state_limits.max_state_bytes = max_state_bytes(mine_, expect_past);
   if (state_bytes > state_limits.max_state_bytes)
-    throw_environment("the kv server announces a state of {} bytes for {} tokens, more than the {} possible", state_bytes,
-                      expect_past, state_limits.max_state_bytes);
+    throw_environment("the kv server announces a state of {} bytes for {} tokens, more than the {} possible",
+                      state_bytes, expect_past, state_limits.max_state_bytes);
   Frame state = receive_frame(socket_, state_limits, options_.timeout_ms, std::move(buffer_));
   const auto t2 = Clock::now();
-  if (state.type != FrameType::kState) throw_environment("the kv server sent a {} frame, not the state", frame_type_name(state.type));
+  if (state.type != FrameType::kState)
+    throw_environment("the kv server sent a {} frame, not the state", frame_type_name(state.type));
   if (state.payload.size() != state_bytes)
-    throw_environment("the kv server announced {} state bytes and sent {}", state_bytes, state.payload.size());
+    throw_environment("the kv server announced {} state bytes and sent {}", state_bytes,
+                      state.payload.size());
   r.state = std::move(state.payload);
   r.round_trip_ms = ms_between(t0, t2);
   r.state_receive_ms = ms_between(t1, t2);

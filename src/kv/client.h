@@ -24,8 +24,8 @@ struct PrefillReply {
   engine::Token argmax = 0;
   double remote_prefill_ms = 0;  // the server's own timings
   double serialize_ms = 0;
-  double round_trip_ms = 0;      // request sent -> state received and checked, on this node
-  double state_receive_ms = 0;   // the state frame alone: what the link's throughput is measured on
+  double round_trip_ms = 0;     // request sent -> state received and checked, on this node
+  double state_receive_ms = 0;  // the state frame alone: what the link's throughput is measured on
   std::vector<uint8_t> state;
 };
 

@@ -29,9 +29,16 @@ std::string hex(const unsigned char* data, size_t size) {
 }  // namespace
 
 nlohmann::json Fingerprint::to_json() const {
-  return {{"model_sha256", model_sha256}, {"n_layer", n_layer}, {"n_head_kv", n_head_kv}, {"n_embd", n_embd},
-          {"n_vocab", n_vocab},           {"type_k", type_k},   {"type_v", type_v},       {"flash_attn", flash_attn},
-          {"engine_commit", engine_commit}, {"n_ctx", n_ctx}};
+  return {{"model_sha256", model_sha256},
+          {"n_layer", n_layer},
+          {"n_head_kv", n_head_kv},
+          {"n_embd", n_embd},
+          {"n_vocab", n_vocab},
+          {"type_k", type_k},
+          {"type_v", type_v},
+          {"flash_attn", flash_attn},
+          {"engine_commit", engine_commit},
+          {"n_ctx", n_ctx}};
 }
 
 Fingerprint Fingerprint::from_json(const nlohmann::json& j) {
@@ -98,7 +105,8 @@ std::string fingerprint_mismatch(const Fingerprint& server, const Fingerprint& c
 
 std::string new_nonce() {
   unsigned char bytes[32];
-  if (RAND_bytes(bytes, sizeof(bytes)) != 1) throw_environment("no random bytes for a nonce (OpenSSL RAND_bytes)");
+  if (RAND_bytes(bytes, sizeof(bytes)) != 1)
+    throw_environment("no random bytes for a nonce (OpenSSL RAND_bytes)");
   return hex(bytes, sizeof(bytes));
 }
 
@@ -130,7 +138,8 @@ std::string load_token(const std::string& token_file) {
     token = env;
   }
   if (token.empty())
-    throw_bad_input("no shared-secret token: set {} or pass --token-file FILE (the same on both nodes)", kTokenEnv);
+    throw_bad_input("no shared-secret token: set {} or pass --token-file FILE (the same on both nodes)",
+                    kTokenEnv);
   return token;
 }
 

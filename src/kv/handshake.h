@@ -1,8 +1,7 @@
 #pragma once
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
 
@@ -14,9 +13,9 @@ struct Fingerprint {
   std::string model_sha256;
   int64_t n_layer = 0, n_head_kv = 0, n_embd = 0, n_vocab = 0;
   std::string type_k, type_v;
-  int flash_attn = -1;         // decides whether V is stored transposed
-  std::string engine_commit;   // llama.cpp's state format is its own
-  int n_ctx = 0;               // the client's context; the server's largest one
+  int flash_attn = -1;        // decides whether V is stored transposed
+  std::string engine_commit;  // llama.cpp's state format is its own
+  int n_ctx = 0;              // the client's context; the server's largest one
   nlohmann::json to_json() const;
   static Fingerprint from_json(const nlohmann::json& j);  // throws Error(kEnvironment)
 };

@@ -54,7 +54,8 @@ void tune(int fd) {
 }  // namespace
 
 std::string Endpoint::to_string() const {
-  return host.find(':') != std::string::npos ? fmt::format("[{}]:{}", host, port) : fmt::format("{}:{}", host, port);
+  return host.find(':') != std::string::npos ? fmt::format("[{}]:{}", host, port)
+                                             : fmt::format("{}:{}", host, port);
 }
 
 Endpoint parse_endpoint(const std::string& text) {
@@ -67,7 +68,8 @@ Endpoint parse_endpoint(const std::string& text) {
     port = text.substr(close + 2);
   } else {
     const auto colon = text.rfind(':');
-    if (colon == std::string::npos || colon == 0) throw_bad_input("invalid address '{}': expected HOST:PORT", text);
+    if (colon == std::string::npos || colon == 0)
+      throw_bad_input("invalid address '{}': expected HOST:PORT", text);
     e.host = text.substr(0, colon);
     port = text.substr(colon + 1);
   }
@@ -119,10 +121,12 @@ void Socket::read_exact(void* data, size_t size, int timeout_ms) {
       size -= static_cast<size_t>(n);
       continue;
     }
-    if (n == 0) throw_environment("kv peer closed the connection with {} bytes of a frame still to come", size);
+    if (n == 0)
+      throw_environment("kv peer closed the connection with {} bytes of a frame still to come", size);
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (!wait_ready(fd_, POLLIN, timeout_ms)) throw_environment("kv peer sent nothing for {} ms (stalled)", timeout_ms);
+      if (!wait_ready(fd_, POLLIN, timeout_ms))
+        throw_environment("kv peer sent nothing for {} ms (stalled)", timeout_ms);
       continue;
     }
     throw_environment("kv connection lost while receiving: {}", std::strerror(errno));
@@ -199,7 +203,8 @@ void send_frame(Socket& socket, FrameType type, const uint8_t* payload, size_t s
   send_frame(socket, type, payload, size, checksum(payload, size), timeout_ms);
 }
 
-void send_frame(Socket& socket, FrameType type, const uint8_t* payload, size_t size, uint32_t crc, int timeout_ms) {
+void send_frame(Socket& socket, FrameType type, const uint8_t* payload, size_t size, uint32_t crc,
+                int timeout_ms) {
   const auto header = encode_header({type, size, crc});
   socket.write_all(header.data(), header.size(), timeout_ms);
   socket.write_all(payload, size, timeout_ms);
@@ -226,7 +231,8 @@ Frame receive_frame(Socket& socket, const Limits& limits, int timeout_ms, std::v
   size_t have = 0;
   while (have < h.length) {
     const size_t step = static_cast<size_t>(std::min<uint64_t>(kChunk, h.length - have));
-    if (f.payload.size() < have + step) f.payload.resize(static_cast<size_t>(std::min<uint64_t>(h.length, have + kStep)));
+    if (f.payload.size() < have + step)
+      f.payload.resize(static_cast<size_t>(std::min<uint64_t>(h.length, have + kStep)));
     socket.read_exact(f.payload.data() + have, step, timeout_ms);
     crc = checksum(f.payload.data() + have, step, crc);
     have += step;

@@ -62,7 +62,8 @@ class Listener {
 void send_frame(Socket& socket, FrameType type, const uint8_t* payload, size_t size, int timeout_ms);
 // With the payload's checksum computed beforehand (the server does it while serializing,
 // so the link's time is the link's).
-void send_frame(Socket& socket, FrameType type, const uint8_t* payload, size_t size, uint32_t crc, int timeout_ms);
+void send_frame(Socket& socket, FrameType type, const uint8_t* payload, size_t size, uint32_t crc,
+                int timeout_ms);
 void send_json(Socket& socket, FrameType type, const nlohmann::json& body, int timeout_ms);
 // `reuse`: a buffer from an earlier frame to receive into (its pages are already mapped).
 Frame receive_frame(Socket& socket, const Limits& limits, int timeout_ms, std::vector<uint8_t> reuse = {});

@@ -20,20 +20,28 @@ uint64_t get_le(const uint8_t* in, int bytes) {
 }
 
 bool known_type(uint16_t type) {
-  return type >= static_cast<uint16_t>(FrameType::kWelcome) && type <= static_cast<uint16_t>(FrameType::kError);
+  return type >= static_cast<uint16_t>(FrameType::kWelcome) &&
+         type <= static_cast<uint16_t>(FrameType::kError);
 }
 
 }  // namespace
 
 const char* frame_type_name(FrameType type) {
   switch (type) {
-    case FrameType::kWelcome: return "welcome";
-    case FrameType::kAuth: return "auth";
-    case FrameType::kReady: return "ready";
-    case FrameType::kPrefill: return "prefill";
-    case FrameType::kPrefilled: return "prefilled";
-    case FrameType::kState: return "state";
-    case FrameType::kError: return "error";
+    case FrameType::kWelcome:
+      return "welcome";
+    case FrameType::kAuth:
+      return "auth";
+    case FrameType::kReady:
+      return "ready";
+    case FrameType::kPrefill:
+      return "prefill";
+    case FrameType::kPrefilled:
+      return "prefilled";
+    case FrameType::kState:
+      return "state";
+    case FrameType::kError:
+      return "error";
   }
   return "unknown";
 }
@@ -68,10 +76,12 @@ std::array<uint8_t, kHeaderBytes> encode_header(const FrameHeader& h) {
 }
 
 FrameHeader decode_header(const uint8_t* bytes, const Limits& limits) {
-  if (get_le(bytes, 4) != kMagic) throw_environment("kv peer sent bytes that are not an edgeprobe kv frame (bad magic)");
+  if (get_le(bytes, 4) != kMagic)
+    throw_environment("kv peer sent bytes that are not an edgeprobe kv frame (bad magic)");
   const auto version = static_cast<uint16_t>(get_le(bytes + 4, 2));
   if (version != kProtocolVersion)
-    throw_environment("kv peer speaks protocol version {}, this edgeprobe speaks {}", version, kProtocolVersion);
+    throw_environment("kv peer speaks protocol version {}, this edgeprobe speaks {}", version,
+                      kProtocolVersion);
   const auto type = static_cast<uint16_t>(get_le(bytes + 6, 2));
   if (!known_type(type)) throw_environment("kv peer sent an unknown frame type {}", type);
   if (get_le(bytes + 20, 4) != 0) throw_environment("kv peer sent a frame header with reserved bits set");

@@ -2,11 +2,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 // The KV-transfer wire format (docs/disaggregation.md): every message is one frame, a
 // fixed 24-byte header then the payload. Control payloads are JSON; the sequence state is
@@ -33,7 +32,9 @@ const char* frame_type_name(FrameType type);
 struct Limits {
   uint64_t max_control_bytes = 1 << 20;
   uint64_t max_state_bytes = 4ull << 30;
-  uint64_t max_for(FrameType type) const { return type == FrameType::kState ? max_state_bytes : max_control_bytes; }
+  uint64_t max_for(FrameType type) const {
+    return type == FrameType::kState ? max_state_bytes : max_control_bytes;
+  }
 };
 
 struct FrameHeader {

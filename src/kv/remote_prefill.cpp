@@ -9,7 +9,9 @@ namespace edgeprobe::kv {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 
 // A context whose decode() of a prompt goes to the server. It keeps the sequence's token
 // history, so a later turn sends the server what it has not seen (this node's decoded
@@ -18,7 +20,10 @@ class RemotePrefillContext : public engine::Context {
  public:
   RemotePrefillContext(std::unique_ptr<engine::Context> inner, const RemotePrefillOptions& options,
                        Fingerprint fingerprint, std::shared_ptr<PrefillLog> log)
-      : inner_(std::move(inner)), options_(options), fingerprint_(std::move(fingerprint)), log_(std::move(log)) {}
+      : inner_(std::move(inner)),
+        options_(options),
+        fingerprint_(std::move(fingerprint)),
+        log_(std::move(log)) {}
 
   void decode(const std::vector<engine::Token>& tokens, bool logits_for_last) override {
     PrefillRecord rec;
@@ -28,7 +33,8 @@ class RemotePrefillContext : public engine::Context {
     const auto t0 = Clock::now();
     pending_.reset();
     try {
-      if (!history_known_) throw_environment("the cache was restored from a snapshot whose tokens are unknown");
+      if (!history_known_)
+        throw_environment("the cache was restored from a snapshot whose tokens are unknown");
       remote(tokens, rec);
       rec.mode = "remote";
     } catch (const std::exception& e) {
@@ -63,7 +69,8 @@ class RemotePrefillContext : public engine::Context {
   bool shift(int n_keep, int n_discard) override {
     if (!inner_->shift(n_keep, n_discard)) return false;
     const auto begin = history_.begin() + std::min<size_t>(history_.size(), static_cast<size_t>(n_keep));
-    const auto end = history_.begin() + std::min<size_t>(history_.size(), static_cast<size_t>(n_keep + n_discard));
+    const auto end =
+        history_.begin() + std::min<size_t>(history_.size(), static_cast<size_t>(n_keep + n_discard));
     history_.erase(begin, end);
     synced_ = 0;  // the server's positions no longer match: resend from the start
     return true;
@@ -100,11 +107,13 @@ class RemotePrefillContext : public engine::Context {
     PrefillReply reply = client_->prefill(static_cast<int>(synced_), send);
     synced_ = history_.size() + tokens.size();
     const auto r0 = Clock::now();
-    if (!inner_->restore_state(reply.state)) throw_environment("llama.cpp refused the restored sequence state");
+    if (!inner_->restore_state(reply.state))
+      throw_environment("llama.cpp refused the restored sequence state");
     rec.restore_ms = ms_since(r0);
     const size_t state_bytes = reply.state.size();
     if (inner_->n_past() != reply.n_past)
-      throw_environment("the restored cache holds {} tokens, the server's {}", inner_->n_past(), reply.n_past);
+      throw_environment("the restored cache holds {} tokens, the server's {}", inner_->n_past(),
+                        reply.n_past);
     // The first token comes with the state: the server's greedy pick on its logits.
     const auto f0 = Clock::now();
     pending_ = reply.argmax;
@@ -162,7 +171,9 @@ class RemotePrefillModel : public engine::LoadedModel {
     return inner_->tokenize(text, add_special);
   }
   std::string token_to_piece(engine::Token token) const override { return inner_->token_to_piece(token); }
-  bool is_end_of_generation(engine::Token token) const override { return inner_->is_end_of_generation(token); }
+  bool is_end_of_generation(engine::Token token) const override {
+    return inner_->is_end_of_generation(token);
+  }
   int32_t n_vocab() const override { return inner_->n_vocab(); }
   engine::Token bos_token() const override { return inner_->bos_token(); }
   bool adds_bos() const override { return inner_->adds_bos(); }
@@ -177,7 +188,8 @@ class RemotePrefillModel : public engine::LoadedModel {
   std::unique_ptr<engine::Context> new_context(const engine::ContextOptions& options) const override {
     // Hashing the file once per model, on the first context: the fingerprint's costliest part.
     if (!fingerprint_)
-      fingerprint_ = options_.fingerprint ? *options_.fingerprint : make_fingerprint(inner_->options().path, options);
+      fingerprint_ =
+          options_.fingerprint ? *options_.fingerprint : make_fingerprint(inner_->options().path, options);
     return std::make_unique<RemotePrefillContext>(inner_->new_context(options), options_,
                                                   with_context(*fingerprint_, options), log_);
   }

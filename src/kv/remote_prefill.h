@@ -1,10 +1,9 @@
 #pragma once
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
 #include "kv/client.h"
@@ -32,12 +31,12 @@ struct PrefillRecord {
   int tokens = 0;               // this call's tokens
   int tokens_sent = 0;          // with what the server had not seen (earlier replies)
   int n_past = 0;
-  double connect_ms = 0;        // connection and handshake, when this prefill opened one
+  double connect_ms = 0;  // connection and handshake, when this prefill opened one
   double remote_prefill_ms = 0, serialize_ms = 0, transfer_ms = 0, restore_ms = 0, first_token_ms = 0;
-  double ttft_ms = 0;           // the whole remote path (or the fallback) on this node's clock
+  double ttft_ms = 0;  // the whole remote path (or the fallback) on this node's clock
   uint64_t state_bytes = 0;
   double kv_bytes_per_token = 0;
-  double link_mbit_s = 0;       // the state frame's bytes over its receive time
+  double link_mbit_s = 0;                  // the state frame's bytes over its receive time
   std::optional<double> local_prefill_ms;  // compare_local: the same tokens prefilled here
   std::optional<bool> first_token_matches_local;
   nlohmann::json to_json() const;

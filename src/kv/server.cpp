@@ -27,7 +27,8 @@ PrefillRequest parse_request(const nlohmann::json& j, int n_vocab, int n_ctx) {
   }
   if (r.tokens.empty()) throw_bad_input("a prefill request needs at least one token");
   if (r.start < 0 || static_cast<int64_t>(r.start) + static_cast<int64_t>(r.tokens.size()) > n_ctx)
-    throw_bad_input("prefill of {} tokens at {} does not fit the context of {}", r.tokens.size(), r.start, n_ctx);
+    throw_bad_input("prefill of {} tokens at {} does not fit the context of {}", r.tokens.size(), r.start,
+                    n_ctx);
   for (const auto t : r.tokens)
     if (t < 0 || t >= n_vocab) throw_bad_input("token {} is outside the vocabulary of {}", t, n_vocab);
   return r;

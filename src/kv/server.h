@@ -18,11 +18,12 @@ namespace edgeprobe::kv {
 struct ServerOptions {
   Endpoint listen{"127.0.0.1", 0};
   std::string token;
-  engine::ContextOptions context;  // threads, placement, KV types, flash attention; n_ctx = the largest a client may ask
-  int timeout_ms = 10000;          // within a frame
-  int idle_timeout_ms = 600000;    // between a client's requests
+  engine::ContextOptions
+      context;  // threads, placement, KV types, flash attention; n_ctx = the largest a client may ask
+  int timeout_ms = 10000;        // within a frame
+  int idle_timeout_ms = 600000;  // between a client's requests
   Limits limits;
-  int max_connections = -1;        // -1: serve until stopped
+  int max_connections = -1;  // -1: serve until stopped
 };
 
 class KvServer {

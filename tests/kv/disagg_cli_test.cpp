@@ -3,11 +3,10 @@
 // local ones), then refusals, then the two-node speed claim under cgroup cpusets.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "kv/break_even.h"
 #include "kv/kv_process.h"
@@ -26,7 +25,9 @@ test_support::ProcessResult decode_node(const std::vector<std::string>& args, co
   for (const auto& a : args) command += " '" + a + "'";
   const std::string base = std::string(EDGEPROBE_BUILD_DIR) + "/test-home";
   return run_process({"/bin/sh", "-c", command}, 300,
-                     {{"EDGEPROBE_KV_TOKEN", token}, {"XDG_CACHE_HOME", base + "/cache"}, {"XDG_DATA_HOME", base + "/data"}});
+                     {{"EDGEPROBE_KV_TOKEN", token},
+                      {"XDG_CACHE_HOME", base + "/cache"},
+                      {"XDG_DATA_HOME", base + "/data"}});
 }
 
 json parse(const test_support::ProcessResult& r) {
@@ -48,9 +49,9 @@ TEST(KvDisagg, GreedyTokensAfterATransferAreTheLocalOnesForEveryFirstTurn) {
   const std::string model = test_support::tiny_model();
   kv_test::KvServeNode server(dir.path(), {"-m", model, "-t", "1", "--max-ctx", "2048"});
   ASSERT_GT(server.port(), 0) << server.error();
-  const std::vector<std::string> session{"session", "-m", model,      "--rounds", "1", "--conversations", "50",
-                                         "--max-tokens", "12", "-c", "2048", "-t", "1", "--sample-hz", "0",
-                                         "--no-store", "-q", "-o", "json"};
+  const std::vector<std::string> session{
+      "session", "-m", model, "--rounds",    "1", "--conversations", "50", "--max-tokens", "12",  "-c",
+      "2048",    "-t", "1",   "--sample-hz", "0", "--no-store",      "-q", "-o",           "json"};
   const auto local = turns_of(parse(decode_node(session)));
   auto remote_args = session;
   remote_args.insert(remote_args.end(), {"--prefill-remote", server.address(), "--prefill-compare-local"});
@@ -83,9 +84,26 @@ TEST(KvDisagg, RefusedPeersFallBackToLocalPrefillAndSayWhy) {
   const std::string model = test_support::tiny_model();
   kv_test::KvServeNode server(dir.path(), {"-m", model, "-t", "1", "--timeout-ms", "2000"});
   ASSERT_GT(server.port(), 0) << server.error();
-  const std::vector<std::string> bench{"bench", "-p", "16", "-n", "2", "-r", "1", "--no-warmup", "-t", "1",
-                                       "--ceilings", "off", "--sample-hz", "0", "--no-store", "-q", "-o", "json",
-                                       "--prefill-remote", server.address()};
+  const std::vector<std::string> bench{"bench",
+                                       "-p",
+                                       "16",
+                                       "-n",
+                                       "2",
+                                       "-r",
+                                       "1",
+                                       "--no-warmup",
+                                       "-t",
+                                       "1",
+                                       "--ceilings",
+                                       "off",
+                                       "--sample-hz",
+                                       "0",
+                                       "--no-store",
+                                       "-q",
+                                       "-o",
+                                       "json",
+                                       "--prefill-remote",
+                                       server.address()};
   auto with = [&](std::vector<std::string> extra) {
     auto args = bench;
     args.insert(args.end(), extra.begin(), extra.end());
@@ -93,7 +111,8 @@ TEST(KvDisagg, RefusedPeersFallBackToLocalPrefillAndSayWhy) {
   };
   EXPECT_NE(fallback_reason(decode_node(with({"-m", test_support::tiny_model("q8_0")}))).find("model_sha256"),
             std::string::npos);
-  EXPECT_NE(fallback_reason(decode_node(with({"-m", model, "--cache-type-k", "q8_0"}))).find("type_k: f16 on the server, q8_0 here"),
+  EXPECT_NE(fallback_reason(decode_node(with({"-m", model, "--cache-type-k", "q8_0"})))
+                .find("type_k: f16 on the server, q8_0 here"),
             std::string::npos);
   const auto wrong = decode_node(with({"-m", model}), "", "not-the-token");
   EXPECT_NE(fallback_reason(wrong).find("wrong token"), std::string::npos);
@@ -121,16 +140,34 @@ TEST(KvDisagg, TwoNodesLongPromptPaysShortDoesNot) {
   TempDir dir;
   // Compute-heavy per token next to its KV size (1 KV head), so prefill dominates.
   const std::string model = test_support::synth_model(
-      "kv-two-node", {"--n-vocab", "4096", "--n-embd", "512", "--n-layer", "4", "--n-ff", "2048", "--n-head", "8",
-                      "--n-head-kv", "1", "--n-ctx", "2048", "-q", "q4_0"});
+      "kv-two-node", {"--n-vocab", "4096", "--n-embd", "512", "--n-layer", "4", "--n-ff", "2048", "--n-head",
+                      "8", "--n-head-kv", "1", "--n-ctx", "2048", "-q", "q4_0"});
   // --poll 0: threads that spin on a shared, busy host wait for each other at every op.
   kv_test::KvServeNode server(dir.path(), {"-m", model, "-t", "2", "--poll", "0", "--max-ctx", "1100"},
                               prefill_cpus.enter_prefix());
   ASSERT_GT(server.port(), 0) << server.error();
   const int short_n = 4, long_n = 1024;
-  const json result = parse(decode_node({"bench", "-m", model, "-p", std::to_string(short_n) + "," + std::to_string(long_n),
-                                         "-n", "0", "-r", "3", "-t", "1", "--ceilings", "off", "--sample-hz", "0",
-                                         "--no-store", "-q", "-o", "json", "--prefill-remote", server.address(),
+  const json result = parse(decode_node({"bench",
+                                         "-m",
+                                         model,
+                                         "-p",
+                                         std::to_string(short_n) + "," + std::to_string(long_n),
+                                         "-n",
+                                         "0",
+                                         "-r",
+                                         "3",
+                                         "-t",
+                                         "1",
+                                         "--ceilings",
+                                         "off",
+                                         "--sample-hz",
+                                         "0",
+                                         "--no-store",
+                                         "-q",
+                                         "-o",
+                                         "json",
+                                         "--prefill-remote",
+                                         server.address(),
                                          "--prefill-compare-local"},
                                         decode_cpus.enter_prefix()));
   std::map<int, std::pair<double, double>> ttft;  // prompt -> (local, remote) medians
@@ -152,8 +189,8 @@ TEST(KvDisagg, TwoNodesLongPromptPaysShortDoesNot) {
   const double speedup = fitted.remote_tokens_per_s / fitted.local_tokens_per_s;
   if (speedup < 1.3)
     GTEST_SKIP() << "host too busy for a two-node timing: the 2-CPU prefill node was " << speedup
-                 << "x the 1-CPU node's rate (" << fitted.remote_tokens_per_s << " vs " << fitted.local_tokens_per_s
-                 << " tokens/s)";
+                 << "x the 1-CPU node's rate (" << fitted.remote_tokens_per_s << " vs "
+                 << fitted.local_tokens_per_s << " tokens/s)";
   const auto [short_local, short_remote] = ttft.at(short_n);
   const auto [long_local, long_remote] = ttft.at(long_n);
   EXPECT_LT(long_remote, long_local) << "a long prompt should pay off remotely";
@@ -162,13 +199,14 @@ TEST(KvDisagg, TwoNodesLongPromptPaysShortDoesNot) {
   ASSERT_TRUE(be.prompt_tokens) << "the model says remote never wins";
   EXPECT_GT(*be.prompt_tokens, short_n);
   EXPECT_LT(*be.prompt_tokens, long_n);
-  std::cout << "TTFT ms local/remote: " << short_n << " tokens " << short_local << "/" << short_remote << ", " << long_n
-            << " tokens " << long_local << "/" << long_remote << "; predicted break-even " << *be.prompt_tokens
-            << " tokens\n";
+  std::cout << "TTFT ms local/remote: " << short_n << " tokens " << short_local << "/" << short_remote << ", "
+            << long_n << " tokens " << long_local << "/" << long_remote << "; predicted break-even "
+            << *be.prompt_tokens << " tokens\n";
 }
 
 TEST(KvDisagg, MissingTokenIsBadInput) {
-  const auto r = run_process({EDGEPROBE_BINARY, "kv-serve", "-m", "nothing.gguf"}, 30, {{"EDGEPROBE_KV_TOKEN", ""}});
+  const auto r =
+      run_process({EDGEPROBE_BINARY, "kv-serve", "-m", "nothing.gguf"}, 30, {{"EDGEPROBE_KV_TOKEN", ""}});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no shared-secret token"), std::string::npos) << r.err;
 }

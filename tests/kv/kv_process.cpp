@@ -42,18 +42,20 @@ BackgroundProcess::~BackgroundProcess() {
   waitpid(pid_, nullptr, 0);
 }
 
-KvServeNode::KvServeNode(const std::string& dir, const std::vector<std::string>& args, const std::string& prefix,
-                         const std::string& token, const std::string& host)
+KvServeNode::KvServeNode(const std::string& dir, const std::vector<std::string>& args,
+                         const std::string& prefix, const std::string& token, const std::string& host)
     : dir_(dir), host_(host) {
   const std::string port_file = dir + "/port";
   std::filesystem::remove(port_file);
-  std::vector<std::string> argv{EDGEPROBE_BINARY, "kv-serve", "--listen", host + ":0", "--port-file", port_file};
+  std::vector<std::string> argv{EDGEPROBE_BINARY, "kv-serve",    "--listen",
+                                host + ":0",      "--port-file", port_file};
   argv.insert(argv.end(), args.begin(), args.end());
   const std::string base = std::string(EDGEPROBE_BUILD_DIR) + "/test-home";
   process_ = std::make_unique<BackgroundProcess>(
       argv, dir + "/kv-serve.err", prefix,
-      std::vector<std::pair<std::string, std::string>>{
-          {"EDGEPROBE_KV_TOKEN", token}, {"XDG_CACHE_HOME", base + "/cache"}, {"XDG_DATA_HOME", base + "/data"}});
+      std::vector<std::pair<std::string, std::string>>{{"EDGEPROBE_KV_TOKEN", token},
+                                                       {"XDG_CACHE_HOME", base + "/cache"},
+                                                       {"XDG_DATA_HOME", base + "/data"}});
   for (int i = 0; i < 600 && process_->running(); ++i) {
     if (std::filesystem::exists(port_file)) {
       port_ = std::stoi(test_support::read_file(port_file));
@@ -76,7 +78,8 @@ CpuShareCgroup::CpuShareCgroup(double share) {
     return;
   }
   static int counter = 0;
-  const std::string dir = root + "/edgeprobe-kv-share-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  const std::string dir =
+      root + "/edgeprobe-kv-share-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
   std::error_code ec;
   std::filesystem::create_directory(dir, ec);
   if (ec) {
@@ -87,7 +90,8 @@ CpuShareCgroup::CpuShareCgroup(double share) {
   // The kernel's smallest quota is 1 ms: the period stretches to give the share.
   std::ofstream(dir + "/cpu.cfs_period_us") << static_cast<int>(1000 / share);
   std::ofstream(dir + "/cpu.cfs_quota_us") << 1000;
-  if (test_support::read_file(dir + "/cpu.cfs_quota_us") != "1000\n") error_ = "the cpu quota was not accepted";
+  if (test_support::read_file(dir + "/cpu.cfs_quota_us") != "1000\n")
+    error_ = "the cpu quota was not accepted";
 }
 
 CpuShareCgroup::~CpuShareCgroup() {
@@ -107,7 +111,8 @@ CpusetCgroup::CpusetCgroup(const std::string& cpus) {
     return;
   }
   static int counter = 0;
-  const std::string dir = root + "/edgeprobe-kv-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  const std::string dir =
+      root + "/edgeprobe-kv-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
   std::error_code ec;
   std::filesystem::create_directory(dir, ec);
   if (ec) {
@@ -117,7 +122,8 @@ CpusetCgroup::CpusetCgroup(const std::string& cpus) {
   dir_ = dir;
   std::ofstream(dir + "/cpuset.mems") << test_support::read_file(root + "/cpuset.mems");
   std::ofstream(dir + "/cpuset.cpus") << cpus;
-  if (test_support::read_file(dir + "/cpuset.cpus").empty()) error_ = "the cpuset " + cpus + " was not accepted";
+  if (test_support::read_file(dir + "/cpuset.cpus").empty())
+    error_ = "the cpuset " + cpus + " was not accepted";
 }
 
 CpusetCgroup::~CpusetCgroup() {

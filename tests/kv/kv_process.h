@@ -11,7 +11,8 @@ namespace edgeprobe::kv_test {
 // stderr in a file; SIGTERM then SIGKILL when the object goes away.
 class BackgroundProcess {
  public:
-  BackgroundProcess(const std::vector<std::string>& argv, const std::string& stderr_path, const std::string& prefix = "",
+  BackgroundProcess(const std::vector<std::string>& argv, const std::string& stderr_path,
+                    const std::string& prefix = "",
                     const std::vector<std::pair<std::string, std::string>>& env = {});
   ~BackgroundProcess();
   BackgroundProcess(const BackgroundProcess&) = delete;

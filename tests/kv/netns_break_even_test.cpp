@@ -4,11 +4,10 @@
 // must be within +-25 % of the model's prediction from the same run's figures.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "kv/break_even.h"
@@ -37,13 +36,15 @@ Sweep measure(const std::string& prefix, const std::string& model, const std::st
               const std::vector<int>& prompts) {
   std::string p;
   for (int n : prompts) p += (p.empty() ? "" : ",") + std::to_string(n);
-  std::string command = prefix + EDGEPROBE_BINARY + " bench -m " + model + " -p " + p +
-                        " -n 0 -r 5 -t 1 --ceilings off --sample-hz 0 --no-store -q -o json --prefill-remote " +
-                        server + " --prefill-compare-local";
+  std::string command =
+      prefix + EDGEPROBE_BINARY + " bench -m " + model + " -p " + p +
+      " -n 0 -r 5 -t 1 --ceilings off --sample-hz 0 --no-store -q -o json --prefill-remote " + server +
+      " --prefill-compare-local";
   const std::string base = std::string(EDGEPROBE_BUILD_DIR) + "/test-home";
-  const auto r = test_support::run_process(
-      {"/bin/sh", "-c", command}, 300,
-      {{"EDGEPROBE_KV_TOKEN", "test-token"}, {"XDG_CACHE_HOME", base + "/cache"}, {"XDG_DATA_HOME", base + "/data"}});
+  const auto r = test_support::run_process({"/bin/sh", "-c", command}, 300,
+                                           {{"EDGEPROBE_KV_TOKEN", "test-token"},
+                                            {"XDG_CACHE_HOME", base + "/cache"},
+                                            {"XDG_DATA_HOME", base + "/data"}});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   Sweep s;
   const json doc = json::parse(r.out);
@@ -79,8 +80,8 @@ TEST(KvNetns, MeasuredBreakEvenWithin25PercentOfThePredictionAtThreeLinkRates) {
   if (!slow_device.error().empty()) GTEST_SKIP() << slow_device.error();
   test_support::TempDir dir;
   const std::string model = test_support::synth_model(
-      "kv-two-node", {"--n-vocab", "4096", "--n-embd", "512", "--n-layer", "4", "--n-ff", "2048", "--n-head", "8",
-                      "--n-head-kv", "1", "--n-ctx", "2048", "-q", "q4_0"});
+      "kv-two-node", {"--n-vocab", "4096", "--n-embd", "512", "--n-layer", "4", "--n-ff", "2048", "--n-head",
+                      "8", "--n-head-kv", "1", "--n-ctx", "2048", "-q", "q4_0"});
   NetNamespace prefill_ns("kvp"), decode_ns("kvd");
   const auto link = test_support::connect(prefill_ns, decode_ns, 0);
   const std::string ip = test_support::find_tool("ip");
@@ -95,7 +96,8 @@ TEST(KvNetns, MeasuredBreakEvenWithin25PercentOfThePredictionAtThreeLinkRates) {
   // several times tbf's 10 ms bucket to cross (a state inside the bucket crosses at line
   // speed, which no constant-rate model predicts).
   const auto calib = kv::fit_inputs(measure(decode_prefix, model, server.address(), {32, 256}).records);
-  const double gain_ms = 1e3 / calib.local_tokens_per_s - 1e3 / calib.remote_tokens_per_s - calib.per_token_overhead_ms;
+  const double gain_ms =
+      1e3 / calib.local_tokens_per_s - 1e3 / calib.remote_tokens_per_s - calib.per_token_overhead_ms;
   if (gain_ms < 0.05)
     GTEST_SKIP() << "host too busy: the remote prefill saves " << gain_ms << " ms per token ("
                  << calib.local_tokens_per_s << " tokens/s here, " << calib.remote_tokens_per_s << " there)";
@@ -106,7 +108,8 @@ TEST(KvNetns, MeasuredBreakEvenWithin25PercentOfThePredictionAtThreeLinkRates) {
     auto in = kv::fit_inputs(sweep.records);
     const auto predicted = kv::break_even(in).prompt_tokens;
     const auto measured = crossing(sweep.delta_ms);
-    for (const auto& [n, d] : sweep.delta_ms) std::cout << "  " << n << " tokens: remote - local " << d << " ms\n";
+    for (const auto& [n, d] : sweep.delta_ms)
+      std::cout << "  " << n << " tokens: remote - local " << d << " ms\n";
     std::cout << "tbf " << rate << " Mbit/s (link measured " << in.link_mbit_s << "): break-even measured "
               << (measured ? std::to_string(*measured) : "none") << ", predicted "
               << (predicted ? std::to_string(*predicted) : "never") << " tokens\n";

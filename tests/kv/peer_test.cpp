@@ -40,10 +40,11 @@ class ServerThread {
     options.token = options.token.empty() ? "sesame" : options.token;
     options.context.n_ctx = 1024;
     model_ = engine_.load({"fake.gguf"});
-    server_ = std::make_unique<KvServer>(*model_, fake_fingerprint(), options, [this](const std::string& line) {
-      std::lock_guard lock(mutex_);
-      log_.push_back(line);
-    });
+    server_ =
+        std::make_unique<KvServer>(*model_, fake_fingerprint(), options, [this](const std::string& line) {
+          std::lock_guard lock(mutex_);
+          log_.push_back(line);
+        });
     thread_ = std::thread([this] { server_->serve([this] { return stop_.load(); }); });
   }
   ~ServerThread() {
@@ -177,7 +178,8 @@ TEST(KvPeer, NoServerFallsBackToLocalPrefillAndSaysWhy) {
 
 TEST(KvPeer, WrongTokenIsRefusedBothWays) {
   ServerThread server;
-  const std::string why = error_of([&] { KvClient(client_options(server.endpoint(), "guess"), client_fingerprint()); });
+  const std::string why =
+      error_of([&] { KvClient(client_options(server.endpoint(), "guess"), client_fingerprint()); });
   EXPECT_NE(why.find("authentication failed: wrong token"), std::string::npos) << why;
   EXPECT_NE(server.log().find("wrong token"), std::string::npos);
 }
@@ -223,36 +225,44 @@ void expect_server_survives(const std::function<void(Socket&)>& attack, const st
 void read_welcome(Socket& s) { receive_json(s, FrameType::kWelcome, {}, 1000); }
 
 TEST(KvHostileClient, Garbage) {
-  expect_server_survives([](Socket& s) {
-    read_welcome(s);
-    const std::string junk(64, '\x7f');
-    s.write_all(junk.data(), junk.size(), 1000);
-  }, "bad magic");
+  expect_server_survives(
+      [](Socket& s) {
+        read_welcome(s);
+        const std::string junk(64, '\x7f');
+        s.write_all(junk.data(), junk.size(), 1000);
+      },
+      "bad magic");
 }
 
 TEST(KvHostileClient, A100GbFrame) {
-  expect_server_survives([](Socket& s) {
-    read_welcome(s);
-    const auto h = encode_header({FrameType::kAuth, 100ull << 30, 0});
-    s.write_all(h.data(), h.size(), 1000);
-  }, "claims 107374182400 bytes");
+  expect_server_survives(
+      [](Socket& s) {
+        read_welcome(s);
+        const auto h = encode_header({FrameType::kAuth, 100ull << 30, 0});
+        s.write_all(h.data(), h.size(), 1000);
+      },
+      "claims 107374182400 bytes");
 }
 
 TEST(KvHostileClient, TruncatedFrame) {
-  expect_server_survives([](Socket& s) {
-    read_welcome(s);
-    const auto frame = encode_json_frame(FrameType::kAuth, {{"mac", "x"}});
-    s.write_all(frame.data(), frame.size() - 3, 1000);
-    ::shutdown(s.fd(), SHUT_WR);
-  }, "closed the connection");
+  expect_server_survives(
+      [](Socket& s) {
+        read_welcome(s);
+        const auto frame = encode_json_frame(FrameType::kAuth, {{"mac", "x"}});
+        s.write_all(frame.data(), frame.size() - 3, 1000);
+        ::shutdown(s.fd(), SHUT_WR);
+      },
+      "closed the connection");
 }
 
 TEST(KvHostileClient, StalledPeer) {
-  expect_server_survives([](Socket& s) {
-    read_welcome(s);
-    const auto frame = encode_json_frame(FrameType::kAuth, {{"mac", "x"}});
-    s.write_all(frame.data(), 10, 1000);  // then nothing
-  }, "stalled");
+  expect_server_survives(
+      [](Socket& s) {
+        read_welcome(s);
+        const auto frame = encode_json_frame(FrameType::kAuth, {{"mac", "x"}});
+        s.write_all(frame.data(), 10, 1000);  // then nothing
+      },
+      "stalled");
 }
 
 // A hostile server: a raw listener that answers the client's connection with `reply`.
@@ -297,8 +307,8 @@ TEST(KvHostileServer, DoesNotKnowTheToken) {
   const auto why = client_error_against([](Socket& s) {
     send_json(s, FrameType::kWelcome, {{"protocol", kProtocolVersion}, {"nonce", new_nonce()}}, 1000);
     receive_frame(s, {}, 1000);
-    send_json(s, FrameType::kReady, {{"mac", std::string(64, '0')}, {"fingerprint", client_fingerprint().to_json()}},
-              1000);
+    send_json(s, FrameType::kReady,
+              {{"mac", std::string(64, '0')}, {"fingerprint", client_fingerprint().to_json()}}, 1000);
   });
   EXPECT_NE(why.find("does not know the token"), std::string::npos) << why;
 }

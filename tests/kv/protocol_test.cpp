@@ -1,5 +1,7 @@
 // The KV-transfer frame format, the handshake's pieces and the break-even model: pure
 // functions, no sockets.
+#include "kv/protocol.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -8,7 +10,6 @@
 #include "kv/break_even.h"
 #include "kv/handshake.h"
 #include "kv/net.h"
-#include "kv/protocol.h"
 
 namespace edgeprobe::kv {
 namespace {
@@ -50,7 +51,8 @@ TEST(KvFrame, RefusesWhatIsNotAFrame) {
   EXPECT_NE(error_of([&] { decode_header(bad.data(), {}); }).find("protocol version 9"), std::string::npos);
   bad = frame;
   bad[6] = 99;
-  EXPECT_NE(error_of([&] { decode_header(bad.data(), {}); }).find("unknown frame type 99"), std::string::npos);
+  EXPECT_NE(error_of([&] { decode_header(bad.data(), {}); }).find("unknown frame type 99"),
+            std::string::npos);
   bad = frame;
   bad[22] = 1;
   EXPECT_NE(error_of([&] { decode_header(bad.data(), {}); }).find("reserved"), std::string::npos);
@@ -62,7 +64,8 @@ TEST(KvFrame, RefusesA100GbClaimBeforeAllocating) {
   EXPECT_NE(why.find("claims 107374182400 bytes"), std::string::npos) << why;
   // A control frame is bounded far lower than a state.
   const auto control = encode_header({FrameType::kPrefill, 2 << 20, 0});
-  EXPECT_NE(error_of([&] { decode_header(control.data(), Limits{}); }).find("more than the 1048576"), std::string::npos);
+  EXPECT_NE(error_of([&] { decode_header(control.data(), Limits{}); }).find("more than the 1048576"),
+            std::string::npos);
 }
 
 TEST(KvFrame, ParserAssemblesFramesFedByteByByte) {
