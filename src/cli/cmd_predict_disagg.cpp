@@ -43,6 +43,7 @@ int run(const PredictFlags& f, const CLI::App& cmd) {
                           {"kv_bytes_per_token", in.kv_bytes_per_token},
                           {"link_mbit_s", in.link_mbit_s},
                           {"fixed_ms", in.fixed_ms},
+                          {"local_fixed_ms", in.local_fixed_ms},
                           {"per_token_overhead_ms", in.per_token_overhead_ms}}},
                         {"break_even", be.to_json()},
                         {"ttft_ms", nlohmann::json::array()}};
@@ -55,9 +56,9 @@ int run(const PredictFlags& f, const CLI::App& cmd) {
   }
   std::cout << fmt::format(
       "prefill: {:.1f} tokens/s here, {:.1f} tokens/s remote; {:.0f} KV bytes/token; link {:.1f} Mbit/s; "
-      "{:.1f} ms fixed, {:.3f} ms/token serialize+restore\n",
+      "{:.1f} ms fixed remote, {:.1f} ms local; {:.3f} ms/token serialize+restore\n",
       in.local_tokens_per_s, in.remote_tokens_per_s, in.kv_bytes_per_token, in.link_mbit_s, in.fixed_ms,
-      in.per_token_overhead_ms);
+      in.local_fixed_ms, in.per_token_overhead_ms);
   if (be.prompt_tokens)
     std::cout << fmt::format("remote prefill wins above {:.0f} prompt tokens\n", *be.prompt_tokens);
   else
@@ -85,6 +86,7 @@ void register_predict_disagg(CLI::App& app) {
   cmd->add_option("--remote-rate", f->in.remote_tokens_per_s, "The prefill node's rate, tokens/s");
   cmd->add_option("--kv-bytes-per-token", f->in.kv_bytes_per_token, "Sequence-state bytes per token");
   cmd->add_option("--link-mbit", f->in.link_mbit_s, "Link rate, Mbit/s");
+  cmd->add_option("--local-fixed-ms", f->in.local_fixed_ms, "A local prefill call's own cost, ms")->capture_default_str();
   cmd->add_option("--fixed-ms", f->in.fixed_ms, "Per-request cost: round trip and framing, ms")
       ->capture_default_str();
   cmd->add_option("--per-token-overhead-ms", f->in.per_token_overhead_ms, "Serialize + restore per token, ms")

@@ -22,9 +22,27 @@ void check(const DisaggInputs& in) {
                     in.per_token_overhead_ms);
 }
 
+// Least squares y = a + b x; nullopt with fewer than two distinct x.
+std::optional<std::pair<double, double>> fit_line(const std::vector<double>& x, const std::vector<double>& y) {
+  const double n = static_cast<double>(x.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    sx += x[i];
+    sy += y[i];
+    sxx += x[i] * x[i];
+    sxy += x[i] * y[i];
+  }
+  const double den = n * sxx - sx * sx;
+  if (x.size() < 2 || den <= 1e-9 * n * sxx) return std::nullopt;
+  const double b = (n * sxy - sx * sy) / den;
+  return std::make_pair((sy - b * sx) / n, b);
+}
+
 }  // namespace
 
-double local_ttft_ms(const DisaggInputs& in, double n) { return n / in.local_tokens_per_s * 1e3; }
+double local_ttft_ms(const DisaggInputs& in, double n) {
+  return in.local_fixed_ms + n / in.local_tokens_per_s * 1e3;
+}
 
 double remote_ttft_ms(const DisaggInputs& in, double n) {
   return in.fixed_ms + n / in.remote_tokens_per_s * 1e3 + n * in.kv_bytes_per_token / link_bytes_per_ms(in) +
@@ -39,19 +57,21 @@ BreakEven break_even(const DisaggInputs& in) {
   const double link_ms = in.kv_bytes_per_token / link_bytes_per_ms(in);
   BreakEven out;
   if (gain_ms > 0) out.min_link_mbit = in.kv_bytes_per_token / gain_ms * 8 / 1e3;
-  if (gain_ms - link_ms > 0) out.prompt_tokens = in.fixed_ms / (gain_ms - link_ms);
+  if (gain_ms - link_ms > 0) out.prompt_tokens = std::max(0.0, in.fixed_ms - in.local_fixed_ms) / (gain_ms - link_ms);
   return out;
 }
 
 DisaggInputs fit_inputs(const std::vector<nlohmann::json>& records) {
   double tokens = 0, local_ms = 0, remote_ms = 0, overhead_ms = 0, link_bytes = 0, link_ms = 0;
-  std::vector<double> bytes_per_token, fixed;
+  std::vector<double> bytes_per_token, fixed, xs, ys;
   for (const auto& r : records) {
     if (r.value("mode", "") != "remote" || !r.contains("local_prefill_ms")) continue;
     const double n = r.value("tokens_sent", 0.0);
     if (n <= 0) continue;
     tokens += n;
     local_ms += r.value("local_prefill_ms", 0.0);
+    xs.push_back(n);
+    ys.push_back(r.value("local_prefill_ms", 0.0));
     remote_ms += r.value("remote_prefill_ms", 0.0);
     overhead_ms += r.value("serialize_ms", 0.0) + r.value("restore_ms", 0.0);
     bytes_per_token.push_back(r.value("kv_bytes_per_token", 0.0));
@@ -71,6 +91,10 @@ DisaggInputs fit_inputs(const std::vector<nlohmann::json>& records) {
   };
   DisaggInputs in;
   in.local_tokens_per_s = tokens / (local_ms / 1e3);
+  if (const auto line = fit_line(xs, ys); line && line->second > 0) {
+    in.local_fixed_ms = std::max(0.0, line->first);
+    in.local_tokens_per_s = 1e3 / line->second;
+  }
   in.remote_tokens_per_s = tokens / (remote_ms / 1e3);
   in.kv_bytes_per_token = median(bytes_per_token);
   // All bytes over all their time: a rate limiter's burst lets a small state through at

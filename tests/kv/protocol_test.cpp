@@ -199,6 +199,13 @@ TEST(KvBreakEven, FitsInputsFromRecords) {
   EXPECT_NEAR(in.fixed_ms, 80, 1e-6);
   EXPECT_NEAR(*break_even(in).prompt_tokens, 10, 1e-6);
   EXPECT_THROW(fit_inputs({records.back()}), Error);
+  // A local prefill with a cost of its own (5 ms a call): the line finds it, and the
+  // break-even moves to where the remote path's extra 75 ms is earned back.
+  for (auto& r : records) r["local_prefill_ms"] = 5 + r.value("tokens_sent", 0.0) * 10;
+  const auto with_fixed = fit_inputs(records);
+  EXPECT_NEAR(with_fixed.local_fixed_ms, 5, 1e-6);
+  EXPECT_NEAR(with_fixed.local_tokens_per_s, 100, 1e-6);
+  EXPECT_NEAR(*break_even(with_fixed).prompt_tokens, 75.0 / 8, 1e-6);
   const nlohmann::json doc = {{"results", {{{"repetitions", {{{"prefill_remote", records[0]}}}}}}}};
   EXPECT_EQ(prefill_records(doc).size(), 1u);
 }
