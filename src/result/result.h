@@ -88,6 +88,9 @@ struct Repetition {
   std::vector<double> decode_step_ms;  // every decode step, synchronized
   int64_t peak_rss_bytes = -1;          // -1: unavailable
   nlohmann::json telemetry;             // {"prefill": {...}, "decode": {...}}; null when off
+  // A repetition run as one completion request (an endpoint, or --api in-process): token
+  // counts, end-to-end and TPOT, and what the server said of its own timings; null else.
+  nlohmann::json request;
 };
 
 struct ErrorInfo {
@@ -104,6 +107,7 @@ struct TestResult {
   std::vector<Repetition> repetitions;
   nlohmann::json telemetry;  // {"sample_hz", "unavailable", "load"}: null when off
   nlohmann::json roofline;   // ceilings and efficiencies (null when unknown)
+  nlohmann::json serving;    // load levels (runner/load_runner.h), vLLM's field names; null when none
 };
 
 struct BenchReport {
