@@ -1,9 +1,11 @@
 #include "app/plan.h"
 
+#include <filesystem>
 #include <set>
 
 #include "core/error.h"
 #include "engine/llama_engine.h"
+#include "http/http_engine.h"
 #include "result/result.h"
 
 namespace edgeprobe::app {
@@ -21,6 +23,16 @@ void validate_environment(const Environment& env) {
   if (!(env.sample_hz >= 0 && env.sample_hz <= 1000))
     throw_bad_input("--sample-hz {} out of range 0..1000", env.sample_hz);
   if (env.sysfs_root.empty()) throw_bad_input("--sysfs-root is empty: give a directory (/ for this machine)");
+  if (!env.api.empty() && env.api != "completions" && env.api != "chat")
+    throw_bad_input("--api '{}': use chat or completions", env.api);
+  if (env.endpoint.empty() && !env.api_model.empty()) throw_bad_input("--api-model needs --endpoint URL");
+  if (env.server_pid != 0 && (env.endpoint.empty() || env.server_pid < 0))
+    throw_bad_input("--server-pid {}: a local server's process id, with --endpoint", env.server_pid);
+  if (env.server_pid > 0 && !std::filesystem::exists("/proc/" + std::to_string(env.server_pid)))
+    throw_bad_input("--server-pid {}: no such process", env.server_pid);
+  if (!env.endpoint.empty())
+    http::validate_endpoint({env.endpoint, env.api_model, env.api.empty() ? "completions" : env.api, "EDGEPROBE_API_KEY",
+                             env.request_timeout_s});
 }
 
 // Reads `key` into `out` when present, with the type the field has; a wrong type names the key.
@@ -41,13 +53,26 @@ void reject_unknown_keys(const json& j, std::initializer_list<const char*> known
 }
 
 json environment_json(const Environment& e) {
-  return {{"cpu_variant", e.cpu_variant}, {"sample_hz", e.sample_hz}, {"sysfs_root", e.sysfs_root}};
+  json j = {{"cpu_variant", e.cpu_variant}, {"sample_hz", e.sample_hz}, {"sysfs_root", e.sysfs_root}};
+  if (!e.endpoint.empty()) {  // the endpoint's URL without credentials; never the API key
+    j["endpoint"] = e.endpoint;
+    j["api_model"] = e.api_model;
+    j["request_timeout_s"] = e.request_timeout_s;
+    if (e.server_pid > 0) j["server_pid"] = e.server_pid;
+  }
+  if (!e.api.empty()) j["api"] = e.api;
+  return j;
 }
 
 void read_environment(const json& j, Environment& e) {
   read(j, "cpu_variant", e.cpu_variant);
   read(j, "sample_hz", e.sample_hz);
   read(j, "sysfs_root", e.sysfs_root);
+  read(j, "endpoint", e.endpoint);
+  read(j, "api_model", e.api_model);
+  read(j, "api", e.api);
+  read(j, "request_timeout_s", e.request_timeout_s);
+  read(j, "server_pid", e.server_pid);
 }
 
 json sweep_json(const workload::SweepSpec& s) {
@@ -115,6 +140,8 @@ void validate(BenchPlan& plan, int default_threads) {
   if (plan.ceilings != "auto" && plan.ceilings != "off" && plan.ceilings != "refresh")
     throw_bad_input("--ceilings '{}': use auto, refresh or off", plan.ceilings);
   validate_environment(plan.env);
+  runner::validate(plan.run.load);
+  if (plan.run.load.enabled() && plan.run.load.max_concurrency < 0) throw_bad_input("--max-concurrency must be >= 0");
   if (plan.cases.empty()) {
     auto& s = plan.sweep;
     if (s.models.empty()) s.models.push_back("");
@@ -189,6 +216,12 @@ json to_json(const BenchPlan& p) {
             {"keep_engine_log", p.keep_engine_log},
             {"ceilings", p.ceilings},
             {"env", environment_json(p.env)}};
+  if (p.run.load.enabled()) {
+    const auto& l = p.run.load;
+    j["load"] = {{"concurrency", l.concurrency}, {"request_rate", l.request_rate},
+                 {"max_concurrency", l.max_concurrency}, {"num_requests", l.num_requests},
+                 {"max_duration_s", l.max_duration_s}, {"slo", l.slo}};
+  }
   if (p.cases.empty()) {
     j["sweep"] = sweep_json(p.sweep);
   } else {
@@ -237,7 +270,7 @@ std::string plan_kind(const json& j) {
 BenchPlan bench_plan_from_json(const json& j) {
   if (plan_kind(j) != "bench") throw_bad_input("expected a bench plan, got a {} plan", j["kind"].get<std::string>());
   reject_unknown_keys(j, {"kind", "plan_version", "sweep", "cases", "repetitions", "delay_s", "warmup", "seed",
-                          "hash_models", "keep_engine_log", "ceilings", "env"},
+                          "hash_models", "keep_engine_log", "ceilings", "env", "load"},
                       "bench plan");
   BenchPlan p;
   if (j.contains("sweep")) p.sweep = sweep_from_json(j["sweep"]);
@@ -260,6 +293,15 @@ BenchPlan bench_plan_from_json(const json& j) {
   read(j, "keep_engine_log", p.keep_engine_log);
   read(j, "ceilings", p.ceilings);
   if (j.contains("env")) read_environment(j["env"], p.env);
+  if (j.contains("load")) {
+    const json& l = j["load"];
+    read(l, "concurrency", p.run.load.concurrency);
+    read(l, "request_rate", p.run.load.request_rate);
+    read(l, "max_concurrency", p.run.load.max_concurrency);
+    read(l, "num_requests", p.run.load.num_requests);
+    read(l, "max_duration_s", p.run.load.max_duration_s);
+    read(l, "slo", p.run.load.slo);
+  }
   return p;
 }
 
