@@ -31,6 +31,7 @@ lock = threading.Lock()
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "fake-openai/1.0"
+    disable_nagle_algorithm = True  # each chunk leaves at once, as a token streaming server's should
     sys_version = ""
 
     def log_message(self, *args):
