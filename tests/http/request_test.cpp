@@ -4,7 +4,9 @@
 
 #include "core/error.h"
 #include "engine/fake_engine.h"
+#include "runner/bench_runner.h"
 #include "runner/load_runner.h"
+#include "runner/session_runner.h"
 #include "runner/request_path.h"
 
 using namespace edgeprobe;
@@ -144,6 +146,56 @@ TEST(LoadLevel, ClosedLoopRunsEveryRequestOnTheInProcessCompleter) {
   EXPECT_EQ(open["completed"], 6);
   EXPECT_EQ(open["request_rate"], 1000);
   EXPECT_EQ(open["max_concurrency"], 3);
+}
+
+TEST(RequestPath, BenchRunsEachRepetitionAsOneRequestWhenAsked) {
+  engine::FakeEngine fake;
+  workload::TestCase test;
+  test.model_path = "m.gguf";
+  test.n_prompt = 16;
+  test.n_gen = 6;
+  runner::RunnerOptions o;
+  o.repetitions = 2;
+  o.api = "completions";
+  const RunClock clock;
+  const auto results = runner::run_bench(fake, {test}, o, clock, [](const std::string&) { return 0; }, {});
+  ASSERT_EQ(results.size(), 1u);
+  ASSERT_FALSE(results[0].error) << results[0].error->message;
+  ASSERT_EQ(results[0].repetitions.size(), 2u);
+  for (const auto& rep : results[0].repetitions) {
+    EXPECT_EQ(rep.request["prompt_tokens"], 16);
+    EXPECT_EQ(rep.request["completion_tokens"], 6);
+    EXPECT_EQ(rep.decode_step_ms.size(), 5u);
+    EXPECT_GT(rep.ttft_ms, 0);
+  }
+  // Warm-up and two repetitions: one prefill each, as many decode steps as tokens after the first.
+  EXPECT_EQ(fake.counters().prefills, 3);
+  EXPECT_EQ(fake.counters().decode_steps, 15);
+  test.n_depth = 8;  // a depth needs the token level
+  const auto refused = runner::run_bench(fake, {test}, o, clock, [](const std::string&) { return 0; }, {});
+  ASSERT_TRUE(refused[0].error);
+  EXPECT_EQ(refused[0].error->kind, "bad_input");
+}
+
+TEST(RequestPath, SessionTurnsCarryTheHistoryAsChatMessages) {
+  engine::FakeScript script;
+  script.reply = "ok";
+  script.eog_after = 2;
+  engine::FakeEngine fake(script);
+  runner::SessionOptions o;
+  o.rounds = 1;
+  o.api = "chat";
+  std::vector<runner::TurnResult> turns;
+  runner::SessionCallbacks cb;
+  cb.turn_done = [&](size_t, runner::TurnResult& t) { turns.push_back(t); };
+  const RunClock clock;
+  runner::run_session(fake, {{"m.gguf", 512, 8, 64, 1}}, {{"c1", "en", {"hi", "again"}}}, o, clock, cb);
+  ASSERT_EQ(turns.size(), 2u);
+  EXPECT_EQ(turns[0].reply, "ok");
+  EXPECT_EQ(turns[0].stop_reason, "end_of_turn");
+  EXPECT_EQ(turns[1].request["api"], "chat");
+  // The second request holds the whole conversation: it is longer than the first.
+  EXPECT_GT(turns[1].prompt_tokens, turns[0].prompt_tokens + 5);
 }
 
 }  // namespace
