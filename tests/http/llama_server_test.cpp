@@ -3,6 +3,7 @@
 // complete, and greedy output matches the in-process engine's for the same model.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -14,15 +15,22 @@ using nlohmann::json;
 
 namespace {
 
+// The llama-server of the cached build this tree was configured with; the environment may
+// name another one (EDGEPROBE_LLAMA_SERVER).
+std::string llama_server() {
+  const char* env = std::getenv("EDGEPROBE_LLAMA_SERVER");
+  return env && *env ? env : EDGEPROBE_LLAMA_SERVER;
+}
+
 class LlamaServer : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!std::filesystem::exists(EDGEPROBE_LLAMA_SERVER)) return;
+    if (!std::filesystem::exists(llama_server())) return;
     model_ = tiny_model();
     dir_ = new TempDir();
     port_ = free_loopback_port();
     server_ =
-        new ServerProcess({EDGEPROBE_LLAMA_SERVER, "-m", model_, "--host", "127.0.0.1", "--port",
+        new ServerProcess({llama_server(), "-m", model_, "--host", "127.0.0.1", "--port",
                            std::to_string(port_), "-t", "2", "-c", "1024", "-np", "1", "--alias", "tiny"},
                           dir_->file("server.log"));
     ready_ = wait_for_http(port_, "/health", 120, *server_);
@@ -32,8 +40,8 @@ class LlamaServer : public ::testing::Test {
     delete dir_;
   }
   void SetUp() override {
-    if (!std::filesystem::exists(EDGEPROBE_LLAMA_SERVER))
-      GTEST_SKIP() << "no llama-server at " << EDGEPROBE_LLAMA_SERVER
+    if (!std::filesystem::exists(llama_server()))
+      GTEST_SKIP() << "no llama-server at " << llama_server()
                    << ": build llama.cpp with scripts/build-llama.sh (flavour dl-allvariants-2 or later)";
     ASSERT_TRUE(ready_) << "llama-server did not come up; its log:\n" << read_file(dir_->file("server.log"));
   }
@@ -54,6 +62,8 @@ TEST_F(LlamaServer, BenchRecordsClientAndServerTimings) {
   const json j = json::parse(r.out);
   EXPECT_EQ(j["provenance"]["engine"]["details"]["server"], "llama.cpp");
   EXPECT_EQ(j["provenance"]["models"][0]["name"], "tiny");
+  ASSERT_EQ(j["results"].size(), 1u);
+  ASSERT_EQ(j["results"][0]["repetitions"].size(), 2u);
   for (const auto& res : j["results"]) {
     ASSERT_TRUE(res["error"].is_null()) << res["error"].dump();
     for (const auto& rep : res["repetitions"]) {

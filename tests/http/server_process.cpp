@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,7 +14,6 @@
 #include <stdexcept>
 #include <thread>
 
-#include "core/subprocess.h"
 
 namespace edgeprobe::test_support {
 
@@ -63,14 +63,40 @@ int free_loopback_port() {
   return ntohs(addr.sin_port);
 }
 
+namespace {
+
+// One plain GET on loopback (no client library, no curl binary): true for a 200.
+bool http_ok(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  timeval tv{2, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  bool ok = false;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
+      char buf[64] = {};
+      const ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
+      const std::string head(buf, n > 0 ? static_cast<size_t>(n) : 0);
+      ok = head.starts_with("HTTP/1.") && head.find(" 200 ") == 8;
+    }
+  }
+  close(fd);
+  return ok;
+}
+
+}  // namespace
+
 bool wait_for_http(int port, const std::string& path, double timeout_s, const ServerProcess& process) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  const std::string url = "http://127.0.0.1:" + std::to_string(port) + path;
   while (std::chrono::steady_clock::now() < deadline) {
     if (!process.running()) return false;
-    const auto r =
-        run_subprocess({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "2", url}, 5);
-    if (r.out == "200") return true;
+    if (http_ok(port, path)) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   return false;
