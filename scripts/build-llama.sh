@@ -32,7 +32,9 @@ fi
 NLC_VERSION=3.21.1
 LLAMA_COMMIT=80fb11ac73e66d89eae2c6a91d8a77428fa733ed
 # Bump when the build options below change, so an old cache is not reused by mistake.
-BUILD_FLAVOUR=dl-allvariants-1
+# The native build (flavour 2) adds llama-server, which the endpoint engine's tests start;
+# cross builds carry only the libraries, so theirs stays at flavour 1 (its cache stays valid).
+if [ -z "$TARGET" ]; then BUILD_FLAVOUR=dl-allvariants-2; else BUILD_FLAVOUR=dl-allvariants-1; fi
 CACHE_ROOT=${EDGEPROBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edgeprobe}
 PREFIX="$CACHE_ROOT/llama.cpp-${LLAMA_COMMIT:0:7}-$BUILD_FLAVOUR${TARGET:+-$TARGET}"
 JOBS=${JOBS:-$(nproc)}
@@ -45,7 +47,7 @@ if [ -f "$PREFIX/.complete" ]; then
   exit 0
 fi
 
-work="$CACHE_ROOT/work-${LLAMA_COMMIT:0:7}${TARGET:+-$TARGET}"
+work="$CACHE_ROOT/work-${LLAMA_COMMIT:0:7}-$BUILD_FLAVOUR${TARGET:+-$TARGET}"
 rm -rf "$work"
 mkdir -p "$work"
 log "fetching node-llama-cpp@$NLC_VERSION from the npm registry"
@@ -59,7 +61,9 @@ if [ "$got" != "$LLAMA_COMMIT" ]; then
 fi
 
 cross_args=()
+server_arg=-DLLAMA_BUILD_SERVER=ON
 if [ -n "$TARGET" ]; then
+  server_arg=-DLLAMA_BUILD_SERVER=OFF
   # Only the libraries edgeprobe links (libllama, ggml and its CPU variants): no tools or
   # common library, which would double a cross build that runs on few cores.
   cross_args=(-DCMAKE_TOOLCHAIN_FILE="$TOOLCHAIN" -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_COMMON=OFF)
@@ -85,7 +89,7 @@ cmake -S "$work/src" -B "$work/build" -G Ninja \
   -DCMAKE_INSTALL_RPATH='$ORIGIN/../lib' \
   -DBUILD_SHARED_LIBS=ON \
   -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DGGML_NATIVE=OFF \
-  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF "$server_arg" \
   -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF \
   -DLLAMA_BUILD_NUMBER=0 -DLLAMA_BUILD_COMMIT="${LLAMA_COMMIT:0:7}" ${cross_args[@]+"${cross_args[@]}"} >&2
 cmake --build "$work/build" -j "$JOBS" >&2

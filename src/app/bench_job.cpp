@@ -92,6 +92,7 @@ json test_level_json(const result::TestResult& r) {
           {"page_cache_resident_share", r.page_cache_resident_share},
           {"telemetry", r.telemetry},
           {"roofline", r.roofline},
+          {"serving", r.serving},
           {"error", r.error ? json{{"kind", r.error->kind}, {"message", r.error->message}} : json(nullptr)}};
 }
 
@@ -105,12 +106,25 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
 
   // Models first: a bad file must fail before minutes of probing.
   ModelSet models;
-  for (auto& c : plan.cases) c.model_path = models.add_spec(c.model_path, ctx.sink);
+  const bool endpoint = !plan.env.endpoint.empty();
+  for (auto& c : plan.cases)
+    c.model_path = endpoint && c.model_path.empty() ? endpoint_model_path(plan.env.api_model)
+                                                    : models.add_spec(c.model_path, ctx.sink);
+  if (endpoint) {
+    plan.ceilings = "off";  // a roofline of the server's compute is not ours to draw
+    plan.run.api = plan.env.api.empty() ? "completions" : plan.env.api;
+  } else {
+    plan.run.api = plan.env.api;
+  }
+  auto model_index = [&](const std::string& p) { return is_endpoint_model(p) ? 0 : models.index_of(p); };
 
   BenchJobResult out;
   result::BenchReport& report = out.report;
   report.provenance = runner::make_provenance(engine.identity, ctx.command_line);
+  if (plan.env.server_pid > 0) report.provenance.extra["telemetry_pid"] = plan.env.server_pid;
   report.provenance.models = models.identities(plan.hash_models, ctx.sink);
+  if (endpoint && report.provenance.models.empty())
+    report.provenance.models.push_back(endpoint_model_identity(engine.identity));
   // What the CPU can do next to what the loaded variant was built for: the seed's
   // silent fallback shows up as a gap here.
   const FsRoot fs(plan.env.sysfs_root);
@@ -166,7 +180,7 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   };
 
   const RunClock clock;
-  runner::TelemetryRecorder recorder(plan.env.sample_hz, plan.env.sysfs_root, clock);
+  runner::TelemetryRecorder recorder(plan.env.sample_hz, plan.env.sysfs_root, clock, plan.env.server_pid);
   runner::RunnerCallbacks callbacks;
   callbacks.progress = [&](const std::string& s) { progress(ctx, s); };
   callbacks.event = [&](const PhaseEvent& e) { recorder.on_event(e); };
@@ -193,7 +207,7 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
     ++finished_cases;
     recorder.enrich(r);
     const auto i = static_cast<size_t>(r.model_index);
-    if (ceilings[i]) r.roofline = runner::roofline_json(r, models.info(i), *ceilings[i]);
+    if (i < ceilings.size() && ceilings[i]) r.roofline = runner::roofline_json(r, models.info(i), *ceilings[i]);
     // What a test has beyond its repetitions, so the stored run loads back whole.
     if (ctx.store) ctx.store->record_run_summary(run_id, test_summary_phase(finished_cases - 1), test_level_json(r));
   };
@@ -206,7 +220,7 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   };
   report_units();
   report.results = runner::run_bench(*engine.engine, plan.cases, plan.run, clock,
-                                     [&](const std::string& p) { return models.index_of(p); }, callbacks);
+                                     model_index, callbacks);
   recorder.stop();
   // For doctor: llama.cpp's own words about fallbacks, repacking and buffer types.
   if (plan.keep_engine_log) report.provenance.extra["llama_log"] = engine_log_json();

@@ -1,12 +1,26 @@
 #include "app/engine_factory.h"
 
+#include <algorithm>
+
 #include "engine/llama_engine.h"
+#include "http/http_engine.h"
 
 namespace edgeprobe::app {
 
 EngineHandle make_engine(const Environment& env) {
-  engine::start_log_capture(env.verbose_engine_log);
   EngineHandle h;
+  if (!env.endpoint.empty()) {
+    http::EndpointOptions o;
+    o.url = env.endpoint;
+    o.model = env.api_model;
+    o.api = env.api.empty() ? "completions" : env.api;
+    o.request_timeout_s = env.request_timeout_s;
+    o.stall_timeout_s = std::min(o.stall_timeout_s, env.request_timeout_s);
+    h.engine = http::connect_endpoint(o);
+    h.identity = result::engine_from_json(h.engine->provenance());
+    return h;
+  }
+  engine::start_log_capture(env.verbose_engine_log);
   h.cpu_backend = &engine::load_cpu_backend(env.cpu_variant);
   h.engine = std::make_unique<engine::LlamaEngine>(*h.cpu_backend);
   if (!env.prefill_remote.empty()) {

@@ -36,4 +36,22 @@ std::vector<result::ModelIdentity> ModelSet::identities(bool hash, JobSink* sink
   return out;
 }
 
+std::string endpoint_model_path(const std::string& api_model) { return "endpoint:" + api_model; }
+bool is_endpoint_model(const std::string& path) { return path.starts_with("endpoint:"); }
+
+result::ModelIdentity endpoint_model_identity(const result::EngineIdentity& engine) {
+  result::ModelIdentity m;
+  const auto& d = engine.details;
+  m.path = endpoint_model_path(d.value("api_model", ""));
+  m.name = d.value("server_model", "");
+  if (d.contains("model_meta") && d["model_meta"].is_object()) {
+    const auto& meta = d["model_meta"];
+    m.size_bytes = meta.value("size", uint64_t{0});
+    m.n_params = meta.value("n_params", uint64_t{0});
+    m.n_vocab = meta.value("n_vocab", int64_t{0});
+    m.n_embd = meta.value("n_embd", int64_t{0});
+  }
+  return m;
+}
+
 }  // namespace edgeprobe::app

@@ -34,4 +34,12 @@ class ModelSet {
   std::map<std::string, std::string> resolved_;  // spec -> path
 };
 
+// With --endpoint the model is the server's: a model spec of "" (the default) becomes
+// "endpoint:NAME" and no file is resolved; a file given with -m is still read and hashed
+// (the file the server serves, so `compare` can check it is the same model).
+std::string endpoint_model_path(const std::string& api_model);
+bool is_endpoint_model(const std::string& path);
+// The endpoint's model as provenance: the name it serves and what its model list says.
+result::ModelIdentity endpoint_model_identity(const result::EngineIdentity& engine);
+
 }  // namespace edgeprobe::app

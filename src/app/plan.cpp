@@ -1,9 +1,11 @@
 #include "app/plan.h"
 
+#include <filesystem>
 #include <set>
 
 #include "core/error.h"
 #include "engine/llama_engine.h"
+#include "http/http_engine.h"
 #include "result/result.h"
 
 namespace edgeprobe::app {
@@ -23,6 +25,18 @@ void validate_environment(const Environment& env) {
   if (env.sysfs_root.empty()) throw_bad_input("--sysfs-root is empty: give a directory (/ for this machine)");
   if (env.prefill_remote.empty() && env.prefill_compare_local)
     throw_bad_input("--prefill-compare-local needs --prefill-remote HOST:PORT");
+  if (!env.prefill_remote.empty() && !env.endpoint.empty())
+    throw_bad_input("--prefill-remote and --endpoint exclude each other: a remote prefill restores into this process's own engine");
+  if (!env.api.empty() && env.api != "completions" && env.api != "chat")
+    throw_bad_input("--api '{}': use chat or completions", env.api);
+  if (env.endpoint.empty() && !env.api_model.empty()) throw_bad_input("--api-model needs --endpoint URL");
+  if (env.server_pid != 0 && (env.endpoint.empty() || env.server_pid < 0))
+    throw_bad_input("--server-pid {}: a local server's process id, with --endpoint", env.server_pid);
+  if (env.server_pid > 0 && !std::filesystem::exists("/proc/" + std::to_string(env.server_pid)))
+    throw_bad_input("--server-pid {}: no such process", env.server_pid);
+  if (!env.endpoint.empty())
+    http::validate_endpoint({env.endpoint, env.api_model, env.api.empty() ? "completions" : env.api, "EDGEPROBE_API_KEY",
+                             env.request_timeout_s});
 }
 
 // Reads `key` into `out` when present, with the type the field has; a wrong type names the key.
@@ -49,6 +63,13 @@ json environment_json(const Environment& e) {
     j["prefill_token_file"] = e.prefill_token_file;
     j["prefill_compare_local"] = e.prefill_compare_local;
   }
+  if (!e.endpoint.empty()) {  // the endpoint's URL without credentials; never the API key
+    j["endpoint"] = e.endpoint;
+    j["api_model"] = e.api_model;
+    j["request_timeout_s"] = e.request_timeout_s;
+    if (e.server_pid > 0) j["server_pid"] = e.server_pid;
+  }
+  if (!e.api.empty()) j["api"] = e.api;
   return j;
 }
 
@@ -59,6 +80,11 @@ void read_environment(const json& j, Environment& e) {
   read(j, "prefill_remote", e.prefill_remote);
   read(j, "prefill_token_file", e.prefill_token_file);
   read(j, "prefill_compare_local", e.prefill_compare_local);
+  read(j, "endpoint", e.endpoint);
+  read(j, "api_model", e.api_model);
+  read(j, "api", e.api);
+  read(j, "request_timeout_s", e.request_timeout_s);
+  read(j, "server_pid", e.server_pid);
 }
 
 json sweep_json(const workload::SweepSpec& s) {
@@ -126,6 +152,8 @@ void validate(BenchPlan& plan, int default_threads) {
   if (plan.ceilings != "auto" && plan.ceilings != "off" && plan.ceilings != "refresh")
     throw_bad_input("--ceilings '{}': use auto, refresh or off", plan.ceilings);
   validate_environment(plan.env);
+  runner::validate(plan.run.load);
+  if (plan.run.load.enabled() && plan.run.load.max_concurrency < 0) throw_bad_input("--max-concurrency must be >= 0");
   if (plan.cases.empty()) {
     auto& s = plan.sweep;
     if (s.models.empty()) s.models.push_back("");
@@ -200,6 +228,12 @@ json to_json(const BenchPlan& p) {
             {"keep_engine_log", p.keep_engine_log},
             {"ceilings", p.ceilings},
             {"env", environment_json(p.env)}};
+  if (p.run.load.enabled()) {
+    const auto& l = p.run.load;
+    j["load"] = {{"concurrency", l.concurrency}, {"request_rate", l.request_rate},
+                 {"max_concurrency", l.max_concurrency}, {"num_requests", l.num_requests},
+                 {"max_duration_s", l.max_duration_s}, {"slo", l.slo}};
+  }
   if (p.cases.empty()) {
     j["sweep"] = sweep_json(p.sweep);
   } else {
@@ -248,7 +282,7 @@ std::string plan_kind(const json& j) {
 BenchPlan bench_plan_from_json(const json& j) {
   if (plan_kind(j) != "bench") throw_bad_input("expected a bench plan, got a {} plan", j["kind"].get<std::string>());
   reject_unknown_keys(j, {"kind", "plan_version", "sweep", "cases", "repetitions", "delay_s", "warmup", "seed",
-                          "hash_models", "keep_engine_log", "ceilings", "env"},
+                          "hash_models", "keep_engine_log", "ceilings", "env", "load"},
                       "bench plan");
   BenchPlan p;
   if (j.contains("sweep")) p.sweep = sweep_from_json(j["sweep"]);
@@ -271,6 +305,15 @@ BenchPlan bench_plan_from_json(const json& j) {
   read(j, "keep_engine_log", p.keep_engine_log);
   read(j, "ceilings", p.ceilings);
   if (j.contains("env")) read_environment(j["env"], p.env);
+  if (j.contains("load")) {
+    const json& l = j["load"];
+    read(l, "concurrency", p.run.load.concurrency);
+    read(l, "request_rate", p.run.load.request_rate);
+    read(l, "max_concurrency", p.run.load.max_concurrency);
+    read(l, "num_requests", p.run.load.num_requests);
+    read(l, "max_duration_s", p.run.load.max_duration_s);
+    read(l, "slo", p.run.load.slo);
+  }
   return p;
 }
 

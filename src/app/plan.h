@@ -28,6 +28,15 @@ struct Environment {
   std::string prefill_remote;
   std::string prefill_token_file;
   bool prefill_compare_local = false;  // also prefill locally, timed apart, in each repetition/turn
+  // An OpenAI-compatible endpoint instead of the in-process engine (docs/endpoint.md);
+  // its API key comes from $EDGEPROBE_API_KEY and is never part of a plan.
+  std::string endpoint;            // "" = in-process
+  std::string api_model;           // the model name requests carry
+  // "" = the token level in-process; "completions" or "chat": every repetition or turn is
+  // one completion request (an endpoint's only path; in-process, the same code as one).
+  std::string api;
+  double request_timeout_s = 300;
+  int server_pid = 0;              // telemetry follows this local server's threads (with --endpoint)
 };
 
 struct BenchPlan {

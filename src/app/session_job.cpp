@@ -30,14 +30,21 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
   const EngineHandle engine = make_engine(plan.env);
   ModelSet models;
   // Bad files fail here, before anything runs.
-  for (auto& c : plan.configs) c.model_path = models.add_spec(c.model_path, ctx.sink);
+  const bool endpoint = !plan.env.endpoint.empty();
+  for (auto& c : plan.configs)
+    c.model_path = endpoint && c.model_path.empty() ? endpoint_model_path(plan.env.api_model)
+                                                    : models.add_spec(c.model_path, ctx.sink);
+  plan.options.api = endpoint && plan.env.api.empty() ? "chat" : plan.env.api;
   if (plan.prompts.empty()) plan.prompts = runner::default_conversations_path();
   const auto conversations = runner::load_conversations(plan.prompts);
 
   SessionJobResult out;
   result::SessionReport& report = out.report;
   report.provenance = runner::make_provenance(engine.identity, ctx.command_line);
+  if (plan.env.server_pid > 0) report.provenance.extra["telemetry_pid"] = plan.env.server_pid;
   report.provenance.models = models.identities(true, ctx.sink);
+  if (endpoint && report.provenance.models.empty())
+    report.provenance.models.push_back(endpoint_model_identity(engine.identity));
   const json plan_json = to_json(plan);
 
   // Turns an interrupted run already stored are replayed untimed to rebuild the history.
@@ -62,7 +69,7 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
   if (ctx.sink) ctx.sink->session_begin(report.provenance, plan_json);
 
   const RunClock clock;
-  runner::TelemetryRecorder recorder(plan.env.sample_hz, plan.env.sysfs_root, clock);
+  runner::TelemetryRecorder recorder(plan.env.sample_hz, plan.env.sysfs_root, clock, plan.env.server_pid);
   analysis::FrameProbe frames(clock);
   frames.start();
   std::vector<std::vector<json>> turns(plan.configs.size());

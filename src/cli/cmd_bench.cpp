@@ -4,6 +4,7 @@
 
 #include "app/bench_job.h"
 #include "cli/cmd_kv_serve.h"
+#include "runner/load_runner.h"
 #include "cli/common.h"
 #include "cli/job_options.h"
 #include "core/error.h"
@@ -24,6 +25,8 @@ struct BenchFlags {
                                    n_batch = ints_as_text(defaults.n_batch), n_ubatch = ints_as_text(defaults.n_ubatch),
                                    flash_attn{"auto"}, type_k = defaults.type_k, type_v = defaults.type_v,
                                    mmap = ints_as_text(defaults.use_mmap);
+  std::vector<std::string> concurrency;
+  std::string slo;
   bool no_warmup = false, no_hash = false;
   std::string trace_file;
   StoreFlags store;
@@ -74,6 +77,8 @@ int run(const BenchFlags& f, app::BenchPlan plan, const std::string& command_lin
   } else {
     fill_sweep(f, plan.sweep);
     plan.run.warmup = !f.no_warmup;
+    plan.run.load.concurrency = workload::parse_int_lists(f.concurrency, "--concurrency");
+    if (!f.slo.empty()) plan.run.load.slo = runner::parse_slo(f.slo);
     plan.hash_models = !f.no_hash;
   }
   TerminalSink sink(!f.output.quiet, report::make_reporter(f.output.format, output.stream()));
@@ -114,6 +119,22 @@ void register_bench(CLI::App& app, const std::vector<std::string>& command_line)
   cmd->add_flag("--no-hash", f->no_hash, "Skip the model file's SHA-256 (big files on slow storage)");
   cmd->add_flag("--llama-log", plan->keep_engine_log,
                 "Keep llama.cpp's log lines (info and above) in the json result as provenance.llama_log");
+  cmd->add_option("--endpoint", plan->env.endpoint,
+                  "Measure an OpenAI-compatible server at this URL instead of in-process (docs/endpoint.md; "
+                  "API key from $EDGEPROBE_API_KEY)");
+  cmd->add_option("--api-model", plan->env.api_model, "The model name requests to --endpoint carry");
+  cmd->add_option("--api", plan->env.api, "chat or completions: one streamed request per repetition (in-process too; "
+                  "the default with --endpoint: completions)");
+  cmd->add_option("--server-pid", plan->env.server_pid,
+                  "Telemetry follows this local server's threads (CPU placement and share) instead of edgeprobe's");
+  cmd->add_option("--request-timeout", plan->env.request_timeout_s, "Seconds one request may take, stream included")
+      ->capture_default_str();
+  cmd->add_option("--concurrency", f->concurrency, "After each test, load: this many requests in flight (list, e.g. 1,2,4)");
+  cmd->add_option("--request-rate", plan->run.load.request_rate, "After each test, open-loop load: Poisson arrivals per second");
+  cmd->add_option("--max-concurrency", plan->run.load.max_concurrency, "Cap on requests in flight at --request-rate (0 = 64)");
+  cmd->add_option("--num-requests", plan->run.load.num_requests, "Requests per load level")->capture_default_str();
+  cmd->add_option("--max-duration", plan->run.load.max_duration_s, "Seconds per load level, at most")->capture_default_str();
+  cmd->add_option("--slo", f->slo, "Goodput bounds: ttft_ms=N,tpot_ms=N,e2el_ms=N");
   cmd->add_option("--sample-hz", plan->env.sample_hz, "Telemetry sampling rate (0 = off)")->capture_default_str();
   cmd->add_option("--sysfs-root", plan->env.sysfs_root, "Read sysfs/procfs under this root (fixture trees)")
       ->capture_default_str();

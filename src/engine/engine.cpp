@@ -11,7 +11,64 @@ nlohmann::json Capabilities::to_json() const {
   return {{"kv_state", kv_state},
           {"context_shift", context_shift},
           {"cpu_placement", cpu_placement},
-          {"per_token_timing", per_token_timing}};
+          {"per_token_timing", per_token_timing},
+          {"token_level", token_level},
+          {"requests", requests}};
+}
+
+namespace {
+
+// The request level on top of the token level: what a server does with one request.
+class TokenCompleter : public Completer {
+ public:
+  TokenCompleter(const LoadedModel& model, std::unique_ptr<Context> ctx) : model_(model), ctx_(std::move(ctx)) {}
+
+  CompletionResult complete(const CompletionRequest& request, const RunClock& clock,
+                            const DeltaCallback& on_delta) override {
+    CompletionResult r;
+    r.start_ns = clock.now_ns();
+    std::vector<Token> prompt = request.prompt_tokens;
+    if (request.api == "chat") {
+      prompt = model_.tokenize(model_.apply_chat_template(request.messages, true), true);
+    } else if (prompt.empty()) {
+      prompt = model_.tokenize(request.prompt, true);
+    }
+    if (prompt.empty()) throw_bad_input("a completion request needs a prompt");
+    if (static_cast<int>(prompt.size()) + request.max_tokens > ctx_->n_ctx())
+      throw_bad_input("the prompt ({} tokens) and {} new tokens do not fit a context of {}", prompt.size(),
+                      request.max_tokens, ctx_->n_ctx());
+    ctx_->clear();
+    ctx_->decode(prompt, true);
+    r.prompt_tokens = static_cast<int>(prompt.size());
+    r.finish_reason = "length";
+    for (int i = 0; i < request.max_tokens; ++i) {
+      if (i > 0) ctx_->decode_one(r.completion_token_ids.back());
+      const Token token = ctx_->argmax_last();
+      const bool eog = model_.is_end_of_generation(token);
+      if (eog && !request.ignore_eos) {
+        r.finish_reason = "stop";
+        break;
+      }
+      r.completion_token_ids.push_back(token);
+      ContentDelta d{clock.now_ns(), eog ? std::string() : model_.token_to_piece(token), 1};
+      r.text += d.text;
+      if (on_delta) on_delta(d);
+      r.deltas.push_back(std::move(d));
+    }
+    r.completion_tokens = static_cast<int>(r.completion_token_ids.size());
+    r.end_ns = clock.now_ns();
+    return r;
+  }
+
+ private:
+  const LoadedModel& model_;
+  std::unique_ptr<Context> ctx_;
+};
+
+}  // namespace
+
+std::unique_ptr<Completer> LoadedModel::new_completer(const ContextOptions& options) const {
+  return std::make_unique<TokenCompleter>(*this, new_context(options));
 }
 
 std::string plain_chat_text(const std::vector<ChatMessage>& messages, bool add_assistant) {

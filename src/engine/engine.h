@@ -1,10 +1,13 @@
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "core/clock.h"
 
 // The engine seam: what a runner needs from an inference engine, and nothing of how one
 // works. Implementations: llama.cpp in-process (llama_engine.h), a scripted fake for
@@ -45,7 +48,59 @@ struct Capabilities {
   bool context_shift = false;     // shift() can drop old tokens and keep the rest
   bool cpu_placement = false;     // cpu_mask, cpu_strict and poll are honoured
   bool per_token_timing = false;  // decode_one returns when its token is computed
+  // Token level: tokenize, contexts, decode steps (an in-process engine). Without it only
+  // whole requests run (new_completer), as through an HTTP server.
+  bool token_level = true;
+  // Request level: new_completer runs a completion request (every engine can).
+  bool requests = true;
   nlohmann::json to_json() const;
+};
+
+// The request level: one completion as a server runs it, so an in-process engine and an
+// HTTP endpoint run the same workload through the same code. Temperature is 0 (greedy).
+struct CompletionRequest {
+  std::string api = "completions";    // "completions": `prompt` as is; "chat": `messages`
+  std::string prompt;                 // completions: text, or ...
+  std::vector<Token> prompt_tokens;   // ... token ids (exact lengths; when not empty)
+  std::vector<ChatMessage> messages;  // chat: through the model's chat template
+  int max_tokens = 16;
+  uint64_t seed = 42;
+  bool ignore_eos = false;  // generate max_tokens even past end-of-generation
+  // A server may reuse the cached prefix of an earlier request (a conversation's history,
+  // as the in-process session keeps it); off for benchmarks of a whole prefill.
+  bool cache_prompt = false;
+};
+
+// A piece of the reply as the client saw it arrive, on the run clock. `tokens` is how
+// many tokens it carries when known (1 in-process and for one token per chunk), 0 unknown.
+struct ContentDelta {
+  int64_t t_ns = 0;
+  std::string text;
+  int tokens = 0;
+};
+
+struct CompletionResult {
+  int64_t start_ns = 0, end_ns = 0;  // request sent .. last byte (run clock)
+  std::vector<ContentDelta> deltas;  // content only: a role-only chunk is not one
+  std::string text;
+  int prompt_tokens = -1, completion_tokens = -1;  // -1: the engine did not say
+  std::string finish_reason;                       // "stop", "length", ...
+  std::vector<Token> completion_token_ids;         // in-process only (a session's history)
+  // What the server said about its own work (llama-server's `timings`, Ollama's
+  // prompt_eval_*/eval_*), the model it reports, its headers: null in-process.
+  nlohmann::json server;
+};
+
+using DeltaCallback = std::function<void(const ContentDelta&)>;
+
+// Runs completion requests one after another (a server slot, an in-process context).
+// Throws Error: kEnvironment for a failed request (a server error, a broken stream, a
+// timeout), kBadInput for a request the engine cannot take.
+class Completer {
+ public:
+  virtual ~Completer() = default;
+  virtual CompletionResult complete(const CompletionRequest& request, const RunClock& clock,
+                                    const DeltaCallback& on_delta = {}) = 0;
 };
 
 class Context;
@@ -77,6 +132,10 @@ class LoadedModel {
 
   // Throws Error(kBadInput) for options the engine refuses, kEnvironment when it fails.
   virtual std::unique_ptr<Context> new_context(const ContextOptions& options) const = 0;
+  // The request level. By default a context of its own that tokenizes the prompt (BOS
+  // added as the model wants), prefills, and decodes greedily, one delta per token:
+  // what llama-server does for a request, without the server.
+  virtual std::unique_ptr<Completer> new_completer(const ContextOptions& options) const;
 };
 
 // One sequence's KV cache and the compute behind it. Every call returns when its work is

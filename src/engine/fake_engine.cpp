@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 namespace edgeprobe::engine {
@@ -9,6 +10,7 @@ namespace edgeprobe::engine {
 struct FakeEngine::State {
   FakeScript script;
   FakeCounters counters;
+  std::mutex mutex;  // guards counters: contexts may run on several threads (load tests)
 };
 
 namespace {
@@ -28,11 +30,14 @@ class FakeContext : public Context {
   FakeContext(std::shared_ptr<State> state, int32_t n_ctx) : state_(std::move(state)), n_ctx_(n_ctx) {}
 
   void decode(const std::vector<Token>& tokens, bool /*logits_for_last*/) override {
-    auto& c = state_->counters;
-    ++c.prefills;
-    c.prefill_sizes.push_back(static_cast<int>(tokens.size()));
-    if (c.prefills == state_->script.fail_prefill_at)
-      throw_environment("fake engine: scripted failure of prefill {}", c.prefills);
+    {
+      std::lock_guard lock(state_->mutex);
+      auto& c = state_->counters;
+      ++c.prefills;
+      c.prefill_sizes.push_back(static_cast<int>(tokens.size()));
+      if (c.prefills == state_->script.fail_prefill_at)
+        throw_environment("fake engine: scripted failure of prefill {}", c.prefills);
+    }
     admit(tokens.size());
     wait_ms(state_->script.prefill_ms_per_token * static_cast<double>(tokens.size()));
     cache_.insert(cache_.end(), tokens.begin(), tokens.end());
@@ -40,10 +45,13 @@ class FakeContext : public Context {
   }
 
   void decode_one(Token token) override {
-    auto& c = state_->counters;
-    ++c.decode_steps;
-    if (c.decode_steps == state_->script.fail_step_at)
-      throw_environment("fake engine: scripted failure of decode step {}", c.decode_steps);
+    {
+      std::lock_guard lock(state_->mutex);
+      auto& c = state_->counters;
+      ++c.decode_steps;
+      if (c.decode_steps == state_->script.fail_step_at)
+        throw_environment("fake engine: scripted failure of decode step {}", c.decode_steps);
+    }
     admit(1);
     check_token(token);
     wait_ms(state_->script.decode_ms_per_step);
@@ -152,6 +160,7 @@ class FakeModel : public LoadedModel {
   }
 
   std::unique_ptr<Context> new_context(const ContextOptions& o) const override {
+    std::lock_guard lock(state_->mutex);
     auto& c = state_->counters;
     ++c.contexts;
     c.last_context_options = o;

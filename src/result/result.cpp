@@ -162,16 +162,17 @@ json to_json(const workload::TestCase& c) {
 
 json to_json(const Repetition& rep) {
   json j = {{"index", rep.index},
-          {"start_ns", rep.start_ns},
-          {"end_ns", rep.end_ns},
-          {"ttft_ms", rep.ttft_ms},
-          {"prefill_ms", rep.prefill_ms},
-          {"prefill_tokens_per_s", rep.prefill_tokens_per_s},
-          {"decode_ms", rep.decode_ms},
-          {"decode_tokens_per_s", rep.decode_tokens_per_s},
-          {"decode_step_ms", rep.decode_step_ms},
-          {"peak_rss_bytes", rep.peak_rss_bytes < 0 ? json(nullptr) : json(rep.peak_rss_bytes)},
-          {"telemetry", rep.telemetry}};
+            {"start_ns", rep.start_ns},
+            {"end_ns", rep.end_ns},
+            {"ttft_ms", rep.ttft_ms},
+            {"prefill_ms", rep.prefill_ms},
+            {"prefill_tokens_per_s", rep.prefill_tokens_per_s},
+            {"decode_ms", rep.decode_ms},
+            {"decode_tokens_per_s", rep.decode_tokens_per_s},
+            {"decode_step_ms", rep.decode_step_ms},
+            {"peak_rss_bytes", rep.peak_rss_bytes < 0 ? json(nullptr) : json(rep.peak_rss_bytes)},
+            {"telemetry", rep.telemetry}};
+  if (!rep.request.is_null()) j["request"] = rep.request;
   if (!rep.prefill_remote.is_null()) j["prefill_remote"] = rep.prefill_remote;
   return j;
 }
@@ -190,6 +191,7 @@ Repetition repetition_from_json(const json& j) {
   rep.peak_rss_bytes = j.contains("peak_rss_bytes") && j["peak_rss_bytes"].is_number() ? j["peak_rss_bytes"].get<int64_t>() : -1;
   rep.telemetry = j.value("telemetry", json(nullptr));
   rep.prefill_remote = j.value("prefill_remote", json(nullptr));
+  rep.request = j.value("request", json(nullptr));
   return rep;
 }
 
@@ -249,6 +251,7 @@ json to_json(const TestResult& r) {
   j["repetitions"] = reps;
   j["telemetry"] = r.telemetry;
   j["roofline"] = r.roofline;
+  if (!r.serving.is_null()) j["serving"] = r.serving;
   return j;
 }
 

@@ -89,6 +89,9 @@ struct Repetition {
   int64_t peak_rss_bytes = -1;          // -1: unavailable
   nlohmann::json telemetry;             // {"prefill": {...}, "decode": {...}}; null when off
   nlohmann::json prefill_remote;        // --prefill-remote: the TTFT split (docs/disaggregation.md); null otherwise
+  // A repetition run as one completion request (an endpoint, or --api in-process): token
+  // counts, end-to-end and TPOT, and what the server said of its own timings; null else.
+  nlohmann::json request;
 };
 
 struct ErrorInfo {
@@ -105,6 +108,7 @@ struct TestResult {
   std::vector<Repetition> repetitions;
   nlohmann::json telemetry;  // {"sample_hz", "unavailable", "load"}: null when off
   nlohmann::json roofline;   // ceilings and efficiencies (null when unknown)
+  nlohmann::json serving;    // load levels (runner/load_runner.h), vLLM's field names; null when none
 };
 
 struct BenchReport {

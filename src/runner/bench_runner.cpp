@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "probe/storage.h"
 #include "runner/process_memory.h"
+#include "runner/request_path.h"
 
 namespace edgeprobe::runner {
 namespace {
@@ -186,6 +187,10 @@ std::vector<result::Repetition> stored_repetitions(size_t i, const RunnerOptions
   return stored;
 }
 
+bool uses_requests(const engine::Engine& engine, const RunnerOptions& options) {
+  return !engine.capabilities().token_level || !options.api.empty();
+}
+
 // One case on a loaded model: the warm-up, then the timed repetitions (stored ones are
 // reused), each handed to callbacks.repetition as soon as it is done. Throws on failure.
 void run_case(engine::Engine& engine, const engine::LoadedModel& model, size_t i, const workload::TestCase& test,
@@ -196,19 +201,37 @@ void run_case(engine::Engine& engine, const engine::LoadedModel& model, size_t i
   };
   check_supported(engine, test);
   const bool kv_state = engine.capabilities().kv_state;
-  const auto ctx = model.new_context(context_options(test));
+  const bool requests = uses_requests(engine, options);
+  std::unique_ptr<engine::Context> ctx;
+  std::unique_ptr<engine::Completer> completer;
+  if (requests) {
+    auto co = context_options(test);
+    co.n_ctx = std::max(1, test.n_prompt) + std::max(1, test.n_gen);  // a request has a prompt and a token
+    completer = model.new_completer(co);
+  } else {
+    ctx = model.new_context(context_options(test));
+  }
   if (options.delay_s > 0) {
     progress(label + ": cooling down");
     std::this_thread::sleep_for(std::chrono::duration<double>(options.delay_s));
   }
+  const RunnerCallbacks none;  // a named object: TestExecution keeps a reference to it
+  std::vector<PhaseEvent> discard;
+  std::optional<TestExecution> warm, exec;
+  if (!requests) {
+    warm.emplace(model, *ctx, kv_state, test, clock, none, discard);
+    exec.emplace(model, *ctx, kv_state, test, clock, callbacks, events);
+  }
+  auto run_once = [&](int r, uint64_t seed) {
+    if (!requests) return (r < 0 ? *warm : *exec).run(r, seed);
+    std::function<void(const PhaseEvent&)> on_event;
+    if (r >= 0) on_event = [&](const PhaseEvent& e) { emit(callbacks, events, e); };
+    return run_request_repetition(*completer, model, test, options.api, r, seed, clock, on_event);
+  };
   if (options.warmup) {
     progress(label + ": warm-up");
-    std::vector<PhaseEvent> discard;
-    const RunnerCallbacks none;  // a named object: TestExecution keeps a reference to it
-    TestExecution warm(model, *ctx, kv_state, test, clock, none, discard);
-    warm.run(-1, options.seed ^ 0xabcdefULL);
+    run_once(-1, options.seed ^ 0xabcdefULL);
   }
-  TestExecution exec(model, *ctx, kv_state, test, clock, callbacks, events);
   for (int r = 0; r < options.repetitions && !stop_requested(); ++r) {
     if (callbacks.stored_repetition) {
       if (auto stored = callbacks.stored_repetition(i, r)) {
@@ -217,10 +240,22 @@ void run_case(engine::Engine& engine, const engine::LoadedModel& model, size_t i
       }
     }
     progress(fmt::format("{}: repetition {}/{}", label, r + 1, options.repetitions));
-    res.repetitions.push_back(exec.run(r, options.seed + static_cast<uint64_t>(r)));
+    res.repetitions.push_back(run_once(r, options.seed + static_cast<uint64_t>(r)));
     if (callbacks.repetition) callbacks.repetition(i, test, res.repetitions.back());
   }
   if (res.repetitions.empty()) res.error = result::ErrorInfo{"interrupted", "interrupted before any repetition"};
+  if (!options.load.enabled() || stop_requested()) return;
+  auto co = context_options(test);
+  co.n_ctx = std::max(1, test.n_prompt) + std::max(1, test.n_gen);
+  std::vector<int> levels = options.load.concurrency;
+  if (options.load.request_rate > 0) levels.push_back(0);  // 0: the open loop
+  res.serving = nlohmann::json::array();
+  for (int c : levels) {
+    if (stop_requested()) break;
+    progress(c > 0 ? fmt::format("{}: {} requests at concurrency {}", label, options.load.num_requests, c)
+                   : fmt::format("{}: {} requests at {}/s", label, options.load.num_requests, options.load.request_rate));
+    res.serving.push_back(run_load_level(model, co, test, options.api, options.load, c, options.seed, clock));
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "core/events.h"
 #include "engine/engine.h"
 #include "result/result.h"
+#include "runner/load_runner.h"
 
 namespace edgeprobe::runner {
 
@@ -17,6 +18,13 @@ struct RunnerOptions {
   double delay_s = 0;     // sleep before each test, to let the device cool
   bool warmup = true;     // one untimed full-length run of each test first
   uint64_t seed = 42;     // prompt tokens are drawn from this
+  // "" = the token level (prefill and decode steps timed apart); "completions" or "chat":
+  // every repetition is one completion request (runner/request_path.h), the only path of
+  // an engine without the token level (an HTTP endpoint).
+  std::string api;
+  // After a test's repetitions, load on it (--concurrency, --request-rate): its summary
+  // per level goes to TestResult::serving.
+  LoadOptions load;
 };
 
 // Called as the runner goes; the CLI prints progress and streams results from these,

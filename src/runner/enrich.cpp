@@ -10,13 +10,14 @@
 
 namespace edgeprobe::runner {
 
-TelemetryRecorder::TelemetryRecorder(double sample_hz, const std::string& sysfs_root, const RunClock& clock)
+TelemetryRecorder::TelemetryRecorder(double sample_hz, const std::string& sysfs_root, const RunClock& clock, int pid)
     : sample_hz_(sample_hz) {
   if (sample_hz < 0 || sample_hz > 1000) throw_bad_input("--sample-hz {} out of range 0..1000 (0 = off)", sample_hz);
   if (sample_hz == 0) return;
   telemetry::SamplerOptions options;
   options.hz = sample_hz;
   options.sysfs_root = sysfs_root;
+  options.pid = pid;
   sampler_ = std::make_unique<telemetry::Sampler>(options, clock);
   sampler_->start();
 }

@@ -18,7 +18,9 @@ namespace edgeprobe::runner {
 // cold load) from the samples on the same clock.
 class TelemetryRecorder {
  public:
-  TelemetryRecorder(double sample_hz, const std::string& sysfs_root, const RunClock& clock);
+  // pid: whose threads the process sources follow (placement, CPU share); 0 = this
+  // process, or a local server's (--server-pid) when the work runs there.
+  TelemetryRecorder(double sample_hz, const std::string& sysfs_root, const RunClock& clock, int pid = 0);
   ~TelemetryRecorder();
   bool enabled() const { return sampler_ != nullptr; }
   void on_event(const PhaseEvent& event);

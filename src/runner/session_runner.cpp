@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "runner/bench_runner.h"
+#include "runner/request_path.h"
 
 namespace edgeprobe::runner {
 namespace {
@@ -249,28 +250,30 @@ nlohmann::json SessionConfig::to_json() const {
 
 nlohmann::json TurnResult::to_json() const {
   auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-  return {{"round", round},
-          {"conversation_id", conversation_id},
-          {"turn_index", turn_index},
-          {"prompt_tokens", prompt_tokens},
-          {"context_tokens", context_tokens},
-          {"generated_tokens", generated_tokens},
-          {"stop_reason", stop_reason},
-          {"ttft_ms", ttft_ms},
-          {"prefill_ms", prefill_ms},
-          {"prefill_tokens_per_s", prefill_tokens_per_s},
-          {"decode_tokens_per_s", decode_tokens_per_s},
-          {"e2e_ms", e2e_ms},
-          {"decode_step_ms", decode_step_ms},
-          {"start_ns", start_ns},
-          {"prefill_end_ns", prefill_end_ns},
-          {"end_ns", end_ns},
-          {"reply", valid_utf8(reply)},
-          {"reply_tokens", reply_tokens},
-          {"telemetry", telemetry},
-          {"missed_frame_share_prefill", opt(missed_frame_share_prefill)},
-          {"missed_frame_share_decode", opt(missed_frame_share_decode)},
-          {"error", error ? nlohmann::json{{"kind", error->kind}, {"message", error->message}} : nlohmann::json(nullptr)}};
+  nlohmann::json j = {{"round", round},
+            {"conversation_id", conversation_id},
+            {"turn_index", turn_index},
+            {"prompt_tokens", prompt_tokens},
+            {"context_tokens", context_tokens},
+            {"generated_tokens", generated_tokens},
+            {"stop_reason", stop_reason},
+            {"ttft_ms", ttft_ms},
+            {"prefill_ms", prefill_ms},
+            {"prefill_tokens_per_s", prefill_tokens_per_s},
+            {"decode_tokens_per_s", decode_tokens_per_s},
+            {"e2e_ms", e2e_ms},
+            {"decode_step_ms", decode_step_ms},
+            {"start_ns", start_ns},
+            {"prefill_end_ns", prefill_end_ns},
+            {"end_ns", end_ns},
+            {"reply", valid_utf8(reply)},
+            {"reply_tokens", reply_tokens},
+            {"telemetry", telemetry},
+            {"missed_frame_share_prefill", opt(missed_frame_share_prefill)},
+            {"missed_frame_share_decode", opt(missed_frame_share_decode)},
+            {"error", error ? nlohmann::json{{"kind", error->kind}, {"message", error->message}} : nlohmann::json(nullptr)}};
+  if (!request.is_null()) j["request"] = request;
+  return j;
 }
 
 void run_session(engine::Engine& engine, const std::vector<SessionConfig>& configs,
@@ -295,7 +298,9 @@ void run_session(engine::Engine& engine, const std::vector<SessionConfig>& confi
         load_error = to_error_info(e);
       }
     }
+    const bool requests = !engine.capabilities().token_level || !options.api.empty();
     std::unique_ptr<engine::Context> ctx;
+    std::unique_ptr<engine::Completer> completer;
     std::optional<result::ErrorInfo> error = load_error;
     if (model) {
       engine::ContextOptions co;
@@ -304,13 +309,27 @@ void run_session(engine::Engine& engine, const std::vector<SessionConfig>& confi
       co.n_ubatch = std::min(cfg.n_batch, 512);
       co.n_threads = cfg.n_threads;
       try {
-        ctx = model->new_context(co);
+        if (requests) completer = model->new_completer(co);
+        else ctx = model->new_context(co);
       } catch (const std::exception& e) {
         error = to_error_info(e);
       }
     }
-    if (!ctx) {
+    if (!ctx && !completer) {
       if (cb.config_failed) cb.config_failed(ci, *error);
+      continue;
+    }
+    if (requests) {
+      for (int round = 0; round < options.rounds; ++round) {
+        if (stop_requested()) return;
+        if (round > 0) cool_down(options.cooldown, start_temp_c, cb);
+        for (size_t k = 0; k < n_conv && !stop_requested(); ++k)
+          run_request_conversation(*completer, ci, cfg, options.api, round, conversations[k],
+                                   fmt::format("config {}/{} round {}/{} conversation {}/{} ({})", ci + 1,
+                                               configs.size(), round + 1, options.rounds, k + 1, n_conv,
+                                               conversations[k].id),
+                                   clock, cb);
+      }
       continue;
     }
 

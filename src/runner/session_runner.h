@@ -42,6 +42,9 @@ struct SessionOptions {
   std::string on_overflow = "stop";  // "stop" the conversation, or "shift" the context
   std::string cooldown = "none";     // "none", seconds ("30"), or "temp" (back near start)
   uint64_t seed = 42;
+  // "" = the token level; "chat" or "completions": each turn is one completion request
+  // with the history (runner/request_path.h), the only path of an HTTP endpoint.
+  std::string api;
 };
 
 // One user turn, measured: what the user lives through.
@@ -67,6 +70,7 @@ struct TurnResult {
   nlohmann::json telemetry;   // {"prefill": ..., "decode": ...}
   std::optional<double> missed_frame_share_prefill, missed_frame_share_decode;
   std::optional<result::ErrorInfo> error;  // why the turn failed; the figures so far are kept
+  nlohmann::json request;  // a turn run as a request: the server's own timings and counts; null else
   nlohmann::json to_json() const;
 };
 

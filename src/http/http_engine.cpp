@@ -1,0 +1,413 @@
+#include "http/http_engine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "core/error.h"
+#include "http/client.h"
+#include "http/sse.h"
+
+namespace edgeprobe::http {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr size_t kMaxEventLine = 1 << 20;
+// A server may send a few more chunks than tokens (an empty one, a stop piece); more
+// than this over max_tokens is a stream that does not end.
+constexpr int kChunkSlack = 16;
+
+// What the endpoint said about itself when we connected.
+struct ServerInfo {
+  std::string base;  // scheme://host:port[/prefix] without a trailing /v1
+  EndpointOptions options;
+  std::string api_key;
+  bool llama_cpp = false;  // llama-server: its extra fields (cache_prompt, /props) apply
+  json model_entry;        // its /v1/models entry for our model (null when not listed)
+  json props;              // llama-server's /props (build_info, slots)
+  std::map<std::string, std::string> headers;
+  int32_t n_vocab = 0;
+  engine::Token bos = -1;
+};
+
+std::string base_of(std::string url) {
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  if (url.ends_with("/v1")) url.resize(url.size() - 3);
+  return url;
+}
+
+ClientOptions client_options(const ServerInfo& s, double request_timeout_s) {
+  ClientOptions o;
+  o.request_timeout_s = request_timeout_s;
+  o.stall_timeout_s = std::min(s.options.stall_timeout_s, request_timeout_s);
+  o.bearer_token = s.api_key;
+  return o;
+}
+
+// A short, printable excerpt of a body for an error message.
+std::string excerpt(const std::string& body) {
+  std::string out;
+  for (char c : body.substr(0, 160)) out += (c >= 32 && c < 127) ? c : ' ';
+  return out + (body.size() > 160 ? "..." : "");
+}
+
+// The message an error answer carries ({"error": {"message": ...}} or {"error": "..."}),
+// else an excerpt of its body.
+std::string error_text(const std::string& body) {
+  try {
+    const json j = json::parse(body);
+    if (j.contains("error")) {
+      const auto& e = j["error"];
+      if (e.is_string()) return e.get<std::string>();
+      if (e.is_object() && e.contains("message") && e["message"].is_string())
+        return e["message"].get<std::string>();
+    }
+  } catch (const json::exception&) {
+  }
+  return excerpt(body);
+}
+
+// One streamed answer, event by event.
+class StreamReader {
+ public:
+  StreamReader(const engine::CompletionRequest& request, const RunClock& clock,
+               const engine::DeltaCallback& on_delta, engine::CompletionResult& result)
+      : request_(request), clock_(clock), on_delta_(on_delta), r_(result), parser_([this](const SseEvent& e) {
+          on_event(e);
+        }) {}
+
+  bool feed(std::string_view bytes) {
+    parser_.feed(bytes);
+    if (error_.empty() && parser_.pending_bytes() > kMaxEventLine) error_ = "an event line over 1 MiB";
+    return error_.empty();
+  }
+  const std::string& error() const { return error_; }
+  bool done() const { return done_; }
+
+ private:
+  void on_event(const SseEvent& e) {
+    if (!error_.empty() || done_) return;
+    if (e.data == "[DONE]") {
+      done_ = true;
+      return;
+    }
+    json j;
+    try {
+      j = json::parse(e.data);
+    } catch (const json::exception&) {
+      error_ = "malformed event (not JSON): " + excerpt(e.data);
+      return;
+    }
+    if (!j.is_object()) {
+      error_ = "malformed event (not an object): " + excerpt(e.data);
+      return;
+    }
+    if (j.contains("error")) {
+      error_ = "the server reported an error mid-stream: " + error_text(e.data);
+      return;
+    }
+    if (j.contains("model") && j["model"].is_string()) r_.server["model"] = j["model"];
+    if (j.contains("usage") && j["usage"].is_object()) {
+      const auto& u = j["usage"];
+      if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number_integer())
+        r_.prompt_tokens = u["prompt_tokens"];
+      if (u.contains("completion_tokens") && u["completion_tokens"].is_number_integer())
+        r_.completion_tokens = u["completion_tokens"];
+    }
+    if (j.contains("timings") && j["timings"].is_object())
+      r_.server["timings"] = j["timings"];  // llama-server
+    for (const char* k : {"prompt_eval_count", "prompt_eval_duration", "eval_count", "eval_duration",
+                          "total_duration", "load_duration"})  // Ollama
+      if (j.contains(k)) r_.server["ollama"][k] = j[k];
+    if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty()) return;
+    const auto& choice = j["choices"][0];
+    if (!choice.is_object()) return;
+    if (choice.contains("finish_reason") && choice["finish_reason"].is_string())
+      r_.finish_reason = choice["finish_reason"];
+    const json* text = nullptr;
+    if (choice.contains("delta") && choice["delta"].is_object() && choice["delta"].contains("content"))
+      text = &choice["delta"]["content"];
+    else if (choice.contains("text"))
+      text = &choice["text"];
+    // A role-only chunk (content null or "") is not a token: TTFT starts at content.
+    if (!text || !text->is_string() || text->get_ref<const std::string&>().empty()) return;
+    engine::ContentDelta d{clock_.now_ns(), text->get<std::string>(), 0};
+    r_.text += d.text;
+    if (on_delta_) on_delta_(d);
+    r_.deltas.push_back(std::move(d));
+    if (static_cast<int>(r_.deltas.size()) > request_.max_tokens + kChunkSlack)
+      error_ = fmt::format(
+          "the server streamed over {} content chunks for max_tokens {}; a stream that does not end",
+          request_.max_tokens + kChunkSlack, request_.max_tokens);
+  }
+
+  const engine::CompletionRequest& request_;
+  const RunClock& clock_;
+  const engine::DeltaCallback& on_delta_;
+  engine::CompletionResult& r_;
+  SseParser parser_;
+  std::string error_;
+  bool done_ = false;
+};
+
+class HttpCompleter : public engine::Completer {
+ public:
+  explicit HttpCompleter(std::shared_ptr<const ServerInfo> info)
+      : info_(std::move(info)), client_(client_options(*info_, info_->options.request_timeout_s)) {}
+
+  engine::CompletionResult complete(const engine::CompletionRequest& request, const RunClock& clock,
+                                    const engine::DeltaCallback& on_delta) override {
+    const auto& o = info_->options;
+    const bool chat = request.api == "chat";
+    const std::string url = info_->base + (chat ? "/v1/chat/completions" : "/v1/completions");
+    const std::string body = request_body(request).dump();
+    for (int attempt = 0;; ++attempt) {
+      engine::CompletionResult r;
+      r.server = json::object();
+      StreamReader reader(request, clock, on_delta, r);
+      r.start_ns = clock.now_ns();
+      const Response resp = client_.post_stream(
+          url, body, [&](std::string_view bytes) { return reader.feed(bytes); },
+          [&] { return reader.error(); });
+      r.end_ns = clock.now_ns();
+      const std::string where = redact_url(url);
+      if ((resp.status == 429 || resp.status == 503) && attempt < o.max_retries) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(retry_wait(resp)));
+        continue;
+      }
+      if (resp.status / 100 != 2)
+        throw_environment("{}: HTTP {}{}: {}", where, resp.status,
+                          attempt > 0 ? fmt::format(" after {} tries", attempt + 1) : "",
+                          error_text(resp.body));
+      if (!resp.content_type.starts_with("text/event-stream"))
+        throw_environment("{}: expected an event stream (the request asked to stream), got '{}': {}", where,
+                          resp.content_type, excerpt(resp.body));
+      if (!reader.error().empty()) throw_environment("{}: {}", where, reader.error());
+      if (!reader.done() && r.finish_reason.empty())
+        throw_environment(
+            "{}: the stream ended without its end ([DONE] or a finish reason) after {} content chunks", where,
+            r.deltas.size());
+      finish(r, attempt);
+      return r;
+    }
+  }
+
+ private:
+  json request_body(const engine::CompletionRequest& request) const {
+    json b = {{"model", info_->options.model},
+              {"max_tokens", request.max_tokens},
+              {"temperature", 0},
+              {"seed", request.seed},
+              {"stream", true},
+              {"stream_options", {{"include_usage", true}}}};
+    if (request.api == "chat") {
+      json messages = json::array();
+      for (const auto& m : request.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
+      b["messages"] = messages;
+    } else if (!request.prompt_tokens.empty()) {
+      b["prompt"] = request.prompt_tokens;  // token ids: llama-server and vLLM take them as is
+    } else {
+      b["prompt"] = request.prompt;
+    }
+    if (request.ignore_eos) b["ignore_eos"] = true;
+    if (info_->llama_cpp) b["cache_prompt"] = request.cache_prompt;
+    return b;
+  }
+
+  double retry_wait(const Response& resp) const {
+    double wait = 1;
+    if (auto it = resp.headers.find("retry-after"); it != resp.headers.end()) {
+      char* end = nullptr;
+      const double v = std::strtod(it->second.c_str(), &end);
+      if (end != it->second.c_str() && v >= 0) wait = v;  // an HTTP date is not honoured: 1 s
+    }
+    return std::min(wait, info_->options.max_retry_wait_s);
+  }
+
+  // How the chunks map to tokens: one token per chunk when the usage says as many tokens
+  // as content chunks came; otherwise the chunk count stands and `itl_basis` says so.
+  void finish(engine::CompletionResult& r, int retries) const {
+    const bool per_token = r.completion_tokens == static_cast<int>(r.deltas.size());
+    if (per_token)
+      for (auto& d : r.deltas) d.tokens = 1;
+    r.server["itl_basis"] = per_token ? "token" : "chunk";
+    r.server["content_chunks"] = r.deltas.size();
+    r.server["retries"] = retries;
+  }
+
+  std::shared_ptr<const ServerInfo> info_;
+  Client client_;
+};
+
+class HttpModel : public engine::LoadedModel {
+ public:
+  HttpModel(std::shared_ptr<const ServerInfo> info, engine::ModelOptions options)
+      : info_(std::move(info)), options_(std::move(options)) {}
+  const engine::ModelOptions& options() const override { return options_; }
+  std::vector<engine::Token> tokenize(const std::string&, bool) const override { no_token_level("tokenize"); }
+  std::string token_to_piece(engine::Token) const override { return ""; }
+  bool is_end_of_generation(engine::Token) const override { return false; }
+  int32_t n_vocab() const override { return info_->n_vocab; }
+  engine::Token bos_token() const override { return info_->bos; }
+  bool adds_bos() const override { return info_->bos >= 0; }
+  std::string description() const override { return info_->options.model + " at " + redact_url(info_->base); }
+  uint64_t size_bytes() const override { return meta_u64("size"); }
+  uint64_t n_params() const override { return meta_u64("n_params"); }
+  std::string chat_template() const override { return ""; }
+  std::string apply_chat_template(const std::vector<engine::ChatMessage>& messages, bool add_assistant,
+                                  bool* used_fallback) const override {
+    if (used_fallback) *used_fallback = true;
+    return engine::plain_chat_text(messages, add_assistant);
+  }
+  std::unique_ptr<engine::Context> new_context(const engine::ContextOptions&) const override {
+    no_token_level("decode token by token");
+  }
+  std::unique_ptr<engine::Completer> new_completer(const engine::ContextOptions&) const override {
+    return std::make_unique<HttpCompleter>(info_);
+  }
+
+ private:
+  [[noreturn]] static void no_token_level(const char* what) {
+    throw_bad_input("the http engine cannot {}: a server takes whole requests", what);
+  }
+  uint64_t meta_u64(const char* key) const {
+    const json& m = info_->model_entry;
+    return m.is_object() && m.contains("meta") && m["meta"].contains(key) &&
+                   m["meta"][key].is_number_unsigned()
+               ? m["meta"][key].get<uint64_t>()
+               : 0;
+  }
+  std::shared_ptr<const ServerInfo> info_;
+  engine::ModelOptions options_;
+};
+
+class HttpEngine : public engine::Engine {
+ public:
+  explicit HttpEngine(std::shared_ptr<const ServerInfo> info) : info_(std::move(info)) {}
+  std::string name() const override { return "http"; }
+  engine::Capabilities capabilities() const override {
+    engine::Capabilities c;
+    c.token_level = false;
+    c.requests = true;
+    return c;
+  }
+  nlohmann::json provenance() const override {
+    const auto& s = *info_;
+    json details = {{"endpoint", redact_url(s.base)},
+                    {"api", s.options.api},
+                    {"api_model", s.options.model},
+                    {"server_model", s.model_entry.is_object() ? s.model_entry.value("id", "") : ""},
+                    {"server_headers", s.headers},
+                    {"server", s.llama_cpp ? "llama.cpp" : ""},
+                    {"api_key_env", s.options.key_env},
+                    {"api_key_set", !s.api_key.empty()}};
+    if (s.model_entry.is_object() && s.model_entry.contains("meta"))
+      details["model_meta"] = s.model_entry["meta"];
+    std::string version;
+    if (s.props.is_object() && s.props.contains("build_info") && s.props["build_info"].is_string())
+      version = s.props["build_info"];
+    else if (auto it = s.headers.find("server"); it != s.headers.end())
+      version = it->second;
+    return {{"name", name()}, {"kind", "endpoint"}, {"version", version},
+            {"commit", ""},   {"details", details}, {"capabilities", capabilities().to_json()}};
+  }
+  std::unique_ptr<engine::LoadedModel> load(const engine::ModelOptions& options) override {
+    return std::make_unique<HttpModel>(info_, options);
+  }
+
+ private:
+  std::shared_ptr<const ServerInfo> info_;
+};
+
+json parse_or_null(const std::string& body) {
+  try {
+    return json::parse(body);
+  } catch (const json::exception&) {
+    return nullptr;
+  }
+}
+
+// The /v1/models entry that serves `model` (by id or alias); null when the list does not
+// name it; throws when the list names others only.
+json find_model(const json& list, const EndpointOptions& o) {
+  if (!list.is_object() || !list.contains("data") || !list["data"].is_array()) return nullptr;
+  std::vector<std::string> ids;
+  for (const auto& m : list["data"]) {
+    if (!m.is_object() || !m.contains("id") || !m["id"].is_string()) continue;
+    ids.push_back(m["id"]);
+    if (m["id"] == o.model) return m;
+    if (m.contains("aliases") && m["aliases"].is_array())
+      for (const auto& a : m["aliases"])
+        if (a == o.model) return m;
+  }
+  if (ids.empty()) return nullptr;
+  std::string names;
+  for (const auto& id : ids) names += (names.empty() ? "" : ", ") + id;
+  throw_bad_input("the endpoint {} does not serve model '{}' (it lists: {}); set --api-model",
+                  redact_url(o.url), o.model, names);
+}
+
+}  // namespace
+
+void validate_endpoint(const EndpointOptions& o) {
+  if (!o.url.starts_with("http://") && !o.url.starts_with("https://"))
+    throw_bad_input("--endpoint '{}': use an http:// or https:// URL", redact_url(o.url));
+  if (o.url.find_first_of(" \t\r\n") != std::string::npos) throw_bad_input("--endpoint: a URL has no spaces");
+  // The URL is stored with the plan and shown in provenance: no secret may ride in it.
+  const auto host = o.url.substr(o.url.find("://") + 3);
+  if (host.substr(0, host.find('/')).find('@') != std::string::npos || o.url.find('?') != std::string::npos)
+    throw_bad_input("--endpoint {}: no credentials or query in the URL (it is stored); put the key in ${}",
+                    redact_url(o.url), o.key_env);
+  if (o.model.empty()) throw_bad_input("--endpoint needs --api-model NAME: the model name requests carry");
+  if (o.api != "completions" && o.api != "chat")
+    throw_bad_input("--api '{}': use chat or completions", o.api);
+  if (!(o.request_timeout_s > 0 && o.request_timeout_s <= 86400))
+    throw_bad_input("--request-timeout {} out of range (0, 86400] seconds", o.request_timeout_s);
+}
+
+std::unique_ptr<engine::Engine> connect_endpoint(const EndpointOptions& options) {
+  validate_endpoint(options);
+  auto info = std::make_shared<ServerInfo>();
+  info->options = options;
+  info->base = base_of(options.url);
+  if (const char* key = std::getenv(options.key_env.c_str())) info->api_key = key;
+  Client client(client_options(*info, std::min(30.0, options.request_timeout_s)));
+  Response models;
+  try {
+    models = client.get(info->base + "/v1/models");
+  } catch (const Error& e) {
+    throw_bad_input("cannot reach the endpoint: {}", e.what());
+  }
+  if (models.status == 401 || models.status == 403)
+    throw_bad_input("the endpoint {} refused the request (HTTP {}): set the API key in ${}",
+                    redact_url(info->base), models.status, options.key_env);
+  info->headers = models.headers;
+  if (models.status / 100 == 2) info->model_entry = find_model(parse_or_null(models.body), options);
+  info->llama_cpp = info->model_entry.is_object() && info->model_entry.value("owned_by", "") == "llamacpp";
+  if (info->model_entry.is_object() && info->model_entry.contains("meta") &&
+      info->model_entry["meta"].contains("n_vocab") &&
+      info->model_entry["meta"]["n_vocab"].is_number_integer())
+    info->n_vocab = info->model_entry["meta"]["n_vocab"];
+  if (info->llama_cpp) {
+    // Its build and slots, and its BOS token: token prompts then start as in-process ones.
+    try {
+      if (auto props = client.get(info->base + "/props"); props.status == 200)
+        info->props = parse_or_null(props.body);
+      auto tok = client.post_json(info->base + "/tokenize", R"({"content": "", "add_special": true})");
+      const json t = parse_or_null(tok.body);
+      if (tok.status == 200 && t.is_object() && t.contains("tokens") && t["tokens"].is_array() &&
+          t["tokens"].size() == 1 && t["tokens"][0].is_number_integer())
+        info->bos = t["tokens"][0];
+    } catch (const Error&) {
+      // Provenance only: an endpoint that answers /v1/models but not these still runs.
+    }
+  }
+  return std::make_unique<HttpEngine>(std::move(info));
+}
+
+}  // namespace edgeprobe::http
