@@ -21,6 +21,7 @@ done
 packages=(build-essential g++ cmake ninja-build pkg-config git ca-certificates nodejs npm python3
           libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev libssl-dev libhwloc-dev
           libgtest-dev libgmock-dev libbenchmark-dev time chromium)
+packages+=(libyaml-dev openssh-client)  # lab: the inventory's YAML, the ssh transport (ssh, scp)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -10,6 +10,7 @@
 #include "cli/cmd_compare.h"
 #include "cli/cmd_doctor.h"
 #include "cli/cmd_export.h"
+#include "cli/cmd_lab.h"
 #include "cli/cmd_probe.h"
 #include "cli/cmd_report.h"
 #include "cli/cmd_run.h"
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
   cli::register_doctor(app, command_line);
   cli::register_run(app, command_line);
   cli::register_report(app);
+  cli::register_lab(app, command_line);
 
   // Ctrl-C ends the sweep after the repetition in flight; what was measured is written.
   std::signal(SIGINT, on_interrupt);
