@@ -239,3 +239,49 @@ TEST_F(LabCli, CheckSaysWhyADeviceIsUnreachable) {
   EXPECT_NE(r.out.find("| phone | adb R58M123 | no: adb R58M123: adb: error: device 'R58M123' offline |"), std::string::npos)
       << r.out;
 }
+
+TEST_F(LabCli, DeviceRunsAreListedComparedAndUsableAsADoctorBaseline) {
+  const std::string inv = inventory("    a: {transport: local, workdir: " + dir_.file("a") + "}\n    b: {transport: local, workdir: " +
+                                    dir_.file("b") + "}\n");
+  const std::string db = dir_.file("lab.db");
+  auto r = lab(with({"run", "-i", inv, "--db", db, "-q"}, bench_flags(3)));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Device b again, on a different model file (same shape, q8_0).
+  auto flags = bench_flags(3);
+  flags[1] = tiny_model("q8_0");
+  r = lab(with({"run", "-i", inv, "--devices", "b", "--db", db, "-q"}, flags));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto s = store::open_store(db, store::Mode::kMustExist);
+  std::vector<store::RunId> runs;
+  for (const auto& run : s->list_runs({}))
+    if (run.kind == "bench") runs.push_back(run.id);
+  ASSERT_EQ(runs.size(), 3u);
+  const std::string device = s->get_run(runs[0]).device_id;
+  ASSERT_FALSE(device.empty());
+
+  const auto listed = run_process({EDGEPROBE_BINARY, "runs", "--db", db, "--device", device, "--kind", "bench"}, 60);
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  for (auto id : runs) EXPECT_NE(listed.out.find(" " + std::to_string(id) + "  "), std::string::npos) << listed.out;
+
+  const auto same = run_process({EDGEPROBE_BINARY, "compare", std::to_string(runs[0]), std::to_string(runs[1]), "--db", db,
+                                 "-o", "json"}, 60);
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_TRUE(json::parse(same.out)["comparable"].get<bool>());
+  const auto other = run_process({EDGEPROBE_BINARY, "compare", std::to_string(runs[0]), std::to_string(runs[2]), "--db", db}, 60);
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.out.find("**not comparable**: model sha256 differs"), std::string::npos) << other.out;
+
+  // doctor reads another device's stored run as its baseline: here the q8_0 one, so the
+  // model it diagnoses is not the baseline's and says so.
+  const auto doctor = run_process({EDGEPROBE_BINARY, "doctor", "-m", tiny_model(), "--baseline", std::to_string(runs[2]), "--db",
+                                   db, "--no-experiments", "-p", "16", "-n", "4", "-r", "1", "--no-store", "-o", "json"},
+                                  300, {{"XDG_CACHE_HOME", std::string(EDGEPROBE_BUILD_DIR) + "/test-home/cache"}});
+  ASSERT_EQ(doctor.exit_code, 0) << doctor.err;
+  std::vector<std::string> ids;
+  const json diagnosis = json::parse(doctor.out);
+  for (const auto& f : diagnosis["doctor"]["findings"]) ids.push_back(f["id"]);
+  EXPECT_NE(std::find(ids.begin(), ids.end(), "identity.baseline_mismatch"), ids.end()) << json(ids).dump();
+  const auto missing = run_process({EDGEPROBE_BINARY, "doctor", "-m", tiny_model(), "--baseline", "999", "--db", db}, 60);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("no run 999"), std::string::npos) << missing.err;
+}
