@@ -66,6 +66,17 @@ bool push_verified(Transport& t, const Device& d, const std::string& local, cons
   return true;
 }
 
+// This edgeprobe, as a command: the binary itself, or inside a bundle (where
+// /proc/self/exe is the bundle's own glibc loader) the bundle's launcher.
+std::string local_launcher() {
+  const fs::path self = self_executable();
+  if (self.filename().string().starts_with("ld-linux")) {
+    const fs::path launcher = self.parent_path().parent_path() / "edgeprobe";
+    if (fs::exists(launcher)) return "sh " + shell_quote(launcher.string());
+  }
+  return shell_quote(self.string());
+}
+
 }  // namespace
 
 std::string bundle_name(const std::string& target) {
@@ -84,7 +95,7 @@ DeployResult deploy(Transport& t, const Device& d, const DeviceState& state, con
                     const DeployOptions& options) {
   DeployResult out;
   if (d.transport == "local") {
-    out.launcher = shell_quote(self_executable());
+    out.launcher = local_launcher();
     for (const auto& m : models) out.models.emplace_back(m, m);
     return out;
   }
