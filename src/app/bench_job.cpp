@@ -44,6 +44,9 @@ std::vector<std::optional<probe::DeviceCeilings>> device_ceilings(const BenchPla
     po.sysfs_root = plan.env.sysfs_root;
     po.model_path = info.path;
     po.variant = variant;
+    po.progress = [&ctx](const std::string& step, size_t, size_t) {
+      if (step != "done") progress(ctx, "measuring the device's ceilings: " + step);
+    };
     try {
       ceilings[i] = probe::load_or_measure(po, plan.ceilings == "refresh" && i == 0);
       // The model's own matmuls at this sweep's ubatches and thread counts (cached too).
@@ -68,7 +71,9 @@ std::vector<std::optional<probe::DeviceCeilings>> device_ceilings(const BenchPla
 // the first failure decides, as bench always has.
 void collect_errors(const std::vector<result::TestResult>& results, JobOutcome& outcome) {
   for (const auto& r : results) {
-    if (!r.error) continue;
+    // A test the stop request left unrun is not a failure: the summary says the run was
+    // interrupted and how to continue it, and the exit code is 130.
+    if (!r.error || r.error->kind == "interrupted") continue;
     const std::string line = r.config.name() + ": " + r.error->message;
     bool said = false;
     for (const auto& e : outcome.errors) said = said || e.ends_with(": " + r.error->message);

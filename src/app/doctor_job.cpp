@@ -68,9 +68,13 @@ DoctorJobResult run_doctor(const doctor::DoctorOptions& options, const JobContex
 
 TuneJobResult run_tune(const doctor::DoctorOptions& options, const JobContext& ctx) {
   TuneJobResult out;
-  out.tune = doctor::tune(options, [&](const std::string& s) {
-    if (ctx.sink) ctx.sink->progress(s);
-  });
+  out.tune = doctor::tune(
+      options, [&](const std::string& s) {
+        if (ctx.sink) ctx.sink->progress(s);
+      },
+      [&](size_t done, size_t total) {
+        if (ctx.sink) ctx.sink->units(done, total, "children");
+      });
   out.outcome.run_id = store_result(ctx, options, true, json(), doctor::to_json(out.tune));
   return out;
 }

@@ -62,6 +62,9 @@ struct JobOutcome {
   // the worst one maps to (0 when none failed).
   std::vector<std::string> errors;
   int exit_code = 0;
+  // Units counted as done that did not run (a conversation that ended early), and why.
+  size_t skipped = 0;
+  std::string skipped_why;
 };
 
 }  // namespace edgeprobe::app

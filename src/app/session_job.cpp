@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include <fmt/format.h>
+
 #include "analysis/frame_probe.h"
 #include "analysis/session_analysis.h"
 #include "app/engine_factory.h"
@@ -124,6 +126,13 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
     if (ctx.sink) ctx.sink->session_turn(ci, j);
     turns[ci].push_back(std::move(j));
     ++turns_done[ci];
+    report_units();
+  };
+  cb.turns_skipped = [&](size_t ci, size_t n, const std::string& why) {
+    turns_done[ci] += n;  // settled: they will not run, so the bar and the estimate do not wait for them
+    out.outcome.skipped += n;
+    out.outcome.skipped_why = "conversations ended early; see each turn's stop_reason";
+    if (ctx.sink) ctx.sink->progress(fmt::format("{} turn{} of this conversation skipped: {}", n, n == 1 ? "" : "s", why));
     report_units();
   };
   std::map<size_t, result::ErrorInfo> config_errors;

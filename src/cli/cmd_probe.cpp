@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "cli/job_options.h"
 #include "core/error.h"
 #include "engine/backend.h"
 #include "platform/cpu_features.h"
@@ -29,6 +30,7 @@ void register_probe(CLI::App& app) {
     uint64_t buffer_mib = 0;
     bool no_compute = false;
     int ubatch = 512;
+    bool quiet = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -50,6 +52,7 @@ void register_probe(CLI::App& app) {
                   "With -m: the prompt batch the model's prefill kernels are measured at (bench's -ub)")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
+  cmd->add_flag("-q,--quiet", args->quiet, "No progress display on stderr");
   cmd->callback([args] {
     const FsRoot fs(args->sysfs_root);
     const bool live = fs.root() == "/";
@@ -89,15 +92,21 @@ void register_probe(CLI::App& app) {
         out["isa_gap"] = nullptr;
         text += "ggml CPU variant: not loaded (--no-compute)\n";
       }
-      if (args->output == "text") std::cerr << "probing (seconds; cached afterwards)...\n";
+      TerminalSink sink(!args->quiet);
+      o.progress = [&sink](const std::string& step, size_t done, size_t total) {
+        sink.progress(step == "done" ? "measured (cached for later runs)" : "measuring " + step);
+        sink.units(done, total, "measurements");
+      };
       auto ceilings = probe::load_or_measure(o, args->refresh);
       if (!args->model.empty()) {
         // The model's own prefill shapes and decode matvecs, as a bench of it would use them.
         probe::KernelNeeds needs;
         needs.prefill_tokens.insert(args->ubatch);
         needs.decode_threads.insert(ceilings.threads);
+        sink.progress("measuring the model's prefill and decode kernels (cached for later runs)");
         probe::ensure_model_kernels(ceilings, model::read_gguf_info(args->model), needs, o);
       }
+      sink.done();
       out["ceilings"] = probe::to_json(ceilings);
       out["ceilings"]["from_cache"] = ceilings.from_cache;
       out["ceilings"]["cache_path"] = ceilings.cache_path;

@@ -89,6 +89,7 @@ std::string job_summary(const app::JobOutcome& o, const std::string& location, c
   std::string line = subcommand + (o.interrupted ? " interrupted" : " done");
   if (p.total > 0) line += fmt::format("{} {}/{} {}", o.interrupted ? " after" : ":", p.done, p.total, p.unit);
   line += " in " + format_duration(p.elapsed_s);
+  if (o.skipped > 0) line += fmt::format(" ({} not run: {})", o.skipped, o.skipped_why);
   if (!o.errors.empty()) line += fmt::format(", {} error{} (below)", o.errors.size(), o.errors.size() == 1 ? "" : "s");
   if (location.empty())
     line += o.interrupted ? "; nothing kept (--no-store): run it again to measure it all" : "; not stored (--no-store)";

@@ -69,10 +69,14 @@ Rates measure(const DoctorOptions& o, const RunConfig& config, const std::string
 
 }  // namespace
 
-TuneResult tune(const DoctorOptions& options, const ProgressFn& progress_fn) {
+TuneResult tune(const DoctorOptions& options, const ProgressFn& progress_fn, const ChildrenFn& children) {
   const auto t0 = std::chrono::steady_clock::now();
+  // Every progress step below starts one bench child, so steps count children.
+  size_t started = 0, most = 0;
   auto progress = [&](const std::string& s) {
     if (progress_fn) progress_fn(s);
+    if (children) children(started, std::max(most, started + 1));
+    ++started;
   };
   TuneResult result;
   result.options = options;
@@ -85,6 +89,7 @@ TuneResult tune(const DoctorOptions& options, const ProgressFn& progress_fn) {
   auto clusters = device.cpus.clusters;
   std::stable_sort(clusters.begin(), clusters.end(),
                    [](const auto& a, const auto& b) { return a.max_khz.value_or(0) > b.max_khz.value_or(0); });
+  most = (clusters.size() > 1 ? clusters.size() : 0) + 5 + 2 * kConfirmRounds;  // masks, the 5 settings, confirmation
   if (clusters.size() > 1) {
     TuneStep step{"cpu mask", {}, current.cpu_mask, ""};
     std::vector<int> cpus;
@@ -151,8 +156,9 @@ TuneResult tune(const DoctorOptions& options, const ProgressFn& progress_fn) {
   if (!(result.best == result.start)) {
     std::vector<double> ratios;
     for (int round = 0; round < kConfirmRounds; ++round) {
-      progress(fmt::format("confirming: round {}/{}", round + 1, kConfirmRounds));
+      progress(fmt::format("confirming: round {}/{}, the configuration as given", round + 1, kConfirmRounds));
       result.start_rounds.push_back(measure(options, result.start, "confirm: as given"));
+      progress(fmt::format("confirming: round {}/{}, the best one", round + 1, kConfirmRounds));
       result.best_rounds.push_back(measure(options, result.best, "confirm: best"));
       const auto a = turn_s(result.start_rounds.back(), options.n_prompt, options.n_gen);
       const auto b = turn_s(result.best_rounds.back(), options.n_prompt, options.n_gen);
@@ -160,6 +166,7 @@ TuneResult tune(const DoctorOptions& options, const ProgressFn& progress_fn) {
     }
     if (!ratios.empty()) result.gain = stats::quantile(ratios, 0.5);
   }
+  if (children) children(started, started);
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
 }

@@ -36,7 +36,10 @@ struct TuneResult {
 // Coordinate search, one setting at a time in the order that matters most on a CPU:
 // CPU mask (fastest cluster first), threads, strict placement, polling, ubatch, flash
 // attention. Each step is one bench child sweeping that setting's values (one load).
-TuneResult tune(const DoctorOptions& options, const ProgressFn& progress = {});
+// How many bench children are done of the most the search may run; the total settles
+// to the children that ran when the search ends (no confirmation when nothing changed).
+using ChildrenFn = std::function<void(size_t done, size_t total)>;
+TuneResult tune(const DoctorOptions& options, const ProgressFn& progress = {}, const ChildrenFn& children = {});
 
 nlohmann::json to_json(const TuneResult& result);
 std::string to_text(const TuneResult& result);

@@ -182,6 +182,9 @@ LlamaContext::LlamaContext(const LlamaModel& model, llama_model* raw_model, cons
     const std::string why = first_llama_error_since(mark);
     throw_bad_input("llama.cpp could not create a context{}{}", why.empty() ? "" : ": ", why);
   }
+  // llama.cpp caps the batch at the context size (-b 512 with -c 64 runs batches of 64);
+  // a prompt is split at the cap it took, or llama_decode aborts the process.
+  n_batch_ = static_cast<int>(llama_n_batch(ctx_));
 
   // Our own threadpool, exactly like llama-bench, so that -C/--cpu-strict/--poll apply.
   ggml_backend_reg_t reg = cpu_reg();

@@ -147,13 +147,21 @@ DeviceCeilings measure_ceilings(const ProbeOptions& options) {
   c.llc_total_bytes = topo.llc_total_bytes();
   c.threads = options.max_threads > 0 ? options.max_threads : std::max(1, topo.n_cores);
 
+  const size_t total = 1 + options.measure_compute + !options.model_path.empty();
+  size_t done = 0;
+  auto progress = [&](const std::string& step) {
+    if (options.progress) options.progress(step, done, total);
+    ++done;
+  };
   BandwidthOptions bw = options.bandwidth;
   bw.max_threads = c.threads;
   if (options.buffer_bytes) bw.buffer_bytes = options.buffer_bytes;
+  progress(fmt::format("memory bandwidth, 1 to {} threads", c.threads));
   c.bandwidth = measure_bandwidth(topo, bw);
 
   std::string variant = options.variant;
   if (options.measure_compute) {
+    progress(fmt::format("matrix compute, 1 to {} threads", c.threads));
     ComputeOptions co = options.compute;
     co.threads = c.threads;
     co.variant = options.variant;
@@ -168,7 +176,11 @@ DeviceCeilings measure_ceilings(const ProbeOptions& options) {
   } else {
     c.compute_status = "unavailable: not requested";
   }
-  if (!options.model_path.empty()) c.storage = measure_storage(options.model_path, options.storage);
+  if (!options.model_path.empty()) {
+    progress("storage: reading " + options.model_path + " cold and warm");
+    c.storage = measure_storage(options.model_path, options.storage);
+  }
+  if (options.progress) options.progress("done", done, total);
   c.device_key = device_key(options.sysfs_root);
   c.build_key = build_key(variant);
   c.probe_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -211,7 +223,9 @@ DeviceCeilings load_or_measure(const ProbeOptions& options, bool refresh) {
   if (!refresh) {
     if (auto c = load_cached(options)) {
       if (!options.model_path.empty() && !(c->storage && same_file(*c->storage, options.model_path))) {
+        if (options.progress) options.progress("storage: reading " + options.model_path + " cold and warm", 0, 1);
         c->storage = measure_storage(options.model_path, options.storage);
+        if (options.progress) options.progress("done", 1, 1);
         write_cache(*c, path);
       }
       return *c;

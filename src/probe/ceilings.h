@@ -1,4 +1,5 @@
 #pragma once
+#include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -50,6 +51,9 @@ struct ProbeOptions {
   BandwidthOptions bandwidth;   // max_threads/buffer_bytes above override these
   ComputeOptions compute;       // threads/variant above override these
   StorageOptions storage;
+  // Told before each measurement (bandwidth, compute, storage) and once at the end, with
+  // how many are done of how many; between measurements, never inside one.
+  std::function<void(const std::string& step, size_t done, size_t total)> progress;
 };
 
 // Measures everything now (no cache involved).

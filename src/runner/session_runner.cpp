@@ -86,7 +86,7 @@ class ConfigRun {
         // history, then go on with the first turn that is missing.
         if (cb_.completed_turn) {
           if (auto done = cb_.completed_turn(ci_, round, conv.id, ti)) {
-            if (!replay(tokens, *done)) return;
+            if (!replay(tokens, *done)) return skipped(conv, ti, "the stored turn ended the conversation");
             history.push_back({"assistant", done->reply});
             formatted_len = model_.apply_chat_template(history, false).size();
             continue;
@@ -108,18 +108,27 @@ class ConfigRun {
         t.error = to_error_info(e);
         t.context_tokens = ctx_.n_past();
         if (cb_.turn_done) cb_.turn_done(ci_, t);
-        return;  // the history is broken: the conversation ends here
+        return skipped(conv, ti, "a turn failed");  // the history is broken: the conversation ends here
       }
       if (cb_.turn_done) cb_.turn_done(ci_, t);
-      if (t.stop_reason.starts_with("context_full")) return;  // it cannot go on in this context
+      if (t.stop_reason.starts_with("context_full")) return skipped(conv, ti, "the context is full");
     }
   }
 
  private:
+  // The conversation ends at turn `ti`: the turns after it will not run.
+  void skipped(const Conversation& conv, int ti, const char* why) {
+    const size_t left = conv.turns.size() - static_cast<size_t>(ti) - 1;
+    if (left > 0 && cb_.turns_skipped) cb_.turns_skipped(ci_, left, why);
+  }
+
   // Rebuilds a stored turn's part of the cache; false when the conversation ended there.
   bool replay(const std::vector<engine::Token>& tokens, const TurnResult& done) {
     if (done.stop_reason == "context_full" || done.stop_reason == "error") return false;
-    const auto& reply_tokens = done.reply_tokens;
+    // The cache as the measured turn left it: the prompt and every reply token but an
+    // end-of-generation one (picked, never decoded; see measure_turn).
+    auto reply_tokens = done.reply_tokens;
+    if (!reply_tokens.empty() && model_.is_end_of_generation(reply_tokens.back())) reply_tokens.pop_back();
     if (ctx_.n_past() + static_cast<int>(tokens.size() + reply_tokens.size()) >= ctx_.n_ctx()) return false;
     ctx_.decode(tokens);
     if (!reply_tokens.empty()) ctx_.decode(reply_tokens);
@@ -174,6 +183,10 @@ class ConfigRun {
       else t.reply += model_.token_to_piece(token);
     }
     t.end_ns = step_start;
+    // A reply cut at max_tokens has its last token picked but not decoded; the history
+    // counts its text as said, so it goes into the cache too (untimed), as a resumed
+    // run's replay puts it there.
+    if (t.stop_reason == "max_tokens" && ctx_.n_past() < ctx_.n_ctx()) ctx_.decode_one(token);
     t.e2e_ms = ms_between(t.start_ns, t.end_ns);
     double decode_ms = 0;
     for (double ms : t.decode_step_ms) decode_ms += ms;

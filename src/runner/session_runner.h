@@ -79,6 +79,9 @@ struct SessionCallbacks {
   // A configuration that could not run at all: its model did not load, or the engine
   // refused its context. The sweep goes on with the next configuration.
   std::function<void(size_t config_index, const result::ErrorInfo&)> config_failed;
+  // A conversation ended before its last turn (a failed turn, a full context): its
+  // `n_turns` remaining turns will not run, so progress can count them as settled.
+  std::function<void(size_t config_index, size_t n_turns, const std::string& why)> turns_skipped;
   // Turns already stored by an interrupted run: (config, round, conversation, turn) ->
   // the stored result, replayed untimed to rebuild the history.
   std::function<std::optional<TurnResult>(size_t, int, const std::string&, int)> completed_turn;

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <regex>
 #include <thread>
 
 #include "../telemetry/fixture_util.h"
@@ -429,9 +430,16 @@ TEST(DoctorFaults, ThreadsOnLittleCoresOfAPhoneAreNamed) {
 // count the CPUs can hold, a measured gain, and a command line that reproduces it.
 TEST(DoctorTune, FindsAFasterConfigurationThanEightThreadsOnTwoCpus) {
   if (std::thread::hardware_concurrency() >= 8) GTEST_SKIP() << "this machine has 8 or more CPUs";
-  const std::string cmd = std::string(EDGEPROBE_BINARY) + " doctor --tune -o json -q -t 8 -r 2 -m " + small_model();
+  const std::string cmd = std::string(EDGEPROBE_BINARY) + " doctor --tune -o json -t 8 -r 2 -m " + small_model();
   const auto r = run_process({"/bin/sh", "-c", cmd}, 900, {{"XDG_CACHE_HOME", test_home() + "/cache"}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Progress counts bench children and settles at the number that ran.
+  const std::regex children(R"(edgeprobe: (\d+)/(\d+) children)");
+  std::smatch last;
+  for (std::sregex_iterator it(r.err.begin(), r.err.end(), children), end; it != end; ++it) last = *it;
+  ASSERT_FALSE(last.empty()) << r.err;
+  EXPECT_EQ(last[1].str(), last[2].str()) << r.err;
+  EXPECT_GE(std::stoi(last[1].str()), 5) << r.err;  // at least one child per setting searched
   const json t = json::parse(r.out)["tune"];
   const auto best = t["best"].get<std::vector<std::string>>();
   const auto it = std::find(best.begin(), best.end(), "-t");

@@ -199,3 +199,58 @@ TEST(ProgressCli, RunPlanStreamsUnitsAsProgressEventsWithDoneTotalAndTimeLeft) {
   EXPECT_EQ(units[4]["eta_s"], 0.0);
   EXPECT_FALSE(units[4]["eta_is_guess"].get<bool>());
 }
+
+TEST(ProgressCli, ProbeCountsItsMeasurementsInPlainLines) {
+  // A small bandwidth buffer and no compute probe: one measurement, seconds long.
+  const auto r = run_with_stderr({"probe", "--refresh", "--no-compute", "--buffer-mib", "16", "-t", "1"}, false);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(has_control_characters(r.err)) << r.err;
+  EXPECT_NE(r.err.find("edgeprobe: 0/1 measurements, "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("measuring memory bandwidth, 1 to 1 threads"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("edgeprobe: 1/1 measurements, "), std::string::npos) << r.err;
+  const auto quiet = run_with_stderr({"probe", "--no-compute", "--buffer-mib", "16", "-t", "1", "-q"}, false);
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err, "");
+}
+
+TEST(ProgressCli, ASessionWhoseConversationsEndEarlyStillEndsAtItsTotal) {
+  // -c 64 (llama.cpp pads the context to 256 tokens and caps the batch at 64): the first
+  // turn (~76 tokens, more than one batch) fits, the long second one does not, so the
+  // conversation ends early and its third turn is settled, not waited for.
+  TempDir dir;
+  const std::string prompts = dir.file("prompts.jsonl");
+  std::string long_turn;
+  for (int i = 0; i < 12; ++i) long_turn += "Make it longer, with a second storm and a rescue at night. ";
+  write_file(prompts, "{\"id\": \"a\", \"lang\": \"en\", \"turns\": [\"Tell me a story about a lighthouse keeper "
+                      "and the sea, with three characters and a storm.\", \"" + long_turn + "\", \"And a third?\"]}\n");
+  const std::string out = dir.file("session.json");
+  const auto r = run_with_stderr({"session", "-m", tiny_model(), "--prompts", prompts, "--rounds", "1", "--max-tokens",
+                                  "8", "-c", "64", "--no-store", "-o", "json", "--output", out, "--sample-hz", "0"},
+                                 false);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("edgeprobe: 3/3 turns, "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("session done: 3/3 turns in "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" (1 not run: conversations ended early; see each turn's stop_reason)"), std::string::npos) << r.err;
+  const auto report = nlohmann::json::parse(read_file(out));
+  const auto& turns = report["configs"][0]["turns"];
+  ASSERT_EQ(turns.size(), 2u) << report.dump();
+  EXPECT_EQ(turns[0]["stop_reason"], "max_tokens");
+  EXPECT_EQ(turns[1]["stop_reason"], "context_full");
+}
+
+TEST(ProgressCli, CtrlCBeforeTheFirstRepetitionIsAnInterruptionNotAnError) {
+  TempDir dir;
+  const std::string db = dir.file("results.db");
+  bool sent = false;
+  // Stopped while the ceilings are measured (seconds with --ceilings refresh): no test ran.
+  auto r = run_with_stderr({"bench", "-m", tiny_model(), "-p", "8", "-n", "4", "--ceilings", "refresh", "--db", db},
+                           false, [&](const std::string& err, pid_t pid) {
+                             if (!sent && err.find("measuring the device's ceilings") != std::string::npos)
+                               sent = kill(pid, SIGINT) == 0;
+                           });
+  ASSERT_TRUE(sent) << r.err;
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_EQ(r.err.find("error"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("edgeprobe: bench interrupted after 0/"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("edgeprobe: continue with: edgeprobe bench --resume 1 --db " + db), std::string::npos) << r.err;
+}

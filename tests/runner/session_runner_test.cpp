@@ -32,8 +32,10 @@ SessionOptions one_round(int conversations = 50) {
 struct Turns {
   std::vector<std::pair<size_t, TurnResult>> done;
   std::vector<std::pair<size_t, result::ErrorInfo>> failed_configs;
+  std::vector<std::pair<size_t, std::string>> skipped;  // (turns, why)
   SessionCallbacks callbacks() {
     SessionCallbacks cb;
+    cb.turns_skipped = [this](size_t, size_t n, const std::string& why) { skipped.emplace_back(n, why); };
     cb.turn_done = [this](size_t ci, TurnResult& t) { done.emplace_back(ci, t); };
     cb.config_failed = [this](size_t ci, const result::ErrorInfo& e) { failed_configs.emplace_back(ci, e); };
     return cb;
@@ -118,6 +120,10 @@ TEST_F(SessionRunner, AFullContextEndsItsConversationAndTheNextOneStartsEmpty) {
   EXPECT_EQ(full.generated_tokens, 0);
   EXPECT_EQ(full.context_tokens, turns.at(0).context_tokens);
   EXPECT_EQ(full.end_ns, 0);  // nothing was timed
+  // "bye" will not run: progress is told so it can settle the total.
+  ASSERT_EQ(turns.skipped.size(), 1u);
+  EXPECT_EQ(turns.skipped[0].first, 1u);
+  EXPECT_EQ(turns.skipped[0].second, "the context is full");
   EXPECT_EQ(turns.at(2).conversation_id, "c2");
   EXPECT_EQ(turns.at(2).prompt_tokens, first_turn_tokens("yo"));
   EXPECT_EQ(engine.counters().last_context_options.n_ctx, 40);
@@ -128,12 +134,12 @@ TEST_F(SessionRunner, ShiftDropsTheOldestHalfOfTheHistoryWhenAsked) {
   Turns turns;
   SessionOptions o = one_round();
   o.on_overflow = "shift";
-  // Each turn adds 23 prompt tokens and 3 decoded ones: the fourth needs 106 of 100.
+  // Each turn adds 23 prompt tokens and its 4 reply tokens: the fourth needs 109 of 100.
   run_session(engine, {config(100, 4)}, {{"c1", "en", {"a", "a", "a", "a"}}}, o, clock_, turns.callbacks());
   ASSERT_EQ(turns.done.size(), 4u);
-  EXPECT_EQ(turns.at(2).context_tokens, 79);
+  EXPECT_EQ(turns.at(2).context_tokens, 82);
   EXPECT_EQ(turns.at(3).stop_reason, "max_tokens,context_shifted");
-  EXPECT_EQ(turns.at(3).context_tokens, 79 - 39 + 23 + 3);  // kept BOS + 39 of 78, then the turn
+  EXPECT_EQ(turns.at(3).context_tokens, 82 - 40 + 23 + 4);  // kept BOS + 41 of 81, then the turn
 }
 
 TEST_F(SessionRunner, AnEngineThatCannotShiftFailsThatTurnOnly) {
@@ -155,7 +161,9 @@ TEST_F(SessionRunner, AnEngineThatCannotShiftFailsThatTurnOnly) {
 
 TEST_F(SessionRunner, AFailingTurnEndsItsConversationAndTheNextConversationRuns) {
   FakeScript script;
-  script.fail_step_at = 5;  // the second decode step of the second turn (3 steps a turn)
+  // The second decode step of the second turn: a turn cut at 4 tokens makes 4 steps, 3
+  // timed and the untimed one that puts its last token in the cache.
+  script.fail_step_at = 6;
   FakeEngine engine(script);
   Turns turns;
   run_session(engine, {config(512, 4)}, {{"c1", "en", {"hi", "how are you", "bye"}}, {"c2", "en", {"yo"}}},
@@ -168,7 +176,7 @@ TEST_F(SessionRunner, AFailingTurnEndsItsConversationAndTheNextConversationRuns)
   EXPECT_EQ(failed.stop_reason, "error");
   ASSERT_TRUE(failed.error);
   EXPECT_EQ(failed.error->kind, "environment");
-  EXPECT_NE(failed.error->message.find("decode step 5"), std::string::npos);
+  EXPECT_NE(failed.error->message.find("decode step 6"), std::string::npos);
   EXPECT_EQ(failed.generated_tokens, 2);  // what was measured before the failure is kept
   EXPECT_EQ(failed.end_ns, 0);
   const auto j = failed.to_json();
@@ -283,6 +291,34 @@ TEST_F(SessionRunner, StoredTurnsAreReplayedUntimedAndTheRunGoesOnFromTheFirstMi
   EXPECT_EQ(turns.at(0).turn_index, 1);
   EXPECT_EQ(turns.at(0).prompt_tokens, fresh);
   EXPECT_EQ(engine.counters().prefill_sizes, (std::vector<int>{first_turn_tokens("hi"), 3, fresh}));
+}
+
+// A resumed run replays stored turns into the cache; the turn after them must see the
+// same cache as in a run that was never interrupted, whether the stored reply ended
+// itself (its end-of-generation token was picked, never decoded) or was cut at max_tokens.
+TEST_F(SessionRunner, AReplayedTurnLeavesTheCacheAsTheMeasuredTurnDid) {
+  for (const int eog_after : {3, -1}) {
+    FakeScript script;
+    script.reply = "abcdefgh";
+    script.eog_after = eog_after;
+    const std::vector<Conversation> convs{{"c1", "en", {"hi", "how are you"}}};
+    FakeEngine straight_engine(script);
+    Turns straight;
+    run_session(straight_engine, {config(512, 4)}, convs, one_round(), clock_, straight.callbacks());
+    ASSERT_EQ(straight.done.size(), 2u);
+
+    FakeEngine resumed_engine(script);
+    Turns resumed;
+    auto cb = resumed.callbacks();
+    const TurnResult stored = straight.at(0);
+    cb.completed_turn = [&](size_t, int, const std::string&, int ti) -> std::optional<TurnResult> {
+      return ti == 0 ? std::optional<TurnResult>(stored) : std::nullopt;
+    };
+    run_session(resumed_engine, {config(512, 4)}, convs, one_round(), clock_, cb);
+    ASSERT_EQ(resumed.done.size(), 1u);
+    EXPECT_EQ(resumed.at(0).context_tokens, straight.at(1).context_tokens) << "eog_after " << eog_after;
+    EXPECT_EQ(resumed.at(0).reply, straight.at(1).reply) << "eog_after " << eog_after;
+  }
 }
 
 }  // namespace
