@@ -47,22 +47,25 @@ std::string check_table(const std::vector<CheckRow>& rows) {
       "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows) {
     const auto& s = r.state;
-    const std::string transport = r.device.transport == "adb" ? "adb " + r.device.serial
+    const std::string transport = r.device.transport == "adb"   ? "adb " + r.device.serial
                                   : r.device.transport == "ssh" ? "ssh " + r.device.host
                                                                 : "local";
     if (!s.reachable) {
-      out += fmt::format("| {} | {} | no: {} | | | | | | | | |\n", cell(r.device.name), cell(transport), cell(s.why_not));
+      out += fmt::format("| {} | {} | no: {} | | | | | | | | |\n", cell(r.device.name), cell(transport),
+                         cell(s.why_not));
       continue;
     }
     const std::string bundle = r.bundle.empty() ? "-" : (r.bundle_present ? "yes " : "no ") + r.bundle;
-    const std::string free = s.free_kb ? fmt::format("{:.1f} GB", static_cast<double>(*s.free_kb) / 1e6) : "-";
+    const std::string free =
+        s.free_kb ? fmt::format("{:.1f} GB", static_cast<double>(*s.free_kb) / 1e6) : "-";
     std::string battery = s.battery_pct ? fmt::format("{}%", *s.battery_pct) : "-";
     if (s.battery_c) battery += fmt::format(" {:.1f} C", *s.battery_c);
     const std::string temp = s.max_temp_c ? fmt::format("{:.1f} C", *s.max_temp_c) : "-";
     const std::string rooted = s.rooted + (s.pinned() ? " (pinned)" : "");
     out += fmt::format("| {} | {} | yes | {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(r.device.name),
-                       cell(transport), cell(s.arch), cell(s.os), cell(s.soc.empty() ? s.cpu : s.soc + " / " + s.cpu),
-                       cell(bundle), free, battery, temp, cell(rooted));
+                       cell(transport), cell(s.arch), cell(s.os),
+                       cell(s.soc.empty() ? s.cpu : s.soc + " / " + s.cpu), cell(bundle), free, battery, temp,
+                       cell(rooted));
   }
   return out;
 }
@@ -70,7 +73,9 @@ std::string check_table(const std::vector<CheckRow>& rows) {
 nlohmann::json to_json(const std::vector<CheckRow>& rows) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& r : rows) {
-    nlohmann::json j = {{"device", r.device.name}, {"transport", r.device.transport}, {"labels", r.device.labels},
+    nlohmann::json j = {{"device", r.device.name},
+                        {"transport", r.device.transport},
+                        {"labels", r.device.labels},
                         {"state", to_json(r.state)}};
     if (r.state.reachable) j["bundle"] = {{"name", r.bundle}, {"present", r.bundle_present}};
     out.push_back(j);

@@ -1,6 +1,5 @@
 #pragma once
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
 
@@ -12,7 +11,7 @@ namespace edgeprobe::lab {
 struct CheckRow {
   Device device;
   DeviceState state;
-  std::string bundle;         // the bundle this device needs (directory name); "" if its arch is unknown
+  std::string bundle;  // the bundle this device needs (directory name); "" if its arch is unknown
   bool bundle_present = false;
 };
 

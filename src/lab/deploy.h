@@ -1,6 +1,5 @@
 #pragma once
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
 
@@ -12,10 +11,11 @@ namespace edgeprobe::lab {
 
 // dist/edgeprobe-VERSION-linux-TARGET.tar.gz as scripts/package.sh writes it.
 std::string bundle_name(const std::string& target);  // without .tar.gz
-std::string bundle_file(const std::string& dist_dir, const std::string& target);  // throws kEnvironment if absent
+std::string bundle_file(const std::string& dist_dir,
+                        const std::string& target);  // throws kEnvironment if absent
 
 struct DeployedFile {
-  std::string what;    // "bundle", "model"
+  std::string what;  // "bundle", "model"
   std::string local, remote, sha256;
   bool skipped = false;  // already on the device with this SHA-256
 };
@@ -42,5 +42,19 @@ DeployResult deploy(Transport& transport, const Device& device, const DeviceStat
                     const std::vector<std::string>& models, const DeployOptions& options);
 
 nlohmann::json to_json(const DeployResult& result);
+
+// `lab deploy`: each device in turn; a device that fails keeps its error and the others
+// go on.
+struct DeviceDeploy {
+  std::string device;
+  DeployResult result;
+  std::string error;  // "" when deployed
+  int exit_code = 0;
+};
+std::vector<DeviceDeploy> deploy_devices(const std::vector<Device>& devices,
+                                         const std::vector<std::string>& models,
+                                         const DeployOptions& options);
+std::string deploy_table(const std::vector<DeviceDeploy>& results);  // one line per file
+nlohmann::json to_json(const std::vector<DeviceDeploy>& results);
 
 }  // namespace edgeprobe::lab

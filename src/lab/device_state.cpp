@@ -56,7 +56,8 @@ bool DeviceState::pinned() const {
 
 bool DeviceState::capped() const {
   for (const auto& p : cpufreq)
-    if (p.hw_max_khz > 0 && p.max_khz > 0 && p.max_khz < p.hw_max_khz && p.governor != "userspace") return true;
+    if (p.hw_max_khz > 0 && p.max_khz > 0 && p.max_khz < p.hw_max_khz && p.governor != "userspace")
+      return true;
   return false;
 }
 
@@ -66,9 +67,7 @@ std::string target_of_arch(const std::string& m) {
   return "";
 }
 
-std::string state_script(const std::string& workdir) {
-  return "WD=" + shell_quote(workdir) + "; " + kScript;
-}
+std::string state_script(const std::string& workdir) { return "WD=" + shell_quote(workdir) + "; " + kScript; }
 
 DeviceState parse_state(const std::string& text) {
   DeviceState s;
@@ -79,27 +78,39 @@ DeviceState parse_state(const std::string& text) {
     const auto eq = line.find('=');
     if (eq == std::string::npos) continue;
     const std::string k = line.substr(0, eq), v = line.substr(eq + 1);
-    if (k == "arch") s.arch = v;
-    else if (k == "kernel") s.kernel = v;
-    else if (k == "os") s.os = v;
-    else if (k == "soc") s.soc = v;
-    else if (k == "cpu") s.cpu = v;
-    else if (k == "cpus") s.cpus = number<int>(v).value_or(0);
-    else if (k == "bundle") s.bundles.push_back(v);
-    else if (k == "free_kb") s.free_kb = number<long>(v);
-    else if (k == "battery_pct") s.battery_pct = number<int>(v);
+    if (k == "arch")
+      s.arch = v;
+    else if (k == "kernel")
+      s.kernel = v;
+    else if (k == "os")
+      s.os = v;
+    else if (k == "soc")
+      s.soc = v;
+    else if (k == "cpu")
+      s.cpu = v;
+    else if (k == "cpus")
+      s.cpus = number<int>(v).value_or(0);
+    else if (k == "bundle")
+      s.bundles.push_back(v);
+    else if (k == "free_kb")
+      s.free_kb = number<long>(v);
+    else if (k == "battery_pct")
+      s.battery_pct = number<int>(v);
     else if (k == "battery_dc") {
       if (auto t = number<double>(v)) s.battery_c = *t / 10;
     } else if (k == "zone_mc") {
       // Some zones report garbage (negative, or already in degrees): keep plausible ones.
       if (auto t = number<double>(v); t && *t > 1000 && *t < 150000)
         s.max_temp_c = std::max(s.max_temp_c.value_or(-1000), *t / 1000);
-    } else if (k == "rooted") s.rooted = v;
+    } else if (k == "rooted")
+      s.rooted = v;
     else if (k == "cpufreq") {
       std::istringstream f(v);
       CpufreqPolicy p;
-      if (f >> p.name >> p.governor >> p.cur_khz >> p.min_khz >> p.max_khz >> p.hw_max_khz) s.cpufreq.push_back(p);
-    } else if (k == "end") ended = true;
+      if (f >> p.name >> p.governor >> p.cur_khz >> p.min_khz >> p.max_khz >> p.hw_max_khz)
+        s.cpufreq.push_back(p);
+    } else if (k == "end")
+      ended = true;
   }
   s.target = target_of_arch(s.arch);
   s.reachable = ended && !s.arch.empty();
@@ -116,7 +127,8 @@ DeviceState read_state(Transport& transport, const Device& device, double timeou
   }
   DeviceState s = parse_state(r.out);
   if (!s.reachable)
-    s.why_not = r.exit_code != 0 ? "probe exited " + std::to_string(r.exit_code) + ": " + one_line(r.err) : s.why_not;
+    s.why_not =
+        r.exit_code != 0 ? "probe exited " + std::to_string(r.exit_code) + ": " + one_line(r.err) : s.why_not;
   if (!device.arch.empty()) s.target = target_of_arch(device.arch);  // the inventory's override
   return s;
 }
@@ -126,17 +138,33 @@ nlohmann::json to_json(const DeviceState& s) {
   auto opt = [](const auto& o) { return o ? json(*o) : json(nullptr); };
   json cpufreq = json::array();
   for (const auto& p : s.cpufreq)
-    cpufreq.push_back({{"policy", p.name}, {"governor", p.governor}, {"cur_khz", p.cur_khz},
-                       {"min_khz", p.min_khz}, {"max_khz", p.max_khz}, {"hw_max_khz", p.hw_max_khz}});
+    cpufreq.push_back({{"policy", p.name},
+                       {"governor", p.governor},
+                       {"cur_khz", p.cur_khz},
+                       {"min_khz", p.min_khz},
+                       {"max_khz", p.max_khz},
+                       {"hw_max_khz", p.hw_max_khz}});
   json j = {{"reachable", s.reachable}};
   if (!s.reachable) {
     j["why_not"] = s.why_not;
     return j;
   }
-  j.update({{"arch", s.arch}, {"target", s.target}, {"os", s.os}, {"kernel", s.kernel}, {"soc", s.soc},
-            {"cpu", s.cpu}, {"cpus", s.cpus}, {"bundles", s.bundles}, {"free_kb", opt(s.free_kb)},
-            {"battery_pct", opt(s.battery_pct)}, {"battery_c", opt(s.battery_c)}, {"max_temp_c", opt(s.max_temp_c)},
-            {"rooted", s.rooted}, {"pinned", s.pinned()}, {"capped", s.capped()}, {"cpufreq", cpufreq}});
+  j.update({{"arch", s.arch},
+            {"target", s.target},
+            {"os", s.os},
+            {"kernel", s.kernel},
+            {"soc", s.soc},
+            {"cpu", s.cpu},
+            {"cpus", s.cpus},
+            {"bundles", s.bundles},
+            {"free_kb", opt(s.free_kb)},
+            {"battery_pct", opt(s.battery_pct)},
+            {"battery_c", opt(s.battery_c)},
+            {"max_temp_c", opt(s.max_temp_c)},
+            {"rooted", s.rooted},
+            {"pinned", s.pinned()},
+            {"capped", s.capped()},
+            {"cpufreq", cpufreq}});
   return j;
 }
 

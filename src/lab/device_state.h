@@ -1,6 +1,5 @@
 #pragma once
 #include <nlohmann/json.hpp>
-
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,8 +18,8 @@ struct CpufreqPolicy {
 // and the thermal/power state recorded before and after every lab job.
 struct DeviceState {
   bool reachable = false;
-  std::string why_not;          // when not reachable (or the probe failed)
-  std::string arch, target;     // uname -m; the bundle target (aarch64-linux-gnu)
+  std::string why_not;       // when not reachable (or the probe failed)
+  std::string arch, target;  // uname -m; the bundle target (aarch64-linux-gnu)
   std::string os, kernel, soc, cpu;
   int cpus = 0;
   std::vector<std::string> bundles;  // complete bundles in the workdir (directory names)

@@ -33,7 +33,8 @@ Node convert(yaml_document_t& doc, yaml_node_t* n, int depth) {
     case YAML_SCALAR_NODE: {
       out.text.assign(reinterpret_cast<const char*>(n->data.scalar.value), n->data.scalar.length);
       const bool plain = n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-      out.kind = plain && (out.text.empty() || out.text == "~" || out.text == "null") ? Node::kNull : Node::kScalar;
+      out.kind =
+          plain && (out.text.empty() || out.text == "~" || out.text == "null") ? Node::kNull : Node::kScalar;
       break;
     }
     case YAML_MAPPING_NODE:
@@ -96,12 +97,15 @@ class Reader {
     throw_bad_input("{}:{}: {}", path_, line, problem);
   }
 
-  void group(const std::string& name, const Node& body, const Vars& inherited, std::vector<std::string> chain) {
-    if (std::find(chain.begin(), chain.end(), name) != chain.end()) fail(body.line, "group '" + name + "' contains itself");
+  void group(const std::string& name, const Node& body, const Vars& inherited,
+             std::vector<std::string> chain) {
+    if (std::find(chain.begin(), chain.end(), name) != chain.end())
+      fail(body.line, "group '" + name + "' contains itself");
     chain.push_back(name);
     inv_.groups[name];  // an empty group is still a group
     if (body.kind == Node::kNull) return;
-    if (body.kind != Node::kMap) fail(body.line, "group '" + name + "' must be a map with hosts, vars or children");
+    if (body.kind != Node::kMap)
+      fail(body.line, "group '" + name + "' must be a map with hosts, vars or children");
     Vars vars = inherited;
     for (const auto& [k, v] : body.map)
       if (k.text == "vars") add_vars(v, vars, "vars of group '" + name + "'");
@@ -113,7 +117,8 @@ class Reader {
         for (const auto& [hk, hv] : v.map) host(hk, hv, vars, chain);
       } else if (k.text == "children") {
         if (v.kind == Node::kNull) continue;
-        if (v.kind != Node::kMap) fail(v.line, "children of group '" + name + "' must be a map of group names");
+        if (v.kind != Node::kMap)
+          fail(v.line, "children of group '" + name + "' must be a map of group names");
         for (const auto& [ck, cv] : v.map) {
           group(ck.text, cv, vars, chain);
           for (const auto& d : inv_.groups[ck.text]) add_member(name, d);
@@ -150,7 +155,8 @@ class Reader {
     for (const auto& [k, val] : v.map) vars[k.text] = {&val, k.line};
   }
 
-  void host(const Node& key, const Node& body, const Vars& group_vars, const std::vector<std::string>& chain) {
+  void host(const Node& key, const Node& body, const Vars& group_vars,
+            const std::vector<std::string>& chain) {
     if (key.kind != Node::kScalar || key.text.empty()) fail(key.line, "a host needs a name");
     const std::string& name = key.text;
     auto [it, fresh] = drafts_.try_emplace(name);
@@ -180,13 +186,19 @@ class Reader {
   }
 
   Device build(const Draft& d) const {
-    static const std::set<std::string> kKnown = {
-        "transport", "ansible_connection", "host", "ansible_host", "user", "ansible_user", "port", "ansible_port",
-        "serial", "workdir", "arch", "labels", "soc", "os", "tier"};
+    static const std::set<std::string> kKnown = {"transport", "ansible_connection",
+                                                 "host",      "ansible_host",
+                                                 "user",      "ansible_user",
+                                                 "port",      "ansible_port",
+                                                 "serial",    "workdir",
+                                                 "arch",      "labels",
+                                                 "soc",       "os",
+                                                 "tier"};
     for (const auto& [k, v] : d.vars)
       if (!kKnown.contains(k) && !k.starts_with("ansible_"))
-        fail(v.second, "host '" + d.name + "': unknown variable '" + k +
-                           "' (use transport, host, user, port, serial, workdir, arch, labels, soc, os, tier)");
+        fail(v.second,
+             "host '" + d.name + "': unknown variable '" + k +
+                 "' (use transport, host, user, port, serial, workdir, arch, labels, soc, os, tier)");
     Device dev;
     dev.name = d.name;
     dev.origin = path_ + ":" + std::to_string(d.line);
@@ -207,7 +219,8 @@ class Reader {
     if (const std::string port = scalar(d, port_key); !port.empty()) {
       char* end = nullptr;
       const long p = std::strtol(port.c_str(), &end, 10);
-      if (*end != '\0' || p < 1 || p > 65535) fail(line_of(port_key), "host '" + d.name + "': port '" + port + "': use 1..65535");
+      if (*end != '\0' || p < 1 || p > 65535)
+        fail(line_of(port_key), "host '" + d.name + "': port '" + port + "': use 1..65535");
       dev.port = static_cast<int>(p);
     }
     dev.serial = scalar(d, "serial");
@@ -215,12 +228,16 @@ class Reader {
       fail(d.line, "host '" + d.name + "': an adb device needs a serial (from 'adb devices', or host:port)");
     dev.workdir = scalar(d, "workdir");
     if (dev.workdir.empty()) {
-      if (dev.transport == "adb") dev.workdir = "/data/local/tmp/edgeprobe";
-      else if (dev.transport == "ssh") dev.workdir = "edgeprobe-lab";  // under the login's home
-      else dev.workdir = local_workdir(d.name);
+      if (dev.transport == "adb")
+        dev.workdir = "/data/local/tmp/edgeprobe";
+      else if (dev.transport == "ssh")
+        dev.workdir = "edgeprobe-lab";  // under the login's home
+      else
+        dev.workdir = local_workdir(d.name);
     }
     if (dev.workdir.find_first_of("'\"\\`$\n") != std::string::npos)
-      fail(line_of("workdir"), "host '" + d.name + "': workdir '" + dev.workdir + "' has shell quoting characters");
+      fail(line_of("workdir"),
+           "host '" + d.name + "': workdir '" + dev.workdir + "' has shell quoting characters");
     dev.arch = scalar(d, "arch");
     if (dev.arch == "arm64") dev.arch = "aarch64";
     if (!dev.arch.empty() && dev.arch != "aarch64" && dev.arch != "x86_64")
@@ -255,8 +272,10 @@ const Device& Inventory::device(const std::string& name) const {
 
 Inventory parse_inventory(const std::string& text, const std::string& path) {
   const Node root = parse_yaml(text, path);
-  if (root.kind == Node::kNull) throw_bad_input("{}:1: the inventory is empty (expected groups such as 'all:')", path);
-  if (root.kind != Node::kMap) throw_bad_input("{}:{}: the inventory must be a map of groups (such as 'all:')", path, root.line);
+  if (root.kind == Node::kNull)
+    throw_bad_input("{}:1: the inventory is empty (expected groups such as 'all:')", path);
+  if (root.kind != Node::kMap)
+    throw_bad_input("{}:{}: the inventory must be a map of groups (such as 'all:')", path, root.line);
   Reader reader(path);
   reader.set_path();
   for (const auto& [k, v] : root.map) reader.group(k.text, v, {}, {});
@@ -273,7 +292,8 @@ Inventory load_inventory(const std::string& path) {
   return parse_inventory(text.str(), path);
 }
 
-std::vector<Device> select_devices(const Inventory& inv, const std::string& devices, const std::string& groups) {
+std::vector<Device> select_devices(const Inventory& inv, const std::string& devices,
+                                   const std::string& groups) {
   std::set<std::string> wanted;
   for (const auto& name : split_list(devices)) wanted.insert(inv.device(name).name);
   for (const auto& g : split_list(groups)) {
@@ -289,9 +309,9 @@ std::vector<Device> select_devices(const Inventory& inv, const std::string& devi
 }
 
 nlohmann::json to_json(const Device& d) {
-  return {{"name", d.name},       {"transport", d.transport}, {"host", d.host},     {"user", d.user},
-          {"port", d.port},       {"serial", d.serial},       {"workdir", d.workdir}, {"arch", d.arch},
-          {"labels", d.labels},   {"groups", d.groups},       {"origin", d.origin}};
+  return {{"name", d.name},     {"transport", d.transport}, {"host", d.host},       {"user", d.user},
+          {"port", d.port},     {"serial", d.serial},       {"workdir", d.workdir}, {"arch", d.arch},
+          {"labels", d.labels}, {"groups", d.groups},       {"origin", d.origin}};
 }
 
 Device device_from_json(const nlohmann::json& j) {

@@ -32,12 +32,15 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-std::string job_phase(const std::string& device, size_t job) { return fmt::format("device:{}:job{}", device, job); }
+std::string job_phase(const std::string& device, size_t job) {
+  return fmt::format("device:{}:job{}", device, job);
+}
 
 void sleep_s(double s) {
   const double end = steady_seconds() + s;
   while (steady_seconds() < end && !runner::stop_requested())
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(200, static_cast<int>((end - steady_seconds()) * 1000) + 1)));
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(std::min(200, static_cast<int>((end - steady_seconds()) * 1000) + 1)));
 }
 
 // The units a stored run holds, as a plan's "completed" list (what the stream sent).
@@ -46,9 +49,11 @@ json completed_list(const store::Store& store, store::RunId run, const std::stri
   const json doc = store.load_run(run);
   if (kind == "bench") {
     for (const auto& c : doc["configurations"])
-      for (const auto& r : c["repetitions"]) out.push_back({{"case_index", c["ordinal"]}, {"repetition", r["result"]}});
+      for (const auto& r : c["repetitions"])
+        out.push_back({{"case_index", c["ordinal"]}, {"repetition", r["result"]}});
   } else {
-    for (const auto& t : doc["turns"]) out.push_back({{"config_index", t["configuration_ordinal"]}, {"turn", t["result"]}});
+    for (const auto& t : doc["turns"])
+      out.push_back({{"config_index", t["configuration_ordinal"]}, {"turn", t["result"]}});
   }
   return out;
 }
@@ -57,7 +62,11 @@ class DeviceRunner {
  public:
   DeviceRunner(store::Store& store, store::RunId lab_run, Device device, const std::vector<json>& plans,
                std::vector<DeviceJob> previous, const LabRunOptions& options)
-      : store_(store), lab_run_(lab_run), device_(std::move(device)), plans_(plans), previous_(std::move(previous)),
+      : store_(store),
+        lab_run_(lab_run),
+        device_(std::move(device)),
+        plans_(plans),
+        previous_(std::move(previous)),
         options_(options) {}
 
   DeviceOutcome run() {
@@ -100,7 +109,8 @@ class DeviceRunner {
       say("failed: {}", why);
     }
     for (size_t k = next; k < out.jobs.size(); ++k)
-      if (out.jobs[k].status.empty()) out.jobs[k] = {previous_run(k), "not run", "an earlier job failed", 0, 0};
+      if (out.jobs[k].status.empty())
+        out.jobs[k] = {previous_run(k), "not run", "an earlier job failed", 0, 0};
     if (runner::stop_requested())
       for (auto& j : out.jobs)
         if (j.status == "not run") j.error = "interrupted";
@@ -110,7 +120,8 @@ class DeviceRunner {
  private:
   template <typename... Args>
   void say(fmt::format_string<Args...> f, Args&&... args) {
-    if (options_.say) options_.say(fmt::format("[{}] {}", device_.name, fmt::format(f, std::forward<Args>(args)...)));
+    if (options_.say)
+      options_.say(fmt::format("[{}] {}", device_.name, fmt::format(f, std::forward<Args>(args)...)));
   }
 
   store::RunId previous_run(size_t k) const { return k < previous_.size() ? previous_[k].run : 0; }
@@ -152,24 +163,31 @@ class DeviceRunner {
     });
     if (resume) device_plan["completed"] = completed_list(store_, resume, kind);
     const std::string name = fmt::format("lab{}-job{}.json", lab_run_, k);
-    const fs::path local = fs::temp_directory_path() / fmt::format("edgeprobe-{}-{}-{}", getpid(), device_.name, name);
+    const fs::path local =
+        fs::temp_directory_path() / fmt::format("edgeprobe-{}-{}-{}", getpid(), device_.name, name);
     {
       std::ofstream f(local);
       f << device_plan.dump();
       if (!f) throw_environment("cannot write {}", local.string());
     }
-    const ProcessResult mk = transport_->run("mkdir -p " + shell_quote(device_.workdir + "/plans"), within(60));
+    const ProcessResult mk =
+        transport_->run("mkdir -p " + shell_quote(device_.workdir + "/plans"), within(60));
     if (mk.exit_code != 0) throw_environment("cannot make the plans directory: {}", one_line(mk.err));
     transport_->push(local.string(), device_.workdir + "/plans/" + name, 600);
     fs::remove(local);
 
     const std::string home = device_.transport == "adb" ? "export HOME=\"$PWD\"; " : "";
-    const std::string command = "cd " + shell_quote(device_.workdir) + " && " + home + "exec " + deploy_.launcher +
-                                " run --plan " + shell_quote("plans/" + name);
-    StreamRecorder recorder(store_, {{"lab_run", lab_run_}, {"device", device_.name}, {"job", k},
-                                     {"transport", device_.transport}, {"labels", device_.labels}},
+    const std::string command = "cd " + shell_quote(device_.workdir) + " && " + home + "exec " +
+                                deploy_.launcher + " run --plan " + shell_quote("plans/" + name);
+    StreamRecorder recorder(store_,
+                            {{"lab_run", lab_run_},
+                             {"device", device_.name},
+                             {"job", k},
+                             {"transport", device_.transport},
+                             {"labels", device_.labels}},
                             resume);
-    say("job {}/{} ({}) started{}", k + 1, plans_.size(), kind, resume ? fmt::format(", resuming run {}", resume) : "");
+    say("job {}/{} ({}) started{}", k + 1, plans_.size(), kind,
+        resume ? fmt::format(", resuming run {}", resume) : "");
     double last_said = steady_seconds();
     ProcessOptions po;
     po.timeout_s = options_.job_timeout_s;
@@ -186,7 +204,9 @@ class DeviceRunner {
       std::string why = transport_->unreachable(r);
       if (why.empty() && r.cancelled) why = "interrupted";
       if (why.empty() && !recorder.failed().empty()) why = recorder.failed();
-      if (why.empty()) why = fmt::format("edgeprobe exited {} without finishing its stream: {}", r.exit_code, one_line(r.err));
+      if (why.empty())
+        why =
+            fmt::format("edgeprobe exited {} without finishing its stream: {}", r.exit_code, one_line(r.err));
       why = fmt::format("{} (after {} units committed)", why, recorder.committed());
       recorder.finish_cut(why);
     }
@@ -213,7 +233,8 @@ class DeviceRunner {
   }
 
   json lab_state(const DeviceState& before, const DeviceState& after, const json& waited) const {
-    const bool hot = options_.thermal_limit_c && after.max_temp_c && *after.max_temp_c >= *options_.thermal_limit_c;
+    const bool hot =
+        options_.thermal_limit_c && after.max_temp_c && *after.max_temp_c >= *options_.thermal_limit_c;
     return {{"before", to_json(before)},
             {"after", to_json(after)},
             {"throttled", before.capped() || (after.reachable && after.capped()) || hot},
@@ -250,7 +271,8 @@ class DeviceRunner {
 };
 
 LabRunResult run_devices(store::Store& raw_store, store::RunId lab_run, const std::vector<Device>& devices,
-                         const std::vector<json>& plans, const std::map<std::string, std::vector<DeviceJob>>& previous,
+                         const std::vector<json>& plans,
+                         const std::map<std::string, std::vector<DeviceJob>>& previous,
                          const LabRunOptions& options) {
   LockedStore store(raw_store);
   LabRunResult result;
@@ -274,8 +296,11 @@ LabRunResult run_devices(store::Store& raw_store, store::RunId lab_run, const st
   }
   if (!failed.empty() && result.exit_code == 0) result.exit_code = 3;
   const bool interrupted = runner::stop_requested();
-  store.finish_run(lab_run, failed.empty() && !interrupted ? store::Status::kComplete : store::Status::kFailed,
-                   interrupted ? "interrupted" : failed.empty() ? "" : fmt::format("{} of {} devices failed", failed.size(), devices.size()));
+  store.finish_run(lab_run,
+                   failed.empty() && !interrupted ? store::Status::kComplete : store::Status::kFailed,
+                   interrupted      ? "interrupted"
+                   : failed.empty() ? ""
+                                    : fmt::format("{} of {} devices failed", failed.size(), devices.size()));
   return result;
 }
 
@@ -285,7 +310,8 @@ LabRunResult run_devices(store::Store& raw_store, store::RunId lab_run, const st
 // synthesized model is written here once, so every device gets the same bytes).
 json prepare_plan(const json& plan) {
   const std::string kind = app::plan_kind(plan);
-  json resolved = map_plan_models(plan, [](const std::string& spec) { return app::ModelSet::resolve(spec, nullptr); });
+  json resolved =
+      map_plan_models(plan, [](const std::string& spec) { return app::ModelSet::resolve(spec, nullptr); });
   if (kind == "bench") {
     auto p = app::bench_plan_from_json(resolved);
     app::validate(p, workload::default_thread_count());
@@ -305,8 +331,10 @@ Cooldown Cooldown::parse(const std::string& text) {
   const double v = std::strtod(number.c_str(), &end);
   if (number.empty() || *end != '\0' || !(v >= 0) || v > (temp ? 150 : 3600))
     throw_bad_input("--cooldown '{}': use none, SECONDS (0..3600) or temp:CELSIUS", text);
-  if (temp) c.until_c = v;
-  else c.seconds = v;
+  if (temp)
+    c.until_c = v;
+  else
+    c.seconds = v;
   return c;
 }
 
@@ -375,11 +403,29 @@ json to_json(const LabRunResult& r) {
   for (const auto& d : r.devices) {
     json jobs = json::array();
     for (const auto& j : d.jobs)
-      jobs.push_back({{"run_id", j.run ? json(j.run) : json(nullptr)}, {"status", j.status}, {"error", j.error},
-                      {"committed", j.committed}, {"exit_code", j.exit_code}});
+      jobs.push_back({{"run_id", j.run ? json(j.run) : json(nullptr)},
+                      {"status", j.status},
+                      {"error", j.error},
+                      {"committed", j.committed},
+                      {"exit_code", j.exit_code}});
     devices.push_back({{"device", d.device.name}, {"ok", d.ok()}, {"error", d.error()}, {"jobs", jobs}});
   }
   return {{"lab_run", r.lab_run}, {"exit_code", r.exit_code}, {"devices", devices}};
+}
+
+std::string run_table(const LabRunResult& r) {
+  std::string out = "| device | status | runs | units committed | error |\n|---|---|---|---|---|\n";
+  for (const auto& d : r.devices) {
+    std::string runs;
+    size_t units = 0;
+    for (const auto& j : d.jobs) {
+      runs += (runs.empty() ? "" : ",") + (j.run ? std::to_string(j.run) : "-");
+      units += j.committed;
+    }
+    out += fmt::format("| {} | {} | {} | {} | {} |\n", d.device.name, d.ok() ? "complete" : "failed", runs,
+                       units, d.error());
+  }
+  return out;
 }
 
 }  // namespace edgeprobe::lab

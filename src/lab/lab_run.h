@@ -1,7 +1,6 @@
 #pragma once
-#include <nlohmann/json.hpp>
-
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,8 +12,8 @@ namespace edgeprobe::lab {
 
 // Lab hygiene between jobs on one device.
 struct Cooldown {
-  double seconds = 0;                // wait this long before each job
-  std::optional<double> until_c;     // or until the hottest zone is at or below this
+  double seconds = 0;                              // wait this long before each job
+  std::optional<double> until_c;                   // or until the hottest zone is at or below this
   static Cooldown parse(const std::string& text);  // "", "none", "SECONDS" or "temp:C"; throws kBadInput
 };
 
@@ -31,10 +30,10 @@ struct LabRunOptions {
 };
 
 struct DeviceJob {
-  store::RunId run = 0;        // the device's run in the store (0: it never started)
-  std::string status;          // complete | failed | not run
+  store::RunId run = 0;  // the device's run in the store (0: it never started)
+  std::string status;    // complete | failed | not run
   std::string error;
-  size_t committed = 0;        // units committed by this attempt
+  size_t committed = 0;  // units committed by this attempt
   int exit_code = 0;
 };
 
@@ -42,7 +41,7 @@ struct DeviceOutcome {
   Device device;
   std::vector<DeviceJob> jobs;
   bool ok() const;
-  std::string error() const;   // the first failure's reason
+  std::string error() const;  // the first failure's reason
 };
 
 struct LabRunResult {
@@ -63,6 +62,7 @@ LabRunResult run_lab(store::Store& store, const std::vector<Device>& devices, co
 LabRunResult resume_lab(store::Store& store, store::RunId lab_run, const LabRunOptions& options);
 
 nlohmann::json to_json(const LabRunResult& result);
+std::string run_table(const LabRunResult& result);  // markdown: device, status, runs, units, error
 
 // A plan checked as `run --plan` checks it, with its model specs made local files (a
 // synthesized model is written here once, so every device gets the same bytes).

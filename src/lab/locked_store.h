@@ -13,7 +13,8 @@ class LockedStore : public store::Store {
   explicit LockedStore(store::Store& inner) : inner_(inner) {}
   std::string location() const override { return inner_.location(); }
   int schema_version() const override { return inner_.schema_version(); }
-  store::RunId begin_run(const std::string& kind, const nlohmann::json& provenance, const nlohmann::json& plan) override {
+  store::RunId begin_run(const std::string& kind, const nlohmann::json& provenance,
+                         const nlohmann::json& plan) override {
     const std::lock_guard lock(mutex_);
     return inner_.begin_run(kind, provenance, plan);
   }
@@ -29,11 +30,13 @@ class LockedStore : public store::Store {
     const std::lock_guard lock(mutex_);
     return inner_.add_configuration(run, ordinal, config);
   }
-  void finish_configuration(store::RunId run, int64_t ordinal, store::Status status, const std::string& error) override {
+  void finish_configuration(store::RunId run, int64_t ordinal, store::Status status,
+                            const std::string& error) override {
     const std::lock_guard lock(mutex_);
     inner_.finish_configuration(run, ordinal, status, error);
   }
-  int64_t record_repetition(store::RunId run, int64_t ordinal, int64_t repetition, const nlohmann::json& result,
+  int64_t record_repetition(store::RunId run, int64_t ordinal, int64_t repetition,
+                            const nlohmann::json& result,
                             const std::vector<store::TelemetrySummary>& telemetry) override {
     const std::lock_guard lock(mutex_);
     return inner_.record_repetition(run, ordinal, repetition, result, telemetry);
@@ -43,7 +46,8 @@ class LockedStore : public store::Store {
     const std::lock_guard lock(mutex_);
     return inner_.record_turn(run, key, result, telemetry);
   }
-  void record_run_summary(store::RunId run, const std::string& phase, const nlohmann::json& summary) override {
+  void record_run_summary(store::RunId run, const std::string& phase,
+                          const nlohmann::json& summary) override {
     const std::lock_guard lock(mutex_);
     inner_.record_run_summary(run, phase, summary);
   }

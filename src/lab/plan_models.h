@@ -1,7 +1,6 @@
 #pragma once
-#include <nlohmann/json.hpp>
-
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -12,6 +11,7 @@ namespace edgeprobe::lab {
 // Distinct values in order of appearance.
 std::vector<std::string> plan_models(const nlohmann::json& plan);
 // The same plan with every model field passed through `map`.
-nlohmann::json map_plan_models(nlohmann::json plan, const std::function<std::string(const std::string&)>& map);
+nlohmann::json map_plan_models(nlohmann::json plan,
+                               const std::function<std::string(const std::string&)>& map);
 
 }  // namespace edgeprobe::lab

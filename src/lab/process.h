@@ -25,11 +25,11 @@ inline ProcessOptions within(double timeout_s) {
 }
 
 struct ProcessResult {
-  int exit_code = -1;   // 128+N when killed by signal N
+  int exit_code = -1;  // 128+N when killed by signal N
   bool timed_out = false;
   bool cancelled = false;
-  std::string out;      // stdout when no on_line was given
-  std::string err;      // the last 4 KiB of stderr
+  std::string out;  // stdout when no on_line was given
+  std::string err;  // the last 4 KiB of stderr
 };
 
 // Runs argv (argv[0] searched in PATH) in its own process group with stdin from

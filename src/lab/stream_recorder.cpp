@@ -69,7 +69,8 @@ void StreamRecorder::event(const json& e) {
     const auto ordinal = static_cast<int64_t>(tests_seen_++);
     const bool failed = r.value("status", "ok") != "ok";
     const std::string message = failed && r["error"].is_object() ? r["error"].value("message", "") : "";
-    store_.finish_configuration(run_id_, ordinal, failed ? store::Status::kFailed : store::Status::kComplete, message);
+    store_.finish_configuration(run_id_, ordinal, failed ? store::Status::kFailed : store::Status::kComplete,
+                                message);
     // What a test has beyond its repetitions (load times, telemetry, roofline), once.
     if (!done_.complete_configurations.contains(ordinal)) {
       const json& load = r.value("load", json::object());
@@ -126,10 +127,12 @@ void StreamRecorder::begin(const json& provenance_in, const json& cases) {
     run_id_ = store_.begin_run(kind_, provenance, plan_);
   }
   if (kind_ == "bench") {
-    for (size_t i = 0; i < cases.size(); ++i) store_.add_configuration(run_id_, static_cast<int64_t>(i), cases[i]);
+    for (size_t i = 0; i < cases.size(); ++i)
+      store_.add_configuration(run_id_, static_cast<int64_t>(i), cases[i]);
   } else {
     const json configs = plan_.value("configs", json::array());
-    for (size_t i = 0; i < configs.size(); ++i) store_.add_configuration(run_id_, static_cast<int64_t>(i), configs[i]);
+    for (size_t i = 0; i < configs.size(); ++i)
+      store_.add_configuration(run_id_, static_cast<int64_t>(i), configs[i]);
   }
 }
 

@@ -1,6 +1,5 @@
 #pragma once
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,9 +29,11 @@ class StreamRecorder {
   void finish_cut(const std::string& why);
 
   store::RunId run_id() const { return run_id_; }
-  bool ended() const { return ended_; }            // `end` arrived
-  int exit_code() const { return exit_code_; }     // end.exit_code, or 2/3 after `error`
-  const std::string& failed() const { return failed_; }  // "" unless the stream broke or the job failed to start
+  bool ended() const { return ended_; }         // `end` arrived
+  int exit_code() const { return exit_code_; }  // end.exit_code, or 2/3 after `error`
+  const std::string& failed() const {
+    return failed_;
+  }                                                // "" unless the stream broke or the job failed to start
   size_t committed() const { return committed_; }  // units committed by this recorder
   size_t skipped() const { return skipped_; }      // units the store already held
   const std::vector<std::string>& errors() const { return errors_; }  // end.errors

@@ -62,20 +62,28 @@ class SshTransport : public Transport {
   }
   std::string unreachable(const ProcessResult& r) const override {
     if (r.timed_out) return "ssh " + device_.host + ": timed out";
-    if (r.exit_code == 255) return "ssh " + device_.host + ": " + (r.err.empty() ? "connection failed" : one_line(r.err));
+    if (r.exit_code == 255)
+      return "ssh " + device_.host + ": " + (r.err.empty() ? "connection failed" : one_line(r.err));
     return "";
   }
 
  private:
   std::vector<std::string> base(const std::string& program) const {
     std::vector<std::string> argv = {program,
-                                     "-o", "BatchMode=yes",
-                                     "-o", "ConnectTimeout=10",
-                                     "-o", "ServerAliveInterval=2",
-                                     "-o", "ServerAliveCountMax=3",
-                                     "-o", "ControlMaster=auto",
-                                     "-o", "ControlPath=" + control_dir_ + "/%C",
-                                     "-o", "ControlPersist=30"};
+                                     "-o",
+                                     "BatchMode=yes",
+                                     "-o",
+                                     "ConnectTimeout=10",
+                                     "-o",
+                                     "ServerAliveInterval=2",
+                                     "-o",
+                                     "ServerAliveCountMax=3",
+                                     "-o",
+                                     "ControlMaster=auto",
+                                     "-o",
+                                     "ControlPath=" + control_dir_ + "/%C",
+                                     "-o",
+                                     "ControlPersist=30"};
     if (!device_.user.empty()) argv.insert(argv.end(), {"-o", "User=" + device_.user});
     if (device_.port) argv.insert(argv.end(), {"-o", fmt::format("Port={}", device_.port)});
     return argv;
@@ -88,7 +96,8 @@ class SshTransport : public Transport {
     argv.insert(argv.end(), paths.begin(), paths.end());
     const ProcessResult r = run_process(argv, within(timeout_s));
     if (r.exit_code != 0)
-      throw_environment("ssh {}: {} failed: {}", device_.host, what, r.timed_out ? "timed out" : one_line(r.err));
+      throw_environment("ssh {}: {} failed: {}", device_.host, what,
+                        r.timed_out ? "timed out" : one_line(r.err));
   }
 
   Device device_;
@@ -117,7 +126,8 @@ class AdbTransport : public Transport {
   std::string unreachable(const ProcessResult& r) const override {
     if (r.timed_out) return "adb " + device_.serial + ": timed out";
     const std::string err = one_line(r.err);
-    for (const char* sign : {"not found", "offline", "unauthorized", "no devices", "device still connecting", "closed"})
+    for (const char* sign :
+         {"not found", "offline", "unauthorized", "no devices", "device still connecting", "closed"})
       if (err.find(sign) != std::string::npos) return "adb " + device_.serial + ": " + err;
     return "";
   }
@@ -131,7 +141,8 @@ class AdbTransport : public Transport {
   }
   void check(const ProcessResult& r, const std::string& what) const {
     if (r.exit_code != 0)
-      throw_environment("adb {}: {} failed: {}", device_.serial, what, r.timed_out ? "timed out" : one_line(r.err + r.out));
+      throw_environment("adb {}: {} failed: {}", device_.serial, what,
+                        r.timed_out ? "timed out" : one_line(r.err + r.out));
   }
   Device device_;
   bool connected_ = false;

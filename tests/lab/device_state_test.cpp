@@ -1,9 +1,10 @@
 // What a device says about itself (the probe script's key=value lines), and the lab
 // hygiene settings.
+#include "lab/device_state.h"
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "lab/device_state.h"
 #include "lab/lab_run.h"
 #include "lab/plan_models.h"
 
@@ -14,7 +15,8 @@ TEST(DeviceState, ParsesAPhonesAnswer) {
   // As a Pixel answers through adb's old pty shell (CR LF line ends).
   const std::string out =
       "arch=aarch64\r\nkernel=5.10.177\r\nos=Android 14\r\nsoc=Tensor G3\r\ncpu=\r\ncpus=9\r\n"
-      "bundle=edgeprobe-0.1.0-linux-aarch64-linux-gnu\r\nfree_kb=51234567\r\nbattery_pct=81\r\nbattery_dc=312\r\n"
+      "bundle=edgeprobe-0.1.0-linux-aarch64-linux-gnu\r\nfree_kb=51234567\r\nbattery_pct=81\r\nbattery_dc="
+      "312\r\n"
       "zone_mc=38000\r\nzone_mc=-273000\r\nzone_mc=45500\r\nrooted=su\r\n"
       "cpufreq=policy0 schedutil 1197000 324000 1704000 1704000\r\n"
       "cpufreq=policy4 schedutil 2367000 402000 2000000 2367000\r\nend=1\r\n";
@@ -57,7 +59,8 @@ TEST(Cooldown, ParsesSecondsOrATemperature) {
   EXPECT_EQ(Cooldown::parse("none").seconds, 0);
   EXPECT_EQ(Cooldown::parse("30").seconds, 30);
   EXPECT_EQ(*Cooldown::parse("temp:42.5").until_c, 42.5);
-  for (const char* bad : {"-1", "abc", "temp:", "temp:500", "30s", "7200"}) EXPECT_THROW(Cooldown::parse(bad), Error) << bad;
+  for (const char* bad : {"-1", "abc", "temp:", "temp:500", "30s", "7200"})
+    EXPECT_THROW(Cooldown::parse(bad), Error) << bad;
 }
 
 TEST(PlanModels, FindsAndMapsEveryModelField) {
@@ -66,7 +69,9 @@ TEST(PlanModels, FindsAndMapsEveryModelField) {
   EXPECT_EQ(plan_models(bench), (std::vector<std::string>{"a.gguf", "synth:tiny"}));
   EXPECT_EQ(plan_models(json{{"kind", "bench"}}), std::vector<std::string>{""});  // the built-in default
   const json cases = {{"kind", "bench"}, {"cases", {{{"model_path", "x.gguf"}, {"config", json::object()}}}}};
-  EXPECT_EQ(map_plan_models(cases, [](const std::string& m) { return "/dev/" + m; })["cases"][0]["model_path"], "/dev/x.gguf");
+  EXPECT_EQ(
+      map_plan_models(cases, [](const std::string& m) { return "/dev/" + m; })["cases"][0]["model_path"],
+      "/dev/x.gguf");
   const json session = {{"kind", "session"}, {"configs", {{{"model_path", "s.gguf"}}}}};
   EXPECT_EQ(plan_models(session), std::vector<std::string>{"s.gguf"});
   EXPECT_EQ(plan_models(json{{"kind", "session"}}), std::vector<std::string>{""});

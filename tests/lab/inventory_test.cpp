@@ -1,9 +1,10 @@
 // The lab inventory: Ansible-style YAML, group variables, selection, and bad input
 // naming the file, the line and the problem.
+#include "lab/inventory.h"
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "lab/inventory.h"
 
 using namespace edgeprobe;
 using namespace edgeprobe::lab;
@@ -89,8 +90,10 @@ TEST(Inventory, SelectsByDeviceAndGroup) {
     return out;
   };
   EXPECT_EQ(names(select_devices(inv, "", "phones")), (std::vector<std::string>{"pixel8", "a14"}));
-  EXPECT_EQ(names(select_devices(inv, "this-pc", "arm")), (std::vector<std::string>{"this-pc", "rpi5", "jetson"}));
-  EXPECT_EQ(names(select_devices(inv, "a14,pixel8", "")), (std::vector<std::string>{"pixel8", "a14"}));  // file order
+  EXPECT_EQ(names(select_devices(inv, "this-pc", "arm")),
+            (std::vector<std::string>{"this-pc", "rpi5", "jetson"}));
+  EXPECT_EQ(names(select_devices(inv, "a14,pixel8", "")),
+            (std::vector<std::string>{"pixel8", "a14"}));  // file order
   EXPECT_THROW(select_devices(inv, "nokia", ""), Error);
   EXPECT_THROW(select_devices(inv, "", "tablets"), Error);
 }
@@ -106,13 +109,18 @@ TEST(Inventory, BadInventoriesNameFileLineAndProblem) {
             "lab.yml:3: host 'a': transport 'telnet': use local, ssh or adb");
   EXPECT_EQ(error_of("all:\n  hosts:\n    p:\n      transport: adb\n"),
             "lab.yml:3: host 'p': an adb device needs a serial (from 'adb devices', or host:port)");
-  EXPECT_EQ(error_of("all:\n  hosts:\n    b:\n      port: 99999\n"), "lab.yml:4: host 'b': port '99999': use 1..65535");
-  EXPECT_EQ(error_of("all:\n  hosts:\n    b:\n      trasnport: ssh\n"),
-            "lab.yml:4: host 'b': unknown variable 'trasnport' (use transport, host, user, port, serial, workdir, "
-            "arch, labels, soc, os, tier)");
-  EXPECT_EQ(error_of("all:\n  hostz:\n    b:\n"), "lab.yml:2: unknown key 'hostz' in group 'all' (use hosts, vars, children)");
-  EXPECT_EQ(error_of("all:\n  hosts:\n    b:\n      arch: mips\n"), "lab.yml:4: host 'b': arch 'mips': use aarch64 or x86_64");
-  EXPECT_EQ(error_of("all:\n  hosts: [a, b]\n"), "lab.yml:2: hosts of group 'all' must be a map of host names");
+  EXPECT_EQ(error_of("all:\n  hosts:\n    b:\n      port: 99999\n"),
+            "lab.yml:4: host 'b': port '99999': use 1..65535");
+  EXPECT_EQ(
+      error_of("all:\n  hosts:\n    b:\n      trasnport: ssh\n"),
+      "lab.yml:4: host 'b': unknown variable 'trasnport' (use transport, host, user, port, serial, workdir, "
+      "arch, labels, soc, os, tier)");
+  EXPECT_EQ(error_of("all:\n  hostz:\n    b:\n"),
+            "lab.yml:2: unknown key 'hostz' in group 'all' (use hosts, vars, children)");
+  EXPECT_EQ(error_of("all:\n  hosts:\n    b:\n      arch: mips\n"),
+            "lab.yml:4: host 'b': arch 'mips': use aarch64 or x86_64");
+  EXPECT_EQ(error_of("all:\n  hosts: [a, b]\n"),
+            "lab.yml:2: hosts of group 'all' must be a map of host names");
   EXPECT_EQ(error_of(""), "lab.yml:1: the inventory is empty (expected groups such as 'all:')");
   EXPECT_EQ(error_of("all:\n  children:\n    g:\n"), "lab.yml:1: the inventory has no hosts");
   const std::string yaml_error = error_of("all:\n  hosts:\n    a: {transport: local\n    b: x\n");

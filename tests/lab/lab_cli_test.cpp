@@ -2,9 +2,9 @@
 // directly, and the adb transport against fake-adb (a stand-in client whose "device" is
 // a directory): deploy, run, a device lost mid-run, --resume, and bad inventories.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "edgeprobe_version.h"
 #include "store/store.h"
@@ -44,7 +44,8 @@ class LabCli : public ::testing::Test {
     const std::string dist = dir_.file("dist"), stage = dist + "/" + kBundle;
     fs::create_directories(stage);
     write_file(stage + "/edgeprobe", std::string("#!/bin/sh\nexec ") + EDGEPROBE_BINARY + " \"$@\"\n");
-    const auto r = run_process({"/bin/tar", "-C", dist, "-czf", dist + "/" + kBundle + ".tar.gz", kBundle}, 60);
+    const auto r =
+        run_process({"/bin/tar", "-C", dist, "-czf", dist + "/" + kBundle + ".tar.gz", kBundle}, 60);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     fs::remove_all(stage);
     return dist;
@@ -59,8 +60,8 @@ class LabCli : public ::testing::Test {
 
   // The bench flags of every run here: two tests (pp16, tg4), tiny, no probing.
   std::vector<std::string> bench_flags(int reps) const {
-    return {"-m", tiny_model(), "-p", "16", "-n", "4", "-t", "1", "-r", std::to_string(reps), "--ceilings", "off",
-            "--sample-hz", "0"};
+    return {"-m", tiny_model(),         "-p",         "16",  "-n",          "4", "-t", "1",
+            "-r", std::to_string(reps), "--ceilings", "off", "--sample-hz", "0"};
   }
 
   std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) const {
@@ -96,12 +97,14 @@ std::map<std::string, store::RunId> device_runs(const store::Store& s) {
 }  // namespace
 
 TEST_F(LabCli, LocalTransportStoresTheSameUnitsAsBench) {
-  const auto bench = run_process(with({EDGEPROBE_BINARY, "bench", "-q", "--db", dir_.file("bench.db")}, bench_flags(2)),
-                                 300, {{"XDG_CACHE_HOME", std::string(EDGEPROBE_BUILD_DIR) + "/test-home/cache"}});
+  const auto bench =
+      run_process(with({EDGEPROBE_BINARY, "bench", "-q", "--db", dir_.file("bench.db")}, bench_flags(2)), 300,
+                  {{"XDG_CACHE_HOME", std::string(EDGEPROBE_BUILD_DIR) + "/test-home/cache"}});
   ASSERT_EQ(bench.exit_code, 0) << bench.err;
-  const auto r = lab(with({"run", "-i", inventory("    pc: {transport: local, workdir: " + dir_.file("pc") + "}\n"),
-                           "--db", dir_.file("lab.db"), "-o", "json"},
-                          bench_flags(2)));
+  const auto r =
+      lab(with({"run", "-i", inventory("    pc: {transport: local, workdir: " + dir_.file("pc") + "}\n"),
+                "--db", dir_.file("lab.db"), "-o", "json"},
+               bench_flags(2)));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json out = json::parse(r.out);
   EXPECT_EQ(out["devices"][0]["ok"], true);
@@ -137,7 +140,9 @@ TEST_F(LabCli, AdbStandInDeploysVerifiesAndSkipsWhatIsThere) {
   const std::string inv = inventory("    phone: {transport: adb, serial: emulator-5554}\n");
   auto r = lab({"deploy", "-i", inv, "--dist", dist, "-m", tiny_model()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("bundle /data/local/tmp/edgeprobe/" + kBundle + " (copied, SHA-256 verified)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bundle /data/local/tmp/edgeprobe/" + kBundle + " (copied, SHA-256 verified)"),
+            std::string::npos)
+      << r.out;
   EXPECT_TRUE(fs::exists(phone_dir() + "/" + kBundle + "/.complete"));
   EXPECT_FALSE(fs::exists(phone_dir() + "/" + kBundle + ".tar.gz"));  // unpacked, then removed
   size_t models = 0, parts = 0;
@@ -148,8 +153,8 @@ TEST_F(LabCli, AdbStandInDeploysVerifiesAndSkipsWhatIsThere) {
   EXPECT_EQ(models, 1u);
   EXPECT_EQ(parts, 0u);
   const std::string log = read_file(dir_.file("adb.log"));
-  EXPECT_NE(log.find("-s emulator-5554 push " + dist + "/" + kBundle + ".tar.gz /data/local/tmp/edgeprobe/" + kBundle +
-                     ".tar.gz.part"),
+  EXPECT_NE(log.find("-s emulator-5554 push " + dist + "/" + kBundle + ".tar.gz /data/local/tmp/edgeprobe/" +
+                     kBundle + ".tar.gz.part"),
             std::string::npos)
       << log;
   EXPECT_NE(log.find("-s emulator-5554 shell sha256sum"), std::string::npos) << log;
@@ -171,7 +176,8 @@ TEST_F(LabCli, AdbStandInDeploysVerifiesAndSkipsWhatIsThere) {
   auto s = store::open_store(dir_.file("lab.db"), store::Mode::kMustExist);
   const json run = s->load_run(device_runs(*s).at("phone"));
   EXPECT_EQ(repetitions(run), 4u);
-  EXPECT_TRUE(run["run"]["plan"]["cases"][0]["model_path"].get<std::string>().starts_with("/data/local/tmp/edgeprobe/models/"));
+  EXPECT_TRUE(run["run"]["plan"]["cases"][0]["model_path"].get<std::string>().starts_with(
+      "/data/local/tmp/edgeprobe/models/"));
 }
 
 TEST_F(LabCli, ADeviceLostMidRunFailsAloneAndResumeFinishesIt) {
@@ -179,13 +185,15 @@ TEST_F(LabCli, ADeviceLostMidRunFailsAloneAndResumeFinishesIt) {
   const std::string inv = inventory("    pc: {transport: local, workdir: " + dir_.file("pc") +
                                     "}\n    phone: {transport: adb, serial: 10.0.0.7:5555}\n");
   extra_env_ = {{"FAKE_ADB_DROP_AFTER", "14"}};  // after the second repetition (docs/wire-format.md order)
-  auto r = lab(with({"run", "-i", inv, "--dist", dist, "--db", dir_.file("lab.db"), "-o", "json"}, bench_flags(3)));
+  auto r = lab(
+      with({"run", "-i", inv, "--dist", dist, "--db", dir_.file("lab.db"), "-o", "json"}, bench_flags(3)));
   ASSERT_EQ(r.exit_code, 3) << r.err;
   json out = json::parse(r.out);
   EXPECT_EQ(out["devices"][0]["ok"], true);
   EXPECT_EQ(out["devices"][1]["ok"], false);
   EXPECT_NE(out["devices"][1]["error"].get<std::string>().find("offline"), std::string::npos) << out.dump();
-  EXPECT_NE(r.err.find("edgeprobe lab run --resume " + std::to_string(out["lab_run"].get<int>())), std::string::npos);
+  EXPECT_NE(r.err.find("edgeprobe lab run --resume " + std::to_string(out["lab_run"].get<int>())),
+            std::string::npos);
   size_t before = 0;
   {
     auto s = store::open_store(dir_.file("lab.db"), store::Mode::kMustExist);
@@ -199,7 +207,8 @@ TEST_F(LabCli, ADeviceLostMidRunFailsAloneAndResumeFinishesIt) {
   }
 
   fs::remove(device_root_ + "/offline");  // the phone is back
-  r = lab({"run", "--resume", std::to_string(out["lab_run"].get<int>()), "--db", dir_.file("lab.db"), "--dist", dist, "-o", "json"});
+  r = lab({"run", "--resume", std::to_string(out["lab_run"].get<int>()), "--db", dir_.file("lab.db"),
+           "--dist", dist, "-o", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   out = json::parse(r.out);
   ASSERT_EQ(out["devices"].size(), 1u);  // only the phone had anything left
@@ -236,13 +245,14 @@ TEST_F(LabCli, CheckSaysWhyADeviceIsUnreachable) {
   write_file(device_root_ + "/offline", "");
   const auto r = lab({"check", "-i", inventory("    phone: {transport: adb, serial: R58M123}\n")});
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_NE(r.out.find("| phone | adb R58M123 | no: adb R58M123: adb: error: device 'R58M123' offline |"), std::string::npos)
+  EXPECT_NE(r.out.find("| phone | adb R58M123 | no: adb R58M123: adb: error: device 'R58M123' offline |"),
+            std::string::npos)
       << r.out;
 }
 
 TEST_F(LabCli, DeviceRunsAreListedComparedAndUsableAsADoctorBaseline) {
-  const std::string inv = inventory("    a: {transport: local, workdir: " + dir_.file("a") + "}\n    b: {transport: local, workdir: " +
-                                    dir_.file("b") + "}\n");
+  const std::string inv = inventory("    a: {transport: local, workdir: " + dir_.file("a") +
+                                    "}\n    b: {transport: local, workdir: " + dir_.file("b") + "}\n");
   const std::string db = dir_.file("lab.db");
   auto r = lab(with({"run", "-i", inv, "--db", db, "-q"}, bench_flags(3)));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -259,29 +269,80 @@ TEST_F(LabCli, DeviceRunsAreListedComparedAndUsableAsADoctorBaseline) {
   const std::string device = s->get_run(runs[0]).device_id;
   ASSERT_FALSE(device.empty());
 
-  const auto listed = run_process({EDGEPROBE_BINARY, "runs", "--db", db, "--device", device, "--kind", "bench"}, 60);
+  const auto listed =
+      run_process({EDGEPROBE_BINARY, "runs", "--db", db, "--device", device, "--kind", "bench"}, 60);
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
-  for (auto id : runs) EXPECT_NE(listed.out.find(" " + std::to_string(id) + "  "), std::string::npos) << listed.out;
+  for (auto id : runs)
+    EXPECT_NE(listed.out.find(" " + std::to_string(id) + "  "), std::string::npos) << listed.out;
 
-  const auto same = run_process({EDGEPROBE_BINARY, "compare", std::to_string(runs[0]), std::to_string(runs[1]), "--db", db,
-                                 "-o", "json"}, 60);
+  const auto same = run_process({EDGEPROBE_BINARY, "compare", std::to_string(runs[0]),
+                                 std::to_string(runs[1]), "--db", db, "-o", "json"},
+                                60);
   ASSERT_EQ(same.exit_code, 0) << same.err;
   EXPECT_TRUE(json::parse(same.out)["comparable"].get<bool>());
-  const auto other = run_process({EDGEPROBE_BINARY, "compare", std::to_string(runs[0]), std::to_string(runs[2]), "--db", db}, 60);
+  const auto other = run_process(
+      {EDGEPROBE_BINARY, "compare", std::to_string(runs[0]), std::to_string(runs[2]), "--db", db}, 60);
   EXPECT_EQ(other.exit_code, 2);
   EXPECT_NE(other.out.find("**not comparable**: model sha256 differs"), std::string::npos) << other.out;
 
   // doctor reads another device's stored run as its baseline: here the q8_0 one, so the
   // model it diagnoses is not the baseline's and says so.
-  const auto doctor = run_process({EDGEPROBE_BINARY, "doctor", "-m", tiny_model(), "--baseline", std::to_string(runs[2]), "--db",
-                                   db, "--no-experiments", "-p", "16", "-n", "4", "-r", "1", "--no-store", "-o", "json"},
-                                  300, {{"XDG_CACHE_HOME", std::string(EDGEPROBE_BUILD_DIR) + "/test-home/cache"}});
+  const auto doctor = run_process(
+      {EDGEPROBE_BINARY, "doctor", "-m", tiny_model(), "--baseline", std::to_string(runs[2]), "--db", db,
+       "--no-experiments", "-p", "16", "-n", "4", "-r", "1", "--no-store", "-o", "json"},
+      300, {{"XDG_CACHE_HOME", std::string(EDGEPROBE_BUILD_DIR) + "/test-home/cache"}});
   ASSERT_EQ(doctor.exit_code, 0) << doctor.err;
   std::vector<std::string> ids;
   const json diagnosis = json::parse(doctor.out);
   for (const auto& f : diagnosis["doctor"]["findings"]) ids.push_back(f["id"]);
   EXPECT_NE(std::find(ids.begin(), ids.end(), "identity.baseline_mismatch"), ids.end()) << json(ids).dump();
-  const auto missing = run_process({EDGEPROBE_BINARY, "doctor", "-m", tiny_model(), "--baseline", "999", "--db", db}, 60);
+  const auto missing =
+      run_process({EDGEPROBE_BINARY, "doctor", "-m", tiny_model(), "--baseline", "999", "--db", db}, 60);
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("no run 999"), std::string::npos) << missing.err;
+}
+
+TEST_F(LabCli, PlansRunInOrderOnEachDeviceWithACooldownBeforeEach) {
+  write_file(dir_.file("prompts.jsonl"),
+             "{\"id\": \"a\", \"lang\": \"en\", \"turns\": [\"Hello there.\", \"And again.\"]}\n");
+  const json session = {{"kind", "session"},
+                        {"models", {tiny_model()}},
+                        {"max_tokens", {8}},
+                        {"threads", {1}},
+                        {"rounds", 1},
+                        {"conversations", 1},
+                        {"prompts", dir_.file("prompts.jsonl")},
+                        {"env", {{"sample_hz", 0}}}};
+  const json bench = {
+      {"kind", "bench"},
+      {"sweep", {{"models", {tiny_model()}}, {"n_prompt", {16}}, {"n_gen", {0}}, {"threads", {1}}}},
+      {"repetitions", 2},
+      {"ceilings", "off"},
+      {"env", {{"sample_hz", 0}}}};
+  write_file(dir_.file("session.json"), session.dump());
+  write_file(dir_.file("bench.json"), bench.dump());
+  const auto r =
+      lab({"run", "-i", inventory("    pc: {transport: local, workdir: " + dir_.file("pc") + "}\n"),
+           dir_.file("session.json"), dir_.file("bench.json"), "--db", dir_.file("lab.db"), "--cooldown", "1",
+           "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json out = json::parse(r.out);
+  ASSERT_EQ(out["devices"][0]["jobs"].size(), 2u);
+  EXPECT_EQ(out["devices"][0]["jobs"][0]["committed"], 2);  // two turns
+  EXPECT_EQ(out["devices"][0]["jobs"][1]["committed"], 2);  // two repetitions
+  auto s = store::open_store(dir_.file("lab.db"), store::Mode::kMustExist);
+  const store::RunId session_run = out["devices"][0]["jobs"][0]["run_id"],
+                     bench_run = out["devices"][0]["jobs"][1]["run_id"];
+  EXPECT_EQ(s->get_run(session_run).kind, "session");
+  EXPECT_EQ(s->get_run(bench_run).kind, "bench");
+  EXPECT_LT(session_run, bench_run);  // in the order given
+  const json doc = s->load_run(session_run);
+  EXPECT_EQ(doc["turns"].size(), 2u);
+  bool hygiene = false;
+  for (const auto& t : doc["telemetry"])
+    if (t["phase"] == "lab") {
+      hygiene = true;
+      EXPECT_GE(t["summary"]["hygiene"]["waited_s"].get<double>(), 1.0);
+    }
+  EXPECT_TRUE(hygiene);
 }

@@ -3,11 +3,11 @@
 // when binfmt_misc allows. One sshd is killed mid-run: that device fails alone, the others
 // complete, and `--resume` finishes it once sshd is back, with exactly the expected units.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <filesystem>
 #include <future>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "edgeprobe_version.h"
@@ -29,9 +29,12 @@ std::string bundle(const std::string& target) {
 // The x86_64 bundle of the edgeprobe under test: the sshd users cannot read root's
 // llama.cpp cache, so the devices run a self-contained bundle like a real board does.
 std::string ensure_x86_bundle(const std::string& dist) {
-  const auto r = run_process({std::string(EDGEPROBE_SOURCE_DIR) + "/scripts/package.sh", "--build-dir", EDGEPROBE_BUILD_DIR}, 900);
+  const auto r = run_process(
+      {std::string(EDGEPROBE_SOURCE_DIR) + "/scripts/package.sh", "--build-dir", EDGEPROBE_BUILD_DIR}, 900);
   if (r.exit_code != 0) return "scripts/package.sh --build-dir failed: " + r.err;
-  return fs::exists(dist + "/edgeprobe-" + kVersion + "-linux-x86_64-linux-gnu.tar.gz") ? "" : "no x86_64 bundle in " + dist;
+  return fs::exists(dist + "/edgeprobe-" + kVersion + "-linux-x86_64-linux-gnu.tar.gz")
+             ? ""
+             : "no x86_64 bundle in " + dist;
 }
 
 // Repetitions per device run name in the store, by the controller's device name.
@@ -39,7 +42,8 @@ std::map<std::string, std::pair<store::RunId, size_t>> device_units(const std::s
   std::map<std::string, std::pair<store::RunId, size_t>> out;
   auto s = store::open_store(db, store::Mode::kMustExist);
   for (const auto& r : s->list_runs({}))
-    if (r.kind != "lab") out[s->get_run(r.id).provenance["extra"]["lab"]["device"]] = {r.id, static_cast<size_t>(r.repetitions)};
+    if (r.kind != "lab")
+      out[s->get_run(r.id).provenance["extra"]["lab"]["device"]] = {r.id, static_cast<size_t>(r.repetitions)};
   return out;
 }
 
@@ -51,8 +55,10 @@ TEST(LabSsh, ThreeDevicesOneKilledMidRunThenResumed) {
   const std::string problem = ensure_x86_bundle(dist);
   ASSERT_EQ(problem, "");
   std::string arm_skip;
-  if (auto why = SshHosts::aarch64_unavailable()) arm_skip = *why;
-  else if (!fs::exists(bundle("aarch64-linux-gnu"))) arm_skip = "no arm64 bundle (scripts/setup-arm.sh builds it)";
+  if (auto why = SshHosts::aarch64_unavailable())
+    arm_skip = *why;
+  else if (!fs::exists(bundle("aarch64-linux-gnu")))
+    arm_skip = "no arm64 bundle (scripts/setup-arm.sh builds it)";
   if (!arm_skip.empty()) std::cerr << "the aarch64 device runs as x86_64: " << arm_skip << "\n";
   SshHosts hosts({{"dev-a"}, {"dev-b"}, {"dev-arm", arm_skip.empty()}});
 
@@ -63,12 +69,13 @@ TEST(LabSsh, ThreeDevicesOneKilledMidRunThenResumed) {
   write_file(dir.file("lab.yml"), inv);
   // Four tests of three repetitions; a second's delay before each test keeps dev-b's job
   // running long enough to lose it in the middle.
-  const json plan = {{"kind", "bench"},
-                     {"sweep", {{"models", {tiny_model()}}, {"n_prompt", {16, 32}}, {"n_gen", {4, 8}}, {"threads", {1}}}},
-                     {"repetitions", 3},
-                     {"delay_s", 1},
-                     {"ceilings", "off"},
-                     {"env", {{"sample_hz", 0}}}};
+  const json plan = {
+      {"kind", "bench"},
+      {"sweep", {{"models", {tiny_model()}}, {"n_prompt", {16, 32}}, {"n_gen", {4, 8}}, {"threads", {1}}}},
+      {"repetitions", 3},
+      {"delay_s", 1},
+      {"ceilings", "off"},
+      {"env", {{"sample_hz", 0}}}};
   write_file(dir.file("plan.json"), plan.dump());
   const size_t expected = 4 * 3;
   const std::string db = dir.file("lab.db");
@@ -76,11 +83,13 @@ TEST(LabSsh, ThreeDevicesOneKilledMidRunThenResumed) {
     std::vector<std::string> argv = hosts.client_prefix();
     argv.insert(argv.end(), {EDGEPROBE_BINARY, "lab"});
     argv.insert(argv.end(), args.begin(), args.end());
-    return run_process(argv, 600, {{"XDG_CACHE_HOME", std::string(EDGEPROBE_BUILD_DIR) + "/test-home/cache"}});
+    return run_process(argv, 600,
+                       {{"XDG_CACHE_HOME", std::string(EDGEPROBE_BUILD_DIR) + "/test-home/cache"}});
   };
 
   auto first = std::async(std::launch::async, [&] {
-    return lab({"run", "-i", dir.file("lab.yml"), dir.file("plan.json"), "--db", db, "--dist", dist, "-o", "json"});
+    return lab(
+        {"run", "-i", dir.file("lab.yml"), dir.file("plan.json"), "--db", db, "--dist", dist, "-o", "json"});
   });
   // Kill dev-b's sshd once its first repetition is committed (bounded: 5 minutes).
   bool killed = false;
@@ -116,7 +125,8 @@ TEST(LabSsh, ThreeDevicesOneKilledMidRunThenResumed) {
   EXPECT_LT(before, expected);
 
   hosts.restart_sshd("dev-b");
-  const auto again = lab({"run", "--resume", std::to_string(out["lab_run"].get<int>()), "--db", db, "--dist", dist, "-o", "json"});
+  const auto again = lab({"run", "--resume", std::to_string(out["lab_run"].get<int>()), "--db", db, "--dist",
+                          dist, "-o", "json"});
   ASSERT_EQ(again.exit_code, 0) << again.err;
   const json out2 = json::parse(again.out);
   ASSERT_EQ(out2["devices"].size(), 1u);

@@ -1,8 +1,9 @@
 // The controller's side of the wire format: each unit committed as its line arrives, a
 // cut stream failing the run with every unit kept, a resumed run never recording twice.
+#include "lab/stream_recorder.h"
+
 #include <gtest/gtest.h>
 
-#include "lab/stream_recorder.h"
 #include "store/store.h"
 #include "support/run_process.h"
 
@@ -18,12 +19,15 @@ std::vector<std::string> bench_stream() {
       {{"event", "start"}, {"kind", "bench"}, {"plan", {{"kind", "bench"}, {"repetitions", 2}}}},
       {{"event", "provenance"},
        {"provenance", {{"device", {{"id", "dev-abc"}}}, {"extra", json::object()}}},
-       {"cases", {{{"test", "pp16"}, {"model_path", "/m.gguf"}}, {{"test", "tg4"}, {"model_path", "/m.gguf"}}}}},
+       {"cases",
+        {{{"test", "pp16"}, {"model_path", "/m.gguf"}}, {{"test", "tg4"}, {"model_path", "/m.gguf"}}}}},
       {{"event", "progress"}, {"step", "s"}, {"done", 0}, {"total", 4}, {"unit", "repetitions"}}};
   for (int c = 0; c < 2; ++c) {
     for (int r = 0; r < 2; ++r)
-      events.push_back({{"event", "repetition"}, {"case_index", c}, {"repetition", {{"index", r}, {"tokens", 16}}}});
-    events.push_back({{"event", "test"}, {"result", {{"status", "ok"}, {"error", nullptr}, {"load", {{"samples_ms", {5.0}}}}}}});
+      events.push_back(
+          {{"event", "repetition"}, {"case_index", c}, {"repetition", {{"index", r}, {"tokens", 16}}}});
+    events.push_back({{"event", "test"},
+                      {"result", {{"status", "ok"}, {"error", nullptr}, {"load", {{"samples_ms", {5.0}}}}}}});
   }
   events.push_back({{"event", "result"}, {"report", json::object()}});
   events.push_back({{"event", "end"}, {"exit_code", 0}, {"interrupted", false}, {"errors", json::array()}});
@@ -66,7 +70,7 @@ TEST(StreamRecorder, ACutStreamFailsTheRunAndKeepsWhatArrived) {
   const auto lines = bench_stream();
   StreamRecorder rec(*s, json::object());
   for (size_t i = 0; i < 5; ++i) rec.line(lines[i]);  // start, provenance, progress, 2 repetitions
-  EXPECT_EQ(repetitions(*s, rec.run_id()), 2u);  // committed as they arrived
+  EXPECT_EQ(repetitions(*s, rec.run_id()), 2u);       // committed as they arrived
   rec.finish_cut("ssh phone: connection closed");
   EXPECT_FALSE(rec.ended());
   EXPECT_EQ(s->get_run(rec.run_id()).status, "failed");
