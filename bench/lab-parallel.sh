@@ -38,7 +38,8 @@ flags=(-m "$model" -p 64 -n 32 -t 1 -r 3 --ceilings off -q "${extra[@]}")
 wall() {  # wall DEVICES: seconds of one lab run over those devices
   local t0 t1
   t0=$(date +%s.%N)
-  "$edgeprobe" lab run -i "$work/lab.yml" --devices "$1" --db "$work/lab.db" "${flags[@]}" > /dev/null
+  "$edgeprobe" lab run -i "$work/lab.yml" --devices "$1" --db "$work/lab.db" -o json "${flags[@]}" > "$work/last.json" ||
+    { echo "lab run over $1 failed:" >&2; cat "$work/last.json" >&2; exit 1; }
   t1=$(date +%s.%N)
   python3 -c "print(f'{$t1 - $t0:.2f}')"
 }

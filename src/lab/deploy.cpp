@@ -134,7 +134,7 @@ DeployResult deploy(Transport& t, const Device& d, const DeviceState& state,
   for (const auto& m : models) {
     const std::string sha = local_sha256(m);
     const std::string remote = wd + "/models/" + sha.substr(0, 12) + "-" + fs::path(m).filename().string();
-    DeployedFile f{"model", m, remote, sha};
+    DeployedFile f{fs::path(m).extension() == ".gguf" ? "model" : "data", m, remote, sha};
     f.skipped = !push_verified(t, d, m, remote, remote + ".sha256", sha, options.timeout_s);
     out.files.push_back(f);
     out.models.emplace_back(m, remote);

@@ -80,8 +80,10 @@ class DeviceRunner {
       if (!state.reachable) throw_environment("unreachable: {}", state.why_not);
       say("{} {}, {}; deploying", state.arch, state.os, state.soc.empty() ? state.cpu : state.soc);
       std::vector<std::string> models;
-      for (const auto& p : plans_)
+      for (const auto& p : plans_) {
         for (const auto& m : plan_models(p)) models.push_back(m);
+        if (!p.value("prompts", "").empty()) models.push_back(p["prompts"]);  // a session's own conversations
+      }
       DeployOptions dopt;
       dopt.dist_dir = options_.dist_dir;
       deploy_ = deploy(*transport_, device_, state, models, dopt);
@@ -156,11 +158,13 @@ class DeviceRunner {
     const json waited = hygiene(before);
 
     // The plan as the device reads it: its model paths, and what the store already holds.
-    json device_plan = map_plan_models(plan, [&](const std::string& m) {
+    auto on_device = [&](const std::string& m) {
       for (const auto& [local, remote] : deploy_.models)
         if (local == m) return remote;
       return m;
-    });
+    };
+    json device_plan = map_plan_models(plan, on_device);
+    if (!device_plan.value("prompts", "").empty()) device_plan["prompts"] = on_device(device_plan["prompts"]);
     if (resume) device_plan["completed"] = completed_list(store_, resume, kind);
     const std::string name = fmt::format("lab{}-job{}.json", lab_run_, k);
     const fs::path local =
@@ -310,8 +314,13 @@ LabRunResult run_devices(store::Store& raw_store, store::RunId lab_run, const st
 // synthesized model is written here once, so every device gets the same bytes).
 json prepare_plan(const json& plan) {
   const std::string kind = app::plan_kind(plan);
-  json resolved =
-      map_plan_models(plan, [](const std::string& spec) { return app::ModelSet::resolve(spec, nullptr); });
+  json resolved = map_plan_models(plan, [](const std::string& spec) {
+    // Absolute: a local device runs in its workdir, not in the controller's directory.
+    return fs::absolute(app::ModelSet::resolve(spec, nullptr)).lexically_normal().string();
+  });
+  if (resolved.contains("prompts") && resolved["prompts"].is_string() &&
+      !resolved["prompts"].get<std::string>().empty())
+    resolved["prompts"] = fs::absolute(resolved["prompts"].get<std::string>()).lexically_normal().string();
   if (kind == "bench") {
     auto p = app::bench_plan_from_json(resolved);
     app::validate(p, workload::default_thread_count());

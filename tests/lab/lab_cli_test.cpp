@@ -346,3 +346,18 @@ TEST_F(LabCli, PlansRunInOrderOnEachDeviceWithACooldownBeforeEach) {
     }
   EXPECT_TRUE(hygiene);
 }
+
+TEST_F(LabCli, ARelativeModelPathIsTheControllersNotTheDevices) {
+  const std::string inv = inventory("    pc: {transport: local, workdir: " + dir_.file("pc") + "}\n");
+  const fs::path model = tiny_model();
+  const auto r =
+      run_process({"/bin/sh", "-c",
+                   "cd " + model.parent_path().string() + " && " + EDGEPROBE_BINARY + " lab run -q -i " +
+                       inv + " --db " + dir_.file("lab.db") + " -m " + model.filename().string() +
+                       " -p 16 -n 0 -t 1 -r 1 --ceilings off --sample-hz 0"},
+                  300);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  auto s = store::open_store(dir_.file("lab.db"), store::Mode::kMustExist);
+  const json run = s->load_run(device_runs(*s).at("pc"));
+  EXPECT_EQ(run["configurations"][0]["config"]["model_path"], model.string());
+}
