@@ -103,6 +103,15 @@ loader=$(find_lib "$loader_name") || die "the loader $loader_name is not in: ${s
 cp -L "$loader" "$stage/lib/$loader_name"
 chmod 755 "$stage/lib/$loader_name"
 
+# Symbols and debug info are for the build machine: strip the copies (a phone's
+# /data/local/tmp is small, adb push is slow). The distribution's libraries come stripped.
+strip_tool=strip
+[ -z "$cross" ] || strip_tool=$TARGET-strip
+command -v "$strip_tool" >/dev/null || die "$strip_tool is not installed (the target's binutils)" 3
+unstripped=$(du -sk "$stage" | cut -f1)
+"$strip_tool" --strip-unneeded "$stage/bin/edgeprobe" "$stage"/lib/libggml*.so* "$stage"/lib/libllama.so*
+log "stripped the binaries: $(( unstripped / 1024 )) MiB -> $(( $(du -sk "$stage" | cut -f1) / 1024 )) MiB unpacked"
+
 # The kernel glibc was built for (ELF ABI note of libc.so.6): the bundle's minimum.
 min_kernel=$(file -L "$stage/lib/libc.so.6" | sed -n 's/.*for GNU\/Linux \([0-9.]*\).*/\1/p')
 glibc=$(strings "$stage/lib/libc.so.6" | sed -n 's/^GNU C Library ([^)]*) [^0-9]*\([0-9][0-9.]*\).*/\1/p' | head -1)
@@ -112,12 +121,23 @@ cat > "$stage/edgeprobe" <<EOF
 # Starts bin/edgeprobe with the bundle's own glibc loader and libraries, so the device's
 # system libraries (or their absence: Android has no glibc) do not matter.
 here=\$(cd "\$(dirname "\$0")" && pwd)
-for f in bin/edgeprobe lib/$loader_name lib/libllama.so.0; do
+# MANIFEST lists every file with its size: a file a broken copy or a cut-short download
+# left out or truncated is named here, before the loader fails on it less clearly.
+if [ ! -f "\$here/MANIFEST" ]; then
+  echo "edgeprobe: the bundle is incomplete (MANIFEST is missing); unpack $name.tar.gz again" >&2
+  exit 2
+fi
+while read -r size f; do
   if [ ! -f "\$here/\$f" ]; then
     echo "edgeprobe: the bundle is incomplete (\$f is missing); unpack $name.tar.gz again" >&2
     exit 2
   fi
-done
+  actual=\$(wc -c < "\$here/\$f" | tr -d ' ')
+  if [ "\$actual" != "\$size" ]; then
+    echo "edgeprobe: the bundle is truncated (\$f has \$actual of its \$size bytes); unpack $name.tar.gz again" >&2
+    exit 2
+  fi
+done < "\$here/MANIFEST"
 machine=\$(uname -m)
 if [ "\$machine" != "$arch" ] && [ "\$machine" != "${arch/aarch64/arm64}" ] &&
    ! grep -qs '^enabled' /proc/sys/fs/binfmt_misc/qemu-$arch; then
@@ -163,9 +183,14 @@ Under qemu-user the tool says so: CPU features are the emulated CPU's, timings a
 the performance of any device.
 EOF
 
+(cd "$stage" && find bin lib data -type f | LC_ALL=C sort | while read -r f; do echo "$(stat -c %s "$f") $f"; done) \
+  > "$stage/MANIFEST"
+
 mkdir -p "$dist"
-tar -C "$dist" -czf "$dist/$name.tar.gz" "$name"
+# The launcher and MANIFEST first: an archive cut short still unpacks the check.
+tar -C "$dist" -czf "$dist/$name.tar.gz" "$name/edgeprobe" "$name/MANIFEST" "$name/README.txt" \
+  "$name/bin" "$name/lib" "$name/data"
 (cd "$dist" && sha256sum "$name.tar.gz" > "$name.tar.gz.sha256")
 rm -rf "$stage"
-log "wrote $dist/$name.tar.gz ($(du -h "$dist/$name.tar.gz" | cut -f1)); minimum kernel $min_kernel"
+log "wrote $dist/$name.tar.gz ($(du -h "$dist/$name.tar.gz" | cut -f1), $(stat -c %s "$dist/$name.tar.gz") bytes); minimum kernel $min_kernel"
 echo "$dist/$name.tar.gz"

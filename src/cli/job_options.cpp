@@ -16,7 +16,7 @@
 namespace edgeprobe::cli {
 
 void add_store_flags(CLI::App* cmd, StoreFlags& f, const char* resume_help) {
-  cmd->add_option("--db", f.db, "Results store: a SQLite path or URL (default: ~/.local/share/edgeprobe/results.db)");
+  cmd->add_option("--db", f.db, "Results store: a SQLite file (path or sqlite:PATH) or a PostgreSQL URL postgresql://... (default: ~/.local/share/edgeprobe/results.db)");
   cmd->add_flag("--no-store", f.no_store, "Do not record the run in the results store");
   cmd->add_option("--resume", f.resume, resume_help);
 }

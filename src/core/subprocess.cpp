@@ -1,6 +1,7 @@
 #include "core/subprocess.h"
 
 #include <fcntl.h>
+#include <link.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -10,8 +11,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "core/error.h"
 
@@ -84,11 +90,52 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv, double tim
   return result;
 }
 
-std::string self_executable() {
+namespace {
+
+// The directories the loaded shared libraries came from, in load order.
+int collect_library_dir(dl_phdr_info* info, size_t, void* data) {
+  auto& dirs = *static_cast<std::vector<std::string>*>(data);
+  const std::string dir = std::filesystem::path(info->dlpi_name ? info->dlpi_name : "").parent_path().string();
+  if (!dir.empty() && std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
+  return 0;
+}
+
+// The file this very function's code was mapped from (/proc/self/maps): the program, even
+// when the loader was the command that started it.
+std::string program_file() {
+  const auto here = reinterpret_cast<uintptr_t>(&program_file);
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    uintptr_t from = 0, to = 0;
+    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR, &from, &to) != 2 || here < from || here >= to) continue;
+    const auto slash = line.find('/');
+    return slash == std::string::npos ? "" : line.substr(slash);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::string> self_command() {
+  std::vector<std::string> command;
+  if (const char* emulator = std::getenv("EDGEPROBE_EMULATOR"); emulator && *emulator) {
+    std::istringstream words(emulator);
+    for (std::string w; words >> w;) command.push_back(w);
+  }
   std::error_code ec;
-  const auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) throw_environment("cannot find edgeprobe's own executable: /proc/self/exe: {}", ec.message());
-  return path.string();
+  command.push_back(exe.string());
+  const std::string program = program_file();
+  if (program.empty() || program == exe.string()) return command;
+  // Started as `loader --library-path DIRS program`: the same loader, the same places.
+  std::vector<std::string> dirs;
+  dl_iterate_phdr(collect_library_dir, &dirs);
+  std::string path;
+  for (const auto& dir : dirs) path += (path.empty() ? "" : ":") + dir;
+  if (!path.empty()) command.insert(command.end(), {"--library-path", path});
+  command.push_back(program);
+  return command;
 }
 
 }  // namespace edgeprobe

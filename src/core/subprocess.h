@@ -20,7 +20,14 @@ struct SubprocessResult {
 SubprocessResult run_subprocess(const std::vector<std::string>& argv, double timeout_s,
                                 const std::vector<std::pair<std::string, std::string>>& env = {});
 
-// The path of the running executable (/proc/self/exe), to run edgeprobe's own subcommands.
-std::string self_executable();
+// The command that starts this executable again, to run edgeprobe's own subcommands:
+//  - normally its path (/proc/self/exe);
+//  - when a glibc loader started it explicitly (`ld-linux-*.so --library-path DIR bin/edgeprobe`,
+//    as the dist bundle's launcher does), /proc/self/exe is that loader: the same loader with
+//    the directories this process's libraries were loaded from, then the program;
+//  - under emulation, EDGEPROBE_EMULATOR (words split on spaces, e.g. "qemu-aarch64 -cpu
+//    cortex-a76 -L /sysroot") goes first: an emulated process cannot start a binary of its
+//    own architecture unless the host's binfmt_misc runs it, and then not on the same CPU.
+std::vector<std::string> self_command();
 
 }  // namespace edgeprobe

@@ -67,6 +67,11 @@ void apply_measured(Finding& f, const std::optional<Comparison>& c, const Eviden
 
 }  // namespace checks
 
+std::string emulated_run(const Evidence& e) {
+  const auto& cpu = field(field(e.primary.report, "provenance"), "cpu_features");
+  return cpu.is_object() && field(cpu, "emulated").is_string() ? field(cpu, "emulated").get<std::string>() : "";
+}
+
 std::vector<Finding> diagnose(const Evidence& e) {
   std::vector<Finding> out;
   checks::check_identity(e, out);
@@ -77,6 +82,7 @@ std::vector<Finding> diagnose(const Evidence& e) {
   checks::check_contention(e, out);
   checks::check_cgroup(e, out);
   checks::check_clock_and_heat(e, out);
+  checks::check_big_cores(e, out);
   checks::check_decode_steps(e, out);
   checks::check_load(e, out);
   checks::check_ceiling(e, out);
@@ -106,6 +112,14 @@ std::vector<Finding> diagnose(const Evidence& e) {
   // Every warning says what fixing it gains, or why doctor cannot say.
   for (auto& f : out)
     if (f.severity != Severity::kInfo && !f.speedup && f.speedup_basis.empty()) f.speedup_basis = checks::no_speedup_reason(f.id);
+  // Under emulation a speed-up is the emulator's, never a device's: every one says so
+  // (sort_by_impact then ranks by severity and check order alone).
+  if (const std::string sign = emulated_run(e); !sign.empty())
+    for (auto& f : out)
+      if (f.speedup || f.data.contains("measured") || f.speedup_basis.starts_with("measured") || f.speedup_basis.starts_with("estimated")) {
+        f.speedup_basis = fmt::format("{}: {}", kEmulatedSpeedup, f.speedup_basis);
+        f.data["emulated"] = sign;
+      }
   return out;
 }
 

@@ -3,7 +3,8 @@
 // share, and the checks diagnose() runs, one family per file:
 //   checks_model.cpp   the software: model identity, precision, memory, kernel path
 //   checks_cpu.cpp     where the threads run: count, placement, contention, cgroup quota
-//   checks_runtime.cpp what happens while it runs: clock and heat, decode step-downs,
+//   checks_runtime.cpp what happens while it runs: clock and heat, big cores held back,
+//                      decode step-downs,
 //                      load, the device's ceilings
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,7 @@ constexpr double kContentionShare = 0.10;    // other processes' share of all CP
 constexpr double kStealShare = 0.05;
 constexpr double kThrottledShare = 0.02;     // cgroup-throttled time over wall time
 constexpr double kLowClockShare = 0.85;      // mean clock under load over its maximum
+constexpr double kPinnedClockShare = 0.60;   // a big cluster held below this share of its clock is pinned
 constexpr double kLittleCoreShare = 0.25;    // thread-time on slower clusters
 constexpr double kStepDown = 0.15;           // a decode change point at least this much slower
 constexpr double kTempRise = 10;             // °C over the run
@@ -52,6 +54,7 @@ void check_contention(const Evidence& e, std::vector<Finding>& out);
 void check_cgroup(const Evidence& e, std::vector<Finding>& out);
 
 void check_clock_and_heat(const Evidence& e, std::vector<Finding>& out);
+void check_big_cores(const Evidence& e, std::vector<Finding>& out);
 void check_decode_steps(const Evidence& e, std::vector<Finding>& out);
 void check_load(const Evidence& e, std::vector<Finding>& out);
 void check_ceiling(const Evidence& e, std::vector<Finding>& out);

@@ -227,6 +227,39 @@ void check_memory(const Evidence& e, std::vector<Finding>& out) {
 }
 
 // ---- 3. kernel path -----------------------------------------------------------------
+namespace {
+
+bool has(const std::vector<std::string>& names, const char* name) { return std::find(names.begin(), names.end(), name) != names.end(); }
+
+// "DOTPROD and I8MM": the Arm integer features the loaded variant leaves unused.
+std::string arm_gap_names(const std::vector<std::string>& missing) {
+  if (has(missing, "DOTPROD") && has(missing, "I8MM")) return "DOTPROD and I8MM";
+  return has(missing, "DOTPROD") ? "DOTPROD" : "I8MM";
+}
+
+// What those features do in ggml's Arm kernels (ggml-cpu/arch/arm/quants.c at the pinned
+// llama.cpp): the quantised dot products use SDOT (vdotq_s32) with DOTPROD, else a
+// widening multiply and pairwise adds; with I8MM the q4_0/q8_0 dot products take two rows
+// at once with SMMLA.
+std::string arm_gap_cost(const std::vector<std::string>& missing) {
+  std::string out = "on Arm the quantised (int4/int8) matmuls are integer dot products: ";
+  if (has(missing, "DOTPROD")) out += "without DOTPROD each SDOT becomes widening multiplies and pairwise adds";
+  if (has(missing, "I8MM")) out += std::string(has(missing, "DOTPROD") ? "; " : "") + "without I8MM the two-row SMMLA kernels are not used";
+  return out;
+}
+
+// The -march that brings the missing features into a build (GCC and clang accept each
+// extension on armv8.2-a).
+std::string arm_march(const std::vector<std::string>& missing) {
+  static constexpr std::pair<const char*, const char*> kExtensions[] = {{"FP16", "+fp16"}, {"DOTPROD", "+dotprod"}, {"I8MM", "+i8mm"}};
+  std::string march = "armv8.2-a";
+  for (const auto& [feature, extension] : kExtensions)
+    if (has(missing, feature)) march += extension;
+  return march;
+}
+
+}  // namespace
+
 void check_kernel(const Evidence& e, std::vector<Finding>& out) {
   const json gap = field(e.primary.report, "provenance").value("isa_gap", json::object());
   const auto& o = e.options;
@@ -238,14 +271,21 @@ void check_kernel(const Evidence& e, std::vector<Finding>& out) {
       if (std::find(compiled.begin(), compiled.end(), f) == compiled.end()) missing.push_back(f);
     std::string missing_text;
     for (const auto& m : missing) missing_text += (missing_text.empty() ? "" : " ") + m;
+    const bool arm = std::find(missing.begin(), missing.end(), "DOTPROD") != missing.end() ||
+                     std::find(missing.begin(), missing.end(), "I8MM") != missing.end();
     Finding f{"kernel.isa_fallback", Severity::kWarning,
-              fmt::format("the ggml CPU variant '{}' runs where this CPU can run '{}': the kernels fall back", loaded, best),
+              fmt::format("the ggml CPU variant '{}' runs where this CPU can run '{}'{}: the kernels fall back", loaded, best,
+                          arm ? " (" + arm_gap_names(missing) + " present, not used)" : ""),
               {fmt::format("this CPU has, and '{}' was not built for: {}", loaded, missing_text.empty() ? "(none listed)" : missing_text)},
               "prefill+decode", std::nullopt, "", "", {{"isa_gap", gap}}};
+    if (arm) f.evidence.push_back(arm_gap_cost(missing));
     apply_measured(f, e.variant_pairs, e);  // interleaved pairs against the best variant
-    f.fix = o.config.cpu_variant.empty()
-                ? fmt::format("install libggml-cpu-{}.so beside libggml.so (build llama.cpp with GGML_BACKEND_DL=ON GGML_CPU_ALL_VARIANTS=ON, or GGML_NATIVE=ON on this device)", best)
-                : fmt::format("drop --cpu-variant {} (edgeprobe loads the best variant, '{}'); in llama.cpp keep libggml-cpu-{}.so beside libggml.so", o.config.cpu_variant, best, best);
+    f.fix = !o.config.cpu_variant.empty()
+                ? fmt::format("drop --cpu-variant {} (edgeprobe loads the best variant, '{}'); in llama.cpp keep libggml-cpu-{}.so beside libggml.so", o.config.cpu_variant, best, best)
+            : arm ? fmt::format("install libggml-cpu-{}.so beside libggml.so (build llama.cpp with GGML_BACKEND_DL=ON GGML_CPU_ALL_VARIANTS=ON), "
+                                "or build for this CPU: GGML_NATIVE=ON on the device, or GGML_CPU_ARM_ARCH={} when cross-building (Android NDK)",
+                                best, arm_march(missing))
+                  : fmt::format("install libggml-cpu-{}.so beside libggml.so (build llama.cpp with GGML_BACKEND_DL=ON GGML_CPU_ALL_VARIANTS=ON, or GGML_NATIVE=ON on this device)", best);
     out.push_back(std::move(f));
   }
   // llama.cpp's own words: fallbacks and unsupported operations it logged.

@@ -111,6 +111,71 @@ void check_clock_and_heat(const Evidence& e, std::vector<Finding>& out) {
   }
 }
 
+// The biggest cores held back before anything runs: taken offline (core control, a power
+// mode) or their policy's clock pinned far below what the core can do (scaling_max_freq
+// lowered, or a powersave governor that holds scaling_min_freq). Read from cpufreq and the
+// online list, so it is named even when the threads never reached those cores.
+void check_big_cores(const Evidence& e, std::vector<Finding>& out) {
+  const auto& layout = e.device.cpus;
+  if (layout.clusters.size() < 2) return;  // "big" needs a smaller kind beside it
+  const telemetry::Cluster* big = nullptr;
+  for (const auto& c : layout.clusters)
+    if (c.max_khz && (!big || *c.max_khz > *big->max_khz)) big = &c;
+  if (!big) return;
+  const double max_ghz = static_cast<double>(*big->max_khz) / 1e6;
+  std::vector<int> offline;
+  for (int cpu : big->cpus)
+    if (!layout.online.empty() && std::find(layout.online.begin(), layout.online.end(), cpu) == layout.online.end()) offline.push_back(cpu);
+  if (!offline.empty()) {
+    std::string commands;
+    for (int cpu : offline) commands += fmt::format("{}echo 1 > /sys/devices/system/cpu/cpu{}/online", commands.empty() ? "" : "; ", cpu);
+    out.push_back({"power.big_core_offline", Severity::kWarning,
+                   fmt::format("big core(s) {} of '{}' ({:.2f} GHz) are offline", cpu_list_text(offline), big->name, max_ghz),
+                   {fmt::format("/sys/devices/system/cpu/online lists {}; '{}' has CPUs {}", cpu_list_text(layout.online), big->name, cpu_list_text(big->cpus))},
+                   "prefill+decode", std::nullopt, "none: an offline core runs nothing doctor could measure; bring it online and run doctor again",
+                   commands + " (as root); on a phone core control or a battery/power mode takes big cores offline: switch it to a performance mode",
+                   {{"cluster", big->name}, {"offline_cpus", offline}}});
+  }
+  // The lowest clock the cluster's policies allow it to reach.
+  const telemetry::CpufreqPolicy* pinned = nullptr;
+  double allowed = 1;
+  std::string how;
+  for (size_t i : big->policies) {
+    const auto& p = layout.policies[i];
+    if (!p.cpuinfo_max_khz || *p.cpuinfo_max_khz <= 0) continue;
+    const double cap = p.scaling_max_khz ? static_cast<double>(*p.scaling_max_khz) / static_cast<double>(*p.cpuinfo_max_khz) : 1.0;
+    // powersave holds scaling_min_freq, except intel_pstate/amd-pstate's dynamic mode of that name.
+    const bool powersave = p.governor == "powersave" && p.driver.find("pstate") == std::string::npos && p.scaling_min_khz;
+    const double floor = powersave ? static_cast<double>(*p.scaling_min_khz) / static_cast<double>(*p.cpuinfo_max_khz) : 1.0;
+    if (std::min(cap, floor) < allowed) {
+      allowed = std::min(cap, floor);
+      pinned = &p;
+      how = floor < cap ? fmt::format("governor 'powersave' holds scaling_min_freq {:.2f} GHz", static_cast<double>(*p.scaling_min_khz) / 1e6)
+                        : fmt::format("scaling_max_freq {:.2f} GHz of cpuinfo_max_freq {:.2f} GHz", static_cast<double>(*p.scaling_max_khz) / 1e6,
+                                      static_cast<double>(*p.cpuinfo_max_khz) / 1e6);
+    }
+  }
+  if (!pinned || allowed >= kPinnedClockShare) return;
+  // A clock finding from the run itself already names this cluster, with what it measured.
+  if (std::any_of(out.begin(), out.end(), [&](const Finding& f) {
+        return f.id != "power.big_core_offline" && f.data.is_object() && f.data.value("cluster", std::string()) == big->name;
+      }))
+    return;
+  const std::string dir = pinned->dir;
+  out.push_back({"power.big_core_pinned", Severity::kWarning,
+                 fmt::format("the big cores of '{}' (CPUs {}) are held at {} of their {:.2f} GHz", big->name, cpu_list_text(big->cpus), pct(allowed), max_ghz),
+                 {fmt::format("{}: {}", pinned->name, how), fmt::format("governor '{}', driver '{}'", pinned->governor, pinned->driver)},
+                 "prefill+decode", 1.0 / allowed,
+                 "estimated: the cores' maximum clock over the clock they are held to (an upper bound: only threads on these cores gain, "
+                 "and memory-bound decode gains less)",
+                 pinned->governor == "powersave"
+                     ? fmt::format("echo schedutil > {}/scaling_governor (as root); on a phone: leave battery saver, use a performance mode", dir)
+                     : fmt::format("echo {} > {}/scaling_max_freq (as root); on a phone the cap comes from a power mode or a thermal engine: "
+                                   "leave battery saver, let the device cool",
+                                   pinned->cpuinfo_max_khz.value_or(0), dir),
+                 {{"cluster", big->name}, {"allowed_clock_share", allowed}, {"policy", pinned->name}}});
+}
+
 // Decode that steps down within the run: PELT on the per-token latencies of all the
 // repetitions in order, tied to that repetition's telemetry.
 void check_decode_steps(const Evidence& e, std::vector<Finding>& out) {

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/subprocess.h"
+#include "platform/cpu_features.h"
 #include "result/migrate.h"
 
 namespace edgeprobe::doctor {
@@ -59,14 +60,16 @@ BenchRun run_bench_child(const DoctorOptions& options, const std::string& label,
   BenchRun run;
   run.label = label;
   run.config = config;
-  run.argv = {options.edgeprobe_exe.empty() ? self_executable() : options.edgeprobe_exe,
-              "bench", "-m", options.model_path,
-              "-p", std::to_string(tests.n_prompt), "-n", std::to_string(tests.n_gen),
-              "-r", std::to_string(tests.repetitions), "-o", "json", "--no-store", "-q", "--llama-log",
-              "--sysfs-root", options.sysfs_root, "--sample-hz", fmt::format("{}", options.sample_hz)};
+  run.argv = options.edgeprobe_exe.empty() ? self_command() : std::vector<std::string>{options.edgeprobe_exe};
+  run.argv.insert(run.argv.end(), {"bench", "-m", options.model_path, "-p", std::to_string(tests.n_prompt), "-n",
+                                   std::to_string(tests.n_gen), "-r", std::to_string(tests.repetitions), "-o", "json",
+                                   "--no-store", "-q", "--llama-log", "--sysfs-root", options.sysfs_root, "--sample-hz",
+                                   fmt::format("{}", options.sample_hz)});
   if (!tests.warmup) run.argv.push_back("--no-warmup");
   // A fixture tree is another device: this machine's measured ceilings would not be its.
-  if (options.sysfs_root != "/") run.argv.insert(run.argv.end(), {"--ceilings", "off"});
+  // Under emulation there is no device whose ceilings they would be (and they take long).
+  static const bool emulated = platform::detect_cpu_features(FsRoot("/")).emulated;
+  if (options.sysfs_root != "/" || emulated) run.argv.insert(run.argv.end(), {"--ceilings", "off"});
   for (auto& a : config.bench_args()) run.argv.push_back(a);
   run.argv.insert(run.argv.end(), tests.sweep_args.begin(), tests.sweep_args.end());
 

@@ -96,6 +96,10 @@ Comparison compare_pairs(const DoctorOptions& options, const SpeedProbe& probe, 
 // configuration cannot run at all.
 Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress = {});
 
+// Why the timings are an emulator's, not a device's (platform::emulation_sign as the bench
+// child recorded it in provenance.cpu_features.emulated); "" on real hardware.
+std::string emulated_run(const Evidence& evidence);
+
 // The checks, in the seed's order: software first, then hardware.
 std::vector<Finding> diagnose(const Evidence& evidence);
 

@@ -16,7 +16,8 @@ const char* severity_name(Severity severity) {
 void sort_by_impact(std::vector<Finding>& findings) {
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
     if (a.severity != b.severity) return a.severity > b.severity;
-    return a.speedup.value_or(1.0) > b.speedup.value_or(1.0);
+    const auto rank = [](const Finding& f) { return f.data.contains("emulated") ? 1.0 : f.speedup.value_or(1.0); };
+    return rank(a) > rank(b);
   });
 }
 

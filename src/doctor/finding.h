@@ -28,8 +28,13 @@ struct Finding {
   nlohmann::json data = nlohmann::json::object();  // the evidence, machine-readable
 };
 
+// The start of speedup_basis for a speed-up taken under emulation (qemu-user): the
+// emulator's timing, not any device's.
+constexpr const char* kEmulatedSpeedup = "from an emulated run, not any device's speed";
+
 // Critical first, then by estimated speed-up (largest first), then warnings without an
 // estimate, then info; ties keep the order the checks ran in (software before hardware).
+// A speed-up from an emulated run (data "emulated") does not rank.
 void sort_by_impact(std::vector<Finding>& findings);
 
 nlohmann::json to_json(const Finding& finding);

@@ -29,6 +29,7 @@ nlohmann::json run_json(const BenchRun& run) {
 
 nlohmann::json to_json(const Diagnosis& d) {
   const auto& e = d.evidence;
+  const std::string emulated = emulated_run(e);
   nlohmann::json findings = nlohmann::json::array();
   for (const auto& f : d.findings) findings.push_back(to_json(f));
   nlohmann::json runs = nlohmann::json::array({run_json(e.primary)});
@@ -50,6 +51,7 @@ nlohmann::json to_json(const Diagnosis& d) {
             {"comparisons", comparisons},
             {"machine", {{"reference_kernel_best_ms", e.reference_best_ms}, {"speed_variation", e.speed_variation}}},
             {"budget_s", e.budget_s},
+            {"emulated", emulated.empty() ? nlohmann::json(nullptr) : nlohmann::json(emulated)},
             {"wall_s", d.wall_s},
             // The primary run in full, so that this file can be a --baseline itself.
             {"primary", e.primary.report}}}};
@@ -68,6 +70,9 @@ std::string to_text(const Diagnosis& d) {
   out += fmt::format("configuration: {} · ggml CPU variant {} · tests pp{} + tg{}, median of {} · {:.0f} s\n\n",
                      o.config.flags_text(), field(field(e.primary.report, "provenance"), "engine").value("cpu_variant", "?"), o.n_prompt, o.n_gen,
                      o.repetitions, d.wall_s);
+  if (const std::string sign = emulated_run(e); !sign.empty())
+    out += fmt::format("timings are emulated ({}): they are not the performance of any device, and every speed-up below is "
+                       "marked as coming from this emulated run\n\n", sign);
   int n = 0, warnings = 0;
   for (const auto& f : d.findings) {
     warnings += f.severity != Severity::kInfo;

@@ -207,7 +207,7 @@ CpuFeatures parse_cpuinfo_features(const std::string& text, const std::string& a
 }
 
 std::string emulation_sign(const std::string& binary_arch, const std::string& host_cpuinfo,
-                           const char* marker_env) {
+                           const char* marker_env, const std::set<std::string>& hwcap_flags) {
   if (marker_env && *marker_env && std::string(marker_env) != "0")
     return "EDGEPROBE_EMULATED is set";
   const bool host_x86 = !cpuinfo_value(host_cpuinfo, "vendor_id").empty() ||
@@ -216,6 +216,20 @@ std::string emulation_sign(const std::string& binary_arch, const std::string& ho
                         !cpuinfo_value(host_cpuinfo, "Features").empty();
   if (binary_arch == "aarch64" && host_x86) return "/proc/cpuinfo describes an x86 host (qemu-user)";
   if (binary_arch == "x86_64" && host_arm && !host_x86) return "/proc/cpuinfo describes an Arm host";
+  // Arm on Arm: the kernel prints the same system-wide capabilities in /proc/cpuinfo as it
+  // puts in this process's HWCAP, so a disagreement means something else (qemu-user's
+  // -cpu) chose the HWCAP. Only AT_HWCAP bits every arm64 header defines are compared (an
+  // HWCAP2 bit an older header lacks would read as absent).
+  const std::string arm_features = cpuinfo_value(host_cpuinfo, "Features");
+  if (binary_arch == "aarch64" && !hwcap_flags.empty() && !arm_features.empty()) {
+    const auto host_flags = split_words(arm_features);
+    for (const char* flag : {"asimd", "asimdhp", "asimddp", "sve"}) {
+      const bool in_hwcap = hwcap_flags.count(flag) > 0, in_cpuinfo = host_flags.count(flag) > 0;
+      if (in_hwcap != in_cpuinfo)
+        return fmt::format("HWCAP and /proc/cpuinfo disagree on '{}' (HWCAP {}, cpuinfo {}): qemu-user's CPU, not the host's", flag,
+                           in_hwcap ? "has it" : "lacks it", in_cpuinfo ? "has it" : "lacks it");
+    }
+  }
   return "";
 }
 
@@ -234,7 +248,8 @@ CpuFeatures detect_cpu_features(const FsRoot& fs) {
     CpuFeatures live = live_arm();
 #endif
     const auto host = fs.read_text("/proc/cpuinfo");
-    live.emulation_sign = emulation_sign(live.arch, host.value_or(""), std::getenv("EDGEPROBE_EMULATED"));
+    live.emulation_sign = emulation_sign(live.arch, host.value_or(""), std::getenv("EDGEPROBE_EMULATED"),
+                                         live.arch == "aarch64" ? live.raw_flags : std::set<std::string>{});
     live.emulated = !live.emulation_sign.empty();
     return live;
 #endif

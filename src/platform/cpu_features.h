@@ -47,11 +47,16 @@ CpuFeatures detect_cpu_features(const FsRoot& fs);
 // the name table when the text does not say ("" = infer from the text).
 CpuFeatures parse_cpuinfo_features(const std::string& cpuinfo_text, const std::string& arch_hint = "");
 
-// Signs that this process is emulated, from the live machine's /proc/cpuinfo text and the
-// EDGEPROBE_EMULATED marker: "" when none. qemu-user passes the host's /proc/cpuinfo
-// through, so an aarch64 binary that reads an x86 cpuinfo is not on the CPU it reports.
+// Signs that this process is emulated: "" when none. The one place edgeprobe decides it;
+// the signs, in order:
+//  - the marker EDGEPROBE_EMULATED (not "0"), passed by the caller as `marker_env`, for an
+//    emulator that shows no other sign;
+//  - qemu-user passes the host's /proc/cpuinfo through, so an aarch64 binary that reads an
+//    x86 cpuinfo (or the reverse) is not on the CPU it reports;
+//  - Arm on Arm: `hwcap_flags` (this process's AT_HWCAP, kernel spellings) disagree with the
+//    host cpuinfo's Features on asimd, asimdhp, asimddp or sve: qemu's -cpu set the HWCAP.
 std::string emulation_sign(const std::string& binary_arch, const std::string& host_cpuinfo,
-                           const char* marker_env);
+                           const char* marker_env, const std::set<std::string>& hwcap_flags = {});
 // One line for the user when `features.emulated`; "" otherwise.
 std::string emulation_warning(const CpuFeatures& features);
 

@@ -8,7 +8,9 @@
 #include <map>
 #include <sstream>
 
+#include "core/error.h"
 #include "core/fs.h"
+#include "core/subprocess.h"
 #include "edgeprobe_version.h"
 #include "platform/cpu_features.h"
 #include "result/migrate.h"
@@ -40,6 +42,30 @@ std::map<std::string, std::string> read_properties(const FsRoot& fs, const std::
     if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front())
       value = value.substr(1, value.size() - 2);
     props[line.substr(0, eq)] = value;
+  }
+  return props;
+}
+
+// Android's property service as `getprop` prints it, one "[key]: [value]" per line. It is
+// what the device says at run time: some names live in no build.prop a shell can read (set
+// at boot, or on a vendor partition). <root>/system/bin/getprop is Android's own tool; under
+// a fixture root a script there stands in for it. Empty when there is none or it fails.
+std::map<std::string, std::string> getprop_properties(const FsRoot& fs) {
+  std::map<std::string, std::string> props;
+  const std::string tool = fs.path("/system/bin/getprop");
+  if (access(tool.c_str(), X_OK) != 0) return props;
+  SubprocessResult r;
+  try {
+    r = run_subprocess({tool}, 10);
+  } catch (const Error&) {
+    return props;
+  }
+  if (r.exit_code != 0) return props;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    const auto mid = line.find("]: [");
+    if (line.size() < 6 || line.front() != '[' || line.back() != ']' || mid == std::string::npos) continue;
+    props[line.substr(1, mid - 1)] = line.substr(mid + 4, line.size() - mid - 5);
   }
   return props;
 }
@@ -91,11 +117,12 @@ result::DeviceIdentity detect_device(const FsRoot& fs) {
     const auto release = fs.read_text("/proc/sys/kernel/osrelease");
     if (release) d.kernel = "Linux " + *release;
   }
-  // Android keeps its names in build.prop files (what getprop serves); a Linux board has
-  // os-release, and a device tree (Jetson, Raspberry Pi) or DMI (PCs) for the board.
-  auto android = read_properties(fs, "/system/build.prop");
-  for (const char* extra : {"/vendor/build.prop", "/odm/etc/build.prop"})
-    for (auto& [k, v] : read_properties(fs, extra)) android.emplace(k, v);
+  // Android keeps its names in the property service (getprop, which wins) and build.prop
+  // files; a Linux board has os-release, and a device tree (Jetson, Raspberry Pi) or DMI
+  // (PCs) for the board.
+  auto android = getprop_properties(fs);
+  for (const char* file : {"/system/build.prop", "/vendor/build.prop", "/odm/etc/build.prop"})
+    for (auto& [k, v] : read_properties(fs, file)) android.emplace(k, v);
   if (!android.empty()) {
     const std::string version = first_of(android, {"ro.build.version.release", "ro.system.build.version.release"});
     d.os = version.empty() ? "Android" : "Android " + version;

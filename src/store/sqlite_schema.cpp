@@ -6,9 +6,14 @@
 
 #include "result/migrate.h"
 #include "store/sqlite_util.h"
+#include "store/store_rows.h"
 
 namespace edgeprobe::store::sqlite {
 namespace {
+
+using rows::device_columns;
+using rows::DeviceColumns;
+using rows::to_text;
 
 // 'EPRS' (EdgeProbe Results Store) in PRAGMA application_id: tells our files from any
 // other SQLite database (https://www.sqlite.org/pragma.html#pragma_application_id).
@@ -119,18 +124,6 @@ constexpr std::array<const char*, 5> kTables{"runs", "configurations", "repetiti
 }  // namespace
 
 int latest_schema_version() { return static_cast<int>(kMigrations.size()); }
-
-std::string to_text(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-DeviceColumns device_columns(const nlohmann::json& provenance) {
-  if (!provenance.is_object()) return {};
-  const auto device = provenance.find("device");
-  if (device == provenance.end() || !device->is_object()) return {};
-  const auto id = device->find("id");
-  return {id != device->end() && id->is_string() ? id->get<std::string>() : "", to_text(*device)};
-}
 
 void check_is_ours(sqlite3* db, const std::string& path) {
   // One read transaction: the three figures from one snapshot, so a file another process

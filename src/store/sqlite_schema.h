@@ -2,8 +2,6 @@
 // Internal to src/store: the SQLite store's schema and its migrations.
 #include <sqlite3.h>
 
-#include <nlohmann/json.hpp>
-
 #include <string>
 
 namespace edgeprobe::store::sqlite {
@@ -23,18 +21,5 @@ void migrate(sqlite3* db, const std::string& path);
 // Every table we read is there (the file may have passed check_is_ours and still have
 // lost one to a hand edit).
 void check_tables(sqlite3* db, const std::string& path);
-
-// The runs.device_id and runs.device columns of a run with this provenance: its
-// "device" object and that object's "id"; empty when the provenance has none.
-struct DeviceColumns {
-  std::string id;
-  std::string json;
-};
-DeviceColumns device_columns(const nlohmann::json& provenance);
-
-// Results carry strings from the outside world (paths, hostnames, model names, generated
-// text) that need not be valid UTF-8; dump() would throw and lose the whole unit, so
-// invalid bytes become U+FFFD instead.
-std::string to_text(const nlohmann::json& j);
 
 }  // namespace edgeprobe::store::sqlite

@@ -11,52 +11,19 @@
 #include "core/error.h"
 #include "store/sqlite_schema.h"
 #include "store/sqlite_util.h"
+#include "store/store_rows.h"
 
 namespace edgeprobe::store {
 namespace {
 
+using rows::model_label;
+using rows::parse_stored;
+using rows::to_text;
 using sqlite::exec;
 using sqlite::fail;
 using sqlite::pragma_integer;
 using sqlite::Statement;
-using sqlite::to_text;
 using sqlite::Transaction;
-
-nlohmann::json parse_stored(const std::string& text, const std::string& path, const char* what) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw_bad_input("{}: not an edgeprobe results database, or a damaged one (unreadable {} JSON: {})", path,
-                    what, e.what());
-  }
-}
-
-// "tiny.gguf" or "a.gguf,b.gguf": result/result.h writes provenance.models[] with the
-// file path; a single "model" object is accepted too.
-std::string model_label(const nlohmann::json& provenance) {
-  if (!provenance.is_object()) return "";
-  auto label_of = [](const nlohmann::json& m) -> std::string {
-    if (!m.is_object()) return "";
-    if (m.contains("path") && m["path"].is_string() && !m["path"].get<std::string>().empty())
-      return std::filesystem::path(m["path"].get<std::string>()).filename().string();
-    if (m.contains("name") && m["name"].is_string()) return m["name"].get<std::string>();
-    return "";
-  };
-  std::string out;
-  if (provenance.contains("models") && provenance["models"].is_array()) {
-    for (const nlohmann::json& m : provenance["models"]) {
-      const std::string l = label_of(m);
-      if (!l.empty()) out += (out.empty() ? "" : ",") + l;
-    }
-  } else if (provenance.contains("model")) {
-    out = label_of(provenance["model"]);
-  }
-  return out;
-}
-
-}  // namespace
-
-namespace {
 
 // Switching a file to WAL takes an exclusive lock that SQLite's busy handler does not wait
 // for, so when several processes open one new store at once (parallel tests, a lab's
@@ -130,7 +97,7 @@ int SqliteStore::busy_timeout_ms() const {
 RunId SqliteStore::begin_run(const std::string& kind, const nlohmann::json& provenance, const nlohmann::json& plan) {
   if (!is_valid_run_kind(kind))
     throw_bad_input("{}: run kind '{}' is not a valid name ([a-z][a-z0-9_-]{{0,31}})", path_, kind);
-  const sqlite::DeviceColumns device = sqlite::device_columns(provenance);
+  const rows::DeviceColumns device = rows::device_columns(provenance);
   Transaction tx(db_, path_);
   Statement s(db_, path_,
               "INSERT INTO runs (kind, status, device_id, device, provenance_json, plan_json) "

@@ -8,10 +8,15 @@
 #include "core/error.h"
 #include "store/sqlite_store.h"
 
+#ifdef EDGEPROBE_WITH_POSTGRESQL
+#include "store/pg_store.h"
+#endif
+
 namespace edgeprobe::store {
 namespace {
 
-constexpr const char* kSupported = "a SQLite file: a path, sqlite:PATH or sqlite:///ABS/PATH";
+constexpr const char* kSupported =
+    "a SQLite file (a path, sqlite:PATH or sqlite:///ABS/PATH) or a PostgreSQL URL (postgresql://USER@HOST/DB)";
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -51,7 +56,12 @@ std::string default_db_path() {
 std::string redact_password(const std::string& location) {
   // scheme://user:password@host... -> scheme://user:***@host...
   static const std::regex kUserInfo(R"(^([A-Za-z][A-Za-z0-9+.-]*://[^/?#@:]*):[^/?#@]*@)");
-  return std::regex_replace(location, kUserInfo, "$1:***@", std::regex_constants::format_first_only);
+  // ...?password=secret&... -> ...?password=***&... (libpq takes it as a parameter too)
+  static const std::regex kParameter(R"(([?&]password=)[^&#]*)", std::regex::icase);
+  if (location.find("://") == std::string::npos) return location;
+  const std::string shown =
+      std::regex_replace(location, kUserInfo, "$1:***@", std::regex_constants::format_first_only);
+  return std::regex_replace(shown, kParameter, "$1***");
 }
 
 std::unique_ptr<Store> open_store(const std::string& location, Mode mode) {
@@ -75,8 +85,15 @@ std::unique_ptr<Store> open_store(const std::string& location, Mode mode) {
       throw_bad_input("'{}': a sqlite URL has no host; use sqlite:///ABS/PATH, sqlite:PATH or a plain path", shown);
     return SqliteStore::open(rest, mode);
   }
-  if (scheme == "postgresql" || scheme == "postgres")
-    throw_bad_input("'{}': this build has no PostgreSQL results store yet; use {}", shown, kSupported);
+  if (scheme == "postgresql" || scheme == "postgres") {
+#ifdef EDGEPROBE_WITH_POSTGRESQL
+    return PgStore::open(location, mode);
+#else
+    throw_environment("'{}': this edgeprobe was built without the PostgreSQL results store (no libpq); use a "
+                      "SQLite path, or a native build",
+                      shown);
+#endif
+  }
   throw_bad_input("'{}': unknown results store scheme '{}'; use {}", shown, scheme, kSupported);
 }
 

@@ -142,12 +142,14 @@ class Store {
   virtual std::string integrity_check() const = 0;
 };
 
-// A plain path, sqlite:PATH or sqlite:///ABS/PATH opens a SQLite file (sqlite_store.h).
-// postgresql:// and postgres:// URLs, and any other scheme, are Error(kBadInput) in this
-// build, with one line that says what is supported.
+// A plain path, sqlite:PATH or sqlite:///ABS/PATH opens a SQLite file (sqlite_store.h);
+// a postgresql:// or postgres:// URL (a libpq connection URI) a PostgreSQL database
+// (pg_store.h). Any other scheme is Error(kBadInput), with one line that says what is
+// supported.
 std::unique_ptr<Store> open_store(const std::string& location, Mode mode = Mode::kCreate);
 
-// The location with any URL password replaced by "***", for messages and location().
+// The location with any URL password (user:PASSWORD@ or ?password=) replaced by "***",
+// for messages and location().
 std::string redact_password(const std::string& location);
 
 }  // namespace edgeprobe::store

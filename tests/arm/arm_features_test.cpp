@@ -77,6 +77,13 @@ TEST(ArmFeatures, EmulationIsSeenFromAForeignCpuinfoOrTheMarker) {
   EXPECT_EQ(emulation_sign("x86_64", x86, nullptr), "");
   EXPECT_EQ(emulation_sign("x86_64", x86, "1"), "EDGEPROBE_EMULATED is set");
   EXPECT_EQ(emulation_sign("x86_64", x86, "0"), "");
+  // Arm on Arm: the host kernel's cpuinfo is an A76, HWCAP is what qemu's -cpu gave.
+  const std::string a76 = processor(0, "0xd0b");
+  EXPECT_EQ(emulation_sign("aarch64", a76, nullptr, {"asimd", "asimdhp", "asimddp"}), "");
+  const std::string a53_hwcap = emulation_sign("aarch64", a76, nullptr, {"asimd"});
+  EXPECT_NE(a53_hwcap.find("HWCAP and /proc/cpuinfo disagree on 'asimdhp'"), std::string::npos) << a53_hwcap;
+  // An HWCAP2 feature (read only where the headers name it) is never a sign by itself.
+  EXPECT_EQ(emulation_sign("aarch64", a76, nullptr, {"asimd", "asimdhp", "asimddp", "i8mm"}), "");
   CpuFeatures f;
   EXPECT_EQ(emulation_warning(f), "");
   f.emulated = true;

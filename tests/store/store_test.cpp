@@ -2,18 +2,13 @@
 #include "store/sqlite_store.h"
 
 #include <gtest/gtest.h>
-
-#include "support/run_process.h"
-#include <signal.h>
 #include <sqlite3.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <functional>
-#include <thread>
+
+#include "support/run_process.h"
 
 #include "core/error.h"
 #include "helpers.h"
@@ -25,22 +20,10 @@ namespace fs = std::filesystem;
 
 using edgeprobe::test_support::TempDir;  // shared with every other test
 
-nlohmann::json provenance() {
-  return {{"model", {{"name", "tiny-q4_0.gguf"}, {"sha256", std::string(64, 'a')}, {"quant", "Q4_0"}}},
-          {"llama_cpp", {{"commit", "80fb11a"}}}};
-}
-
-// A repetition payload that proves itself intact: `check` is derived from the rest.
-nlohmann::json repetition_result(int64_t rep) {
-  const std::string filler(4000, static_cast<char>('a' + rep % 26));
-  return {{"decode_tokens_per_s", 20.0 + static_cast<double>(rep)},
-          {"filler", filler},
-          {"check", static_cast<int64_t>(std::hash<std::string>{}(filler)) ^ rep}};
-}
-bool intact(const nlohmann::json& result, int64_t rep) { return result == repetition_result(rep); }
-
 using test::kind_of;
 using test::message_of;
+using test::provenance;
+using test::repetition_result;
 
 TEST(Store, FreshFileGetsTheLatestSchemaAndWal) {
   TempDir dir;
@@ -54,202 +37,6 @@ TEST(Store, FreshFileGetsTheLatestSchemaAndWal) {
   // Reopening is idempotent: no migration runs twice.
   auto again = open_store(path);
   EXPECT_EQ(again->schema_version(), SqliteStore::latest_schema_version());
-}
-
-TEST(Store, RunRoundTripsWithEveryUnitAndTelemetry) {
-  TempDir dir;
-  auto store = open_store(dir.file("r.db"));
-  const RunId run = store->begin_run(RunKind::kSession, provenance(), {{"rounds", 3}});
-  store->add_configuration(run, 0, {{"test", "session"}, {"ctx", 2048}});
-  store->record_repetition(run, 0, 0, {{"decode_tokens_per_s", 21.5}}, {{"decode", {{"freq_khz_median", 2450000}}}});
-  store->record_turn(run, {0, 1, "c07", 2}, {{"ttft_ms", 412.0}}, {{"prefill", {{"temp_c_max", 51.0}}}});
-  store->record_run_summary(run, "qes", {{"total", 73.7}});
-  store->finish_configuration(run, 0, Status::kComplete);
-  store->finish_run(run, Status::kComplete);
-
-  const nlohmann::json doc = store->load_run(run);
-  EXPECT_EQ(doc["run"]["kind"], "session");
-  EXPECT_EQ(doc["run"]["status"], "complete");
-  EXPECT_EQ(doc["run"]["provenance"], provenance());
-  EXPECT_EQ(doc["run"]["plan"]["rounds"], 3);
-  EXPECT_TRUE(doc["run"]["created_at"].get<std::string>().ends_with("Z"));  // UTC
-  EXPECT_FALSE(doc["run"]["finished_at"].is_null());
-  ASSERT_EQ(doc["configurations"].size(), 1u);
-  EXPECT_EQ(doc["configurations"][0]["status"], "complete");
-  EXPECT_EQ(doc["configurations"][0]["repetitions"][0]["result"]["decode_tokens_per_s"], 21.5);
-  EXPECT_EQ(doc["configurations"][0]["repetitions"][0]["telemetry"][0]["phase"], "decode");
-  ASSERT_EQ(doc["turns"].size(), 1u);
-  EXPECT_EQ(doc["turns"][0]["conversation_id"], "c07");
-  EXPECT_EQ(doc["turns"][0]["round"], 1);
-  EXPECT_EQ(doc["turns"][0]["turn_index"], 2);
-  EXPECT_EQ(doc["turns"][0]["telemetry"][0]["summary"]["temp_c_max"], 51.0);
-  EXPECT_EQ(doc["telemetry"][0]["summary"]["total"], 73.7);
-
-  const std::vector<RunSummary> runs = store->list_runs();
-  ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0].id, run);
-  EXPECT_EQ(runs[0].model, "tiny-q4_0.gguf");
-  EXPECT_EQ(runs[0].repetitions, 1);
-  EXPECT_EQ(runs[0].turns, 1);
-}
-
-TEST(Store, CompletedUnitsListExactlyWhatWasRecorded) {
-  TempDir dir;
-  auto store = open_store(dir.file("r.db"));
-  const RunId run = store->begin_run(RunKind::kBench, provenance(), {});
-  store->add_configuration(run, 0, {{"test", "tg64"}});
-  store->add_configuration(run, 1, {{"test", "pp512"}});
-  store->record_repetition(run, 0, 0, {});
-  store->record_repetition(run, 0, 1, {});
-  store->record_repetition(run, 1, 0, {});
-  store->finish_configuration(run, 0, Status::kComplete);
-  store->record_turn(run, {1, 0, "c01", 0}, {});
-  const CompletedUnits done = store->completed_units(run);
-  EXPECT_EQ(done.repetitions.size(), 3u);
-  EXPECT_TRUE(done.has(RepetitionKey{0, 1}));
-  EXPECT_TRUE(done.has(RepetitionKey{1, 0}));
-  EXPECT_FALSE(done.has(RepetitionKey{1, 1}));
-  EXPECT_TRUE(done.has(TurnKey{1, 0, "c01", 0}));
-  EXPECT_FALSE(done.has(TurnKey{1, 0, "c01", 1}));
-  EXPECT_EQ(done.complete_configurations, (std::set<int64_t>{0}));
-}
-
-TEST(Store, RecordingAUnitTwiceIsABug) {
-  TempDir dir;
-  auto store = open_store(dir.file("r.db"));
-  const RunId run = store->begin_run(RunKind::kBench, provenance(), {});
-  store->add_configuration(run, 0, {{"test", "tg64"}});
-  store->record_repetition(run, 0, 0, {{"x", 1}});
-  EXPECT_EQ(kind_of([&] { store->record_repetition(run, 0, 0, {{"x", 2}}); }), ErrorKind::kBug);
-  store->record_turn(run, {0, 0, "c01", 0}, {});
-  EXPECT_EQ(kind_of([&] { store->record_turn(run, {0, 0, "c01", 0}, {}); }), ErrorKind::kBug);
-  // The failed insert rolled back: the first value is still the one stored.
-  EXPECT_EQ(store->load_run(run)["configurations"][0]["repetitions"][0]["result"]["x"], 1);
-}
-
-TEST(Store, InvalidUtf8InAResultIsStoredNotLost) {
-  TempDir dir;
-  auto store = open_store(dir.file("r.db"));
-  const std::string bad = "model \xff\xfe output";  // e.g. a generated byte sequence cut mid-character
-  const RunId run = store->begin_run(RunKind::kSession, {{"host", bad}}, {});
-  store->add_configuration(run, 0, {{"name", bad}});
-  EXPECT_NO_THROW(store->add_configuration(run, 0, {{"name", bad}}));  // resume still matches
-  store->record_turn(run, {0, 0, "c01", 0}, {{"text", bad}, {"ttft_ms", 250.0}});
-  const nlohmann::json doc = store->load_run(run);
-  EXPECT_EQ(doc["turns"][0]["result"]["ttft_ms"], 250.0);
-  EXPECT_EQ(doc["turns"][0]["result"]["text"], "model \xef\xbf\xbd\xef\xbf\xbd output");  // U+FFFD twice
-  EXPECT_NO_THROW((void)doc.dump());
-}
-
-TEST(Store, ResumeRefusesAChangedPlan) {
-  TempDir dir;
-  auto store = open_store(dir.file("r.db"));
-  const RunId run = store->begin_run(RunKind::kBench, provenance(), {});
-  const int64_t id = store->add_configuration(run, 0, {{"test", "tg64"}, {"threads", 2}});
-  EXPECT_EQ(store->add_configuration(run, 0, {{"threads", 2}, {"test", "tg64"}}), id);  // same config: same row
-  EXPECT_EQ(kind_of([&] { store->add_configuration(run, 0, {{"test", "tg64"}, {"threads", 4}}); }),
-            ErrorKind::kBadInput);
-}
-
-TEST(Store, CompleteRunCannotBeResumedButAFailedOneCan) {
-  TempDir dir;
-  auto store = open_store(dir.file("r.db"));
-  const RunId done = store->begin_run(RunKind::kBench, provenance(), {});
-  store->finish_run(done, Status::kComplete);
-  EXPECT_EQ(kind_of([&] { store->resume_run(done); }), ErrorKind::kBadInput);
-  const RunId failed = store->begin_run(RunKind::kBench, provenance(), {});
-  store->finish_run(failed, Status::kFailed, "model file vanished");
-  EXPECT_EQ(store->get_run(failed).error, "model file vanished");
-  store->resume_run(failed);
-  EXPECT_EQ(store->get_run(failed).status, "running");
-  EXPECT_EQ(kind_of([&] { store->get_run(999); }), ErrorKind::kBadInput);
-}
-
-// The durability claim, tested with a real SIGKILL: a child process writes repetitions
-// one at a time and reports each commit through a pipe; the parent kills it mid-run,
-// then checks that every reported unit is stored intact and that a resumed writer can
-// finish the plan from completed_units().
-TEST(Store, KillDuringRunLosesAtMostTheUnitInFlightAndResumeFinishesIt) {
-  TempDir dir;
-  const std::string path = dir.file("kill.db");
-  // 100 planned at >= 15 ms each leaves the parent over a second to kill the child
-// after the 12th commit, even on a loaded machine.
-  constexpr int64_t kPlanned = 100, kKillAfter = 12;
-  RunId run = 0;
-  {
-    auto store = open_store(path);
-    run = store->begin_run(RunKind::kBench, provenance(), {{"repetitions", kPlanned}});
-    store->add_configuration(run, 0, {{"test", "tg64"}});
-  }  // closed before fork: a SQLite connection must not cross a fork
-
-  int pipe_fds[2];
-  ASSERT_EQ(pipe(pipe_fds), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    close(pipe_fds[0]);
-    try {
-      auto store = open_store(path);
-      for (int64_t rep = 0; rep < kPlanned; ++rep) {
-        store->record_repetition(run, 0, rep, repetition_result(rep));
-        const char byte = 1;
-        if (write(pipe_fds[1], &byte, 1) != 1) _exit(3);
-        std::this_thread::sleep_for(std::chrono::milliseconds(15));
-      }
-    } catch (...) {
-      _exit(2);
-    }
-    _exit(0);  // not reached in the test: the parent kills first
-  }
-  close(pipe_fds[1]);
-  int64_t reported = 0;
-  char byte;
-  while (reported < kKillAfter && read(pipe_fds[0], &byte, 1) == 1) ++reported;
-  // Land inside the next write or sleep, not on a clean boundary.
-  std::this_thread::sleep_for(std::chrono::milliseconds(7));
-  ASSERT_EQ(kill(child, SIGKILL), 0);
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  close(pipe_fds[0]);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "the writer finished or failed before the kill; status " << status;
-  EXPECT_EQ(WTERMSIG(status), SIGKILL);
-  ASSERT_EQ(reported, kKillAfter);
-
-  auto store = open_store(path);
-  EXPECT_EQ(store->integrity_check(), "ok");
-  EXPECT_EQ(store->get_run(run).status, "running");  // the killed run never finished
-  const CompletedUnits done = store->completed_units(run);
-  // Every commit the child reported is there; at most the units in flight beyond it.
-  EXPECT_GE(static_cast<int64_t>(done.repetitions.size()), kKillAfter);
-  EXPECT_LE(static_cast<int64_t>(done.repetitions.size()), kKillAfter + 2);
-  EXPECT_LT(static_cast<int64_t>(done.repetitions.size()), kPlanned);
-  const nlohmann::json before = store->load_run(run);
-  for (const nlohmann::json& rep : before["configurations"][0]["repetitions"])
-    EXPECT_TRUE(intact(rep["result"], rep["ordinal"].get<int64_t>())) << "repetition " << rep["ordinal"];
-  for (int64_t rep = 0; rep < static_cast<int64_t>(done.repetitions.size()); ++rep)
-    EXPECT_TRUE(done.has(RepetitionKey{0, rep})) << "gap at " << rep;  // a prefix: nothing skipped
-
-  // Resume: same plan, skip what is stored.
-  store->resume_run(run);
-  store->add_configuration(run, 0, {{"test", "tg64"}});
-  int64_t written = 0;
-  for (int64_t rep = 0; rep < kPlanned; ++rep) {
-    if (done.has(RepetitionKey{0, rep})) continue;
-    store->record_repetition(run, 0, rep, repetition_result(rep));
-    ++written;
-  }
-  store->finish_configuration(run, 0, Status::kComplete);
-  store->finish_run(run, Status::kComplete);
-  EXPECT_EQ(written + static_cast<int64_t>(done.repetitions.size()), kPlanned);
-  const nlohmann::json after = store->load_run(run);
-  ASSERT_EQ(static_cast<int64_t>(after["configurations"][0]["repetitions"].size()), kPlanned);
-  for (int64_t rep = 0; rep < kPlanned; ++rep) {
-    const nlohmann::json& r = after["configurations"][0]["repetitions"][static_cast<size_t>(rep)];
-    EXPECT_EQ(r["ordinal"], rep);
-    EXPECT_TRUE(intact(r["result"], rep));
-  }
-  EXPECT_EQ(after["run"]["status"], "complete");
-  EXPECT_EQ(store->integrity_check(), "ok");
 }
 
 TEST(Store, FileThatIsNotSqliteIsRejectedClearly) {
@@ -315,13 +102,6 @@ TEST(Store, DamagedPagesAreReportedAsBadInputNotACrash) {
   EXPECT_NE(msg.find("not an edgeprobe results database, or a damaged one"), std::string::npos) << msg;
 }
 
-TEST(Store, MustExistModeDoesNotCreateAFile) {
-  TempDir dir;
-  const std::string path = dir.file("absent.db");
-  EXPECT_EQ(kind_of([&] { open_store(path, Store::Mode::kMustExist); }), ErrorKind::kBadInput);
-  EXPECT_FALSE(fs::exists(path));
-}
-
 TEST(Store, DefaultPathFollowsXdgDataHome) {
   const char* old_xdg = std::getenv("XDG_DATA_HOME");
   const std::string saved = old_xdg ? old_xdg : "";
@@ -335,37 +115,6 @@ TEST(Store, DefaultPathFollowsXdgDataHome) {
   if (old_xdg) setenv("XDG_DATA_HOME", saved.c_str(), 1);
 }
 
-
-// Parallel runs (ctest -j, a lab's devices) often create the same new store at once: the
-// switch of a new file to WAL takes an exclusive lock that SQLite's busy handler does not
-// wait for, so every opener but one must retry instead of failing with "database is locked".
-TEST(Store, ManyProcessesOpeningOneNewFileAtOnceAllSucceed) {
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    TempDir dir;
-    const std::string path = dir.file("new.db");
-    std::vector<pid_t> children;
-    for (int i = 0; i < 8; ++i) {
-      const pid_t pid = fork();
-      if (pid == 0) {
-        try {
-          auto s = open_store(path);
-          s->begin_run("bench", {}, {});
-          _exit(0);
-        } catch (const std::exception& e) {
-          fprintf(stderr, "child %d: %s\n", i, e.what());
-          _exit(1);
-        }
-      }
-      children.push_back(pid);
-    }
-    for (pid_t pid : children) {
-      int status = 0;
-      waitpid(pid, &status, 0);
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a concurrent open failed";
-    }
-    EXPECT_EQ(open_store(path)->list_runs({}).size(), 8u);
-  }
-}
 
 }  // namespace
 }  // namespace edgeprobe::store

@@ -1,0 +1,288 @@
+#include "store/pg_store.h"
+
+#include <map>
+#include <utility>
+
+#include "core/error.h"
+#include "store/pg_conn.h"
+#include "store/pg_schema.h"
+#include "store/store_rows.h"
+
+namespace edgeprobe::store {
+namespace {
+
+using pg::param;
+using pg::param_or_null;
+using pg::Result;
+using pg::Transaction;
+using rows::parse_stored;
+using rows::to_text;
+
+nlohmann::json null_if_empty(const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); }
+
+}  // namespace
+
+PgStore::PgStore(std::unique_ptr<pg::Connection> conn) : conn_(std::move(conn)) {}
+PgStore::~PgStore() = default;
+
+std::unique_ptr<PgStore> PgStore::open(const std::string& url, Mode mode) {
+  auto conn = std::make_unique<pg::Connection>(url, redact_password(url));
+  pg::migrate(*conn, mode);
+  return std::unique_ptr<PgStore>(new PgStore(std::move(conn)));
+}
+
+std::string PgStore::location() const { return conn_->shown(); }
+
+int PgStore::latest_schema_version() { return pg::latest_schema_version(); }
+int PgStore::schema_version() const { return pg::schema_version(*conn_); }
+
+RunId PgStore::begin_run(const std::string& kind, const nlohmann::json& provenance, const nlohmann::json& plan) {
+  if (!is_valid_run_kind(kind))
+    throw_bad_input("{}: run kind '{}' is not a valid name ([a-z][a-z0-9_-]{{0,31}})", location(), kind);
+  const rows::DeviceColumns device = rows::device_columns(provenance);
+  // One statement: its own committed transaction.
+  return conn_
+      ->exec("INSERT INTO runs (kind, status, device_id, device, provenance_json, plan_json) "
+            "VALUES ($1, 'running', $2, $3, $4, $5) RETURNING id",
+            {param(kind), param_or_null(device.id), param_or_null(device.json), param(to_text(provenance)),
+             param(to_text(plan))})
+      .integer(0, 0);
+}
+
+RunRecord PgStore::get_run(RunId run) const {
+  const Result r = conn_->exec(
+      "SELECT id, created_at, finished_at, kind, status, error, device_id, provenance_json, plan_json "
+      "FROM runs WHERE id = $1",
+      {param(run)});
+  if (r.rows() == 0) throw_bad_input("{}: no run {}", location(), run);
+  RunRecord rec;
+  rec.id = r.integer(0, 0);
+  rec.created_at = r.text(0, 1);
+  rec.finished_at = r.text(0, 2);
+  rec.kind = r.text(0, 3);
+  rec.status = r.text(0, 4);
+  rec.error = r.text(0, 5);
+  rec.device_id = r.text(0, 6);
+  rec.provenance = parse_stored(r.text(0, 7), location(), "provenance");
+  rec.plan = parse_stored(r.text(0, 8), location(), "plan");
+  return rec;
+}
+
+void PgStore::resume_run(RunId run) {
+  const RunRecord r = get_run(run);
+  if (r.status == "complete") throw_bad_input("run {} is already complete; nothing to resume", run);
+  conn_->exec("UPDATE runs SET status = 'running', finished_at = NULL, error = NULL WHERE id = $1", {param(run)});
+}
+
+int64_t PgStore::add_configuration(RunId run, int64_t ordinal, const nlohmann::json& config) {
+  Transaction tx(*conn_);
+  // Two controllers resuming one run may add the same configuration at once: the loser's
+  // insert waits for the winner's commit, does nothing, and reads the winner's row.
+  const Result inserted = conn_->exec(
+      "INSERT INTO configurations (run_id, ordinal, config_json) VALUES ($1, $2, $3) "
+      "ON CONFLICT (run_id, ordinal) DO NOTHING RETURNING id",
+      {param(run), param(ordinal), param(to_text(config))});
+  if (inserted.rows() == 1) {
+    tx.commit();
+    return inserted.integer(0, 0);
+  }
+  const Result existing = conn_->exec("SELECT id, config_json FROM configurations WHERE run_id = $1 AND ordinal = $2",
+                                     {param(run), param(ordinal)});
+  if (existing.rows() != 1)
+    throw Error(ErrorKind::kBug, fmt::format("run {}: configuration {} neither inserted nor found", run, ordinal));
+  // Compared as stored, so a config with invalid UTF-8 still matches itself.
+  if (parse_stored(existing.text(0, 1), location(), "configuration") != nlohmann::json::parse(to_text(config)))
+    throw_bad_input("run {}: configuration {} differs from the stored one; resume needs the same plan", run, ordinal);
+  tx.commit();
+  return existing.integer(0, 0);
+}
+
+void PgStore::finish_configuration(RunId run, int64_t ordinal, Status status, const std::string& error) {
+  const Result r = conn_->exec("UPDATE configurations SET status = $1, error = $2 WHERE run_id = $3 AND ordinal = $4",
+                              {param(std::string(to_string(status))), param_or_null(error), param(run), param(ordinal)});
+  if (r.affected_rows() != 1) throw Error(ErrorKind::kBug, fmt::format("run {} has no configuration {}", run, ordinal));
+}
+
+void PgStore::insert_telemetry(const char* owner_kind, int64_t owner_id,
+                               const std::vector<TelemetrySummary>& telemetry) {
+  for (const TelemetrySummary& t : telemetry)
+    conn_->exec("INSERT INTO telemetry_summaries (owner_kind, owner_id, phase, summary_json) VALUES ($1, $2, $3, $4)",
+               {param(std::string(owner_kind)), param(owner_id), param(t.phase), param(to_text(t.summary))});
+}
+
+int64_t PgStore::record_repetition(RunId run, int64_t configuration_ordinal, int64_t repetition,
+                                   const nlohmann::json& result, const std::vector<TelemetrySummary>& telemetry) {
+  Transaction tx(*conn_);
+  const Result config = conn_->exec("SELECT id FROM configurations WHERE run_id = $1 AND ordinal = $2",
+                                   {param(run), param(configuration_ordinal)});
+  if (config.rows() != 1)
+    throw Error(ErrorKind::kBug, fmt::format("run {} has no configuration {}", run, configuration_ordinal));
+  const int64_t id = conn_
+                         ->exec("INSERT INTO repetitions (configuration_id, ordinal, result_json) VALUES ($1, $2, $3) "
+                               "RETURNING id",
+                               {param(config.integer(0, 0)), param(repetition), param(to_text(result))})
+                         .integer(0, 0);
+  insert_telemetry("repetition", id, telemetry);
+  tx.commit();
+  return id;
+}
+
+int64_t PgStore::record_turn(RunId run, const TurnKey& key, const nlohmann::json& result,
+                             const std::vector<TelemetrySummary>& telemetry) {
+  Transaction tx(*conn_);
+  const int64_t id =
+      conn_
+          ->exec("INSERT INTO turns (run_id, configuration_ordinal, round, conversation_id, turn_index, result_json) "
+                "VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+                {param(run), param(key.configuration_ordinal), param(key.round), param(key.conversation_id),
+                 param(key.turn_index), param(to_text(result))})
+          .integer(0, 0);
+  insert_telemetry("turn", id, telemetry);
+  tx.commit();
+  return id;
+}
+
+void PgStore::record_run_summary(RunId run, const std::string& phase, const nlohmann::json& summary) {
+  Transaction tx(*conn_);
+  get_run(run);  // throws for an unknown run
+  insert_telemetry("run", run, {{phase, summary}});
+  tx.commit();
+}
+
+void PgStore::finish_run(RunId run, Status status, const std::string& error) {
+  const Result r = conn_->exec(
+      "UPDATE runs SET status = $1, error = $2, "
+      R"(finished_at = to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') )"
+      "WHERE id = $3",
+      {param(std::string(to_string(status))), param_or_null(error), param(run)});
+  if (r.affected_rows() != 1) throw_bad_input("{}: no run {}", location(), run);
+}
+
+std::vector<RunSummary> PgStore::list_runs(const RunFilter& filter) const {
+  const Result r = conn_->exec(
+      "SELECT r.id, r.created_at, r.finished_at, r.kind, r.status, r.device_id, r.provenance_json, "
+      "(SELECT count(*) FROM configurations c WHERE c.run_id = r.id), "
+      "(SELECT count(*) FROM repetitions p JOIN configurations c ON p.configuration_id = c.id "
+      " WHERE c.run_id = r.id), "
+      "(SELECT count(*) FROM turns t WHERE t.run_id = r.id) "
+      "FROM runs r "
+      "WHERE ($1 = '' OR r.kind = $1) "
+      "AND ($2 = '' OR ($3 AND r.device_id = $2) OR (NOT $3 AND strpos(r.device_id, $2) > 0)) "
+      "ORDER BY r.id",
+      {param(filter.kind), param(filter.device), param(filter.device_exact)});
+  std::vector<RunSummary> runs;
+  for (int i = 0; i < r.rows(); ++i) {
+    RunSummary s;
+    s.id = r.integer(i, 0);
+    s.created_at = r.text(i, 1);
+    s.finished_at = r.text(i, 2);
+    s.kind = r.text(i, 3);
+    s.status = r.text(i, 4);
+    s.device_id = r.text(i, 5);
+    s.model = rows::model_label(parse_stored(r.text(i, 6), location(), "provenance"));
+    s.configurations = r.integer(i, 7);
+    s.repetitions = r.integer(i, 8);
+    s.turns = r.integer(i, 9);
+    runs.push_back(std::move(s));
+  }
+  return runs;
+}
+
+nlohmann::json PgStore::load_run(RunId run) const {
+  // A handful of queries for the whole run, not one per unit: the server may be across
+  // a network, where a round trip per repetition would add up.
+  Transaction tx(*conn_);
+  conn_->exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");  // one snapshot: a run being written reads whole
+  const RunRecord r = get_run(run);
+  std::map<std::pair<std::string, int64_t>, nlohmann::json> telemetry;  // (owner kind, id) -> summaries
+  const Result t = conn_->exec(
+      "SELECT owner_kind, owner_id, phase, summary_json FROM telemetry_summaries WHERE "
+      "(owner_kind = 'run' AND owner_id = $1) "
+      "OR (owner_kind = 'repetition' AND owner_id IN (SELECT p.id FROM repetitions p "
+      "    JOIN configurations c ON p.configuration_id = c.id WHERE c.run_id = $1)) "
+      "OR (owner_kind = 'turn' AND owner_id IN (SELECT id FROM turns WHERE run_id = $1)) "
+      "ORDER BY id",
+      {param(run)});
+  for (int i = 0; i < t.rows(); ++i) {
+    nlohmann::json& list = telemetry[{t.text(i, 0), t.integer(i, 1)}];
+    if (list.is_null()) list = nlohmann::json::array();
+    list.push_back({{"phase", t.text(i, 2)}, {"summary", parse_stored(t.text(i, 3), location(), "telemetry")}});
+  }
+  auto telemetry_of = [&](const char* kind, int64_t id) {
+    const auto it = telemetry.find({kind, id});
+    return it == telemetry.end() ? nlohmann::json::array() : it->second;
+  };
+
+  nlohmann::json doc;
+  doc["schema_version"] = latest_schema_version();
+  doc["run"] = {{"id", r.id},
+                {"created_at", r.created_at},
+                {"finished_at", null_if_empty(r.finished_at)},
+                {"kind", r.kind},
+                {"status", r.status},
+                {"error", null_if_empty(r.error)},
+                {"device_id", null_if_empty(r.device_id)},
+                {"provenance", r.provenance},
+                {"plan", r.plan}};
+  doc["configurations"] = nlohmann::json::array();
+  const Result c = conn_->exec(
+      "SELECT ordinal, status, error, config_json FROM configurations WHERE run_id = $1 ORDER BY ordinal",
+      {param(run)});
+  std::map<int64_t, size_t> index_of;  // configuration ordinal -> position in doc
+  for (int i = 0; i < c.rows(); ++i) {
+    index_of[c.integer(i, 0)] = doc["configurations"].size();
+    doc["configurations"].push_back({{"ordinal", c.integer(i, 0)},
+                                     {"status", c.text(i, 1)},
+                                     {"error", c.is_null(i, 2) ? nlohmann::json(nullptr) : nlohmann::json(c.text(i, 2))},
+                                     {"config", parse_stored(c.text(i, 3), location(), "configuration")},
+                                     {"repetitions", nlohmann::json::array()}});
+  }
+  const Result p = conn_->exec(
+      "SELECT c.ordinal, p.id, p.ordinal, p.recorded_at, p.result_json FROM repetitions p "
+      "JOIN configurations c ON p.configuration_id = c.id WHERE c.run_id = $1 ORDER BY c.ordinal, p.ordinal",
+      {param(run)});
+  for (int i = 0; i < p.rows(); ++i)
+    doc["configurations"][index_of.at(p.integer(i, 0))]["repetitions"].push_back(
+        {{"ordinal", p.integer(i, 2)},
+         {"recorded_at", p.text(i, 3)},
+         {"result", parse_stored(p.text(i, 4), location(), "repetition")},
+         {"telemetry", telemetry_of("repetition", p.integer(i, 1))}});
+  doc["turns"] = nlohmann::json::array();
+  const Result u = conn_->exec(
+      "SELECT id, configuration_ordinal, round, conversation_id, turn_index, recorded_at, result_json "
+      "FROM turns WHERE run_id = $1 ORDER BY configuration_ordinal, round, id",
+      {param(run)});
+  for (int i = 0; i < u.rows(); ++i)
+    doc["turns"].push_back({{"configuration_ordinal", u.integer(i, 1)},
+                            {"round", u.integer(i, 2)},
+                            {"conversation_id", u.text(i, 3)},
+                            {"turn_index", u.integer(i, 4)},
+                            {"recorded_at", u.text(i, 5)},
+                            {"result", parse_stored(u.text(i, 6), location(), "turn")},
+                            {"telemetry", telemetry_of("turn", u.integer(i, 0))}});
+  doc["telemetry"] = telemetry_of("run", run);
+  tx.commit();
+  return doc;
+}
+
+CompletedUnits PgStore::completed_units(RunId run) const {
+  get_run(run);
+  CompletedUnits done;
+  const Result p = conn_->exec(
+      "SELECT c.ordinal, p.ordinal FROM repetitions p JOIN configurations c ON p.configuration_id = c.id "
+      "WHERE c.run_id = $1",
+      {param(run)});
+  for (int i = 0; i < p.rows(); ++i) done.repetitions.insert({p.integer(i, 0), p.integer(i, 1)});
+  const Result t = conn_->exec(
+      "SELECT configuration_ordinal, round, conversation_id, turn_index FROM turns WHERE run_id = $1", {param(run)});
+  for (int i = 0; i < t.rows(); ++i)
+    done.turns.insert({t.integer(i, 0), t.integer(i, 1), t.text(i, 2), t.integer(i, 3)});
+  const Result c =
+      conn_->exec("SELECT ordinal FROM configurations WHERE run_id = $1 AND status = 'complete'", {param(run)});
+  for (int i = 0; i < c.rows(); ++i) done.complete_configurations.insert(c.integer(i, 0));
+  return done;
+}
+
+std::string PgStore::integrity_check() const { return pg::integrity_check(*conn_); }
+
+}  // namespace edgeprobe::store
