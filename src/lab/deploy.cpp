@@ -71,17 +71,6 @@ bool push_verified(Transport& t, const Device& d, const std::string& local, cons
   return true;
 }
 
-// This edgeprobe, as a command: the binary itself, or inside a bundle (where
-// /proc/self/exe is the bundle's own glibc loader) the bundle's launcher.
-std::string local_launcher() {
-  const fs::path self = self_executable();
-  if (self.filename().string().starts_with("ld-linux")) {
-    const fs::path launcher = self.parent_path().parent_path() / "edgeprobe";
-    if (fs::exists(launcher)) return "sh " + shell_quote(launcher.string());
-  }
-  return shell_quote(self.string());
-}
-
 }  // namespace
 
 std::string bundle_name(const std::string& target) {
@@ -100,7 +89,7 @@ DeployResult deploy(Transport& t, const Device& d, const DeviceState& state,
                     const std::vector<std::string>& models, const DeployOptions& options) {
   DeployResult out;
   if (d.transport == "local") {
-    out.launcher = local_launcher();
+    out.launcher = shell_join(self_command());  // as this edgeprobe was started (a bundle's loader too)
     for (const auto& m : models) out.models.emplace_back(m, m);
     return out;
   }
