@@ -51,7 +51,10 @@ else
   llama_prefix=$("$REPO_ROOT/scripts/build-llama.sh" ${cross:+--target "$TARGET"})
   BUILD_DIR=${BUILD_DIR:-$REPO_ROOT/build-dist-$TARGET}
   cmake_args=(-S "$REPO_ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release
-              -DCMAKE_PREFIX_PATH="$llama_prefix" -DEDGEPROBE_BUILD_TESTS=OFF -DEDGEPROBE_BUILD_BENCH=OFF)
+              -DCMAKE_PREFIX_PATH="$llama_prefix" -DEDGEPROBE_BUILD_TESTS=OFF -DEDGEPROBE_BUILD_BENCH=OFF
+              # A device streams its units to the lab controller, which stores them: the
+              # bundle needs no libpq (and its Kerberos/LDAP/TLS libraries).
+              -DEDGEPROBE_POSTGRESQL=OFF)
   [ -z "$cross" ] || cmake_args+=(-DCMAKE_TOOLCHAIN_FILE="$REPO_ROOT/cmake/$TARGET.cmake")
   if command -v ccache >/dev/null; then
     cmake_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)

@@ -24,6 +24,7 @@ packages=(build-essential g++ cmake ninja-build pkg-config git ca-certificates n
 packages+=(libyaml-dev openssh-client)  # lab: the inventory's YAML, the ssh transport (ssh, scp)
 packages+=(openssh-server iproute2)  # lab and KV tests: sshd "devices" in network namespaces, veth links, tbf rates
 packages+=(libpq-dev postgresql)  # the PostgreSQL results store (libpq) and the server its tests start
+packages+=(clang libclang-rt-14-dev)  # libFuzzer for the KV frame parser's fuzz test (tests/kv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -180,6 +180,8 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
     return it->second;
   };
   callbacks.repetition = [&](size_t i, const workload::TestCase& test, result::Repetition& rep) {
+    if (engine.prefill_log) attach_prefill_record(*engine.prefill_log, plan.env, rep.prefill_remote, rep.ttft_ms,
+                                                  rep.prefill_ms, rep.prefill_tokens_per_s);
     recorder.enrich_repetition(test.name(), rep);
     if (ctx.store) ctx.store->record_repetition(run_id, static_cast<int64_t>(i), rep.index, result::to_json(rep));
     if (ctx.sink) ctx.sink->bench_repetition(i, test, rep);

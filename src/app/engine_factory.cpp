@@ -9,6 +9,15 @@ EngineHandle make_engine(const Environment& env) {
   EngineHandle h;
   h.cpu_backend = &engine::load_cpu_backend(env.cpu_variant);
   h.engine = std::make_unique<engine::LlamaEngine>(*h.cpu_backend);
+  if (!env.prefill_remote.empty()) {
+    kv::RemotePrefillOptions o;
+    o.client.server = kv::parse_endpoint(env.prefill_remote);
+    o.client.token = kv::load_token(env.prefill_token_file);
+    o.compare_local = env.prefill_compare_local;
+    h.prefill_log = std::make_shared<kv::PrefillLog>();
+    h.inner = std::move(h.engine);
+    h.engine = std::make_unique<kv::RemotePrefillEngine>(*h.inner, std::move(o), h.prefill_log);
+  }
   h.identity = result::engine_from_json(h.engine->provenance());
   return h;
 }
@@ -18,6 +27,17 @@ nlohmann::json engine_log_json() {
   for (const auto& line : engine::captured_log(engine::LogLevel::kInfo))
     lines.push_back({{"level", static_cast<int>(line.level)}, {"text", line.text}});
   return lines;
+}
+
+void attach_prefill_record(kv::PrefillLog& log, const Environment& env, nlohmann::json& record, double& ttft_ms,
+                           double& prefill_ms, double& prefill_tokens_per_s) {
+  const auto last = log.take_last();
+  if (!last) return;
+  record = last->to_json();
+  if (!env.prefill_compare_local) return;
+  ttft_ms = last->ttft_ms;
+  prefill_ms = last->ttft_ms;
+  prefill_tokens_per_s = last->ttft_ms > 0 ? last->tokens / (last->ttft_ms / 1e3) : 0;
 }
 
 }  // namespace edgeprobe::app

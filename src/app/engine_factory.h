@@ -6,6 +6,7 @@
 #include "app/plan.h"
 #include "engine/backend.h"
 #include "engine/engine.h"
+#include "kv/remote_prefill.h"
 #include "result/result.h"
 
 namespace edgeprobe::app {
@@ -17,11 +18,21 @@ struct EngineHandle {
   std::unique_ptr<engine::Engine> engine;
   const engine::CpuBackendInfo* cpu_backend = nullptr;  // null for an engine without ggml
   result::EngineIdentity identity;                      // provenance's engine object
+  // With env.prefill_remote: `engine` is the remote-prefill decorator around `inner`, and
+  // each prefill's record (TTFT split, fallback) lands in prefill_log.
+  std::unique_ptr<engine::Engine> inner;
+  std::shared_ptr<kv::PrefillLog> prefill_log;
 };
 EngineHandle make_engine(const Environment& env);
 
 // llama.cpp's own log lines at info level and above (the debug lines, one per tensor, say
 // nothing doctor looks for), as provenance.llama_log.
 nlohmann::json engine_log_json();
+
+// Moves the last prefill's record (TTFT split, fallback) into `record`. With
+// --prefill-compare-local the runner timed both paths inside one prefill, so the figures
+// it measured are replaced by the remote path's own (the local one stays in the record).
+void attach_prefill_record(kv::PrefillLog& log, const Environment& env, nlohmann::json& record, double& ttft_ms,
+                           double& prefill_ms, double& prefill_tokens_per_s);
 
 }  // namespace edgeprobe::app

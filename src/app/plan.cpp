@@ -21,6 +21,8 @@ void validate_environment(const Environment& env) {
   if (!(env.sample_hz >= 0 && env.sample_hz <= 1000))
     throw_bad_input("--sample-hz {} out of range 0..1000", env.sample_hz);
   if (env.sysfs_root.empty()) throw_bad_input("--sysfs-root is empty: give a directory (/ for this machine)");
+  if (env.prefill_remote.empty() && env.prefill_compare_local)
+    throw_bad_input("--prefill-compare-local needs --prefill-remote HOST:PORT");
 }
 
 // Reads `key` into `out` when present, with the type the field has; a wrong type names the key.
@@ -41,13 +43,22 @@ void reject_unknown_keys(const json& j, std::initializer_list<const char*> known
 }
 
 json environment_json(const Environment& e) {
-  return {{"cpu_variant", e.cpu_variant}, {"sample_hz", e.sample_hz}, {"sysfs_root", e.sysfs_root}};
+  json j = {{"cpu_variant", e.cpu_variant}, {"sample_hz", e.sample_hz}, {"sysfs_root", e.sysfs_root}};
+  if (!e.prefill_remote.empty()) {
+    j["prefill_remote"] = e.prefill_remote;
+    j["prefill_token_file"] = e.prefill_token_file;
+    j["prefill_compare_local"] = e.prefill_compare_local;
+  }
+  return j;
 }
 
 void read_environment(const json& j, Environment& e) {
   read(j, "cpu_variant", e.cpu_variant);
   read(j, "sample_hz", e.sample_hz);
   read(j, "sysfs_root", e.sysfs_root);
+  read(j, "prefill_remote", e.prefill_remote);
+  read(j, "prefill_token_file", e.prefill_token_file);
+  read(j, "prefill_compare_local", e.prefill_compare_local);
 }
 
 json sweep_json(const workload::SweepSpec& s) {

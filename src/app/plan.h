@@ -23,6 +23,11 @@ struct Environment {
   double sample_hz = 20;           // telemetry sampling rate; 0 = off
   std::string sysfs_root = "/";    // a fixture tree stands in for a phone
   bool verbose_engine_log = false; // echo llama.cpp's log to stderr
+  // KV disaggregation (docs/disaggregation.md): prefill on a kv-serve node at HOST:PORT,
+  // decode here. The token comes from the file, else EDGEPROBE_KV_TOKEN; it is never stored.
+  std::string prefill_remote;
+  std::string prefill_token_file;
+  bool prefill_compare_local = false;  // also prefill locally, timed apart, in each repetition/turn
 };
 
 struct BenchPlan {

@@ -108,6 +108,10 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
     return t;
   };
   cb.turn_done = [&](size_t ci, runner::TurnResult& t) {
+    json prefill_remote;
+    if (engine.prefill_log && t.end_ns > 0)
+      attach_prefill_record(*engine.prefill_log, plan.env, prefill_remote, t.ttft_ms, t.prefill_ms,
+                            t.prefill_tokens_per_s);
     json j;
     if (t.end_ns > 0) {
       t.telemetry = {{"prefill", recorder.summarize(t.start_ns, t.prefill_end_ns, t.prompt_tokens)},
@@ -122,6 +126,7 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
     } else {
       j = t.to_json();
     }
+    if (!prefill_remote.is_null()) j["prefill_remote"] = std::move(prefill_remote);
     if (ctx.store) ctx.store->record_turn(run_id, {static_cast<int64_t>(ci), t.round, t.conversation_id, t.turn_index}, j);
     if (ctx.sink) ctx.sink->session_turn(ci, j);
     turns[ci].push_back(std::move(j));

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "app/bench_job.h"
+#include "cli/cmd_kv_serve.h"
 #include "cli/common.h"
 #include "cli/job_options.h"
 #include "core/error.h"
@@ -121,6 +122,7 @@ void register_bench(CLI::App& app, const std::vector<std::string>& command_line)
       ->capture_default_str();
   add_store_flags(cmd, f->store, "Finish an interrupted bench run from the store (its stored plan)");
   add_output_flags(cmd, f->output, "md, csv, json or jsonl");
+  add_prefill_remote_flags(cmd, plan->env);
   cmd->add_flag("-v,--verbose", plan->env.verbose_engine_log, "Echo llama.cpp's log to stderr");
   cmd->callback([f, plan, command_line] {
     const int rc = run(*f, *plan, join_command_line(command_line));

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "app/session_job.h"
+#include "cli/cmd_kv_serve.h"
 #include "cli/common.h"
 #include "cli/job_options.h"
 #include "report/session_reporters.h"
@@ -70,6 +71,7 @@ void register_session(CLI::App& app, const std::vector<std::string>& command_lin
   cmd->add_option("--cpu-variant", plan->env.cpu_variant, "Load this ggml CPU variant instead of the best one for this CPU");
   add_store_flags(cmd, f->store, "Continue an interrupted session run where it stopped");
   add_output_flags(cmd, f->output, "md, csv, json or jsonl");
+  add_prefill_remote_flags(cmd, plan->env);
   cmd->add_flag("-v,--verbose", plan->env.verbose_engine_log, "Echo llama.cpp's log to stderr");
   cmd->callback([f, plan, command_line] {
     const int rc = run(*f, *plan, join_command_line(command_line));

@@ -10,6 +10,8 @@
 #include "cli/cmd_compare.h"
 #include "cli/cmd_doctor.h"
 #include "cli/cmd_export.h"
+#include "cli/cmd_kv_serve.h"
+#include "cli/cmd_predict_disagg.h"
 #include "cli/cmd_lab.h"
 #include "cli/cmd_probe.h"
 #include "cli/cmd_report.h"
@@ -49,6 +51,8 @@ int main(int argc, char** argv) {
   cli::register_doctor(app, command_line);
   cli::register_run(app, command_line);
   cli::register_report(app);
+  cli::register_kv_serve(app);
+  cli::register_predict_disagg(app);
   cli::register_lab(app, command_line);
 
   // Ctrl-C ends the sweep after the repetition in flight; what was measured is written.

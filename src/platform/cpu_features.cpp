@@ -270,8 +270,9 @@ std::string cpu_model_name(const FsRoot& fs) {
   for (const char* key : {"model name", "Hardware", "Model"}) {
     auto value = cpuinfo_value(*text, key);
 #if defined(__aarch64__)
-    // qemu-user shows the host's cpuinfo: do not let it pass for the emulated CPU.
-    if (!value.empty() && !cpuinfo_value(*text, "vendor_id").empty()) return value + " (x86 host, emulated aarch64)";
+    // qemu-user shows the host's cpuinfo: do not let it pass for the emulated CPU (the
+    // same decision as emulation_sign's).
+    if (!value.empty() && !emulation_sign("aarch64", *text, nullptr).empty()) return value + " (x86 host, emulated aarch64)";
 #endif
     if (!value.empty()) return value;
   }

@@ -161,7 +161,7 @@ json to_json(const workload::TestCase& c) {
 }
 
 json to_json(const Repetition& rep) {
-  return {{"index", rep.index},
+  json j = {{"index", rep.index},
           {"start_ns", rep.start_ns},
           {"end_ns", rep.end_ns},
           {"ttft_ms", rep.ttft_ms},
@@ -172,6 +172,8 @@ json to_json(const Repetition& rep) {
           {"decode_step_ms", rep.decode_step_ms},
           {"peak_rss_bytes", rep.peak_rss_bytes < 0 ? json(nullptr) : json(rep.peak_rss_bytes)},
           {"telemetry", rep.telemetry}};
+  if (!rep.prefill_remote.is_null()) j["prefill_remote"] = rep.prefill_remote;
+  return j;
 }
 
 Repetition repetition_from_json(const json& j) {
@@ -187,6 +189,7 @@ Repetition repetition_from_json(const json& j) {
   rep.decode_step_ms = j.value("decode_step_ms", std::vector<double>{});
   rep.peak_rss_bytes = j.contains("peak_rss_bytes") && j["peak_rss_bytes"].is_number() ? j["peak_rss_bytes"].get<int64_t>() : -1;
   rep.telemetry = j.value("telemetry", json(nullptr));
+  rep.prefill_remote = j.value("prefill_remote", json(nullptr));
   return rep;
 }
 

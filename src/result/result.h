@@ -88,6 +88,7 @@ struct Repetition {
   std::vector<double> decode_step_ms;  // every decode step, synchronized
   int64_t peak_rss_bytes = -1;          // -1: unavailable
   nlohmann::json telemetry;             // {"prefill": {...}, "decode": {...}}; null when off
+  nlohmann::json prefill_remote;        // --prefill-remote: the TTFT split (docs/disaggregation.md); null otherwise
 };
 
 struct ErrorInfo {

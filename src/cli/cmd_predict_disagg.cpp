@@ -1,0 +1,104 @@
+#include "cli/cmd_predict_disagg.h"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iostream>
+
+#include "core/error.h"
+#include "kv/break_even.h"
+
+namespace edgeprobe::cli {
+namespace {
+
+struct PredictFlags {
+  std::string result, format = "text";
+  kv::DisaggInputs in;
+  std::vector<double> prompts{128, 512, 2048};
+};
+
+kv::DisaggInputs inputs(const PredictFlags& f, const CLI::App& cmd) {
+  kv::DisaggInputs in = f.in;
+  if (!f.result.empty()) {
+    std::ifstream file(f.result);
+    if (!file) throw_bad_input("cannot read '{}'", f.result);
+    const auto doc = nlohmann::json::parse(file, nullptr, false);
+    if (doc.is_discarded()) throw_bad_input("'{}' is not JSON (write one with -o json)", f.result);
+    in = kv::fit_inputs(kv::prefill_records(doc));
+    // A flag given next to a result overrides what was measured ("at 10 Mbit/s?").
+    if (cmd.count("--link-mbit")) in.link_mbit_s = f.in.link_mbit_s;
+    if (cmd.count("--local-rate")) in.local_tokens_per_s = f.in.local_tokens_per_s;
+    if (cmd.count("--remote-rate")) in.remote_tokens_per_s = f.in.remote_tokens_per_s;
+  }
+  return in;
+}
+
+int run(const PredictFlags& f, const CLI::App& cmd) {
+  const kv::DisaggInputs in = inputs(f, cmd);
+  const kv::BreakEven be = kv::break_even(in);
+  nlohmann::json out = {{"inputs",
+                         {{"local_tokens_per_s", in.local_tokens_per_s},
+                          {"remote_tokens_per_s", in.remote_tokens_per_s},
+                          {"kv_bytes_per_token", in.kv_bytes_per_token},
+                          {"link_mbit_s", in.link_mbit_s},
+                          {"fixed_ms", in.fixed_ms},
+                          {"local_fixed_ms", in.local_fixed_ms},
+                          {"per_token_overhead_ms", in.per_token_overhead_ms}}},
+                        {"break_even", be.to_json()},
+                        {"ttft_ms", nlohmann::json::array()}};
+  for (double n : f.prompts)
+    out["ttft_ms"].push_back(
+        {{"prompt_tokens", n}, {"local", kv::local_ttft_ms(in, n)}, {"remote", kv::remote_ttft_ms(in, n)}});
+  if (f.format == "json") {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format(
+      "prefill: {:.1f} tokens/s here, {:.1f} tokens/s remote; {:.0f} KV bytes/token; link {:.1f} Mbit/s; "
+      "{:.1f} ms fixed remote, {:.1f} ms local; {:.3f} ms/token serialize+restore\n",
+      in.local_tokens_per_s, in.remote_tokens_per_s, in.kv_bytes_per_token, in.link_mbit_s, in.fixed_ms,
+      in.local_fixed_ms, in.per_token_overhead_ms);
+  if (be.prompt_tokens)
+    std::cout << fmt::format("remote prefill wins above {:.0f} prompt tokens\n", *be.prompt_tokens);
+  else
+    std::cout << "remote prefill never wins at this link rate\n";
+  if (be.min_link_mbit)
+    std::cout << fmt::format("at or below {:.1f} Mbit/s it never wins\n", *be.min_link_mbit);
+  else
+    std::cout << "it never wins at any link rate (the remote node is not faster here)\n";
+  for (const auto& row : out["ttft_ms"])
+    std::cout << fmt::format("  {:>6.0f} tokens: TTFT {:.1f} ms local, {:.1f} ms remote\n",
+                             row["prompt_tokens"].get<double>(), row["local"].get<double>(),
+                             row["remote"].get<double>());
+  return 0;
+}
+
+}  // namespace
+
+void register_predict_disagg(CLI::App& app) {
+  auto f = std::make_shared<PredictFlags>();
+  CLI::App* cmd = app.add_subcommand("predict-disagg",
+                                     "Predict when prefilling on another node and sending the KV cache pays");
+  cmd->add_option("--result", f->result,
+                  "A bench/session JSON result measured with --prefill-remote --prefill-compare-local");
+  cmd->add_option("--local-rate", f->in.local_tokens_per_s, "This (decode) node's prefill rate, tokens/s");
+  cmd->add_option("--remote-rate", f->in.remote_tokens_per_s, "The prefill node's rate, tokens/s");
+  cmd->add_option("--kv-bytes-per-token", f->in.kv_bytes_per_token, "Sequence-state bytes per token");
+  cmd->add_option("--link-mbit", f->in.link_mbit_s, "Link rate, Mbit/s");
+  cmd->add_option("--local-fixed-ms", f->in.local_fixed_ms, "A local prefill call's own cost, ms")->capture_default_str();
+  cmd->add_option("--fixed-ms", f->in.fixed_ms, "Per-request cost: round trip and framing, ms")
+      ->capture_default_str();
+  cmd->add_option("--per-token-overhead-ms", f->in.per_token_overhead_ms, "Serialize + restore per token, ms")
+      ->capture_default_str();
+  cmd->add_option("--prompts", f->prompts, "Prompt lengths to show TTFTs for");
+  cmd->add_option("-o,--output-format", f->format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  cmd->callback([f, cmd] {
+    const int rc = run(*f, *cmd);
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace edgeprobe::cli

@@ -1,0 +1,71 @@
+#pragma once
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "engine/engine.h"
+#include "kv/client.h"
+
+// An engine decorator for the decode node: contexts whose prefill runs on a kv server,
+// whose state comes back over TCP and is restored here, after which decoding is local.
+// Runners see an ordinary engine. Any failure (no server, a refusal, a bad frame, a
+// restore llama.cpp rejects) falls back to a local prefill, and the record says so.
+namespace edgeprobe::kv {
+
+struct RemotePrefillOptions {
+  ClientOptions client;
+  // Also prefill locally before each remote prefill (timed apart, same tokens), so a
+  // result holds both paths as interleaved pairs and the first tokens can be compared.
+  bool compare_local = false;
+  // The model's fingerprint, instead of hashing and reading its file (engines whose
+  // models are not GGUF files: the fake one in tests).
+  std::optional<Fingerprint> fingerprint;
+};
+
+// One prefill as the decode node lived it. JSON (to_json) goes into the result.
+struct PrefillRecord {
+  std::string mode;             // "remote", or "local" after a fallback
+  std::string fallback_reason;  // why the remote path was not taken
+  int tokens = 0;               // this call's tokens
+  int tokens_sent = 0;          // with what the server had not seen (earlier replies)
+  int n_past = 0;
+  double connect_ms = 0;  // connection and handshake, when this prefill opened one
+  double remote_prefill_ms = 0, serialize_ms = 0, transfer_ms = 0, restore_ms = 0, first_token_ms = 0;
+  double ttft_ms = 0;  // the whole remote path (or the fallback) on this node's clock
+  uint64_t state_bytes = 0;
+  double kv_bytes_per_token = 0;
+  double link_mbit_s = 0;                  // the state frame's bytes over its receive time
+  std::optional<double> local_prefill_ms;  // compare_local: the same tokens prefilled here
+  std::optional<bool> first_token_matches_local;
+  nlohmann::json to_json() const;
+};
+
+// Where a job reads the last prefill's record after a runner's repetition or turn.
+class PrefillLog {
+ public:
+  void add(PrefillRecord record);
+  std::optional<PrefillRecord> take_last();  // and forgets the rest
+
+ private:
+  std::mutex mutex_;
+  std::optional<PrefillRecord> last_;
+};
+
+class RemotePrefillEngine : public engine::Engine {
+ public:
+  RemotePrefillEngine(engine::Engine& inner, RemotePrefillOptions options, std::shared_ptr<PrefillLog> log)
+      : inner_(inner), options_(std::move(options)), log_(std::move(log)) {}
+  std::string name() const override { return inner_.name(); }
+  engine::Capabilities capabilities() const override { return inner_.capabilities(); }
+  nlohmann::json provenance() const override;
+  std::unique_ptr<engine::LoadedModel> load(const engine::ModelOptions& options) override;
+
+ private:
+  engine::Engine& inner_;
+  RemotePrefillOptions options_;
+  std::shared_ptr<PrefillLog> log_;
+};
+
+}  // namespace edgeprobe::kv

@@ -1,0 +1,130 @@
+#include "kv/server.h"
+
+#include <chrono>
+
+#include "core/error.h"
+
+namespace edgeprobe::kv {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// What the client asked to prefill, checked against the context before llama.cpp sees it.
+struct PrefillRequest {
+  int start = 0;
+  std::vector<engine::Token> tokens;
+};
+
+PrefillRequest parse_request(const nlohmann::json& j, int n_vocab, int n_ctx) {
+  PrefillRequest r;
+  try {
+    r.start = j.at("start").get<int>();
+    r.tokens = j.at("tokens").get<std::vector<engine::Token>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw_bad_input("malformed prefill request: {}", e.what());
+  }
+  if (r.tokens.empty()) throw_bad_input("a prefill request needs at least one token");
+  if (r.start < 0 || static_cast<int64_t>(r.start) + static_cast<int64_t>(r.tokens.size()) > n_ctx)
+    throw_bad_input("prefill of {} tokens at {} does not fit the context of {}", r.tokens.size(), r.start,
+                    n_ctx);
+  for (const auto t : r.tokens)
+    if (t < 0 || t >= n_vocab) throw_bad_input("token {} is outside the vocabulary of {}", t, n_vocab);
+  return r;
+}
+
+}  // namespace
+
+KvServer::KvServer(const engine::LoadedModel& model, const Fingerprint& fingerprint, ServerOptions options,
+                   std::function<void(const std::string&)> log)
+    : model_(model),
+      fingerprint_(with_context(fingerprint, options.context)),
+      options_(std::move(options)),
+      log_(std::move(log)),
+      listener_(options_.listen) {
+  if (options_.token.empty()) throw_bad_input("the kv server needs a shared-secret token");
+}
+
+void KvServer::serve(const std::function<bool()>& stop) {
+  int served = 0;
+  while (!stop() && (options_.max_connections < 0 || served < options_.max_connections)) {
+    Socket socket = listener_.accept(200);
+    if (!socket.valid()) continue;
+    ++served;
+    try {
+      handle(socket);
+    } catch (const std::exception& e) {
+      // The peer is told why when the socket still works; the server goes on either way.
+      log_(fmt::format("connection {}: {}", served, e.what()));
+      try {
+        send_json(socket, FrameType::kError, {{"message", e.what()}}, 1000);
+      } catch (const std::exception&) {
+      }
+    }
+  }
+}
+
+void KvServer::handle(Socket& socket) {
+  const int timeout = options_.timeout_ms;
+  const std::string nonce = new_nonce();
+  send_json(socket, FrameType::kWelcome, {{"protocol", kProtocolVersion}, {"nonce", nonce}}, timeout);
+  const auto auth = receive_json(socket, FrameType::kAuth, options_.limits, timeout);
+  if (!auth.contains("mac") || !auth["mac"].is_string() ||
+      !same_mac(auth["mac"].get<std::string>(), token_mac(options_.token, "client", nonce)))
+    throw_bad_input("authentication failed: wrong token");
+  if (!auth.contains("nonce") || !auth["nonce"].is_string() || auth["nonce"].get<std::string>().size() != 64)
+    throw_bad_input("authentication failed: the client sent no nonce");
+  const Fingerprint client = Fingerprint::from_json(auth.value("fingerprint", nlohmann::json::object()));
+  if (const auto mismatch = fingerprint_mismatch(fingerprint_, client); !mismatch.empty())
+    throw_bad_input("the nodes' states are not interchangeable: {}", mismatch);
+  if (client.n_ctx < 1) throw_bad_input("the client asked for a context of {} tokens", client.n_ctx);
+  send_json(socket, FrameType::kReady,
+            {{"mac", token_mac(options_.token, "server", auth["nonce"].get<std::string>())},
+             {"fingerprint", fingerprint_.to_json()}},
+            timeout);
+  log_(fmt::format("client authenticated, context of {} tokens", client.n_ctx));
+  serve_requests(socket, client.n_ctx);
+}
+
+void KvServer::serve_requests(Socket& socket, int n_ctx) {
+  engine::ContextOptions co = options_.context;
+  co.n_ctx = n_ctx;
+  const auto ctx = model_.new_context(co);
+  for (;;) {
+    // The first byte of the next request may take a whole turn's decoding; the rest of
+    // it must come promptly.
+    const auto wait = socket.wait_readable(options_.idle_timeout_ms);
+    if (wait == Socket::Wait::kClosed) return;
+    if (wait == Socket::Wait::kTimeout)
+      throw_environment("the client sent no request for {} ms; closing", options_.idle_timeout_ms);
+    const Frame frame = receive_frame(socket, options_.limits, options_.timeout_ms);
+    if (frame.type != FrameType::kPrefill)
+      throw_bad_input("expected a prefill frame, got a {} frame", frame_type_name(frame.type));
+    const auto request = parse_request(frame.json(), model_.n_vocab(), n_ctx);
+    if (request.start == 0) ctx->clear();
+    if (request.start != ctx->n_past())
+      throw_bad_input("out of sync: the request continues at {}, this cache holds {} tokens", request.start,
+                      ctx->n_past());
+
+    const auto t0 = std::chrono::steady_clock::now();
+    ctx->decode(request.tokens, true);
+    const engine::Token next = ctx->argmax_last();
+    const double prefill_ms = ms_since(t0);
+    const auto t1 = std::chrono::steady_clock::now();
+    const std::vector<uint8_t> state = ctx->save_state();
+    const uint32_t crc = checksum(state.data(), state.size());
+    const double serialize_ms = ms_since(t1);
+    if (state.empty()) throw_environment("the engine returned an empty sequence state");
+    send_json(socket, FrameType::kPrefilled,
+              {{"n_past", ctx->n_past()},
+               {"argmax", next},
+               {"prefill_ms", prefill_ms},
+               {"serialize_ms", serialize_ms},
+               {"state_bytes", state.size()}},
+              options_.timeout_ms);
+    send_frame(socket, FrameType::kState, state.data(), state.size(), crc, options_.timeout_ms);
+  }
+}
+
+}  // namespace edgeprobe::kv

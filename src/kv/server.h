@@ -1,0 +1,50 @@
+#pragma once
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+#include "kv/handshake.h"
+#include "kv/net.h"
+
+// The prefill node: one loaded model; per connection a context of the client's size,
+// fed the client's new tokens, answering each request with the greedy next token and the
+// whole sequence state. Connections are served one at a time (a node prefills for one
+// decode node); every read has a deadline, so a stalled or hostile peer only costs its
+// own connection.
+namespace edgeprobe::kv {
+
+struct ServerOptions {
+  Endpoint listen{"127.0.0.1", 0};
+  std::string token;
+  engine::ContextOptions
+      context;  // threads, placement, KV types, flash attention; n_ctx = the largest a client may ask
+  int timeout_ms = 10000;        // within a frame
+  int idle_timeout_ms = 600000;  // between a client's requests
+  Limits limits;
+  int max_connections = -1;  // -1: serve until stopped
+};
+
+class KvServer {
+ public:
+  // `fingerprint` is the model's (make_fingerprint); the server's context settings are
+  // filled in from options.context.
+  KvServer(const engine::LoadedModel& model, const Fingerprint& fingerprint, ServerOptions options,
+           std::function<void(const std::string&)> log);
+  int port() const { return listener_.port(); }
+  // Serves until `stop` is set or max_connections have been served.
+  void serve(const std::function<bool()>& stop);
+
+ private:
+  void handle(Socket& socket);
+  void serve_requests(Socket& socket, int n_ctx);
+
+  const engine::LoadedModel& model_;
+  Fingerprint fingerprint_;
+  ServerOptions options_;
+  std::function<void(const std::string&)> log_;
+  Listener listener_;
+};
+
+}  // namespace edgeprobe::kv

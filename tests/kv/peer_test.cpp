@@ -1,0 +1,317 @@
+// The prefill server and the decode node's client on loopback, in one process, with the
+// scripted fake engine on both sides (no model file): the remote path, the session's
+// history sync, the fallback, and hostile peers on either side.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "core/error.h"
+#include "engine/fake_engine.h"
+#include "kv/client.h"
+#include "kv/protocol.h"
+#include "kv/remote_prefill.h"
+#include "kv/server.h"
+
+namespace edgeprobe::kv {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Fingerprint fake_fingerprint() {
+  Fingerprint f;
+  f.model_sha256 = std::string(64, 'a');
+  f.n_layer = 2;
+  f.n_head_kv = 2;
+  f.n_embd = 16;
+  f.n_vocab = engine::FakeScript::kVocab;
+  f.type_k = f.type_v = "f16";
+  f.engine_commit = "fake";
+  return f;
+}
+
+// A KvServer on a free loopback port, serving in a thread until the fixture ends.
+class ServerThread {
+ public:
+  explicit ServerThread(ServerOptions options = {}) {
+    options.token = options.token.empty() ? "sesame" : options.token;
+    options.context.n_ctx = 1024;
+    model_ = engine_.load({"fake.gguf"});
+    server_ =
+        std::make_unique<KvServer>(*model_, fake_fingerprint(), options, [this](const std::string& line) {
+          std::lock_guard lock(mutex_);
+          log_.push_back(line);
+        });
+    thread_ = std::thread([this] { server_->serve([this] { return stop_.load(); }); });
+  }
+  ~ServerThread() {
+    stop_ = true;
+    thread_.join();
+  }
+  Endpoint endpoint() const { return {"127.0.0.1", server_->port()}; }
+  std::string log() {
+    std::lock_guard lock(mutex_);
+    std::string all;
+    for (const auto& l : log_) all += l + "\n";
+    return all;
+  }
+
+ private:
+  engine::FakeEngine engine_;
+  std::unique_ptr<engine::LoadedModel> model_;
+  std::unique_ptr<KvServer> server_;
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::vector<std::string> log_;
+  std::thread thread_;
+};
+
+ClientOptions client_options(const Endpoint& server, const std::string& token = "sesame") {
+  ClientOptions o;
+  o.server = server;
+  o.token = token;
+  o.timeout_ms = 2000;
+  o.prefill_timeout_ms = 5000;
+  return o;
+}
+
+Fingerprint client_fingerprint() {
+  auto f = fake_fingerprint();
+  f.n_ctx = 512;
+  return f;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(KvPeer, PrefillReturnsTheStateAndTheGreedyPick) {
+  ServerThread server;
+  KvClient client(client_options(server.endpoint()), client_fingerprint());
+  const std::vector<engine::Token> prompt{engine::FakeScript::kBos, 'h', 'i'};
+  const auto reply = client.prefill(0, prompt);
+  EXPECT_EQ(reply.n_past, 3);
+  EXPECT_EQ(reply.argmax, 'f');  // the fake's scripted reply starts "fake reply"
+  // The state restores into a local context: the same cache the server holds.
+  engine::FakeEngine local;
+  auto ctx = local.load({"fake.gguf"})->new_context({});
+  ASSERT_TRUE(ctx->restore_state(reply.state));
+  EXPECT_EQ(ctx->n_past(), 3);
+  // A continuation at the right position works; one at the wrong position is refused.
+  EXPECT_EQ(client.prefill(3, {'!'}).n_past, 4);
+  EXPECT_NE(error_of([&] { client.prefill(2, {'x'}); }).find("out of sync"), std::string::npos);
+}
+
+TEST(KvPeer, RemotePrefillEngineMatchesLocalAndSendsOnlyWhatTheServerLacks) {
+  ServerThread server;
+  engine::FakeEngine inner;
+  auto log = std::make_shared<PrefillLog>();
+  RemotePrefillOptions o;
+  o.client = client_options(server.endpoint());
+  o.fingerprint = fake_fingerprint();
+  o.compare_local = true;
+  RemotePrefillEngine remote(inner, o, log);
+  auto model = remote.load({"fake.gguf"});
+  engine::ContextOptions co;
+  co.n_ctx = 512;
+  auto ctx = model->new_context(co);
+
+  ctx->decode({engine::FakeScript::kBos, 'a', 'b', 'c'}, true);
+  auto rec = log->take_last();
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->mode, "remote") << rec->fallback_reason;
+  EXPECT_EQ(rec->tokens_sent, 4);
+  EXPECT_GT(rec->state_bytes, 0u);
+  ASSERT_TRUE(rec->first_token_matches_local);
+  EXPECT_TRUE(*rec->first_token_matches_local);
+  EXPECT_EQ(ctx->argmax_last(), 'f');
+  // A turn: two decoded reply tokens here, then the next user message.
+  ctx->decode_one('f');
+  ctx->decode_one('a');
+  ctx->decode({'d', 'e'}, true);
+  rec = log->take_last();
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->mode, "remote") << rec->fallback_reason;
+  EXPECT_EQ(rec->tokens_sent, 4);  // the reply the server did not see, then the turn
+  EXPECT_EQ(rec->n_past, 8);
+  EXPECT_EQ(ctx->n_past(), 8);
+  // A new repetition on the same context: cleared, prefilled again from position 0.
+  ctx->clear();
+  ctx->decode({engine::FakeScript::kBos, 'x'}, true);
+  rec = log->take_last();
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->mode, "remote") << rec->fallback_reason;
+  EXPECT_EQ(rec->tokens_sent, 2);
+  EXPECT_EQ(rec->connect_ms, 0) << "the connection is reused";
+  EXPECT_EQ(ctx->n_past(), 2);
+}
+
+TEST(KvPeer, NoServerFallsBackToLocalPrefillAndSaysWhy) {
+  Endpoint nowhere;
+  {
+    Listener l({"127.0.0.1", 0});
+    nowhere = {"127.0.0.1", l.port()};
+  }  // closed: nothing listens there now
+  engine::FakeEngine inner;
+  auto log = std::make_shared<PrefillLog>();
+  RemotePrefillOptions o;
+  o.client = client_options(nowhere);
+  o.fingerprint = fake_fingerprint();
+  RemotePrefillEngine remote(inner, o, log);
+  auto ctx = remote.load({"fake.gguf"})->new_context({});
+  ctx->decode({engine::FakeScript::kBos, 'a'}, true);
+  const auto rec = log->take_last();
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->mode, "local");
+  EXPECT_NE(rec->fallback_reason.find("cannot connect"), std::string::npos) << rec->fallback_reason;
+  EXPECT_EQ(ctx->n_past(), 2);
+  EXPECT_EQ(ctx->argmax_last(), 'f');
+}
+
+TEST(KvPeer, WrongTokenIsRefusedBothWays) {
+  ServerThread server;
+  const std::string why =
+      error_of([&] { KvClient(client_options(server.endpoint(), "guess"), client_fingerprint()); });
+  EXPECT_NE(why.find("authentication failed: wrong token"), std::string::npos) << why;
+  EXPECT_NE(server.log().find("wrong token"), std::string::npos);
+}
+
+TEST(KvPeer, MismatchedKvTypesAreRefused) {
+  ServerThread server;
+  auto mine = client_fingerprint();
+  mine.type_v = "q8_0";
+  const std::string why = error_of([&] { KvClient(client_options(server.endpoint()), mine); });
+  EXPECT_NE(why.find("type_v: f16 on the server, q8_0 here"), std::string::npos) << why;
+  mine = client_fingerprint();
+  mine.model_sha256 = std::string(64, 'b');
+  EXPECT_NE(error_of([&] { KvClient(client_options(server.endpoint()), mine); }).find("model_sha256"),
+            std::string::npos);
+}
+
+// A hostile client: the server drops it with a logged reason, within its deadline, and
+// serves the next (honest) client.
+void expect_server_survives(const std::function<void(Socket&)>& attack, const std::string& logged) {
+  ServerOptions o;
+  o.timeout_ms = 300;
+  ServerThread server(o);
+  {
+    Socket s = connect_tcp(server.endpoint(), 1000);
+    attack(s);
+    // The server answers with an error frame or closes; either way within its deadline.
+    const auto t0 = Clock::now();
+    char buf[4096];
+    while (Clock::now() - t0 < std::chrono::seconds(5)) {
+      const auto w = s.wait_readable(100);
+      if (w == Socket::Wait::kClosed) break;
+      if (w == Socket::Wait::kData && ::recv(s.fd(), buf, sizeof(buf), 0) <= 0) break;
+    }
+    EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5)) << "the server held a hostile connection";
+  }
+  for (int i = 0; i < 50 && server.log().find(logged) == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_NE(server.log().find(logged), std::string::npos) << server.log();
+  KvClient honest(client_options(server.endpoint()), client_fingerprint());
+  EXPECT_EQ(honest.prefill(0, {'o', 'k'}).n_past, 2);
+}
+
+void read_welcome(Socket& s) { receive_json(s, FrameType::kWelcome, {}, 1000); }
+
+TEST(KvHostileClient, Garbage) {
+  expect_server_survives(
+      [](Socket& s) {
+        read_welcome(s);
+        const std::string junk(64, '\x7f');
+        s.write_all(junk.data(), junk.size(), 1000);
+      },
+      "bad magic");
+}
+
+TEST(KvHostileClient, A100GbFrame) {
+  expect_server_survives(
+      [](Socket& s) {
+        read_welcome(s);
+        const auto h = encode_header({FrameType::kAuth, 100ull << 30, 0});
+        s.write_all(h.data(), h.size(), 1000);
+      },
+      "claims 107374182400 bytes");
+}
+
+TEST(KvHostileClient, TruncatedFrame) {
+  expect_server_survives(
+      [](Socket& s) {
+        read_welcome(s);
+        const auto frame = encode_json_frame(FrameType::kAuth, {{"mac", "x"}});
+        s.write_all(frame.data(), frame.size() - 3, 1000);
+        ::shutdown(s.fd(), SHUT_WR);
+      },
+      "closed the connection");
+}
+
+TEST(KvHostileClient, StalledPeer) {
+  expect_server_survives(
+      [](Socket& s) {
+        read_welcome(s);
+        const auto frame = encode_json_frame(FrameType::kAuth, {{"mac", "x"}});
+        s.write_all(frame.data(), 10, 1000);  // then nothing
+      },
+      "stalled");
+}
+
+// A hostile server: a raw listener that answers the client's connection with `reply`.
+std::string client_error_against(const std::function<void(Socket&)>& reply) {
+  Listener l({"127.0.0.1", 0});
+  auto served = std::async(std::launch::async, [&] {
+    Socket s = l.accept(5000);
+    if (s.valid()) reply(s);
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));  // hold the connection open, silent
+  });
+  auto o = client_options({"127.0.0.1", l.port()});
+  o.timeout_ms = 300;
+  const auto t0 = Clock::now();
+  const std::string why = error_of([&] { KvClient(o, client_fingerprint()); });
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(3));
+  served.wait();
+  return why;
+}
+
+TEST(KvHostileServer, Garbage) {
+  const auto why = client_error_against([](Socket& s) {
+    const std::string http = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";  // more than a header's 24 bytes
+    s.write_all(http.data(), http.size(), 1000);
+  });
+  EXPECT_NE(why.find("bad magic"), std::string::npos) << why;
+}
+
+TEST(KvHostileServer, A100GbFrame) {
+  const auto why = client_error_against([](Socket& s) {
+    const auto h = encode_header({FrameType::kState, 100ull << 30, 0});
+    s.write_all(h.data(), h.size(), 1000);
+  });
+  EXPECT_NE(why.find("claims 107374182400 bytes"), std::string::npos) << why;
+}
+
+TEST(KvHostileServer, Stalls) {
+  const auto why = client_error_against([](Socket&) {});
+  EXPECT_NE(why.find("stalled"), std::string::npos) << why;
+}
+
+TEST(KvHostileServer, DoesNotKnowTheToken) {
+  const auto why = client_error_against([](Socket& s) {
+    send_json(s, FrameType::kWelcome, {{"protocol", kProtocolVersion}, {"nonce", new_nonce()}}, 1000);
+    receive_frame(s, {}, 1000);
+    send_json(s, FrameType::kReady,
+              {{"mac", std::string(64, '0')}, {"fingerprint", client_fingerprint().to_json()}}, 1000);
+  });
+  EXPECT_NE(why.find("does not know the token"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace edgeprobe::kv

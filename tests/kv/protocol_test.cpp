@@ -1,0 +1,214 @@
+// The KV-transfer frame format, the handshake's pieces and the break-even model: pure
+// functions, no sockets.
+#include "kv/protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "core/error.h"
+#include "kv/break_even.h"
+#include "kv/handshake.h"
+#include "kv/net.h"
+
+namespace edgeprobe::kv {
+namespace {
+
+std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(KvFrame, HeaderRoundTrips) {
+  const FrameHeader h{FrameType::kState, 123456789012ull, 0xdeadbeef};
+  const auto encoded = encode_header(h);
+  Limits limits;
+  limits.max_state_bytes = 1ull << 40;
+  const FrameHeader back = decode_header(encoded.data(), limits);
+  EXPECT_EQ(back.type, FrameType::kState);
+  EXPECT_EQ(back.length, 123456789012ull);
+  EXPECT_EQ(back.checksum, 0xdeadbeefu);
+}
+
+TEST(KvFrame, ChecksumIsCrc32) {
+  const auto data = bytes("123456789");
+  EXPECT_EQ(checksum(data.data(), data.size()), 0xcbf43926u);  // the CRC-32 check value
+}
+
+TEST(KvFrame, RefusesWhatIsNotAFrame) {
+  auto frame = encode_json_frame(FrameType::kAuth, {{"a", 1}});
+  auto bad = frame;
+  bad[0] ^= 0xff;
+  EXPECT_NE(error_of([&] { decode_header(bad.data(), {}); }).find("bad magic"), std::string::npos);
+  bad = frame;
+  bad[4] = 9;
+  EXPECT_NE(error_of([&] { decode_header(bad.data(), {}); }).find("protocol version 9"), std::string::npos);
+  bad = frame;
+  bad[6] = 99;
+  EXPECT_NE(error_of([&] { decode_header(bad.data(), {}); }).find("unknown frame type 99"),
+            std::string::npos);
+  bad = frame;
+  bad[22] = 1;
+  EXPECT_NE(error_of([&] { decode_header(bad.data(), {}); }).find("reserved"), std::string::npos);
+}
+
+TEST(KvFrame, RefusesA100GbClaimBeforeAllocating) {
+  const auto header = encode_header({FrameType::kState, 100ull << 30, 0});
+  const std::string why = error_of([&] { decode_header(header.data(), Limits{}); });
+  EXPECT_NE(why.find("claims 107374182400 bytes"), std::string::npos) << why;
+  // A control frame is bounded far lower than a state.
+  const auto control = encode_header({FrameType::kPrefill, 2 << 20, 0});
+  EXPECT_NE(error_of([&] { decode_header(control.data(), Limits{}); }).find("more than the 1048576"),
+            std::string::npos);
+}
+
+TEST(KvFrame, ParserAssemblesFramesFedByteByByte) {
+  auto stream = encode_json_frame(FrameType::kPrefill, {{"start", 0}, {"tokens", {1, 2, 3}}});
+  const auto second = encode_frame(FrameType::kState, bytes("state bytes"));
+  stream.insert(stream.end(), second.begin(), second.end());
+  FrameParser parser;
+  std::vector<Frame> frames;
+  for (uint8_t b : stream) {
+    parser.feed(&b, 1);
+    while (auto f = parser.next()) frames.push_back(std::move(*f));
+  }
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[0].type, FrameType::kPrefill);
+  EXPECT_EQ(frames[0].json()["tokens"], nlohmann::json({1, 2, 3}));
+  EXPECT_EQ(frames[1].type, FrameType::kState);
+  EXPECT_EQ(frames[1].payload, bytes("state bytes"));
+  EXPECT_EQ(parser.buffered(), 0u);
+}
+
+TEST(KvFrame, ParserRefusesACorruptedPayload) {
+  auto frame = encode_frame(FrameType::kState, bytes("0123456789"));
+  frame.back() ^= 1;
+  FrameParser parser;
+  parser.feed(frame.data(), frame.size());
+  EXPECT_NE(error_of([&] { parser.next(); }).find("fails its checksum"), std::string::npos);
+}
+
+TEST(KvFrame, ParserWaitsForATruncatedFrame) {
+  const auto frame = encode_frame(FrameType::kState, bytes("0123456789"));
+  FrameParser parser;
+  parser.feed(frame.data(), frame.size() - 1);
+  EXPECT_FALSE(parser.next().has_value());
+}
+
+TEST(KvFrame, NonJsonControlPayloadIsAnError) {
+  Frame f{FrameType::kAuth, bytes("\x01garbage")};
+  EXPECT_NE(error_of([&] { f.json(); }).find("not a JSON object"), std::string::npos);
+}
+
+TEST(KvEndpoint, ParsesHostsAndPorts) {
+  EXPECT_EQ(parse_endpoint("127.0.0.1:7788").port, 7788);
+  EXPECT_EQ(parse_endpoint("[::1]:9").host, "::1");
+  EXPECT_EQ(parse_endpoint("[::1]:9").to_string(), "[::1]:9");
+  for (const char* bad : {"nohost", ":80", "h:", "h:99999", "h:8x", "[::1]9"})
+    EXPECT_THROW(parse_endpoint(bad), Error) << bad;
+}
+
+Fingerprint sample() {
+  Fingerprint f;
+  f.model_sha256 = "abc";
+  f.n_layer = 4;
+  f.n_head_kv = 2;
+  f.n_embd = 64;
+  f.n_vocab = 100;
+  f.type_k = f.type_v = "f16";
+  f.engine_commit = "x";
+  f.n_ctx = 512;
+  return f;
+}
+
+TEST(KvFingerprint, NamesEveryDifference) {
+  Fingerprint server = sample(), client = sample();
+  EXPECT_EQ(fingerprint_mismatch(server, client), "");
+  client.type_k = "q8_0";
+  client.flash_attn = 1;
+  const std::string why = fingerprint_mismatch(server, client);
+  EXPECT_NE(why.find("type_k: f16 on the server, q8_0 here"), std::string::npos) << why;
+  EXPECT_NE(why.find("flash_attn: -1 on the server, 1 here"), std::string::npos) << why;
+  // A smaller client context is fine, a larger one is not.
+  client = sample();
+  client.n_ctx = 256;
+  EXPECT_EQ(fingerprint_mismatch(server, client), "");
+  client.n_ctx = 1024;
+  EXPECT_NE(fingerprint_mismatch(server, client).find("n_ctx"), std::string::npos);
+  EXPECT_EQ(fingerprint_mismatch(server, Fingerprint::from_json(server.to_json())), "");
+  EXPECT_THROW(Fingerprint::from_json({{"model_sha256", 1}}), Error);
+}
+
+TEST(KvHandshake, MacDependsOnTokenRoleAndNonce) {
+  const std::string n = new_nonce();
+  EXPECT_EQ(n.size(), 64u);
+  EXPECT_NE(n, new_nonce());
+  const auto mac = token_mac("secret", "client", n);
+  EXPECT_TRUE(same_mac(mac, token_mac("secret", "client", n)));
+  EXPECT_FALSE(same_mac(mac, token_mac("secreT", "client", n)));
+  EXPECT_FALSE(same_mac(mac, token_mac("secret", "server", n)));
+  EXPECT_FALSE(same_mac(mac, token_mac("secret", "client", new_nonce())));
+  EXPECT_FALSE(same_mac(mac, mac.substr(1)));
+}
+
+TEST(KvBreakEven, SolvesTheLinearModel) {
+  DisaggInputs in;
+  in.local_tokens_per_s = 100;    // 10 ms/token here
+  in.remote_tokens_per_s = 1000;  // 1 ms/token there
+  in.kv_bytes_per_token = 1000;   // 8 kbit/token
+  in.link_mbit_s = 8;             // 1 ms/token on the link
+  in.fixed_ms = 80;
+  const auto be = break_even(in);
+  ASSERT_TRUE(be.prompt_tokens);
+  EXPECT_NEAR(*be.prompt_tokens, 10.0, 1e-9);  // 80 / (10 - 1 - 1)
+  EXPECT_NEAR(local_ttft_ms(in, *be.prompt_tokens), remote_ttft_ms(in, *be.prompt_tokens), 1e-9);
+  ASSERT_TRUE(be.min_link_mbit);
+  EXPECT_NEAR(*be.min_link_mbit, 8.0 / 9.0, 1e-9);  // where the link costs the 9 ms saved
+  in.link_mbit_s = 0.5;
+  EXPECT_FALSE(break_even(in).prompt_tokens);
+  in.remote_tokens_per_s = 50;  // a slower prefill node never pays
+  EXPECT_FALSE(break_even(in).min_link_mbit);
+  in.local_tokens_per_s = 0;
+  EXPECT_THROW(break_even(in), Error);
+}
+
+TEST(KvBreakEven, FitsInputsFromRecords) {
+  // Two prefills made by the model above (fixed 80 ms), each with its local twin.
+  std::vector<nlohmann::json> records;
+  for (double n : {100.0, 300.0})
+    records.push_back({{"mode", "remote"},
+                       {"tokens_sent", n},
+                       {"local_prefill_ms", n * 10},
+                       {"remote_prefill_ms", n * 1},
+                       {"serialize_ms", 0},
+                       {"restore_ms", 0},
+                       {"kv_bytes_per_token", 1000},
+                       {"state_bytes", n * 1000},
+                       {"link_mbit_s", 8},
+                       {"ttft_ms", 80 + n * 2}});
+  records.push_back({{"mode", "local"}, {"tokens_sent", 5}});  // a fallback is not a measurement
+  const auto in = fit_inputs(records);
+  EXPECT_NEAR(in.local_tokens_per_s, 100, 1e-6);
+  EXPECT_NEAR(in.remote_tokens_per_s, 1000, 1e-6);
+  EXPECT_NEAR(in.fixed_ms, 80, 1e-6);
+  EXPECT_NEAR(*break_even(in).prompt_tokens, 10, 1e-6);
+  EXPECT_THROW(fit_inputs({records.back()}), Error);
+  // A local prefill with a cost of its own (5 ms a call): the line finds it, and the
+  // break-even moves to where the remote path's extra 75 ms is earned back.
+  for (auto& r : records) r["local_prefill_ms"] = 5 + r.value("tokens_sent", 0.0) * 10;
+  const auto with_fixed = fit_inputs(records);
+  EXPECT_NEAR(with_fixed.local_fixed_ms, 5, 1e-6);
+  EXPECT_NEAR(with_fixed.local_tokens_per_s, 100, 1e-6);
+  EXPECT_NEAR(*break_even(with_fixed).prompt_tokens, 75.0 / 8, 1e-6);
+  const nlohmann::json doc = {{"results", {{{"repetitions", {{{"prefill_remote", records[0]}}}}}}}};
+  EXPECT_EQ(prefill_records(doc).size(), 1u);
+}
+
+}  // namespace
+}  // namespace edgeprobe::kv
