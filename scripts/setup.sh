@@ -21,6 +21,7 @@ done
 packages=(build-essential g++ cmake ninja-build pkg-config git ca-certificates nodejs npm python3
           libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev libssl-dev libhwloc-dev
           libgtest-dev libgmock-dev libbenchmark-dev time chromium)
+packages+=(libyaml-dev openssh-client)  # lab: the inventory's YAML, the ssh transport (ssh, scp)
 packages+=(openssh-server iproute2)  # lab and KV tests: sshd "devices" in network namespaces, veth links, tbf rates
 packages+=(libpq-dev postgresql)  # the PostgreSQL results store (libpq) and the server its tests start
 packages+=(clang libclang-rt-14-dev)  # libFuzzer for the KV frame parser's fuzz test (tests/kv)

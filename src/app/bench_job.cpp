@@ -143,6 +143,10 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   // The store: every repetition is committed as it completes; a resumed run reuses the
   // repetitions it already holds.
   std::map<std::pair<size_t, int>, result::Repetition> stored;
+  for (const auto& u : plan.completed) {  // what a lab controller already holds
+    result::Repetition rep = result::repetition_from_json(u["repetition"]);
+    stored[{u["case_index"].get<size_t>(), rep.index}] = std::move(rep);
+  }
   int64_t run_id = 0;
   if (ctx.store) {
     if (ctx.resume_run) {

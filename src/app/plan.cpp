@@ -143,6 +143,17 @@ void validate_case(const workload::TestCase& c) {
   if (c.n_prompt == 0 && c.n_gen == 0) throw_bad_input("a test with neither prompt nor generation tokens measures nothing");
 }
 
+// A plan's "completed" list: objects with an index and a unit object, as streamed.
+json completed_units(const json& j, const char* index_key, const char* unit_key) {
+  if (!j.is_array()) throw_bad_input("plan: \"completed\" must be a list, got {}", j.type_name());
+  for (const auto& u : j)
+    if (!u.is_object() || !u.contains(index_key) || !u[index_key].is_number_unsigned() || !u.contains(unit_key) ||
+        !u[unit_key].is_object())
+      throw_bad_input("plan: each completed unit needs \"{}\" and \"{}\", got {}", index_key, unit_key,
+                      u.dump().substr(0, 200));
+  return j;
+}
+
 }  // namespace
 
 void validate(BenchPlan& plan, int default_threads) {
@@ -234,6 +245,7 @@ json to_json(const BenchPlan& p) {
                  {"max_concurrency", l.max_concurrency}, {"num_requests", l.num_requests},
                  {"max_duration_s", l.max_duration_s}, {"slo", l.slo}};
   }
+  if (!p.completed.empty()) j["completed"] = p.completed;
   if (p.cases.empty()) {
     j["sweep"] = sweep_json(p.sweep);
   } else {
@@ -256,6 +268,7 @@ json to_json(const SessionPlan& p) {
             {"seed", p.options.seed},
             {"prompts", p.prompts},
             {"env", environment_json(p.env)}};
+  if (!p.completed.empty()) j["completed"] = p.completed;
   if (p.configs.empty()) {
     j["models"] = p.models;
     j["n_ctx"] = p.n_ctx;
@@ -282,7 +295,7 @@ std::string plan_kind(const json& j) {
 BenchPlan bench_plan_from_json(const json& j) {
   if (plan_kind(j) != "bench") throw_bad_input("expected a bench plan, got a {} plan", j["kind"].get<std::string>());
   reject_unknown_keys(j, {"kind", "plan_version", "sweep", "cases", "repetitions", "delay_s", "warmup", "seed",
-                          "hash_models", "keep_engine_log", "ceilings", "env", "load"},
+                          "hash_models", "keep_engine_log", "ceilings", "env", "load", "completed"},
                       "bench plan");
   BenchPlan p;
   if (j.contains("sweep")) p.sweep = sweep_from_json(j["sweep"]);
@@ -314,13 +327,14 @@ BenchPlan bench_plan_from_json(const json& j) {
     read(l, "max_duration_s", p.run.load.max_duration_s);
     read(l, "slo", p.run.load.slo);
   }
+  if (j.contains("completed")) p.completed = completed_units(j["completed"], "case_index", "repetition");
   return p;
 }
 
 SessionPlan session_plan_from_json(const json& j) {
   if (plan_kind(j) != "session") throw_bad_input("expected a session plan, got a {} plan", j["kind"].get<std::string>());
   reject_unknown_keys(j, {"kind", "plan_version", "models", "n_ctx", "max_tokens", "n_batch", "threads", "configs",
-                          "rounds", "conversations", "on_overflow", "cooldown", "seed", "prompts", "env"},
+                          "rounds", "conversations", "on_overflow", "cooldown", "seed", "prompts", "env", "completed"},
                       "session plan");
   SessionPlan p;
   read(j, "models", p.models);
@@ -344,6 +358,7 @@ SessionPlan session_plan_from_json(const json& j) {
   read(j, "seed", p.options.seed);
   read(j, "prompts", p.prompts);
   if (j.contains("env")) read_environment(j["env"], p.env);
+  if (j.contains("completed")) p.completed = completed_units(j["completed"], "config_index", "turn");
   return p;
 }
 

@@ -50,6 +50,9 @@ struct BenchPlan {
   bool hash_models = true;         // SHA-256 of each model file
   bool keep_engine_log = false;    // llama.cpp's log (info and above) into the result, for doctor
   std::string ceilings = "auto";   // auto (cached probe), refresh, off
+  // Repetitions a controller already holds (`lab run --resume`): reused, not measured
+  // again. Each is {"case_index", "repetition"}, as the stream's repetition event sent it.
+  nlohmann::json completed = nlohmann::json::array();
 
   static workload::SweepSpec default_sweep() {
     workload::SweepSpec s;
@@ -67,6 +70,9 @@ struct SessionPlan {
   runner::SessionOptions options;
   std::string prompts;             // conversations JSONL; "" = the built-in set
   Environment env;
+  // Turns a controller already holds (`lab run --resume`), replayed untimed like a
+  // resumed run's: each {"config_index", "turn"}, as the stream's turn event sent it.
+  nlohmann::json completed = nlohmann::json::array();
 };
 
 // Checks every value and fills the derived fields (cases/configs); throws

@@ -49,6 +49,10 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
 
   // Turns an interrupted run already stored are replayed untimed to rebuild the history.
   std::map<store::TurnKey, json> stored_turns;
+  for (const auto& u : plan.completed) {  // what a lab controller already holds
+    const json& r = u["turn"];
+    stored_turns[{u["config_index"].get<int64_t>(), r["round"], r["conversation_id"], r["turn_index"]}] = r;
+  }
   int64_t run_id = 0;
   if (ctx.store) {
     if (ctx.resume_run) {

@@ -2,12 +2,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 
 #include "app/doctor_job.h"
 #include "app/models.h"
+#include "app/stored_run.h"
 #include "cli/common.h"
 #include "cli/job_options.h"
 #include "core/error.h"
@@ -52,7 +54,7 @@ void register_doctor(CLI::App& app, const std::vector<std::string>& command_line
   cmd->add_option("-p,--n-prompt", a->n_prompt, "Prompt tokens of doctor's prefill test")->check(CLI::Range(1, 1 << 16))->capture_default_str();
   cmd->add_option("-n,--n-gen", a->n_gen, "Tokens of doctor's decode test")->check(CLI::Range(1, 1 << 16))->capture_default_str();
   cmd->add_option("-r,--repetitions", a->repetitions, "Repetitions per test (the median is used)")->check(CLI::Range(1, 100))->capture_default_str();
-  cmd->add_option("--baseline", a->baseline, "A result from another device or run (bench or doctor -o json) to check the model against");
+  cmd->add_option("--baseline", a->baseline, "A result from another device or run (bench or doctor -o json), or a stored run id, to check the model against");
   cmd->add_option("--sysfs-root", a->sysfs_root, "Read sysfs under this root (fixture trees)")->capture_default_str();
   cmd->add_option("--sample-hz", a->sample_hz, "Telemetry sampling rate")->check(CLI::Range(1.0, 1000.0))->capture_default_str();
   cmd->add_option("--budget", a->budget_s,
@@ -70,7 +72,13 @@ void register_doctor(CLI::App& app, const std::vector<std::string>& command_line
     engine::parse_cache_type(a->config.type_k);
     engine::parse_cache_type(a->config.type_v);
     if (!a->config.cpu_mask.empty()) engine::parse_cpu_mask(a->config.cpu_mask);
-    if (!a->baseline.empty()) doctor::load_baseline(a->baseline);  // a bad file fails before minutes of measuring
+    // A bad baseline fails before minutes of measuring. Not a file: a run id in the store
+    // (another device's run, as `lab run` stores them).
+    nlohmann::json baseline;
+    if (!a->baseline.empty())
+      baseline = std::filesystem::exists(a->baseline)
+                     ? doctor::load_baseline(a->baseline)
+                     : doctor::baseline_from_json(app::load_result_document(a->baseline, a->store.db), "run " + a->baseline);
     if (a->output.format == "text") a->output.format = "md";  // the name doctor's text had before
     check_format(a->output);
     Output output(a->output.file);
@@ -87,6 +95,7 @@ void register_doctor(CLI::App& app, const std::vector<std::string>& command_line
     options.sysfs_root = a->sysfs_root;
     options.sample_hz = a->sample_hz;
     options.baseline_path = a->baseline;
+    options.baseline = baseline;
     options.experiments = !a->no_experiments;
     options.budget_s = a->budget_s;
     const app::JobContext ctx{store.get(), 0, &sink, join_command_line(command_line), ""};

@@ -12,6 +12,7 @@
 #include "cli/cmd_export.h"
 #include "cli/cmd_kv_serve.h"
 #include "cli/cmd_predict_disagg.h"
+#include "cli/cmd_lab.h"
 #include "cli/cmd_probe.h"
 #include "cli/cmd_report.h"
 #include "cli/cmd_run.h"
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
   cli::register_report(app);
   cli::register_kv_serve(app);
   cli::register_predict_disagg(app);
+  cli::register_lab(app, command_line);
 
   // Ctrl-C ends the sweep after the repetition in flight; what was measured is written.
   std::signal(SIGINT, on_interrupt);

@@ -102,11 +102,15 @@ nlohmann::json load_baseline(const std::string& path) {
   } catch (const nlohmann::json::exception&) {
     throw_bad_input("--baseline '{}' is not JSON: give a result written by 'edgeprobe bench -o json' or 'edgeprobe doctor -o json'", path);
   }
+  return baseline_from_json(std::move(j), path);
+}
+
+nlohmann::json baseline_from_json(nlohmann::json j, const std::string& name) {
   if (j.is_object() && j.contains("doctor") && field(j, "doctor").contains("primary")) j = field(field(j, "doctor"), "primary");
   j = result::upgrade_report(j);  // a baseline from an older edgeprobe reads like a new one
   if (!j.is_object() || !j.contains("provenance") || !field(j, "provenance").contains("models") ||
       !field(field(j, "provenance"), "models").is_array() || field(field(j, "provenance"), "models").empty())
-    throw_bad_input("--baseline '{}' has no provenance.models: is it an 'edgeprobe bench -o json' result?", path);
+    throw_bad_input("--baseline '{}' has no provenance.models: is it an 'edgeprobe bench -o json' result?", name);
   return j;
 }
 
@@ -119,7 +123,8 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
   Evidence& e = d.evidence;
   e.options = options;
   e.model = model::read_gguf_info(options.model_path);
-  if (!options.baseline_path.empty()) e.baseline = load_baseline(options.baseline_path);
+  if (!options.baseline.is_null()) e.baseline = options.baseline;
+  else if (!options.baseline_path.empty()) e.baseline = load_baseline(options.baseline_path);
   e.device = collect_device_facts(FsRoot(options.sysfs_root));
   const SpeedProbe probe;
 

@@ -23,6 +23,7 @@ struct DoctorOptions {
   std::string sysfs_root = "/";
   double sample_hz = 20;
   std::string baseline_path;  // a bench or doctor -o json result from another run
+  nlohmann::json baseline;    // or that result itself (a stored run: --baseline RUN); wins when set
   bool experiments = true;    // run the fixed configurations to measure the gains
   double child_timeout_s = 1800;
   std::string edgeprobe_exe;  // the binary whose `bench` measures; "" = this one
@@ -104,6 +105,9 @@ std::vector<Finding> diagnose(const Evidence& evidence);
 
 // A baseline file: a bench -o json report or a doctor -o json result (its primary run).
 nlohmann::json load_baseline(const std::string& path);
+// The same checks on a result already read (a stored run of another device); `name` is
+// what the messages call it.
+nlohmann::json baseline_from_json(nlohmann::json j, const std::string& name);
 
 nlohmann::json to_json(const Diagnosis& diagnosis);
 std::string to_text(const Diagnosis& diagnosis);

@@ -1,0 +1,196 @@
+#include "cli/cmd_lab.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <mutex>
+
+#include "cli/common.h"
+#include "core/error.h"
+#include "core/fs.h"
+#include "lab/check.h"
+#include "lab/deploy.h"
+#include "lab/lab_run.h"
+#include "lab/plan_models.h"
+#include "store/store.h"
+#include "workload/plan.h"
+
+namespace edgeprobe::cli {
+namespace {
+
+using nlohmann::json;
+
+struct LabFlags {
+  std::string inventory = "inventory.yml", devices, group, format = "md", dist = "dist", db, cooldown;
+  std::vector<std::string> plans, models, n_prompt{"512"}, n_gen{"128"}, threads;
+  int repetitions = 5;
+  std::string ceilings = "auto";
+  double sample_hz = 20, job_timeout_s = 6 * 3600, max_wait_s = 900;
+  std::optional<double> thermal_limit;
+  int64_t resume = 0;
+  bool quiet = false;
+};
+
+std::vector<lab::Device> selected(const LabFlags& f) {
+  return lab::select_devices(lab::load_inventory(f.inventory), f.devices, f.group);
+}
+
+// Plan files, or a bench plan from the bench flags lab run takes.
+std::vector<json> plans_of(const LabFlags& f) {
+  std::vector<json> plans;
+  for (const auto& p : f.plans) {
+    try {
+      plans.push_back(json::parse(read_file_or_throw(p, "plan")));
+    } catch (const json::parse_error& e) {
+      throw_bad_input("{}: not a JSON plan: {}", p, e.what());
+    }
+  }
+  if (!plans.empty()) return plans;
+  json sweep = {{"n_prompt", workload::parse_int_lists(f.n_prompt, "-p")},
+                {"n_gen", workload::parse_int_lists(f.n_gen, "-n")},
+                {"threads", workload::parse_int_lists(f.threads, "-t")}};
+  std::vector<std::string> models;
+  for (const auto& m : f.models)
+    for (const auto& item : workload::split_list(m)) models.push_back(item);
+  if (!models.empty()) sweep["models"] = models;
+  return {{{"kind", "bench"},
+           {"sweep", sweep},
+           {"repetitions", f.repetitions},
+           {"ceilings", f.ceilings},
+           {"env", {{"sample_hz", f.sample_hz}}}}};
+}
+
+std::function<void(const std::string&)> sayer(bool quiet) {
+  if (quiet) return {};
+  auto mutex = std::make_shared<std::mutex>();
+  return [mutex](const std::string& line) {
+    const std::lock_guard lock(*mutex);
+    std::cerr << line << std::endl;
+  };
+}
+
+std::unique_ptr<store::Store> lab_store(const LabFlags& f, store::Mode mode) {
+  return store::open_store(f.db.empty() ? store::default_db_path() : f.db, mode);
+}
+
+int check(const LabFlags& f) {
+  const auto rows = lab::check_devices(selected(f));
+  std::cout << (f.format == "json" ? lab::to_json(rows).dump(2) + "\n" : lab::check_table(rows));
+  for (const auto& r : rows)
+    if (!r.state.reachable) return static_cast<int>(ErrorKind::kEnvironment);
+  return 0;
+}
+
+int deploy(const LabFlags& f) {
+  std::vector<std::string> models;
+  for (const auto& p : f.plans.empty() && f.models.empty() ? std::vector<json>{} : plans_of(f))
+    for (const auto& m : lab::plan_models(lab::prepare_plan(p))) models.push_back(m);
+  lab::DeployOptions options;
+  options.dist_dir = f.dist;
+  const auto results = lab::deploy_devices(selected(f), models, options);
+  if (f.format == "json")
+    std::cout << lab::to_json(results).dump(2) << "\n";
+  else
+    std::cout << lab::deploy_table(results);
+  for (const auto& r : results)
+    if (!r.error.empty()) std::cerr << "edgeprobe: error: " << r.error << "\n";
+  for (const auto& r : results)
+    if (!r.error.empty()) return r.exit_code;
+  return 0;
+}
+
+int run(const LabFlags& f, const std::string& command_line) {
+  lab::LabRunOptions o;
+  o.dist_dir = f.dist;
+  o.cooldown = lab::Cooldown::parse(f.cooldown);
+  o.thermal_limit_c = f.thermal_limit;
+  o.max_wait_s = f.max_wait_s;
+  o.job_timeout_s = f.job_timeout_s;
+  o.command_line = command_line;
+  o.say = sayer(f.quiet);
+  lab::LabRunResult r;
+  if (f.resume) {
+    auto store = lab_store(f, store::Mode::kMustExist);
+    r = lab::resume_lab(*store, f.resume, o);
+  } else {
+    o.plans = plans_of(f);
+    const auto devices = selected(f);
+    auto store = lab_store(f, store::Mode::kCreate);
+    r = lab::run_lab(*store, devices, o);
+  }
+  std::cout << (f.format == "json" ? lab::to_json(r).dump(2) + "\n" : lab::run_table(r));
+  if (r.exit_code != 0)
+    std::cerr << "edgeprobe: lab run " << r.lab_run
+              << " did not finish everywhere; continue it with: edgeprobe lab run --resume " << r.lab_run
+              << (f.db.empty() ? "" : " --db " + f.db) << "\n";
+  return r.exit_code;
+}
+
+CLI::App* with_selection(CLI::App* cmd, LabFlags& f) {
+  cmd->add_option("-i,--inventory", f.inventory, "Ansible-style YAML inventory of devices")
+      ->capture_default_str();
+  cmd->add_option("--devices", f.devices, "Only these devices (comma list of inventory names)");
+  cmd->add_option("--group", f.group, "Only the devices of these groups (comma list)");
+  cmd->add_option("-o,--output-format", f.format, "md or json")
+      ->check(CLI::IsMember({"md", "json"}))
+      ->capture_default_str();
+  return cmd;
+}
+
+}  // namespace
+
+void register_lab(CLI::App& app, const std::vector<std::string>& command_line) {
+  auto f = std::make_shared<LabFlags>();
+  CLI::App* lab =
+      app.add_subcommand("lab", "Run plans on many devices (local, ssh, adb) into one store (docs/lab.md)");
+  lab->require_subcommand(1);
+  auto fail_on = [](int rc) {
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  };
+  CLI::App* chk = with_selection(
+      lab->add_subcommand("check", "Reachability, identity, bundle, free space, battery, temperature, root"),
+      *f);
+  chk->callback([f, fail_on] { fail_on(check(*f)); });
+
+  CLI::App* dep = with_selection(
+      lab->add_subcommand("deploy", "Push the matching bundle and the plans' models (SHA-256 verified)"), *f);
+  dep->add_option("plans", f->plans, "Plan files whose models to push");
+  dep->add_option("-m,--model", f->models, "Models to push (paths or synth:SHAPE[:QUANT])");
+  dep->add_option("--dist", f->dist, "Where scripts/package.sh wrote the bundles")->capture_default_str();
+  dep->callback([f, fail_on] { fail_on(deploy(*f)); });
+
+  CLI::App* run_cmd = with_selection(
+      lab->add_subcommand("run",
+                          "Run plans on every selected device at once, streaming each unit into the store"),
+      *f);
+  run_cmd->add_option(
+      "plans", f->plans,
+      "Bench or session plan files (docs/wire-format.md), run in order; or the bench flags below");
+  run_cmd->add_option("-m,--model", f->models, "Bench: models (paths or synth:SHAPE[:QUANT])");
+  run_cmd->add_option("-p,--n-prompt", f->n_prompt, "Bench: prompt lengths")->capture_default_str();
+  run_cmd->add_option("-n,--n-gen", f->n_gen, "Bench: generation lengths")->capture_default_str();
+  run_cmd->add_option("-t,--threads", f->threads,
+                      "Bench: thread counts (default: each device's physical cores)");
+  run_cmd->add_option("-r,--repetitions", f->repetitions, "Bench: timed repetitions per test")
+      ->capture_default_str();
+  run_cmd->add_option("--ceilings", f->ceilings, "Bench: device ceilings auto, refresh or off")
+      ->capture_default_str();
+  run_cmd->add_option("--sample-hz", f->sample_hz, "Telemetry sampling rate on the device (0 = off)")
+      ->capture_default_str();
+  run_cmd->add_option("--db", f->db,
+                      "Central results store (path or URL; default: $XDG_DATA_HOME/edgeprobe/results.db)");
+  run_cmd->add_option("--dist", f->dist, "Where scripts/package.sh wrote the bundles")->capture_default_str();
+  run_cmd->add_option("--cooldown", f->cooldown,
+                      "Before each job: none, SECONDS, or temp:CELSIUS (wait until that cool)");
+  run_cmd->add_option("--thermal-limit", f->thermal_limit,
+                      "Pause a device at or above this temperature (C) before a job");
+  run_cmd->add_option("--max-wait", f->max_wait_s, "Longest cooldown or thermal pause (s)")
+      ->capture_default_str();
+  run_cmd->add_option("--job-timeout", f->job_timeout_s, "Longest job on one device (s)")
+      ->capture_default_str();
+  run_cmd->add_option("--resume", f->resume,
+                      "Continue lab run RUN: each device from its last committed unit");
+  run_cmd->add_flag("-q,--quiet", f->quiet, "No per-device progress lines");
+  run_cmd->callback([f, fail_on, command_line] { fail_on(run(*f, join_command_line(command_line))); });
+}
+
+}  // namespace edgeprobe::cli

@@ -1,0 +1,440 @@
+#include "lab/lab_run.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "app/models.h"
+#include "app/plan.h"
+#include "core/error.h"
+#include "core/progress.h"
+#include "core/text.h"
+#include "edgeprobe_version.h"
+#include "lab/deploy.h"
+#include "lab/device_state.h"
+#include "lab/locked_store.h"
+#include "lab/plan_models.h"
+#include "lab/stream_recorder.h"
+#include "lab/transport.h"
+#include "runner/bench_runner.h"
+#include "workload/plan.h"
+
+namespace edgeprobe::lab {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+std::string job_phase(const std::string& device, size_t job) {
+  return fmt::format("device:{}:job{}", device, job);
+}
+
+void sleep_s(double s) {
+  const double end = steady_seconds() + s;
+  while (steady_seconds() < end && !runner::stop_requested())
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(std::min(200, static_cast<int>((end - steady_seconds()) * 1000) + 1)));
+}
+
+// The units a stored run holds, as a plan's "completed" list (what the stream sent).
+json completed_list(const store::Store& store, store::RunId run, const std::string& kind) {
+  json out = json::array();
+  const json doc = store.load_run(run);
+  if (kind == "bench") {
+    for (const auto& c : doc["configurations"])
+      for (const auto& r : c["repetitions"])
+        out.push_back({{"case_index", c["ordinal"]}, {"repetition", r["result"]}});
+  } else {
+    for (const auto& t : doc["turns"])
+      out.push_back({{"config_index", t["configuration_ordinal"]}, {"turn", t["result"]}});
+  }
+  return out;
+}
+
+class DeviceRunner {
+ public:
+  DeviceRunner(store::Store& store, store::RunId lab_run, Device device, const std::vector<json>& plans,
+               std::vector<DeviceJob> previous, const LabRunOptions& options)
+      : store_(store),
+        lab_run_(lab_run),
+        device_(std::move(device)),
+        plans_(plans),
+        previous_(std::move(previous)),
+        options_(options) {}
+
+  DeviceOutcome run() {
+    DeviceOutcome out{device_, {}};
+    out.jobs.resize(plans_.size());
+    size_t next = 0;
+    try {
+      transport_ = make_transport(device_);
+      say("connecting ({})", transport_->describe());
+      const DeviceState state = read_state(*transport_, device_);
+      if (!state.reachable) throw_environment("unreachable: {}", state.why_not);
+      say("{} {}, {}; deploying", state.arch, state.os, state.soc.empty() ? state.cpu : state.soc);
+      std::vector<std::string> models;
+      for (const auto& p : plans_) {
+        for (const auto& m : plan_models(p)) models.push_back(m);
+        if (!p.value("prompts", "").empty()) models.push_back(p["prompts"]);  // a session's own conversations
+      }
+      DeployOptions dopt;
+      dopt.dist_dir = options_.dist_dir;
+      deploy_ = deploy(*transport_, device_, state, models, dopt);
+      for (; next < plans_.size() && !runner::stop_requested(); ++next) {
+        if (next < previous_.size() && previous_[next].status == "complete") {  // resumed: done before
+          out.jobs[next] = previous_[next];
+          out.jobs[next].committed = 0;
+          continue;
+        }
+        out.jobs[next] = run_job(next);
+        if (out.jobs[next].status != "complete") {
+          ++next;
+          break;
+        }
+      }
+    } catch (const std::exception& e) {
+      // Whatever went wrong stays with this device: the others go on.
+      const std::string why = e.what();
+      const auto* error = dynamic_cast<const Error*>(&e);
+      if (next < out.jobs.size() && out.jobs[next].status.empty()) {
+        out.jobs[next] = {previous_run(next), "failed", why, 0, error ? error->exit_code() : 1};
+        record_job(next, out.jobs[next], {}, {});
+        ++next;
+      }
+      say("failed: {}", why);
+    }
+    for (size_t k = next; k < out.jobs.size(); ++k)
+      if (out.jobs[k].status.empty())
+        out.jobs[k] = {previous_run(k), "not run", "an earlier job failed", 0, 0};
+    if (runner::stop_requested())
+      for (auto& j : out.jobs)
+        if (j.status == "not run") j.error = "interrupted";
+    return out;
+  }
+
+ private:
+  template <typename... Args>
+  void say(fmt::format_string<Args...> f, Args&&... args) {
+    if (options_.say)
+      options_.say(fmt::format("[{}] {}", device_.name, fmt::format(f, std::forward<Args>(args)...)));
+  }
+
+  store::RunId previous_run(size_t k) const { return k < previous_.size() ? previous_[k].run : 0; }
+
+  // Cooldown before a job, then a pause while the device is at its thermal ceiling.
+  json hygiene(DeviceState& state) {
+    const double t0 = steady_seconds();
+    if (options_.cooldown.seconds > 0) {
+      say("cooling down {}s", options_.cooldown.seconds);
+      sleep_s(options_.cooldown.seconds);
+    }
+    auto wait_below = [&](double limit_c, const char* why) {
+      while (state.max_temp_c && *state.max_temp_c > limit_c && steady_seconds() - t0 < options_.max_wait_s &&
+             !runner::stop_requested()) {
+        say("{}: {:.1f} C > {:.1f} C, waiting", why, *state.max_temp_c, limit_c);
+        sleep_s(5);
+        state = read_state(*transport_, device_);
+      }
+    };
+    if (options_.cooldown.until_c) wait_below(*options_.cooldown.until_c, "cooling down");
+    if (options_.thermal_limit_c) wait_below(*options_.thermal_limit_c - 0.001, "thermal ceiling");
+    return {{"waited_s", steady_seconds() - t0},
+            {"start_temp_c", state.max_temp_c ? json(*state.max_temp_c) : json(nullptr)}};
+  }
+
+  DeviceJob run_job(size_t k) {
+    const json& plan = plans_[k];
+    const std::string kind = plan.at("kind");
+    const store::RunId resume = previous_run(k);
+    DeviceState before = read_state(*transport_, device_);
+    if (!before.reachable) throw_environment("unreachable: {}", before.why_not);
+    const json waited = hygiene(before);
+
+    // The plan as the device reads it: its model paths, and what the store already holds.
+    auto on_device = [&](const std::string& m) {
+      for (const auto& [local, remote] : deploy_.models)
+        if (local == m) return remote;
+      return m;
+    };
+    json device_plan = map_plan_models(plan, on_device);
+    if (!device_plan.value("prompts", "").empty()) device_plan["prompts"] = on_device(device_plan["prompts"]);
+    if (resume) device_plan["completed"] = completed_list(store_, resume, kind);
+    const std::string name = fmt::format("lab{}-job{}.json", lab_run_, k);
+    const fs::path local =
+        fs::temp_directory_path() / fmt::format("edgeprobe-{}-{}-{}", getpid(), device_.name, name);
+    {
+      std::ofstream f(local);
+      f << device_plan.dump();
+      if (!f) throw_environment("cannot write {}", local.string());
+    }
+    const ProcessResult mk =
+        transport_->run("mkdir -p " + shell_quote(device_.workdir + "/plans"), within(60));
+    if (mk.exit_code != 0) throw_environment("cannot make the plans directory: {}", one_line(mk.err));
+    transport_->push(local.string(), device_.workdir + "/plans/" + name, 600);
+    fs::remove(local);
+
+    const std::string home = device_.transport == "adb" ? "export HOME=\"$PWD\"; " : "";
+    const std::string command = "cd " + shell_quote(device_.workdir) + " && " + home + "exec " +
+                                deploy_.launcher + " run --plan " + shell_quote("plans/" + name);
+    StreamRecorder recorder(store_,
+                            {{"lab_run", lab_run_},
+                             {"device", device_.name},
+                             {"job", k},
+                             {"transport", device_.transport},
+                             {"labels", device_.labels}},
+                            resume);
+    say("job {}/{} ({}) started{}", k + 1, plans_.size(), kind,
+        resume ? fmt::format(", resuming run {}", resume) : "");
+    double last_said = steady_seconds();
+    ProcessOptions po;
+    po.timeout_s = options_.job_timeout_s;
+    po.cancel = [] { return runner::stop_requested(); };
+    po.on_line = [&](std::string_view line) {
+      recorder.line(line);
+      if (steady_seconds() - last_said >= 5) {
+        last_said = steady_seconds();
+        say("{}", render_plain(recorder.progress()));
+      }
+    };
+    const ProcessResult r = transport_->run(command, po);
+    if (!recorder.ended()) {
+      std::string why = transport_->unreachable(r);
+      if (why.empty() && r.cancelled) why = "interrupted";
+      if (why.empty() && !recorder.failed().empty()) why = recorder.failed();
+      if (why.empty())
+        why =
+            fmt::format("edgeprobe exited {} without finishing its stream: {}", r.exit_code, one_line(r.err));
+      why = fmt::format("{} (after {} units committed)", why, recorder.committed());
+      recorder.finish_cut(why);
+    }
+    DeviceJob job;
+    job.run = recorder.run_id() ? recorder.run_id() : resume;
+    job.committed = recorder.committed();
+    if (recorder.ended()) {
+      job.exit_code = recorder.exit_code();
+      job.status = "complete";
+      if (!recorder.errors().empty()) job.error = recorder.errors().front();
+    } else {
+      job.status = "failed";
+      job.error = recorder.failed();
+      job.exit_code = recorder.exit_code() ? recorder.exit_code() : 3;
+    }
+    DeviceState after = read_state(*transport_, device_);
+    record_job(k, job, lab_state(before, after, waited), {});
+    if (job.status == "complete")
+      say("job {}/{} done: {} units committed to run {}{}", k + 1, plans_.size(), job.committed, job.run,
+          job.error.empty() ? "" : " (with errors: " + job.error + ")");
+    else
+      say("job {}/{} failed: {}", k + 1, plans_.size(), job.error);
+    return job;
+  }
+
+  json lab_state(const DeviceState& before, const DeviceState& after, const json& waited) const {
+    const bool hot =
+        options_.thermal_limit_c && after.max_temp_c && *after.max_temp_c >= *options_.thermal_limit_c;
+    return {{"before", to_json(before)},
+            {"after", to_json(after)},
+            {"throttled", before.capped() || (after.reachable && after.capped()) || hot},
+            {"rooted", before.rooted},
+            {"pinned", before.pinned()},
+            {"hygiene", waited}};
+  }
+
+  // Where the lab run says what became of this device's job (the latest entry wins), and
+  // the device's state around it in the job's own run.
+  void record_job(size_t k, const DeviceJob& job, const json& state, const json&) {
+    try {
+      if (job.run && !state.is_null()) store_.record_run_summary(job.run, "lab", state);
+      store_.record_run_summary(lab_run_, job_phase(device_.name, k),
+                                {{"run_id", job.run ? json(job.run) : json(nullptr)},
+                                 {"status", job.status},
+                                 {"error", job.error},
+                                 {"committed", job.committed},
+                                 {"exit_code", job.exit_code},
+                                 {"state", state}});
+    } catch (const std::exception& e) {
+      say("could not record the job in the store: {}", e.what());
+    }
+  }
+
+  store::Store& store_;
+  store::RunId lab_run_;
+  Device device_;
+  const std::vector<json>& plans_;
+  std::vector<DeviceJob> previous_;
+  const LabRunOptions& options_;
+  std::unique_ptr<Transport> transport_;
+  DeployResult deploy_;
+};
+
+LabRunResult run_devices(store::Store& raw_store, store::RunId lab_run, const std::vector<Device>& devices,
+                         const std::vector<json>& plans,
+                         const std::map<std::string, std::vector<DeviceJob>>& previous,
+                         const LabRunOptions& options) {
+  LockedStore store(raw_store);
+  LabRunResult result;
+  result.lab_run = lab_run;
+  result.devices.resize(devices.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    auto it = previous.find(devices[i].name);
+    std::vector<DeviceJob> prev = it == previous.end() ? std::vector<DeviceJob>{} : it->second;
+    threads.emplace_back([&, i, prev] {
+      DeviceRunner runner(store, lab_run, devices[i], plans, prev, options);
+      result.devices[i] = runner.run();
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<std::string> failed;
+  for (const auto& d : result.devices) {
+    for (const auto& j : d.jobs)
+      if (result.exit_code == 0 && j.exit_code != 0) result.exit_code = j.exit_code;
+    if (!d.ok()) failed.push_back(d.device.name + ": " + d.error());
+  }
+  if (!failed.empty() && result.exit_code == 0) result.exit_code = 3;
+  const bool interrupted = runner::stop_requested();
+  store.finish_run(lab_run,
+                   failed.empty() && !interrupted ? store::Status::kComplete : store::Status::kFailed,
+                   interrupted      ? "interrupted"
+                   : failed.empty() ? ""
+                                    : fmt::format("{} of {} devices failed", failed.size(), devices.size()));
+  return result;
+}
+
+}  // namespace
+
+// A plan checked as `run --plan` will check it, with its models made local files (a
+// synthesized model is written here once, so every device gets the same bytes).
+json prepare_plan(const json& plan) {
+  const std::string kind = app::plan_kind(plan);
+  json resolved = map_plan_models(plan, [](const std::string& spec) {
+    // Absolute: a local device runs in its workdir, not in the controller's directory.
+    return fs::absolute(app::ModelSet::resolve(spec, nullptr)).lexically_normal().string();
+  });
+  if (resolved.contains("prompts") && resolved["prompts"].is_string() &&
+      !resolved["prompts"].get<std::string>().empty())
+    resolved["prompts"] = fs::absolute(resolved["prompts"].get<std::string>()).lexically_normal().string();
+  if (kind == "bench") {
+    auto p = app::bench_plan_from_json(resolved);
+    app::validate(p, workload::default_thread_count());
+  } else {
+    auto p = app::session_plan_from_json(resolved);
+    app::validate(p, workload::default_thread_count());
+  }
+  return resolved;
+}
+
+Cooldown Cooldown::parse(const std::string& text) {
+  Cooldown c;
+  if (text.empty() || text == "none") return c;
+  const bool temp = text.starts_with("temp:");
+  const std::string number = temp ? text.substr(5) : text;
+  char* end = nullptr;
+  const double v = std::strtod(number.c_str(), &end);
+  if (number.empty() || *end != '\0' || !(v >= 0) || v > (temp ? 150 : 3600))
+    throw_bad_input("--cooldown '{}': use none, SECONDS (0..3600) or temp:CELSIUS", text);
+  if (temp)
+    c.until_c = v;
+  else
+    c.seconds = v;
+  return c;
+}
+
+bool DeviceOutcome::ok() const {
+  for (const auto& j : jobs)
+    if (j.status != "complete") return false;
+  return true;
+}
+
+std::string DeviceOutcome::error() const {
+  for (const auto& j : jobs)
+    if (j.status != "complete") return j.error.empty() ? j.status : j.error;
+  return "";
+}
+
+LabRunResult run_lab(store::Store& store, const std::vector<Device>& devices, const LabRunOptions& options) {
+  if (options.plans.empty()) throw_bad_input("lab run: no plan to run");
+  std::vector<json> plans;
+  for (const auto& p : options.plans) plans.push_back(prepare_plan(p));
+  json device_list = json::array();
+  for (const auto& d : devices) device_list.push_back(to_json(d));
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  const json provenance = {{"controller", {{"host", host}, {"edgeprobe", kVersion}}},
+                           {"command_line", options.command_line}};
+  const json lab_plan = {{"plans", plans}, {"devices", device_list}};
+  const store::RunId lab_run = store.begin_run("lab", provenance, lab_plan);
+  return run_devices(store, lab_run, devices, plans, {}, options);
+}
+
+LabRunResult resume_lab(store::Store& store, store::RunId lab_run, const LabRunOptions& options) {
+  const store::RunRecord record = store.get_run(lab_run);
+  if (record.kind != "lab") throw_bad_input("run {} is a {} run, not a lab run", lab_run, record.kind);
+  if (record.status == "complete") throw_bad_input("lab run {} is already complete", lab_run);
+  std::vector<json> plans = record.plan.at("plans").get<std::vector<json>>();
+  std::vector<Device> devices;
+  for (const auto& d : record.plan.at("devices")) devices.push_back(device_from_json(d));
+  // The latest word on each device's jobs.
+  std::map<std::string, std::vector<DeviceJob>> previous;
+  for (const auto& d : devices) previous[d.name].resize(plans.size());
+  for (const auto& t : store.load_run(lab_run).value("telemetry", json::array())) {
+    const std::string phase = t.value("phase", "");
+    for (const auto& d : devices)
+      for (size_t k = 0; k < plans.size(); ++k)
+        if (phase == job_phase(d.name, k)) {
+          const json& s = t["summary"];
+          DeviceJob& j = previous[d.name][k];
+          if (s["run_id"].is_number()) j.run = s["run_id"];
+          j.status = s.value("status", "");
+        }
+  }
+  // Devices whose every job is complete are done; the rest run what is left.
+  std::vector<Device> todo;
+  for (const auto& d : devices) {
+    bool done = true;
+    for (const auto& j : previous[d.name]) done = done && j.status == "complete";
+    if (!done) todo.push_back(d);
+  }
+  if (todo.empty()) throw_bad_input("lab run {}: every device already finished", lab_run);
+  store.resume_run(lab_run);
+  return run_devices(store, lab_run, todo, plans, previous, options);
+}
+
+json to_json(const LabRunResult& r) {
+  json devices = json::array();
+  for (const auto& d : r.devices) {
+    json jobs = json::array();
+    for (const auto& j : d.jobs)
+      jobs.push_back({{"run_id", j.run ? json(j.run) : json(nullptr)},
+                      {"status", j.status},
+                      {"error", j.error},
+                      {"committed", j.committed},
+                      {"exit_code", j.exit_code}});
+    devices.push_back({{"device", d.device.name}, {"ok", d.ok()}, {"error", d.error()}, {"jobs", jobs}});
+  }
+  return {{"lab_run", r.lab_run}, {"exit_code", r.exit_code}, {"devices", devices}};
+}
+
+std::string run_table(const LabRunResult& r) {
+  std::string out = "| device | status | runs | units committed | error |\n|---|---|---|---|---|\n";
+  for (const auto& d : r.devices) {
+    std::string runs;
+    size_t units = 0;
+    for (const auto& j : d.jobs) {
+      runs += (runs.empty() ? "" : ",") + (j.run ? std::to_string(j.run) : "-");
+      units += j.committed;
+    }
+    out += fmt::format("| {} | {} | {} | {} | {} |\n", d.device.name, d.ok() ? "complete" : "failed", runs,
+                       units, d.error());
+  }
+  return out;
+}
+
+}  // namespace edgeprobe::lab

@@ -1,0 +1,72 @@
+#pragma once
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lab/inventory.h"
+#include "store/store.h"
+
+namespace edgeprobe::lab {
+
+// Lab hygiene between jobs on one device.
+struct Cooldown {
+  double seconds = 0;                              // wait this long before each job
+  std::optional<double> until_c;                   // or until the hottest zone is at or below this
+  static Cooldown parse(const std::string& text);  // "", "none", "SECONDS" or "temp:C"; throws kBadInput
+};
+
+struct LabRunOptions {
+  std::vector<nlohmann::json> plans;  // bench/session plans (JSON), run in order on every device
+  std::string dist_dir = "dist";
+  Cooldown cooldown;
+  std::optional<double> thermal_limit_c;  // a device at or above this pauses before a job
+  double max_wait_s = 900;                // bound on each cooldown or thermal pause
+  double job_timeout_s = 6 * 3600;
+  std::string command_line;
+  // One line for a person per device as it goes ("[pixel8] ..."); unset = silent.
+  std::function<void(const std::string&)> say;
+};
+
+struct DeviceJob {
+  store::RunId run = 0;  // the device's run in the store (0: it never started)
+  std::string status;    // complete | failed | not run
+  std::string error;
+  size_t committed = 0;  // units committed by this attempt
+  int exit_code = 0;
+};
+
+struct DeviceOutcome {
+  Device device;
+  std::vector<DeviceJob> jobs;
+  bool ok() const;
+  std::string error() const;  // the first failure's reason
+};
+
+struct LabRunResult {
+  store::RunId lab_run = 0;
+  std::vector<DeviceOutcome> devices;
+  int exit_code = 0;  // 0: every device finished every job without an error
+};
+
+// Runs every plan on every device, devices concurrently and one job at a time on each.
+// The lab run is itself a stored run (kind "lab": its plans and devices, and per device
+// and job which stored run holds the results); each device's results are a bench or
+// session run of their own, with the device's identity, committed unit by unit.
+LabRunResult run_lab(store::Store& store, const std::vector<Device>& devices, const LabRunOptions& options);
+
+// Continues a lab run: devices whose job is complete are skipped, the others resume
+// their stored run from its last committed unit (or start it if it never began).
+// options.plans is ignored (the stored ones run); the devices are the stored ones.
+LabRunResult resume_lab(store::Store& store, store::RunId lab_run, const LabRunOptions& options);
+
+nlohmann::json to_json(const LabRunResult& result);
+std::string run_table(const LabRunResult& result);  // markdown: device, status, runs, units, error
+
+// A plan checked as `run --plan` checks it, with its model specs made local files (a
+// synthesized model is written here once, so every device gets the same bytes).
+// Throws Error(kBadInput) for a bad plan, before any device is touched.
+nlohmann::json prepare_plan(const nlohmann::json& plan);
+
+}  // namespace edgeprobe::lab

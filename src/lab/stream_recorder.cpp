@@ -1,0 +1,155 @@
+#include "lab/stream_recorder.h"
+
+#include <fmt/format.h>
+
+#include "app/bench_job.h"
+#include "core/error.h"
+
+namespace edgeprobe::lab {
+
+using nlohmann::json;
+
+StreamRecorder::StreamRecorder(store::Store& store, json lab, store::RunId resume_run)
+    : store_(store), lab_(std::move(lab)), resume_run_(resume_run) {
+  if (resume_run_) done_ = store_.completed_units(resume_run_);
+}
+
+void StreamRecorder::line(std::string_view text) {
+  if (stopped_ || text.empty()) return;
+  json e;
+  try {
+    e = json::parse(text);
+  } catch (const json::parse_error&) {
+    stop(fmt::format("line {} of the stream is not JSON: {}", next_seq_, std::string(text.substr(0, 120))));
+    return;
+  }
+  if (!e.is_object() || !e.contains("event") || !e.contains("seq") || !e["seq"].is_number_integer()) {
+    stop(fmt::format("line {} of the stream has no event or seq", next_seq_));
+    return;
+  }
+  if (e["seq"].get<int64_t>() != next_seq_) {
+    stop(fmt::format("the stream skipped from seq {} to {}", next_seq_ - 1, e["seq"].get<int64_t>()));
+    return;
+  }
+  ++next_seq_;
+  try {
+    event(e);
+  } catch (const std::exception& ex) {  // json type errors and store errors alike
+    stop(fmt::format("seq {} ({}): {}", next_seq_ - 1, e["event"].dump(), ex.what()));
+  }
+}
+
+void StreamRecorder::event(const json& e) {
+  const std::string ev = e["event"];
+  if (ev == "start") {
+    kind_ = e.at("kind");
+    plan_ = e.at("plan");
+    plan_.erase("completed");  // the stored plan is the whole job; done units live in the store
+  } else if (ev == "progress") {
+    if (e.contains("done")) estimate_.units(e["done"], e["total"], e.value("unit", ""));
+    estimate_.step(e.value("step", ""));
+  } else if (ev == "warning") {
+    warnings_.push_back(e.value("message", ""));
+  } else if (ev == "provenance") {
+    begin(e.at("provenance"), e.value("cases", json::array()));
+  } else if (ev == "repetition") {
+    if (!run_id_) throw Error(ErrorKind::kBug, "a repetition before the provenance");
+    const json& rep = e.at("repetition");
+    const store::RepetitionKey key{e.at("case_index").get<int64_t>(), rep.at("index").get<int64_t>()};
+    if (done_.has(key)) {
+      ++skipped_;
+      return;
+    }
+    store_.record_repetition(run_id_, key.configuration_ordinal, key.repetition, rep);
+    done_.repetitions.insert(key);
+    ++committed_;
+  } else if (ev == "test") {
+    if (!run_id_) throw Error(ErrorKind::kBug, "a test result before the provenance");
+    const json& r = e.at("result");
+    const auto ordinal = static_cast<int64_t>(tests_seen_++);
+    const bool failed = r.value("status", "ok") != "ok";
+    const std::string message = failed && r["error"].is_object() ? r["error"].value("message", "") : "";
+    store_.finish_configuration(run_id_, ordinal, failed ? store::Status::kFailed : store::Status::kComplete,
+                                message);
+    // What a test has beyond its repetitions (load times, telemetry, roofline), once.
+    if (!done_.complete_configurations.contains(ordinal)) {
+      const json& load = r.value("load", json::object());
+      const json share = load.value("page_cache_resident_share_before", json(nullptr));
+      store_.record_run_summary(run_id_, app::test_summary_phase(static_cast<size_t>(ordinal)),
+                                {{"load_ms", load.value("samples_ms", json::array())},
+                                 {"page_cache_resident_share", share.is_number() ? share : json(-1.0)},
+                                 {"telemetry", r.value("telemetry", json(nullptr))},
+                                 {"roofline", r.value("roofline", json(nullptr))},
+                                 {"error", r.value("error", json(nullptr))}});
+      done_.complete_configurations.insert(ordinal);
+    }
+  } else if (ev == "turn") {
+    if (!run_id_) throw Error(ErrorKind::kBug, "a turn before the provenance");
+    const json& t = e.at("turn");
+    const store::TurnKey key{e.at("config_index").get<int64_t>(), t.at("round").get<int64_t>(),
+                             t.at("conversation_id").get<std::string>(), t.at("turn_index").get<int64_t>()};
+    if (done_.has(key)) {
+      ++skipped_;
+      return;
+    }
+    store_.record_turn(run_id_, key, t);
+    done_.turns.insert(key);
+    ++committed_;
+  } else if (ev == "result") {
+    // Session: each configuration's analysis over all its turns (stored and new).
+    if (kind_ == "session" && run_id_ && e.at("report").contains("configs"))
+      for (const auto& c : e["report"]["configs"])
+        if (c.contains("analysis") && !c["analysis"].is_null())
+          store_.record_run_summary(run_id_, "config" + std::to_string(c.value("ordinal", 0)), c["analysis"]);
+  } else if (ev == "end") {
+    ended_ = true;
+    exit_code_ = e.value("exit_code", 0);
+    errors_ = e.value("errors", std::vector<std::string>{});
+    const bool interrupted = e.value("interrupted", false);
+    if (run_id_)
+      store_.finish_run(run_id_, interrupted ? store::Status::kFailed : store::Status::kComplete,
+                        interrupted ? "interrupted on the device" : "");
+    stopped_ = true;
+  } else if (ev == "error") {
+    exit_code_ = e.value("kind", "") == "bad_input" ? 2 : 3;
+    stop(fmt::format("{} on the device: {}", e.value("kind", "error"), e.value("message", "")));
+  }
+}
+
+void StreamRecorder::begin(const json& provenance_in, const json& cases) {
+  json provenance = provenance_in;
+  provenance["extra"]["lab"] = lab_;
+  if (resume_run_) {
+    run_id_ = resume_run_;
+    store_.resume_run(run_id_);
+  } else {
+    if (kind_.empty()) throw Error(ErrorKind::kBug, "provenance before start");
+    run_id_ = store_.begin_run(kind_, provenance, plan_);
+  }
+  if (kind_ == "bench") {
+    for (size_t i = 0; i < cases.size(); ++i)
+      store_.add_configuration(run_id_, static_cast<int64_t>(i), cases[i]);
+  } else {
+    const json configs = plan_.value("configs", json::array());
+    for (size_t i = 0; i < configs.size(); ++i)
+      store_.add_configuration(run_id_, static_cast<int64_t>(i), configs[i]);
+  }
+}
+
+void StreamRecorder::stop(const std::string& why) {
+  if (stopped_) return;
+  stopped_ = true;
+  failed_ = why;
+  try {
+    if (run_id_) store_.finish_run(run_id_, store::Status::kFailed, why);
+  } catch (const std::exception& e) {
+    failed_ += fmt::format(" (and the run could not be marked failed: {})", e.what());
+  }
+}
+
+void StreamRecorder::finish_cut(const std::string& why) {
+  if (ended_) return;
+  stop(why);
+}
+
+}  // namespace edgeprobe::lab

@@ -1,0 +1,165 @@
+#include "lab/transport.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/text.h"
+
+namespace edgeprobe::lab {
+namespace {
+
+namespace fs = std::filesystem;
+
+class LocalTransport : public Transport {
+ public:
+  std::string describe() const override { return "local"; }
+  ProcessResult run(const std::string& command, const ProcessOptions& options) override {
+    return run_process({"/bin/sh", "-c", command}, options);
+  }
+  void push(const std::string& local, const std::string& remote, double) override { copy(local, remote); }
+  void pull(const std::string& remote, const std::string& local, double) override { copy(remote, local); }
+  std::string unreachable(const ProcessResult&) const override { return ""; }
+
+ private:
+  static void copy(const std::string& from, const std::string& to) {
+    std::error_code ec;
+    fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+    if (ec) throw_environment("copy {} to {}: {}", from, to, ec.message());
+  }
+};
+
+// The OpenSSH client. BatchMode: never a password prompt (a lab runs unattended);
+// ServerAlive: a device that vanishes (cable, sshd killed) ends the session in seconds
+// rather than at TCP's timeout; ControlMaster: one TCP/SSH handshake per device for the
+// many small commands of check and deploy.
+class SshTransport : public Transport {
+ public:
+  explicit SshTransport(const Device& d) : device_(d) {
+    const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+    control_dir_ = fmt::format("{}/edgeprobe-ssh-{}", runtime && *runtime ? runtime : "/tmp", getuid());
+    std::error_code ec;
+    fs::create_directories(control_dir_, ec);
+    fs::permissions(control_dir_, fs::perms::owner_all, ec);
+  }
+  std::string describe() const override { return "ssh " + device_.host; }
+
+  ProcessResult run(const std::string& command, const ProcessOptions& options) override {
+    std::vector<std::string> argv = base("ssh");
+    argv.push_back(device_.host);
+    argv.push_back("--");
+    argv.push_back(command);
+    return run_process(argv, options);
+  }
+  void push(const std::string& local, const std::string& remote, double timeout_s) override {
+    copy({local, target(remote)}, timeout_s, "push " + local);
+  }
+  void pull(const std::string& remote, const std::string& local, double timeout_s) override {
+    copy({target(remote), local}, timeout_s, "pull " + remote);
+  }
+  std::string unreachable(const ProcessResult& r) const override {
+    if (r.timed_out) return "ssh " + device_.host + ": timed out";
+    if (r.exit_code == 255)
+      return "ssh " + device_.host + ": " + (r.err.empty() ? "connection failed" : one_line(r.err));
+    return "";
+  }
+
+ private:
+  std::vector<std::string> base(const std::string& program) const {
+    std::vector<std::string> argv = {program,
+                                     "-o",
+                                     "BatchMode=yes",
+                                     "-o",
+                                     "ConnectTimeout=10",
+                                     "-o",
+                                     "ServerAliveInterval=2",
+                                     "-o",
+                                     "ServerAliveCountMax=3",
+                                     "-o",
+                                     "ControlMaster=auto",
+                                     "-o",
+                                     "ControlPath=" + control_dir_ + "/%C",
+                                     "-o",
+                                     "ControlPersist=30"};
+    if (!device_.user.empty()) argv.insert(argv.end(), {"-o", "User=" + device_.user});
+    if (device_.port) argv.insert(argv.end(), {"-o", fmt::format("Port={}", device_.port)});
+    return argv;
+  }
+  // scp -O hands the remote path to the remote shell: quote it for that shell.
+  std::string target(const std::string& remote) const { return device_.host + ":" + shell_quote(remote); }
+  void copy(std::vector<std::string> paths, double timeout_s, const std::string& what) {
+    std::vector<std::string> argv = base("scp");
+    argv.insert(argv.begin() + 1, {"-q", "-O"});  // -O: the classic protocol, paths via the remote shell
+    argv.insert(argv.end(), paths.begin(), paths.end());
+    const ProcessResult r = run_process(argv, within(timeout_s));
+    if (r.exit_code != 0)
+      throw_environment("ssh {}: {} failed: {}", device_.host, what,
+                        r.timed_out ? "timed out" : one_line(r.err));
+  }
+
+  Device device_;
+  std::string control_dir_;
+};
+
+// `adb -s SERIAL shell|push|pull`, the commands a real phone takes.
+class AdbTransport : public Transport {
+ public:
+  explicit AdbTransport(const Device& d) : device_(d) {}
+  std::string describe() const override { return "adb " + device_.serial; }
+  ProcessResult run(const std::string& command, const ProcessOptions& options) override {
+    connect_once();
+    return run_process({adb_program(), "-s", device_.serial, "shell", command}, options);
+  }
+  void push(const std::string& local, const std::string& remote, double timeout_s) override {
+    connect_once();
+    check(run_process({adb_program(), "-s", device_.serial, "push", local, remote}, within(timeout_s)),
+          "push " + local);
+  }
+  void pull(const std::string& remote, const std::string& local, double timeout_s) override {
+    connect_once();
+    check(run_process({adb_program(), "-s", device_.serial, "pull", remote, local}, within(timeout_s)),
+          "pull " + remote);
+  }
+  std::string unreachable(const ProcessResult& r) const override {
+    if (r.timed_out) return "adb " + device_.serial + ": timed out";
+    const std::string err = one_line(r.err);
+    for (const char* sign :
+         {"not found", "offline", "unauthorized", "no devices", "device still connecting", "closed"})
+      if (err.find(sign) != std::string::npos) return "adb " + device_.serial + ": " + err;
+    return "";
+  }
+
+ private:
+  // adb connect for host:port endpoints (a network device, a DeviceFarmer/STF lab).
+  void connect_once() {
+    if (connected_ || device_.serial.find(':') == std::string::npos) return;
+    connected_ = true;
+    run_process({adb_program(), "connect", device_.serial}, within(20));
+  }
+  void check(const ProcessResult& r, const std::string& what) const {
+    if (r.exit_code != 0)
+      throw_environment("adb {}: {} failed: {}", device_.serial, what,
+                        r.timed_out ? "timed out" : one_line(r.err + r.out));
+  }
+  Device device_;
+  bool connected_ = false;
+};
+
+}  // namespace
+
+std::string adb_program() {
+  const char* adb = std::getenv("EDGEPROBE_ADB");
+  return adb && *adb ? adb : "adb";
+}
+
+std::unique_ptr<Transport> make_transport(const Device& d) {
+  if (d.transport == "local") return std::make_unique<LocalTransport>();
+  if (d.transport == "ssh") return std::make_unique<SshTransport>(d);
+  if (d.transport == "adb") return std::make_unique<AdbTransport>(d);
+  throw_bad_input("device '{}': transport '{}': use local, ssh or adb", d.name, d.transport);
+}
+
+}  // namespace edgeprobe::lab

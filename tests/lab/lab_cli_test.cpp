@@ -1,0 +1,363 @@
+// `edgeprobe lab` end to end on this machine: the local transport against `bench`
+// directly, and the adb transport against fake-adb (a stand-in client whose "device" is
+// a directory): deploy, run, a device lost mid-run, --resume, and bad inventories.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "edgeprobe_version.h"
+#include "store/store.h"
+#include "support/run_process.h"
+
+using namespace edgeprobe;
+using namespace edgeprobe::test_support;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kBundle = std::string("edgeprobe-") + kVersion + "-linux-x86_64-linux-gnu";
+
+class LabCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    device_root_ = dir_.file("phone");
+    fs::create_directories(device_root_);
+  }
+
+  ProcessResult lab(std::vector<std::string> args, int timeout_s = 300) {
+    args.insert(args.begin(), {EDGEPROBE_BINARY, "lab"});
+    std::vector<std::pair<std::string, std::string>> env = {
+        {"EDGEPROBE_ADB", EDGEPROBE_FAKE_ADB},
+        {"FAKE_ADB_ROOT", device_root_},
+        {"FAKE_ADB_LOG", dir_.file("adb.log")},
+        {"XDG_CACHE_HOME", std::string(EDGEPROBE_BUILD_DIR) + "/test-home/cache"},
+        {"XDG_DATA_HOME", dir_.file("data")}};
+    env.insert(env.end(), extra_env_.begin(), extra_env_.end());
+    return run_process(args, timeout_s, env);
+  }
+
+  // A bundle for this machine whose launcher starts the edgeprobe under test, laid out
+  // as scripts/package.sh lays it out (building a real one takes a Release build).
+  std::string fake_dist() {
+    const std::string dist = dir_.file("dist"), stage = dist + "/" + kBundle;
+    fs::create_directories(stage);
+    write_file(stage + "/edgeprobe", std::string("#!/bin/sh\nexec ") + EDGEPROBE_BINARY + " \"$@\"\n");
+    const auto r =
+        run_process({"/bin/tar", "-C", dist, "-czf", dist + "/" + kBundle + ".tar.gz", kBundle}, 60);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    fs::remove_all(stage);
+    return dist;
+  }
+
+  std::string inventory(const std::string& hosts) {
+    write_file(dir_.file("lab.yml"), "all:\n  hosts:\n" + hosts);
+    return dir_.file("lab.yml");
+  }
+
+  std::string phone_dir() const { return device_root_ + "/data/local/tmp/edgeprobe"; }
+
+  // The bench flags of every run here: two tests (pp16, tg4), tiny, no probing.
+  std::vector<std::string> bench_flags(int reps) const {
+    return {"-m", tiny_model(),         "-p",         "16",  "-n",          "4", "-t", "1",
+            "-r", std::to_string(reps), "--ceilings", "off", "--sample-hz", "0"};
+  }
+
+  std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) const {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  }
+
+  TempDir dir_;
+  std::string device_root_;
+  std::vector<std::pair<std::string, std::string>> extra_env_;
+};
+
+size_t repetitions(const json& run) {
+  size_t n = 0;
+  for (const auto& c : run["configurations"]) n += c["repetitions"].size();
+  return n;
+}
+
+std::vector<std::string> test_names(const json& run) {
+  std::vector<std::string> out;
+  for (const auto& c : run["configurations"]) out.push_back(c["config"]["test"]);
+  return out;
+}
+
+// The device runs of a lab store, by the device name the controller gave them.
+std::map<std::string, store::RunId> device_runs(const store::Store& s) {
+  std::map<std::string, store::RunId> out;
+  for (const auto& r : s.list_runs({}))
+    if (r.kind != "lab") out[s.get_run(r.id).provenance["extra"]["lab"]["device"]] = r.id;
+  return out;
+}
+
+}  // namespace
+
+TEST_F(LabCli, LocalTransportStoresTheSameUnitsAsBench) {
+  const auto bench =
+      run_process(with({EDGEPROBE_BINARY, "bench", "-q", "--db", dir_.file("bench.db")}, bench_flags(2)), 300,
+                  {{"XDG_CACHE_HOME", std::string(EDGEPROBE_BUILD_DIR) + "/test-home/cache"}});
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  const auto r =
+      lab(with({"run", "-i", inventory("    pc: {transport: local, workdir: " + dir_.file("pc") + "}\n"),
+                "--db", dir_.file("lab.db"), "-o", "json"},
+               bench_flags(2)));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json out = json::parse(r.out);
+  EXPECT_EQ(out["devices"][0]["ok"], true);
+  EXPECT_EQ(out["devices"][0]["jobs"][0]["committed"], 4);
+  EXPECT_NE(r.err.find("[pc] job 1/1 done: 4 units committed"), std::string::npos) << r.err;
+
+  auto direct = store::open_store(dir_.file("bench.db"), store::Mode::kMustExist);
+  auto labdb = store::open_store(dir_.file("lab.db"), store::Mode::kMustExist);
+  const json want = direct->load_run(direct->list_runs({})[0].id);
+  const store::RunId run = device_runs(*labdb).at("pc");
+  const json got = labdb->load_run(run);
+  EXPECT_EQ(test_names(got), test_names(want));
+  EXPECT_EQ(repetitions(got), repetitions(want));
+  EXPECT_EQ(labdb->get_run(run).status, "complete");
+  EXPECT_EQ(labdb->get_run(run).device_id, direct->get_run(1).device_id);  // the device's own identity
+  // The device's state around the job is part of its run.
+  bool lab_state = false;
+  for (const auto& t : got["telemetry"])
+    if (t["phase"] == "lab") {
+      lab_state = true;
+      EXPECT_TRUE(t["summary"]["before"]["reachable"].get<bool>());
+      EXPECT_TRUE(t["summary"].contains("throttled"));
+      EXPECT_TRUE(t["summary"]["after"].contains("cpufreq"));
+    }
+  EXPECT_TRUE(lab_state);
+  const auto lab_run = labdb->get_run(out["lab_run"]);
+  EXPECT_EQ(lab_run.kind, "lab");
+  EXPECT_EQ(lab_run.status, "complete");
+}
+
+TEST_F(LabCli, AdbStandInDeploysVerifiesAndSkipsWhatIsThere) {
+  const std::string dist = fake_dist();
+  const std::string inv = inventory("    phone: {transport: adb, serial: emulator-5554}\n");
+  auto r = lab({"deploy", "-i", inv, "--dist", dist, "-m", tiny_model()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("bundle /data/local/tmp/edgeprobe/" + kBundle + " (copied, SHA-256 verified)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_TRUE(fs::exists(phone_dir() + "/" + kBundle + "/.complete"));
+  EXPECT_FALSE(fs::exists(phone_dir() + "/" + kBundle + ".tar.gz"));  // unpacked, then removed
+  size_t models = 0, parts = 0;
+  for (const auto& e : fs::recursive_directory_iterator(phone_dir())) {
+    models += e.path().extension() == ".gguf";
+    parts += e.path().extension() == ".part";
+  }
+  EXPECT_EQ(models, 1u);
+  EXPECT_EQ(parts, 0u);
+  const std::string log = read_file(dir_.file("adb.log"));
+  EXPECT_NE(log.find("-s emulator-5554 push " + dist + "/" + kBundle + ".tar.gz /data/local/tmp/edgeprobe/" +
+                     kBundle + ".tar.gz.part"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("-s emulator-5554 shell sha256sum"), std::string::npos) << log;
+
+  r = lab({"deploy", "-i", inv, "--dist", dist, "-m", tiny_model()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("copied"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(already there)"), std::string::npos) << r.out;
+
+  r = lab({"check", "-i", inv, "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json check = json::parse(r.out);
+  EXPECT_EQ(check[0]["state"]["reachable"], true);
+  EXPECT_EQ(check[0]["bundle"]["present"], true);
+  EXPECT_EQ(check[0]["state"]["target"], "x86_64-linux-gnu");
+
+  r = lab(with({"run", "-i", inv, "--dist", dist, "--db", dir_.file("lab.db"), "-q"}, bench_flags(2)));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto s = store::open_store(dir_.file("lab.db"), store::Mode::kMustExist);
+  const json run = s->load_run(device_runs(*s).at("phone"));
+  EXPECT_EQ(repetitions(run), 4u);
+  EXPECT_TRUE(run["run"]["plan"]["cases"][0]["model_path"].get<std::string>().starts_with(
+      "/data/local/tmp/edgeprobe/models/"));
+}
+
+TEST_F(LabCli, ADeviceLostMidRunFailsAloneAndResumeFinishesIt) {
+  const std::string dist = fake_dist();
+  const std::string inv = inventory("    pc: {transport: local, workdir: " + dir_.file("pc") +
+                                    "}\n    phone: {transport: adb, serial: 10.0.0.7:5555}\n");
+  extra_env_ = {{"FAKE_ADB_DROP_AFTER", "14"}};  // after the second repetition (docs/wire-format.md order)
+  auto r = lab(
+      with({"run", "-i", inv, "--dist", dist, "--db", dir_.file("lab.db"), "-o", "json"}, bench_flags(3)));
+  ASSERT_EQ(r.exit_code, 3) << r.err;
+  json out = json::parse(r.out);
+  EXPECT_EQ(out["devices"][0]["ok"], true);
+  EXPECT_EQ(out["devices"][1]["ok"], false);
+  EXPECT_NE(out["devices"][1]["error"].get<std::string>().find("offline"), std::string::npos) << out.dump();
+  EXPECT_NE(r.err.find("edgeprobe lab run --resume " + std::to_string(out["lab_run"].get<int>())),
+            std::string::npos);
+  size_t before = 0;
+  {
+    auto s = store::open_store(dir_.file("lab.db"), store::Mode::kMustExist);
+    const auto runs = device_runs(*s);
+    EXPECT_EQ(repetitions(s->load_run(runs.at("pc"))), 6u);
+    EXPECT_EQ(s->get_run(runs.at("phone")).status, "failed");
+    before = repetitions(s->load_run(runs.at("phone")));
+    EXPECT_GE(before, 1u);  // the drop came mid-run: some units were committed, not all
+    EXPECT_LT(before, 6u);
+    EXPECT_EQ(s->get_run(out["lab_run"]).status, "failed");
+  }
+
+  fs::remove(device_root_ + "/offline");  // the phone is back
+  r = lab({"run", "--resume", std::to_string(out["lab_run"].get<int>()), "--db", dir_.file("lab.db"),
+           "--dist", dist, "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  out = json::parse(r.out);
+  ASSERT_EQ(out["devices"].size(), 1u);  // only the phone had anything left
+  EXPECT_EQ(out["devices"][0]["jobs"][0]["committed"], 6 - before);
+  auto s = store::open_store(dir_.file("lab.db"), store::Mode::kMustExist);
+  const auto runs = device_runs(*s);
+  EXPECT_EQ(runs.size(), 2u);  // resumed in place, not a new run
+  EXPECT_EQ(repetitions(s->load_run(runs.at("phone"))), 6u);
+  EXPECT_EQ(repetitions(s->load_run(runs.at("pc"))), 6u);
+  EXPECT_EQ(s->get_run(runs.at("phone")).status, "complete");
+  EXPECT_EQ(s->get_run(out["lab_run"]).status, "complete");
+  // Each test's own summary (load times, telemetry) once, though the drop split test 0.
+  std::map<std::string, int> phases;
+  const json phone = s->load_run(runs.at("phone"));
+  for (const auto& t : phone["telemetry"]) ++phases[t["phase"]];
+  EXPECT_EQ(phases["test0"], 1);
+  EXPECT_EQ(phases["test1"], 1);
+}
+
+TEST_F(LabCli, BadInventoryExitsTwoNamingFileAndLine) {
+  const std::string inv = inventory("    a: {transport: telnet}\n");
+  auto r = lab({"check", "-i", inv});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "edgeprobe: error: " + inv + ":3: host 'a': transport 'telnet': use local, ssh or adb\n");
+  r = lab({"check", "-i", dir_.file("missing.yml")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("missing.yml: cannot read the inventory"), std::string::npos) << r.err;
+  r = lab({"run", "-i", inventory("    pc: {transport: local}\n"), "--devices", "nope", "-m", tiny_model()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no device 'nope'"), std::string::npos) << r.err;
+}
+
+TEST_F(LabCli, CheckSaysWhyADeviceIsUnreachable) {
+  write_file(device_root_ + "/offline", "");
+  const auto r = lab({"check", "-i", inventory("    phone: {transport: adb, serial: R58M123}\n")});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.out.find("| phone | adb R58M123 | no: adb R58M123: adb: error: device 'R58M123' offline |"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(LabCli, DeviceRunsAreListedComparedAndUsableAsADoctorBaseline) {
+  const std::string inv = inventory("    a: {transport: local, workdir: " + dir_.file("a") +
+                                    "}\n    b: {transport: local, workdir: " + dir_.file("b") + "}\n");
+  const std::string db = dir_.file("lab.db");
+  auto r = lab(with({"run", "-i", inv, "--db", db, "-q"}, bench_flags(3)));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Device b again, on a different model file (same shape, q8_0).
+  auto flags = bench_flags(3);
+  flags[1] = tiny_model("q8_0");
+  r = lab(with({"run", "-i", inv, "--devices", "b", "--db", db, "-q"}, flags));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto s = store::open_store(db, store::Mode::kMustExist);
+  std::vector<store::RunId> runs;
+  for (const auto& run : s->list_runs({}))
+    if (run.kind == "bench") runs.push_back(run.id);
+  ASSERT_EQ(runs.size(), 3u);
+  const std::string device = s->get_run(runs[0]).device_id;
+  ASSERT_FALSE(device.empty());
+
+  const auto listed =
+      run_process({EDGEPROBE_BINARY, "runs", "--db", db, "--device", device, "--kind", "bench"}, 60);
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  for (auto id : runs)
+    EXPECT_NE(listed.out.find(" " + std::to_string(id) + "  "), std::string::npos) << listed.out;
+
+  const auto same = run_process({EDGEPROBE_BINARY, "compare", std::to_string(runs[0]),
+                                 std::to_string(runs[1]), "--db", db, "-o", "json"},
+                                60);
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_TRUE(json::parse(same.out)["comparable"].get<bool>());
+  const auto other = run_process(
+      {EDGEPROBE_BINARY, "compare", std::to_string(runs[0]), std::to_string(runs[2]), "--db", db}, 60);
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.out.find("**not comparable**: model sha256 differs"), std::string::npos) << other.out;
+
+  // doctor reads another device's stored run as its baseline: here the q8_0 one, so the
+  // model it diagnoses is not the baseline's and says so.
+  const auto doctor = run_process(
+      {EDGEPROBE_BINARY, "doctor", "-m", tiny_model(), "--baseline", std::to_string(runs[2]), "--db", db,
+       "--no-experiments", "-p", "16", "-n", "4", "-r", "1", "--no-store", "-o", "json"},
+      300, {{"XDG_CACHE_HOME", std::string(EDGEPROBE_BUILD_DIR) + "/test-home/cache"}});
+  ASSERT_EQ(doctor.exit_code, 0) << doctor.err;
+  std::vector<std::string> ids;
+  const json diagnosis = json::parse(doctor.out);
+  for (const auto& f : diagnosis["doctor"]["findings"]) ids.push_back(f["id"]);
+  EXPECT_NE(std::find(ids.begin(), ids.end(), "identity.baseline_mismatch"), ids.end()) << json(ids).dump();
+  const auto missing =
+      run_process({EDGEPROBE_BINARY, "doctor", "-m", tiny_model(), "--baseline", "999", "--db", db}, 60);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("no run 999"), std::string::npos) << missing.err;
+}
+
+TEST_F(LabCli, PlansRunInOrderOnEachDeviceWithACooldownBeforeEach) {
+  write_file(dir_.file("prompts.jsonl"),
+             "{\"id\": \"a\", \"lang\": \"en\", \"turns\": [\"Hello there.\", \"And again.\"]}\n");
+  const json session = {{"kind", "session"},
+                        {"models", {tiny_model()}},
+                        {"max_tokens", {8}},
+                        {"threads", {1}},
+                        {"rounds", 1},
+                        {"conversations", 1},
+                        {"prompts", dir_.file("prompts.jsonl")},
+                        {"env", {{"sample_hz", 0}}}};
+  const json bench = {
+      {"kind", "bench"},
+      {"sweep", {{"models", {tiny_model()}}, {"n_prompt", {16}}, {"n_gen", {0}}, {"threads", {1}}}},
+      {"repetitions", 2},
+      {"ceilings", "off"},
+      {"env", {{"sample_hz", 0}}}};
+  write_file(dir_.file("session.json"), session.dump());
+  write_file(dir_.file("bench.json"), bench.dump());
+  const auto r =
+      lab({"run", "-i", inventory("    pc: {transport: local, workdir: " + dir_.file("pc") + "}\n"),
+           dir_.file("session.json"), dir_.file("bench.json"), "--db", dir_.file("lab.db"), "--cooldown", "1",
+           "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json out = json::parse(r.out);
+  ASSERT_EQ(out["devices"][0]["jobs"].size(), 2u);
+  EXPECT_EQ(out["devices"][0]["jobs"][0]["committed"], 2);  // two turns
+  EXPECT_EQ(out["devices"][0]["jobs"][1]["committed"], 2);  // two repetitions
+  auto s = store::open_store(dir_.file("lab.db"), store::Mode::kMustExist);
+  const store::RunId session_run = out["devices"][0]["jobs"][0]["run_id"],
+                     bench_run = out["devices"][0]["jobs"][1]["run_id"];
+  EXPECT_EQ(s->get_run(session_run).kind, "session");
+  EXPECT_EQ(s->get_run(bench_run).kind, "bench");
+  EXPECT_LT(session_run, bench_run);  // in the order given
+  const json doc = s->load_run(session_run);
+  EXPECT_EQ(doc["turns"].size(), 2u);
+  bool hygiene = false;
+  for (const auto& t : doc["telemetry"])
+    if (t["phase"] == "lab") {
+      hygiene = true;
+      EXPECT_GE(t["summary"]["hygiene"]["waited_s"].get<double>(), 1.0);
+    }
+  EXPECT_TRUE(hygiene);
+}
+
+TEST_F(LabCli, ARelativeModelPathIsTheControllersNotTheDevices) {
+  const std::string inv = inventory("    pc: {transport: local, workdir: " + dir_.file("pc") + "}\n");
+  const fs::path model = tiny_model();
+  const auto r =
+      run_process({"/bin/sh", "-c",
+                   "cd " + model.parent_path().string() + " && " + EDGEPROBE_BINARY + " lab run -q -i " +
+                       inv + " --db " + dir_.file("lab.db") + " -m " + model.filename().string() +
+                       " -p 16 -n 0 -t 1 -r 1 --ceilings off --sample-hz 0"},
+                  300);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  auto s = store::open_store(dir_.file("lab.db"), store::Mode::kMustExist);
+  const json run = s->load_run(device_runs(*s).at("pc"));
+  EXPECT_EQ(run["configurations"][0]["config"]["model_path"], model.string());
+}
