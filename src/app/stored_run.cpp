@@ -124,7 +124,7 @@ json load_result_document(const std::string& spec, const std::string& db) {
       throw_bad_input("{}: not a result JSON file ({})", spec, e.what());
     }
   }
-  if (!is_run_id(spec)) throw_bad_input("'{}' is neither a result file nor a run id (see 'edgeprobe runs')", spec);
+  if (!is_run_id(spec)) throw_bad_input("cannot read '{}': no such file, and it is not a run id (see 'edgeprobe runs')", spec);
   const auto store = store::open_store(db.empty() ? store::default_db_path() : db, store::Mode::kMustExist);
   return load_stored_run(*store, std::stoll(spec)).document();
 }

@@ -464,7 +464,7 @@ TEST(DoctorBadInput, EachGetsOneLineAndExitCodeTwo) {
       {{"-m", dir.file("missing.gguf")}, "does not exist"},
       {{"-m", dir.file("truncated.gguf")}, "not a valid GGUF"},
       {{"-m", tiny_model(), "--baseline", dir.file("garbage.json")}, "is not JSON"},
-      {{"-m", tiny_model(), "--baseline", dir.file("none.json")}, "cannot read --baseline"},
+      {{"-m", tiny_model(), "--baseline", dir.file("none.json")}, "no such file, and it is not a run id"},
       {{"-m", tiny_model(), "--cpu-variant", "bogus"}, "unknown CPU variant 'bogus'"},
       {{"-m", tiny_model(), "-t", "0"}, "--threads"},
       {{"-m", tiny_model(), "-o", "yaml"}, "yaml"},
