@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/error.h"
 #include "engine/llama_engine.h"
 #include "http/http_engine.h"
 
@@ -10,6 +11,10 @@ namespace edgeprobe::app {
 EngineHandle make_engine(const Environment& env) {
   EngineHandle h;
   if (!env.endpoint.empty()) {
+#ifndef EDGEPROBE_WITH_HTTP
+    throw_environment("--endpoint: this edgeprobe was built without the HTTP endpoint engine (EDGEPROBE_HTTP=OFF, "
+                      "no libcurl, as device bundles are); run it from a build with it, e.g. the controller's");
+#else
     http::EndpointOptions o;
     o.url = env.endpoint;
     o.model = env.api_model;
@@ -19,6 +24,7 @@ EngineHandle make_engine(const Environment& env) {
     h.engine = http::connect_endpoint(o);
     h.identity = result::engine_from_json(h.engine->provenance());
     return h;
+#endif
   }
   engine::start_log_capture(env.verbose_engine_log);
   h.cpu_backend = &engine::load_cpu_backend(env.cpu_variant);

@@ -34,9 +34,11 @@ void validate_environment(const Environment& env) {
     throw_bad_input("--server-pid {}: a local server's process id, with --endpoint", env.server_pid);
   if (env.server_pid > 0 && !std::filesystem::exists("/proc/" + std::to_string(env.server_pid)))
     throw_bad_input("--server-pid {}: no such process", env.server_pid);
+#ifdef EDGEPROBE_WITH_HTTP
   if (!env.endpoint.empty())
     http::validate_endpoint({env.endpoint, env.api_model, env.api.empty() ? "completions" : env.api, "EDGEPROBE_API_KEY",
                              env.request_timeout_s});
+#endif
 }
 
 // Reads `key` into `out` when present, with the type the field has; a wrong type names the key.
