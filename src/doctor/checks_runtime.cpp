@@ -197,6 +197,7 @@ void check_decode_steps(const Evidence& e, std::vector<Finding>& out) {
     std::vector<std::string> ev = {fmt::format("per-token latency rose from {:.2f} to {:.2f} ms at token {} of {} (repetition {})",
                                                cp.mean_before, cp.mean_after, cp.index, steps.size(), rep + 1)};
     bool explained = false;
+    bool by_neighbours_only = false;  // other processes at that moment, and nothing of the device's own
     if (t.is_object() && t.contains("decode")) {
       const auto& d = field(t, "decode");
       if (num(d, "throttled_ms") > 0) {
@@ -204,12 +205,14 @@ void check_decode_steps(const Evidence& e, std::vector<Finding>& out) {
         ev.push_back(fmt::format("that repetition was cgroup-throttled for {:.0f} ms", num(d, "throttled_ms")));
       }
       if (num(d, "other_cpu_share") >= kContentionShare) {
+        by_neighbours_only = !explained;
         explained = true;
         ev.push_back(fmt::format("other processes took {} of the CPUs then", pct(num(d, "other_cpu_share"))));
       }
       for (const auto& c : d.value("clusters", json::array()))
         if (c.contains("min_freq_share") && field(c, "min_freq_share").is_number() && field(c, "min_freq_share").get<double>() < kLowClockShare) {
           explained = true;
+          by_neighbours_only = false;
           ev.push_back(fmt::format("cluster {}'s clock fell to {} of its maximum", text(c, "name"), pct(field(c, "min_freq_share").get<double>())));
         }
     }
@@ -235,7 +238,12 @@ void check_decode_steps(const Evidence& e, std::vector<Finding>& out) {
                                                f.id.starts_with("power.") || f.id.starts_with("thermal."));
     });
     if (explained && cause_named) ev.push_back("a symptom of the finding above that names this cause");
-    out.push_back({"throttle.decode_step_down", explained && !cause_named && !machine_slowed ? Severity::kWarning : Severity::kInfo,
+    // A moment of other processes' work, too short to count over the whole run, is the
+    // machine's neighbours, not the model or the device: said, but not a warning.
+    if (by_neighbours_only && !cause_named)
+      ev.push_back("too brief to count over the whole run: the machine's neighbours, not the model");
+    const bool warn = explained && !by_neighbours_only && !cause_named && !machine_slowed;
+    out.push_back({"throttle.decode_step_down", warn ? Severity::kWarning : Severity::kInfo,
                    fmt::format("decode slowed by {} partway through the run (x{:.2f} per-token latency){}", pct(cp.mean_after / cp.mean_before - 1),
                                cp.mean_after / cp.mean_before, machine_slowed ? ", and so did the machine" : ""),
                    ev, "decode", std::nullopt, "",

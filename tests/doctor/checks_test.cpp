@@ -293,6 +293,26 @@ TEST(DoctorChecks, ADecodeStepDownTheReferenceKernelAlsoShowsIsTheMachine) {
   EXPECT_FALSE(f->data.value("machine_slowed", true));
 }
 
+TEST(DoctorChecks, ADecodeStepDownWhileOtherProcessesBrieflyRanIsInfoAndACgroupThrottleIsAWarning) {
+  Evidence e = base_evidence();
+  json tg = result("tg32", 2, 0, 40);
+  std::vector<double> steps;
+  for (int i = 0; i < 32; ++i) steps.push_back((i < 16 ? 10.0 : 12.5) + (i * 7 % 5 - 2) * 0.05);  // x1.25 from token 16
+  tg["repetitions"] = json::array({{{"decode_step_ms", steps}, {"telemetry", {{"decode", {{"other_cpu_share", 0.4}}}}}}});
+  e.primary.report = report({result("pp128", 2, 200, 0), tg});
+  e.primary.reference_ms = {1.0, 1.02, 1.01, 1.03, 1.0};  // the reference kernel held its speed
+  auto findings = diagnose(e);
+  const Finding* f = find(findings, "throttle.decode_step_down");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kInfo);
+  tg["repetitions"][0]["telemetry"]["decode"]["throttled_ms"] = 120.0;  // the device's own limit: a warning
+  e.primary.report = report({result("pp128", 2, 200, 0), tg});
+  findings = diagnose(e);
+  f = find(findings, "throttle.decode_step_down");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+}
+
 // ---- the paired statistics and the stopping rule, on synthetic series -----------------
 
 TEST(DoctorPaired, OrderStatisticIntervalHasItsExactCoverage) {
