@@ -273,15 +273,9 @@ TEST(DoctorFaults, UnderAPeriodicDisturbanceTheLowestVariantIsStillNamedFirst) {
 // Issue 17: a process confined to one CPU by a cgroup cpuset and asked for -t 2. The fix
 // and the measurement shown with it agree, or the finding says that they disagree.
 TEST(DoctorFaults, TwoThreadsInAOneCpuCpusetGetAFixItsEvidenceSupports) {
-  const std::string root = "/sys/fs/cgroup/cpuset";
-  if (geteuid() != 0 || !std::filesystem::exists(root + "/cpuset.cpus")) GTEST_SKIP() << "needs root and a cgroup v1 cpuset";
-  const std::string dir = root + "/edgeprobe-test-cpuset-" + std::to_string(getpid());
-  std::filesystem::create_directory(dir);
-  write_file(dir + "/cpuset.cpus", "0");
-  write_file(dir + "/cpuset.mems", read_file(root + "/cpuset.mems"));
-  const json d = run_doctor({"-m", small_model(), "-t", "2"}, "echo $$ > " + dir + "/tasks && exec ");
-  std::error_code ec;
-  std::filesystem::remove(dir, ec);
+  const CpusetCgroup one_cpu("0");
+  if (!one_cpu.error().empty()) GTEST_SKIP() << one_cpu.error();
+  const json d = run_doctor({"-m", small_model(), "-t", "2"}, one_cpu.enter_prefix());
   // Named first unless other processes took the one CPU (a shared machine): then it is
   // named below them, and what is checked here is its fix against its evidence.
   const json* found = finding(d, "threads.oversubscribed");

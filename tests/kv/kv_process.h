@@ -39,29 +39,4 @@ class KvServeNode {
   int port_ = 0;
 };
 
-// A cgroup v1 cpu group holding its processes to `share` of one CPU, 1 ms per period
-// so that even a prefill of a few milliseconds runs at that share (a slower device), not
-// in a burst then a stall.
-class CpuShareCgroup {
- public:
-  explicit CpuShareCgroup(double share);
-  ~CpuShareCgroup();
-  const std::string& error() const { return error_; }
-  std::string enter_prefix() const { return "echo $$ > " + dir_ + "/cgroup.procs && exec "; }
-
- private:
-  std::string dir_, error_;
-};
-
-class CpusetCgroup {
- public:
-  explicit CpusetCgroup(const std::string& cpus);
-  ~CpusetCgroup();
-  const std::string& error() const { return error_; }
-  std::string enter_prefix() const { return "echo $$ > " + dir_ + "/cgroup.procs && exec "; }
-
- private:
-  std::string dir_, error_;
-};
-
 }  // namespace edgeprobe::kv_test

@@ -89,7 +89,7 @@ TEST(KvNetns, DISABLED_MeasuredBreakEvenWithin25PercentOfThePredictionAtThreeLin
   if (auto why = test_support::netns_unavailable()) GTEST_SKIP() << *why;
   // The decode node: half a CPU, a slower device. The quota allows 1 ms bursts at full
   // speed, so the model is compute-heavy per token (a prompt takes many such periods).
-  kv_test::CpuShareCgroup slow_device(0.5);
+  test_support::QuotaCgroup slow_device(1000, 2000);  // half a CPU in 1 ms slices
   if (!slow_device.error().empty()) GTEST_SKIP() << slow_device.error();
   test_support::TempDir dir;
   const std::string model = test_support::synth_model(

@@ -4,6 +4,8 @@
 
 #include "core/subprocess.h"
 
+#include <chrono>
+#include <thread>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -59,14 +61,14 @@ std::string synth_model(const std::string& name, const std::vector<std::string>&
 
 std::string tiny_model(const std::string& quant) { return synth_model("tiny-" + quant, {"--shape", "tiny", "-q", quant}); }
 
-QuotaCgroup::QuotaCgroup(int quota_us) {
-  const std::string root = "/sys/fs/cgroup/cpu";
+TestCgroup::TestCgroup(const std::string& controller, const std::string& probe_file) {
+  const std::string root = "/sys/fs/cgroup/" + controller;
   if (geteuid() != 0) {
     error_ = "needs root to create a cgroup";
     return;
   }
-  if (!std::filesystem::exists(root + "/cpu.cfs_quota_us")) {
-    error_ = "no cgroup v1 cpu controller at " + root;
+  if (!std::filesystem::exists(root + "/" + probe_file)) {
+    error_ = "no cgroup v1 " + controller + " controller at " + root;
     return;
   }
   static int counter = 0;
@@ -78,13 +80,29 @@ QuotaCgroup::QuotaCgroup(int quota_us) {
     return;
   }
   dir_ = dir;
-  std::ofstream(dir + "/cpu.cfs_period_us") << 100000;
-  std::ofstream(dir + "/cpu.cfs_quota_us") << quota_us;
 }
 
-QuotaCgroup::~QuotaCgroup() {
+void TestCgroup::set(const std::string& file, const std::string& value) {
+  if (dir_.empty()) return;
+  std::ofstream(dir_ + "/" + file) << value;
+  if (error_.empty() && read_file(dir_ + "/" + file).empty()) error_ = file + " " + value + " was not accepted";
+}
+
+TestCgroup::~TestCgroup() {
   std::error_code ec;
-  if (!dir_.empty()) std::filesystem::remove(dir_, ec);  // empty again once its processes exited
+  // Empty again once its processes exited, which may take a moment after they were killed.
+  for (int i = 0; i < 20 && !dir_.empty() && !std::filesystem::remove(dir_, ec); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
+
+QuotaCgroup::QuotaCgroup(int quota_us, int period_us) : TestCgroup("cpu", "cpu.cfs_quota_us") {
+  set("cpu.cfs_period_us", std::to_string(period_us));
+  set("cpu.cfs_quota_us", std::to_string(quota_us));
+}
+
+CpusetCgroup::CpusetCgroup(const std::string& cpus) : TestCgroup("cpuset", "cpuset.cpus") {
+  if (!dir_.empty()) set("cpuset.mems", read_file(std::filesystem::path(dir_).parent_path().string() + "/cpuset.mems"));
+  set("cpuset.cpus", cpus);
 }
 
 std::string read_file(const std::string& path) {

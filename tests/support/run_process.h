@@ -34,18 +34,34 @@ std::string tiny_model(const std::string& quant = "q4_0");
 // A synthesized model made once with these `edgeprobe synth` arguments and kept in the
 // build tree as <name>.gguf.
 std::string synth_model(const std::string& name, const std::vector<std::string>& synth_args);
-// A cgroup v1 cpu group with a CPU quota (quota_us per 100 ms), removed when the object
-// goes away. `error()` says why it could not be made (no root, no controller): skip then.
-// `enter_prefix()` is a shell prefix that moves the shell into it and execs the command.
-class QuotaCgroup {
+// A cgroup v1 group made for one test, removed when the object goes away (waiting briefly
+// for its processes to exit). `error()` says why it could not be made (no root, no
+// controller, a setting refused): skip then. `enter_prefix()` is a shell prefix that
+// moves the shell into it and execs the command.
+class TestCgroup {
  public:
-  explicit QuotaCgroup(int quota_us);
-  ~QuotaCgroup();
+  ~TestCgroup();
   const std::string& error() const { return error_; }
   std::string enter_prefix() const { return "echo $$ > " + dir_ + "/cgroup.procs && exec "; }
 
- private:
+ protected:
+  // Creates a group under /sys/fs/cgroup/<controller> when `probe_file` is there.
+  TestCgroup(const std::string& controller, const std::string& probe_file);
+  // Writes `value` to the group's `file`; an error when the file then reads back empty.
+  void set(const std::string& file, const std::string& value);
   std::string dir_, error_;
+};
+
+// The cpu controller: quota_us of CPU time per period_us (the default period, 100 ms).
+class QuotaCgroup : public TestCgroup {
+ public:
+  explicit QuotaCgroup(int quota_us, int period_us = 100000);
+};
+
+// The cpuset controller: its tasks run only on `cpus` ("0", "0-1").
+class CpusetCgroup : public TestCgroup {
+ public:
+  explicit CpusetCgroup(const std::string& cpus);
 };
 
 std::string read_file(const std::string& path);
