@@ -119,16 +119,7 @@ void register_bench(CLI::App& app, const std::vector<std::string>& command_line)
   cmd->add_flag("--no-hash", f->no_hash, "Skip the model file's SHA-256 (big files on slow storage)");
   cmd->add_flag("--llama-log", plan->keep_engine_log,
                 "Keep llama.cpp's log lines (info and above) in the json result as provenance.llama_log");
-  cmd->add_option("--endpoint", plan->env.endpoint,
-                  "Measure an OpenAI-compatible server at this URL instead of in-process (docs/endpoint.md; "
-                  "API key from $EDGEPROBE_API_KEY)");
-  cmd->add_option("--api-model", plan->env.api_model, "The model name requests to --endpoint carry");
-  cmd->add_option("--api", plan->env.api, "chat or completions: one streamed request per repetition (in-process too; "
-                  "the default with --endpoint: completions)");
-  cmd->add_option("--server-pid", plan->env.server_pid,
-                  "Telemetry follows this local server's threads (CPU placement and share) instead of edgeprobe's");
-  cmd->add_option("--request-timeout", plan->env.request_timeout_s, "Seconds one request may take, stream included")
-      ->capture_default_str();
+  add_endpoint_flags(cmd, plan->env, "repetition", "completions");
   cmd->add_option("--concurrency", f->concurrency, "After each test, load: this many requests in flight (list, e.g. 1,2,4)");
   cmd->add_option("--request-rate", plan->run.load.request_rate, "After each test, open-loop load: Poisson arrivals per second");
   cmd->add_option("--max-concurrency", plan->run.load.max_concurrency, "Cap on requests in flight at --request-rate (0 = 64)");

@@ -66,16 +66,7 @@ void register_session(CLI::App& app, const std::vector<std::string>& command_lin
       ->capture_default_str();
   cmd->add_option("--cooldown", plan->options.cooldown, "Between rounds: none, seconds, or temp (back near the start temperature)")
       ->capture_default_str();
-  cmd->add_option("--endpoint", plan->env.endpoint,
-                  "Measure an OpenAI-compatible server at this URL instead of in-process (docs/endpoint.md; "
-                  "API key from $EDGEPROBE_API_KEY)");
-  cmd->add_option("--api-model", plan->env.api_model, "The model name requests to --endpoint carry");
-  cmd->add_option("--api", plan->env.api, "chat or completions: one streamed request per turn (in-process too; "
-                  "the default with --endpoint: chat)");
-  cmd->add_option("--server-pid", plan->env.server_pid,
-                  "Telemetry follows this local server's threads (CPU placement and share) instead of edgeprobe's");
-  cmd->add_option("--request-timeout", plan->env.request_timeout_s, "Seconds one request may take, stream included")
-      ->capture_default_str();
+  add_endpoint_flags(cmd, plan->env, "turn", "chat");
   cmd->add_option("--sample-hz", plan->env.sample_hz, "Telemetry sampling rate (0 = off)")->capture_default_str();
   cmd->add_option("--sysfs-root", plan->env.sysfs_root, "Read sysfs/procfs under this root")->capture_default_str();
   cmd->add_option("--cpu-variant", plan->env.cpu_variant, "Load this ggml CPU variant instead of the best one for this CPU");

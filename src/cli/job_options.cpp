@@ -21,6 +21,20 @@ void add_store_flags(CLI::App* cmd, StoreFlags& f, const char* resume_help) {
   cmd->add_option("--resume", f.resume, resume_help);
 }
 
+void add_endpoint_flags(CLI::App* cmd, app::Environment& env, const char* unit, const char* default_api) {
+  cmd->add_option("--endpoint", env.endpoint,
+                  "Measure an OpenAI-compatible server at this URL instead of in-process (docs/endpoint.md; "
+                  "API key from $EDGEPROBE_API_KEY)");
+  cmd->add_option("--api-model", env.api_model, "The model name requests to --endpoint carry");
+  cmd->add_option("--api", env.api,
+                  fmt::format("chat or completions: one streamed request per {} (in-process too; the default with "
+                              "--endpoint: {})", unit, default_api));
+  cmd->add_option("--server-pid", env.server_pid,
+                  "Telemetry follows this local server's threads (CPU placement and share) instead of edgeprobe's");
+  cmd->add_option("--request-timeout", env.request_timeout_s, "Seconds one request may take, stream included")
+      ->capture_default_str();
+}
+
 std::unique_ptr<store::Store> open_store(const StoreFlags& f) {
   if (f.no_store && f.resume) throw_bad_input("--resume needs the results store; drop --no-store");
   if (f.resume < 0) throw_bad_input("--resume {}: run ids are positive", f.resume);

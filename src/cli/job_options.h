@@ -5,6 +5,7 @@
 #include <string>
 
 #include "app/job.h"
+#include "app/plan.h"
 #include "cli/common.h"
 #include "core/progress.h"
 #include "report/reporter.h"
@@ -27,6 +28,11 @@ struct StoreFlags {
 void add_store_flags(CLI::App* cmd, StoreFlags& flags, const char* resume_help);
 // Null with --no-store; the default store or --db otherwise (it must exist to resume).
 std::unique_ptr<store::Store> open_store(const StoreFlags& flags);
+
+// --endpoint, --api-model, --api, --server-pid, --request-timeout (docs/endpoint.md):
+// `unit` is what one request measures ("repetition", "turn"), `default_api` the API an
+// endpoint gets without --api.
+void add_endpoint_flags(CLI::App* cmd, app::Environment& env, const char* unit, const char* default_api);
 
 struct OutputFlags {
   std::string format = "md";
