@@ -26,6 +26,7 @@ packages+=(openssh-server iproute2)  # lab and KV tests: sshd "devices" in netwo
 packages+=(libpq-dev postgresql)  # the PostgreSQL results store (libpq) and the server its tests start
 packages+=(clang libclang-rt-14-dev)  # libFuzzer for the KV frame parser's fuzz test (tests/kv)
 packages+=(libcurl4-openssl-dev)  # the HTTP endpoint engine (src/http) talks to servers through libcurl
+packages+=(iptables libnetfilter-queue-dev)  # network tests: a link's latency (netfilter-queue delay; netem is not in this kernel)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,6 +1,7 @@
 #include "kv/break_even.h"
 
 #include <algorithm>
+#include <map>
 
 #include "core/error.h"
 
@@ -38,6 +39,11 @@ std::optional<std::pair<double, double>> fit_line(const std::vector<double>& x, 
   return std::make_pair((sy - b * sx) / n, b);
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
 }  // namespace
 
 double local_ttft_ms(const DisaggInputs& in, double n) {
@@ -62,17 +68,23 @@ BreakEven break_even(const DisaggInputs& in) {
 }
 
 DisaggInputs fit_inputs(const std::vector<nlohmann::json>& records) {
-  double tokens = 0, local_ms = 0, remote_ms = 0, overhead_ms = 0, link_bytes = 0, link_ms = 0;
-  std::vector<double> bytes_per_token, fixed, xs, ys;
+  // Each prompt length's repetitions, reduced to medians: a host's slow moment hits one
+  // repetition, not the lines fitted through the lengths.
+  struct Length {
+    std::vector<double> local_ms, remote_ms, ttft_ms;
+  };
+  std::map<double, Length> lengths;
+  double tokens = 0, overhead_ms = 0, link_bytes = 0, link_ms = 0;
+  std::vector<double> bytes_per_token;
   for (const auto& r : records) {
     if (r.value("mode", "") != "remote" || !r.contains("local_prefill_ms")) continue;
     const double n = r.value("tokens_sent", 0.0);
     if (n <= 0) continue;
     tokens += n;
-    local_ms += r.value("local_prefill_ms", 0.0);
-    xs.push_back(n);
-    ys.push_back(r.value("local_prefill_ms", 0.0));
-    remote_ms += r.value("remote_prefill_ms", 0.0);
+    auto& at = lengths[n];
+    at.local_ms.push_back(r.value("local_prefill_ms", 0.0));
+    at.remote_ms.push_back(r.value("remote_prefill_ms", 0.0));
+    at.ttft_ms.push_back(r.value("ttft_ms", 0.0));
     overhead_ms += r.value("serialize_ms", 0.0) + r.value("restore_ms", 0.0);
     bytes_per_token.push_back(r.value("kv_bytes_per_token", 0.0));
     const double bytes = r.value("state_bytes", 0.0), mbit = r.value("link_mbit_s", 0.0);
@@ -85,30 +97,45 @@ DisaggInputs fit_inputs(const std::vector<nlohmann::json>& records) {
     throw_bad_input(
         "no remote prefill with a local one beside it: measure with --prefill-remote and "
         "--prefill-compare-local, or give the rates as flags");
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  std::vector<double> xs, local_ys, remote_ys;
+  for (const auto& [n, at] : lengths) {
+    xs.push_back(n);
+    local_ys.push_back(median(at.local_ms));
+    remote_ys.push_back(median(at.remote_ms));
+  }
+  // A prefill is a line in n: slope 1/rate, intercept its own cost. With one length, the
+  // rate goes through 0. A prefill that grows faster than linearly over the lengths
+  // measured (attention) fits a line with a negative intercept; it is kept, because the
+  // prediction is the crossing of two lines fitted over the same lengths, and clamping
+  // one intercept moves that crossing (by a quarter, measured on a 20 ms link).
+  auto rate_through_zero = [&](const std::vector<double>& ys) {
+    double ms = 0, n = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      ms += ys[i];
+      n += xs[i];
+    }
+    return ms > 0 ? n / (ms / 1e3) : 0;
   };
   DisaggInputs in;
-  in.local_tokens_per_s = tokens / (local_ms / 1e3);
-  if (const auto line = fit_line(xs, ys); line && line->second > 0) {
-    in.local_fixed_ms = std::max(0.0, line->first);
+  in.local_tokens_per_s = rate_through_zero(local_ys);
+  if (const auto line = fit_line(xs, local_ys); line && line->second > 0) {
+    in.local_fixed_ms = line->first;
     in.local_tokens_per_s = 1e3 / line->second;
   }
-  in.remote_tokens_per_s = tokens / (remote_ms / 1e3);
+  in.remote_tokens_per_s = rate_through_zero(remote_ys);
+  if (const auto line = fit_line(xs, remote_ys); line && line->second > 0)
+    in.remote_tokens_per_s = 1e3 / line->second;  // its intercept joins the fixed cost below
   in.kv_bytes_per_token = median(bytes_per_token);
   // All bytes over all their time: a rate limiter's burst lets a small state through at
   // line speed, and only the large ones show the sustained rate.
   in.link_mbit_s = link_ms > 0 ? link_bytes * 8 / 1e3 / link_ms : 0;
   in.per_token_overhead_ms = overhead_ms / tokens;
-  // What is left of each remote TTFT once the per-token terms are paid: the fixed cost.
-  for (const auto& r : records) {
-    if (r.value("mode", "") != "remote" || !r.contains("local_prefill_ms")) continue;
-    const double n = r.value("tokens_sent", 0.0);
-    const double per_token = remote_ttft_ms(in, n);
-    fixed.push_back(std::max(0.0, r.value("ttft_ms", 0.0) - per_token));
-  }
-  in.fixed_ms = median(fixed);
+  // The remote line's intercept given its slope (least squares: the mean of what is left
+  // of each length's TTFT once the per-token terms are paid). A request costs at least
+  // nothing: a negative fit (no link latency, a prefill faster than linear) is taken as 0.
+  double left = 0;
+  for (const auto& [n, at] : lengths) left += median(at.ttft_ms) - remote_ttft_ms(in, n);  // fixed_ms is still 0
+  in.fixed_ms = std::max(0.0, left / static_cast<double>(lengths.size()));
   return in;
 }
 

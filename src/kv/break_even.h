@@ -38,10 +38,12 @@ double remote_ttft_ms(const DisaggInputs& in, double n_tokens);
 
 // The inputs from measured prefills: PrefillRecord JSON objects ("prefill_remote" in a
 // bench repetition or session turn) taken with --prefill-compare-local, so each holds both
-// paths. The local line (rate and fixed cost) is a least-squares fit over the prompt
-// lengths measured (token-weighted rate through 0 when there is one length); the remote
-// rate is token-weighted, the link rate byte-weighted (all state bytes over all their
-// receive time), bytes per token and the remote fixed cost medians. Throws
+// paths. Each prompt length's repetitions are reduced to medians; the local and the remote
+// prefill are then lines fitted by least squares over the lengths (rates through 0 when
+// there is one length), the local line's intercept kept whatever its sign. Bytes per token
+// are a median, the link rate byte-weighted (all state bytes over all their receive time),
+// the per-token overhead token-weighted, and the remote fixed cost the mean of what each
+// length's TTFT leaves once the per-token terms are paid (at least 0). Throws
 // Error(kBadInput) when no record was a remote prefill with a local one beside it.
 DisaggInputs fit_inputs(const std::vector<nlohmann::json>& records);
 // Every "prefill_remote" object anywhere in a result document.

@@ -1,7 +1,8 @@
-// The break-even model against a real, rate-limited link: the prefill node and the decode
-// node in two network namespaces joined by a veth pair with a tbf rate limit, at three
-// rates. At each, the measured break-even prompt length (where remote TTFT crosses local)
-// must be within +-25 % of the model's prediction from the same run's figures.
+// The break-even model against a real, rate-limited link with latency: the prefill node
+// and the decode node in two network namespaces joined by a veth pair with a 20 ms round
+// trip (a netfilter-queue delay: netem is not available here) and a tbf rate limit, at
+// three rates. At each, the measured break-even prompt length (where remote TTFT crosses
+// local) must be within +-25 % of the model's prediction from the same run's figures.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,13 +34,13 @@ struct Sweep {
 
 // One bench on the decode node: every prompt length, each repetition a local/remote pair.
 Sweep measure(const std::string& prefix, const std::string& model, const std::string& server,
-              const std::vector<int>& prompts) {
+              const std::vector<int>& prompts, const std::string& cpu_variant) {
   std::string p;
   for (int n : prompts) p += (p.empty() ? "" : ",") + std::to_string(n);
   std::string command =
       prefix + EDGEPROBE_BINARY + " bench -m " + model + " -p " + p +
       " -n 0 -r 5 -t 1 --ceilings off --sample-hz 0 --no-store -q -o json --prefill-remote " + server +
-      " --prefill-compare-local";
+      " --prefill-compare-local --cpu-variant " + cpu_variant;
   const std::string base = std::string(EDGEPROBE_BUILD_DIR) + "/test-home";
   const auto r = test_support::run_process({"/bin/sh", "-c", command}, 300,
                                            {{"EDGEPROBE_KV_TOKEN", "test-token"},
@@ -72,61 +73,63 @@ std::optional<double> crossing(const std::map<int, double>& delta) {
   return std::nullopt;
 }
 
-// DISABLED: not yet within +-25 % here. The decode node's slowness comes from a CFS quota,
-// which lets a short prefill run at full speed and throttles a long one, so its prefill
-// rate is not constant over n (remote minus local TTFT rises up to ~64 tokens, then
-// falls), and tbf's 10 ms bucket passes small states at line speed. Measured break-evens
-// were 76-119 tokens against predictions of 30-51 (busy host), 15-30 against 0-24 (less
-// busy). A uniformly slower decode node was tried too (the decode node on ggml's sse42 or
-// x64 CPU variant, the prefill node on the best one): then remote prefill won at every
-// prompt length from 4 tokens, at every tbf rate the calibration chose (remote minus local
-// -2.7 ms at 4 tokens, -176 ms at 512, with the link at 27 Mbit/s), because on veth the
-// remote path's fixed cost (connect, handshake, restore: well under a millisecond) is no
-// larger than a local prefill's own; a break-even in prompt length needs a link with
-// latency, which tbf does not add and netem (not available here) would. Run it with
-// --gtest_also_run_disabled_tests.
-TEST(KvNetns, DISABLED_MeasuredBreakEvenWithin25PercentOfThePredictionAtThreeLinkRates) {
-  if (auto why = test_support::netns_unavailable()) GTEST_SKIP() << *why;
-  // The decode node: half a CPU, a slower device. The quota allows 1 ms bursts at full
-  // speed, so the model is compute-heavy per token (a prompt takes many such periods).
-  test_support::QuotaCgroup slow_device(1000, 2000);  // half a CPU in 1 ms slices
-  if (!slow_device.error().empty()) GTEST_SKIP() << slow_device.error();
+// The decode node is the slower device through an older ggml CPU variant (sandybridge: AVX)
+// at full speed, so its prefill rate is constant over n; a CPU quota instead lets a short
+// prefill run at full speed and throttles a long one. The prefill node runs the best
+// variant. The link's round trip is the remote path's fixed cost (on bare veth it is under
+// a millisecond, no more than a local prefill call's own, and remote won from 4 tokens on
+// at every rate), and tbf's bucket is cut to 1 ms so that a state does not cross its
+// first 10 ms at line speed.
+TEST(KvNetns, MeasuredBreakEvenWithin25PercentOfThePredictionAtThreeLinkRates) {
+  if (auto why = test_support::link_delay_unavailable()) GTEST_SKIP() << *why;
   test_support::TempDir dir;
   const std::string model = test_support::synth_model(
       "kv-two-node", {"--n-vocab", "4096", "--n-embd", "512", "--n-layer", "4", "--n-ff", "2048", "--n-head",
                       "8", "--n-head-kv", "1", "--n-ctx", "2048", "-q", "q4_0"});
   NetNamespace prefill_ns("kvp"), decode_ns("kvd");
   const auto link = test_support::connect(prefill_ns, decode_ns, 0);
+  test_support::LinkDelay delay(link, 10.0);  // 20 ms round trip: a Wi-Fi hop to a box in the house
   const std::string ip = test_support::find_tool("ip");
   kv_test::KvServeNode server(dir.path(), {"-m", model, "-t", "1", "--max-ctx", "1100"},
                               ip + " netns exec " + prefill_ns.name() + " ", "test-token", link.host_ip);
   ASSERT_GT(server.port(), 0) << server.error();
-  const std::string decode_prefix = slow_device.enter_prefix() + ip + " netns exec " + decode_ns.name() + " ";
+  const std::string decode_prefix = ip + " netns exec " + decode_ns.name() + " ";
+  const std::string slow_variant = "sandybridge";
 
   // Calibration on the unlimited link: the per-token gain of prefilling remotely, g, and
-  // the state's bytes per token, b. The rates are then chosen so that the link eats 50,
-  // 70 and 85 % of g: break-evens at fixed / (g * (0.5, 0.3, 0.15)), where a state takes
-  // several times tbf's 10 ms bucket to cross (a state inside the bucket crosses at line
-  // speed, which no constant-rate model predicts).
-  const auto calib = kv::fit_inputs(measure(decode_prefix, model, server.address(), {32, 256}).records);
+  // the state's bytes per token, b. The rates are then chosen so that the link eats 30,
+  // 50 and 70 % of g: break-evens at fixed / (g * (0.7, 0.5, 0.3)).
+  const auto calib =
+      kv::fit_inputs(measure(decode_prefix, model, server.address(), {64, 512}, slow_variant).records);
   const double gain_ms =
       1e3 / calib.local_tokens_per_s - 1e3 / calib.remote_tokens_per_s - calib.per_token_overhead_ms;
+  std::cout << "calibration: local " << calib.local_tokens_per_s << " tokens/s, remote "
+            << calib.remote_tokens_per_s << ", fixed " << calib.fixed_ms << " ms, " << calib.kv_bytes_per_token
+            << " bytes/token: remote saves " << gain_ms << " ms per token\n";
   if (gain_ms < 0.05)
     GTEST_SKIP() << "host too busy: the remote prefill saves " << gain_ms << " ms per token ("
                  << calib.local_tokens_per_s << " tokens/s here, " << calib.remote_tokens_per_s << " there)";
-  for (double share : {0.5, 0.7, 0.85}) {
+  for (double share : {0.3, 0.5, 0.7}) {
     const double rate = calib.kv_bytes_per_token * 8 / 1e3 / (gain_ms * share);
-    test_support::set_rate(link, rate);
-    const auto sweep = measure(decode_prefix, model, server.address(), {4, 8, 16, 32, 64, 128, 256, 512});
+    test_support::set_rate(link, rate, 1.0);
+    const auto sweep =
+        measure(decode_prefix, model, server.address(), {16, 32, 64, 128, 256, 512, 1024}, slow_variant);
     auto in = kv::fit_inputs(sweep.records);
     const auto predicted = kv::break_even(in).prompt_tokens;
     const auto measured = crossing(sweep.delta_ms);
     for (const auto& [n, d] : sweep.delta_ms)
       std::cout << "  " << n << " tokens: remote - local " << d << " ms\n";
-    std::cout << "tbf " << rate << " Mbit/s (link measured " << in.link_mbit_s << "): break-even measured "
+    std::cout << "tbf " << rate << " Mbit/s (link measured " << in.link_mbit_s << ", fixed " << in.fixed_ms
+              << " ms, local fixed " << in.local_fixed_ms << " ms): break-even measured "
               << (measured ? std::to_string(*measured) : "none") << ", predicted "
               << (predicted ? std::to_string(*predicted) : "never") << " tokens\n";
+    // The short prompt does not pay over this link, the long one does, and the model
+    // says so; then the crossing itself.
+    EXPECT_GT(sweep.delta_ms.begin()->second, 0) << "at " << rate << " Mbit/s";
+    EXPECT_LT(sweep.delta_ms.rbegin()->second, 0) << "at " << rate << " Mbit/s";
     ASSERT_TRUE(predicted && measured) << "at " << rate << " Mbit/s";
+    EXPECT_GT(*predicted, sweep.delta_ms.begin()->first);
+    EXPECT_LT(*predicted, sweep.delta_ms.rbegin()->first);
     EXPECT_NEAR(*measured, *predicted, 0.25 * *predicted) << "at " << rate << " Mbit/s";
   }
 }

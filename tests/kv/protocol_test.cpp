@@ -206,8 +206,42 @@ TEST(KvBreakEven, FitsInputsFromRecords) {
   EXPECT_NEAR(with_fixed.local_fixed_ms, 5, 1e-6);
   EXPECT_NEAR(with_fixed.local_tokens_per_s, 100, 1e-6);
   EXPECT_NEAR(*break_even(with_fixed).prompt_tokens, 75.0 / 8, 1e-6);
+  // One repetition slowed 20x by the host does not move the lines: each length's median.
+  auto spiked = records;
+  for (int i = 0; i < 2; ++i) spiked.push_back(records[0]);
+  spiked.push_back(records[1]);
+  spiked.push_back(records[1]);
+  spiked.back()["local_prefill_ms"] = 20 * spiked.back().value("local_prefill_ms", 0.0);
+  EXPECT_NEAR(fit_inputs(spiked).local_tokens_per_s, 100, 1e-6);
   const nlohmann::json doc = {{"results", {{{"repetitions", {{{"prefill_remote", records[0]}}}}}}}};
   EXPECT_EQ(prefill_records(doc).size(), 1u);
+}
+
+TEST(KvBreakEven, AFasterThanLinearPrefillKeepsItsNegativeIntercept) {
+  // Both prefills grow faster than linearly (attention), shaped like a measured pair:
+  // 0.48 ms + n/25000 per token here, 0.1 ms + n/30000 there, a 20 ms round trip and
+  // 0.3 ms per token on the link (1000 bytes at 26.7 Mbit/s). The fitted lines must cross
+  // within 10 % of where the curves do (245 tokens); clamping the local line's negative
+  // intercept to 0 predicted 194.
+  auto local = [](double n) { return n * (0.48 + n / 25000); };
+  auto remote_prefill = [](double n) { return n * (0.1 + n / 30000); };
+  auto ttft = [&](double n) { return 20 + remote_prefill(n) + 0.3 * n; };
+  std::vector<nlohmann::json> records;
+  for (double n : {16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0})
+    records.push_back({{"mode", "remote"},
+                       {"tokens_sent", n},
+                       {"local_prefill_ms", local(n)},
+                       {"remote_prefill_ms", remote_prefill(n)},
+                       {"kv_bytes_per_token", 1000},
+                       {"state_bytes", n * 1000},
+                       {"link_mbit_s", 8 / 0.3},
+                       {"ttft_ms", ttft(n)}});
+  const auto in = fit_inputs(records);
+  EXPECT_LT(in.local_fixed_ms, 0);
+  double crossing = 1;  // where the remote path first beats the local one, to 0.1 token
+  while (ttft(crossing) > local(crossing)) crossing += 0.1;
+  ASSERT_TRUE(break_even(in).prompt_tokens);
+  EXPECT_NEAR(*break_even(in).prompt_tokens, crossing, 0.1 * crossing) << "true crossing " << crossing;
 }
 
 }  // namespace

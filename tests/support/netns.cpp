@@ -6,7 +6,9 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -276,7 +278,7 @@ VethLink connect(NetNamespace& a, NetNamespace& b, int subnet_index) {
   return VethLinkMaker::make(&a, b, subnet_index);
 }
 
-void set_rate(const VethLink& link, std::optional<double> rate_mbit) {
+void set_rate(const VethLink& link, std::optional<double> rate_mbit, std::optional<double> bucket_ms) {
   if (rate_mbit && !(*rate_mbit > 0 && std::isfinite(*rate_mbit)))
     throw std::invalid_argument("set_rate: the rate must be a positive number of Mbit/s");
   for (const auto& [netns, dev] :
@@ -292,7 +294,8 @@ void set_rate(const VethLink& link, std::optional<double> rate_mbit) {
     // overflow it: a tail drop there costs a retransmission timeout, 20 % of a short
     // transfer at 8 Mbit/s.
     const double bytes_per_s = *rate_mbit * 1e6 / 8;
-    const long burst = std::max(32768L, std::lround(bytes_per_s / 100));
+    const long burst = bucket_ms ? std::max(3028L, std::lround(bytes_per_s * *bucket_ms / 1e3))
+                                 : std::max(32768L, std::lround(bytes_per_s / 100));
     const long limit = std::max(burst + 262144L, std::lround(bytes_per_s / 4));
     const long kbit = std::max(1L, std::lround(*rate_mbit * 1000));
     argv.insert(argv.end(),
@@ -405,6 +408,121 @@ double tcp_goodput_mbit(const std::string& server_netns, const std::string& serv
     throw std::runtime_error("tcp_goodput_mbit: " + std::to_string(total) + " of " + std::to_string(bytes) +
                              " bytes arrived at " + server_ip);
   return static_cast<double>(total) * 8 / 1e6 / std::chrono::duration<double>(t1 - t0).count();
+}
+
+namespace {
+
+constexpr int kDelayQueue = 7;  // netfilter queues belong to a namespace: one delay per namespace
+
+// Arriving packets only: a packet held on its way out would still count against its
+// socket's TCP Small Queues budget, which then throttles the sender to a few packets per
+// delay (4.5 Mbit/s at 10 ms, measured). Held on arrival, it has left the sender.
+std::vector<std::string> delay_rule(const std::string& netns, const std::string& action, const std::string& dev) {
+  static const std::string iptables = find_tool("iptables");
+  return {ip_tool(), "netns", "exec", netns,          iptables,      "-w", "5", action, "INPUT", "-i", dev,
+          "-j",      "NFQUEUE", "--queue-num", std::to_string(kDelayQueue)};
+}
+
+void stop_process(long pid) {
+  if (pid <= 0) return;
+  kill(static_cast<pid_t>(pid), SIGTERM);
+  for (int i = 0; i < 100; ++i) {
+    if (waitpid(static_cast<pid_t>(pid), nullptr, WNOHANG) != 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(static_cast<pid_t>(pid), SIGKILL);
+  waitpid(static_cast<pid_t>(pid), nullptr, 0);
+}
+
+// Starts the delayer inside netns and waits (bounded) for its "ready": the queue must be
+// bound before any rule sends packets to it, or they are dropped. Returns its pid.
+long start_delayer(const std::string& netns, double one_way_ms) {
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("LinkDelay: pipe failed");
+  const std::vector<std::string> argv{ip_tool(), "netns", "exec", netns, EDGEPROBE_LINK_DELAY,
+                                      std::to_string(kDelayQueue), std::to_string(one_way_ms)};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    const int null = open("/dev/null", O_RDONLY);
+    if (null >= 0) dup2(null, 0);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(out[1]);
+  std::string said;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (said.find("ready\n") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{out[0], POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    char buffer[64];
+    const ssize_t n = read(out[0], buffer, sizeof buffer);
+    if (n <= 0) break;  // it exited
+    said.append(buffer, static_cast<size_t>(n));
+  }
+  close(out[0]);
+  if (said.find("ready\n") == std::string::npos) {
+    stop_process(pid);
+    throw std::runtime_error("link_delay did not start in " + netns + " (it printed: " + said + ")");
+  }
+  return pid;
+}
+
+}  // namespace
+
+LinkDelay::LinkDelay(const VethLink& link, double one_way_ms) {
+  if (!(one_way_ms >= 0 && one_way_ms < 10000)) throw std::invalid_argument("LinkDelay: 0 to 10000 ms");
+  if (link.host_netns.empty() || link.ns_netns.empty())
+    throw std::invalid_argument("LinkDelay: both ends must be in test namespaces (connect(a, b, i))");
+  if (std::string(EDGEPROBE_LINK_DELAY).empty() || find_tool("iptables").empty())
+    throw std::runtime_error("LinkDelay needs iptables and libnetfilter-queue-dev (scripts/setup.sh installs both)");
+  try {
+    for (const auto& [netns, dev] : {std::pair{link.host_netns, link.host_if}, std::pair{link.ns_netns, link.ns_if}}) {
+      ends_.push_back({netns, dev, start_delayer(netns, one_way_ms)});
+      run_checked(delay_rule(netns, "-A", dev));
+    }
+  } catch (...) {
+    remove();
+    throw;
+  }
+}
+
+void LinkDelay::remove() {
+  for (const auto& end : ends_) run_quietly(delay_rule(end.netns, "-D", end.dev));
+  for (const auto& end : ends_) stop_process(end.pid);
+  ends_.clear();
+}
+
+LinkDelay::~LinkDelay() { remove(); }
+
+std::optional<std::string> link_delay_unavailable() {
+  static std::once_flag once;
+  static std::optional<std::string> reason;
+  std::call_once(once, [] {
+    if (auto why = netns_unavailable()) {
+      reason = *why;
+      return;
+    }
+    if (std::string(EDGEPROBE_LINK_DELAY).empty()) {
+      reason = "the link delayer was not built: libnetfilter-queue-dev was missing at configure time";
+      return;
+    }
+    if (find_tool("iptables").empty()) {
+      reason = "iptables (Debian package iptables) is not installed";
+      return;
+    }
+    try {
+      NetNamespace a("dprobea"), b("dprobeb");
+      const VethLink link = connect(a, b, 1);
+      LinkDelay delay(link, 1.0);
+    } catch (const std::exception& e) {
+      reason = std::string("a netfilter queue delay does not work here: ") + e.what();
+    }
+  });
+  return reason;
 }
 
 std::optional<std::string> netns_unavailable() {

@@ -54,8 +54,36 @@ VethLink connect(NetNamespace& ns, int subnet_index);
 VethLink connect(NetNamespace& a, NetNamespace& b, int subnet_index);
 
 // Limits both directions of the link to rate_mbit with a tbf qdisc on each end (netem is
-// not available on these machines); nullopt removes the limit. Idempotent.
-void set_rate(const VethLink& link, std::optional<double> rate_mbit);
+// not available on these machines); nullopt removes the limit. Idempotent. The bucket
+// holds 10 ms at the rate (at least 32 KiB) unless bucket_ms says otherwise (then at
+// least two full frames): what a burst after an idle moment passes at line speed, which a
+// constant-rate link would not.
+void set_rate(const VethLink& link, std::optional<double> rate_mbit, std::optional<double> bucket_ms = {});
+// A propagation delay on a link between two namespaces (connect(a, b, i)): every packet
+// arriving at either end waits one_way_ms in a netfilter queue that tests/support/
+// link_delay holds there (what netem's delay does; netem is not available on these
+// machines), so a round trip gains 2 x one_way_ms. Removed (rules first, then the
+// delayers, which let what they hold go) when the object goes away. Throws
+// std::runtime_error when it cannot be set up; link_delay_unavailable() says why first.
+class LinkDelay {
+ public:
+  LinkDelay(const VethLink& link, double one_way_ms);
+  ~LinkDelay();
+  LinkDelay(const LinkDelay&) = delete;
+  LinkDelay& operator=(const LinkDelay&) = delete;
+
+ private:
+  void remove();
+  struct End {
+    std::string netns, dev;
+    long pid;
+  };
+  std::vector<End> ends_;
+};
+// Why LinkDelay cannot work here (no iptables, the delayer not built for want of
+// libnetfilter-queue-dev, a kernel without NFQUEUE), or nullopt. Probed once per process.
+std::optional<std::string> link_delay_unavailable();
+
 // Takes both ends of the link down (a pulled cable) or up again.
 void set_link_up(const VethLink& link, bool up);
 

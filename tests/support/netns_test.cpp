@@ -3,11 +3,16 @@
 #include "support/netns.h"
 
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
 #include "support/run_process.h"
@@ -126,6 +131,52 @@ TEST_F(NetNs, TbfBetweenTwoNamespaces) {
   const size_t bytes = 20 * 1000 * 1000 / 8 * 3 / 2;
   expect_rate("a to b at 20", tcp_goodput_mbit(b.name(), link.ns_ip, a.name(), bytes), 20.0);
   expect_rate("b to a at 20", tcp_goodput_mbit(a.name(), link.host_ip, b.name(), bytes), 20.0);
+}
+
+// The best of five TCP handshakes from client_ns to a listener on server_ip in server_ns:
+// one round trip of the link (connect() returns on the SYN-ACK).
+double handshake_ms(const std::string& server_ns, const std::string& server_ip, const std::string& client_ns) {
+  const int listener = open_socket_in(server_ns, SOCK_STREAM);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  inet_pton(AF_INET, server_ip.c_str(), &addr.sin_addr);
+  socklen_t len = sizeof addr;
+  EXPECT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  EXPECT_EQ(listen(listener, 16), 0);
+  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  double best = 1e9;
+  for (int i = 0; i < 5; ++i) {
+    const int client = open_socket_in(client_ns, SOCK_STREAM);
+    const auto t0 = std::chrono::steady_clock::now();
+    const int rc = ::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(rc, 0) << std::strerror(errno);
+    close(client);
+    best = std::min(best, ms);
+  }
+  close(listener);
+  return best;
+}
+
+TEST_F(NetNs, LinkDelayAddsItsRoundTripAndGoesAway) {
+  if (const auto why = link_delay_unavailable()) GTEST_SKIP() << *why;
+  NetNamespace a("dla"), b("dlb");
+  const VethLink link = connect(a, b, 7);
+  const double before = handshake_ms(a.name(), link.host_ip, b.name());
+  double delayed = 0;
+  {
+    LinkDelay delay(link, 10.0);  // 10 ms each way
+    delayed = handshake_ms(a.name(), link.host_ip, b.name());
+    set_rate(link, 20.0);  // tbf and the delay together still carry data at the rate
+    expect_rate("delayed b to a at 20", tcp_goodput_mbit(a.name(), link.host_ip, b.name(), 5'000'000), 20.0);
+    set_rate(link, std::nullopt);
+  }
+  const double after = handshake_ms(a.name(), link.host_ip, b.name());
+  std::printf("[ delay ] handshake: %.2f ms, with 10 ms each way %.2f ms, after %.2f ms\n", before, delayed, after);
+  EXPECT_GE(delayed, 20.0);  // a delay cannot be made up
+  EXPECT_LT(delayed, 40.0);
+  EXPECT_LT(after, 5.0) << "the delay outlived its LinkDelay";
+  EXPECT_EQ(ip({"netns", "pids", b.name()}), "") << "the delayer still runs";
 }
 
 TEST_F(NetNs, BadRateIsRefused) {
