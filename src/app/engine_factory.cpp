@@ -34,6 +34,7 @@ EngineHandle make_engine(const Environment& env) {
     o.client.server = kv::parse_endpoint(env.prefill_remote);
     o.client.token = kv::load_token(env.prefill_token_file);
     o.compare_local = env.prefill_compare_local;
+    o.send_tail = env.prefill_transfer != "whole";
     h.prefill_log = std::make_shared<kv::PrefillLog>();
     h.inner = std::move(h.engine);
     h.engine = std::make_unique<kv::RemotePrefillEngine>(*h.inner, std::move(o), h.prefill_log);

@@ -101,6 +101,9 @@ void add_prefill_remote_flags(CLI::App* cmd, app::Environment& env) {
                   "File holding the kv-serve token (default: $EDGEPROBE_KV_TOKEN)");
   cmd->add_flag("--prefill-compare-local", env.prefill_compare_local,
                 "Also prefill locally in each repetition or turn, timed apart, to compare both paths");
+  cmd->add_option("--prefill-transfer", env.prefill_transfer,
+                  "A later turn's state: tail (only the cells this node lacks) or whole")
+      ->capture_default_str();
 }
 
 }  // namespace edgeprobe::cli

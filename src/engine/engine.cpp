@@ -9,6 +9,7 @@ namespace edgeprobe::engine {
 
 nlohmann::json Capabilities::to_json() const {
   return {{"kv_state", kv_state},
+          {"kv_tail", kv_tail},
           {"context_shift", context_shift},
           {"cpu_placement", cpu_placement},
           {"per_token_timing", per_token_timing},

@@ -34,6 +34,9 @@ struct ContextOptions {
   int flash_attn = -1;  // -1 auto, 0 off, 1 on
   std::string type_k = "f16";
   std::string type_v = "f16";
+  // Room for a scratch sequence beside the cache's own, so that a tail of the cache can be
+  // saved and appended (save_tail/restore_tail: a later turn's KV delta).
+  bool tail_states = false;
 };
 
 struct ChatMessage {
@@ -45,6 +48,7 @@ struct ChatMessage {
 // path, with a clear message instead of a wrong figure.
 struct Capabilities {
   bool kv_state = false;          // save_state/restore_state round-trip
+  bool kv_tail = false;           // save_tail/restore_tail, in a context made with tail_states
   bool context_shift = false;     // shift() can drop old tokens and keep the rest
   bool cpu_placement = false;     // cpu_mask, cpu_strict and poll are honoured
   bool per_token_timing = false;  // decode_one returns when its token is computed
@@ -165,6 +169,20 @@ class Context {
   // (Capabilities::kv_state). restore_state replaces what the cache held.
   virtual std::vector<uint8_t> save_state() const = 0;
   virtual bool restore_state(const std::vector<uint8_t>& state) = 0;
+
+  // The cache from position `from` on, and its append: restore_tail replaces what this
+  // cache holds from `from` on with the tail, keeping the positions before it (a peer
+  // that prefilled a later turn sends only that turn's cells). Empty / false when the
+  // engine or the context cannot (Capabilities::kv_tail, ContextOptions::tail_states).
+  virtual std::vector<uint8_t> save_tail(int32_t from) const {
+    (void)from;
+    return {};
+  }
+  virtual bool restore_tail(const std::vector<uint8_t>& tail, int32_t from) {
+    (void)tail;
+    (void)from;
+    return false;
+  }
 };
 
 class Engine {

@@ -27,7 +27,8 @@ constexpr char kStateTag[8] = {'f', 'a', 'k', 'e', 'k', 'v', '0', '1'};
 
 class FakeContext : public Context {
  public:
-  FakeContext(std::shared_ptr<State> state, int32_t n_ctx) : state_(std::move(state)), n_ctx_(n_ctx) {}
+  FakeContext(std::shared_ptr<State> state, int32_t n_ctx, bool tail_states)
+      : state_(std::move(state)), n_ctx_(n_ctx), tail_states_(tail_states) {}
 
   void decode(const std::vector<Token>& tokens, bool /*logits_for_last*/) override {
     {
@@ -106,6 +107,26 @@ class FakeContext : public Context {
     return true;
   }
 
+  // A tail is a state of the cache's tokens from `from` on, appended after the first
+  // `from` on restore (the same bytes a whole state has, so the parsing is shared).
+  std::vector<uint8_t> save_tail(int32_t from) const override {
+    if (!tail_states_ || from < 0 || from >= n_past()) return {};
+    FakeContext copy(state_, n_ctx_, true);
+    copy.cache_.assign(cache_.begin() + from, cache_.end());
+    copy.steps_since_prefill_ = steps_since_prefill_;
+    return copy.save_state();
+  }
+
+  bool restore_tail(const std::vector<uint8_t>& tail, int32_t from) override {
+    if (!tail_states_ || from < 0 || from > n_past()) return false;
+    FakeContext part(state_, n_ctx_, true);
+    if (!part.restore_state(tail) || from + part.n_past() > n_ctx_) return false;
+    cache_.resize(static_cast<size_t>(from));
+    cache_.insert(cache_.end(), part.cache_.begin(), part.cache_.end());
+    steps_since_prefill_ = part.steps_since_prefill_;
+    return true;
+  }
+
  private:
   // As llama_decode does: a cache that cannot take the tokens is an error, not a wrap.
   void admit(size_t n) const {
@@ -123,6 +144,7 @@ class FakeContext : public Context {
 
   std::shared_ptr<State> state_;
   int32_t n_ctx_;
+  bool tail_states_;
   std::vector<Token> cache_;
   int steps_since_prefill_ = 0;
 };
@@ -171,7 +193,7 @@ class FakeModel : public LoadedModel {
                       o.n_threads, o.n_batch, o.n_ubatch);
     if (!state_->script.cpu_placement && (!o.cpu_mask.empty() || o.cpu_strict))
       throw_bad_input("fake engine: asked to place threads though it says it cannot");
-    return std::make_unique<FakeContext>(state_, o.n_ctx > 0 ? o.n_ctx : state_->script.n_ctx_train);
+    return std::make_unique<FakeContext>(state_, o.n_ctx > 0 ? o.n_ctx : state_->script.n_ctx_train, o.tail_states);
   }
 
  private:
@@ -186,6 +208,7 @@ FakeEngine::FakeEngine(FakeScript script) : state_(std::make_shared<State>()) { 
 Capabilities FakeEngine::capabilities() const {
   Capabilities c;
   c.kv_state = state_->script.kv_state;
+  c.kv_tail = state_->script.kv_state;
   c.context_shift = state_->script.context_shift;
   c.cpu_placement = state_->script.cpu_placement;
   c.per_token_timing = true;

@@ -65,9 +65,13 @@ class LlamaContext : public Context {
   bool shift(int n_keep, int n_discard) override;
   std::vector<uint8_t> save_state() const override;
   bool restore_state(const std::vector<uint8_t>& state) override;
+  std::vector<uint8_t> save_tail(int32_t from) const override;
+  bool restore_tail(const std::vector<uint8_t>& tail, int32_t from) override;
 
  private:
+  static constexpr llama_seq_id kScratchSeq = 1;  // a tail passes through it (tail_states)
   const LlamaModel& model_;
+  bool tail_states_ = false;
   llama_context* ctx_ = nullptr;
   ggml_threadpool* threadpool_ = nullptr;
   int n_batch_;
@@ -160,7 +164,7 @@ std::string LlamaModel::apply_chat_template(const std::vector<ChatMessage>& mess
 }
 
 LlamaContext::LlamaContext(const LlamaModel& model, llama_model* raw_model, const ContextOptions& o)
-    : model_(model), n_batch_(o.n_batch) {
+    : model_(model), tail_states_(o.tail_states), n_batch_(o.n_batch) {
   if (o.n_threads < 1 || o.n_threads > GGML_MAX_N_THREADS) throw_bad_input("thread count {} out of range", o.n_threads);
   if (o.n_batch < 1 || o.n_ubatch < 1) throw_bad_input("batch sizes must be positive (got -b {} -ub {})", o.n_batch, o.n_ubatch);
   if (o.poll < 0 || o.poll > 100) throw_bad_input("--poll {} out of range 0..100", o.poll);
@@ -176,6 +180,13 @@ LlamaContext::LlamaContext(const LlamaModel& model, llama_model* raw_model, cons
                            : o.flash_attn == 0 ? LLAMA_FLASH_ATTN_TYPE_DISABLED
                                                : LLAMA_FLASH_ATTN_TYPE_ENABLED;
   params.no_perf = true;
+  if (o.tail_states) {
+    // One unified cache for both sequences: a scratch sequence's cells can then be
+    // shared with the real one (llama_memory_seq_cp), which is how a tail is cut and
+    // appended: llama.cpp saves and restores whole sequences only.
+    params.n_seq_max = 2;
+    params.kv_unified = true;
+  }
   const size_t mark = captured_log().size();
   ctx_ = llama_init_from_model(raw_model, params);
   if (!ctx_) {
@@ -259,11 +270,39 @@ bool LlamaContext::restore_state(const std::vector<uint8_t>& state) {
   return llama_state_seq_set_data(ctx_, state.data(), state.size(), 0) != 0;
 }
 
+// The cells from `from` on join the scratch sequence, which llama.cpp then saves whole.
+std::vector<uint8_t> LlamaContext::save_tail(int32_t from) const {
+  if (!tail_states_ || from < 0 || from >= n_past()) return {};
+  llama_memory_t mem = llama_get_memory(ctx_);
+  llama_memory_seq_rm(mem, kScratchSeq, -1, -1);
+  llama_memory_seq_cp(mem, 0, kScratchSeq, from, -1);
+  std::vector<uint8_t> buf(llama_state_seq_get_size(ctx_, kScratchSeq));
+  buf.resize(llama_state_seq_get_data(ctx_, buf.data(), buf.size(), kScratchSeq));
+  llama_memory_seq_rm(mem, kScratchSeq, -1, -1);
+  return buf;
+}
+
+// The tail is restored into the scratch sequence, its cells are shared with the real one,
+// and the scratch sequence lets go of them; the tail must start right where this cache,
+// cut at `from`, ends.
+bool LlamaContext::restore_tail(const std::vector<uint8_t>& tail, int32_t from) {
+  if (!tail_states_ || from < 0 || from > n_past()) return false;
+  llama_memory_t mem = llama_get_memory(ctx_);
+  llama_memory_seq_rm(mem, 0, from, -1);
+  llama_memory_seq_rm(mem, kScratchSeq, -1, -1);
+  if (llama_state_seq_set_data(ctx_, tail.data(), tail.size(), kScratchSeq) == 0) return false;
+  const bool joins = llama_memory_seq_pos_min(mem, kScratchSeq) == from;
+  if (joins) llama_memory_seq_cp(mem, kScratchSeq, 0, -1, -1);
+  llama_memory_seq_rm(mem, kScratchSeq, -1, -1);
+  return joins;
+}
+
 }  // namespace
 
 Capabilities LlamaEngine::capabilities() const {
   Capabilities c;
   c.kv_state = true;
+  c.kv_tail = true;
   c.context_shift = true;  // for attention caches; shift() says false for a recurrent model
   c.cpu_placement = true;
   c.per_token_timing = true;

@@ -45,10 +45,12 @@ KvClient::KvClient(ClientOptions options, const Fingerprint& mine)
   connect_ms_ = ms_between(t0, Clock::now());
 }
 
-PrefillReply KvClient::prefill(int start, const std::vector<engine::Token>& tokens) {
+PrefillReply KvClient::prefill(int start, const std::vector<engine::Token>& tokens, bool tail) {
   PrefillReply r;
   const auto t0 = Clock::now();
-  send_json(socket_, FrameType::kPrefill, {{"start", start}, {"tokens", tokens}}, options_.timeout_ms);
+  nlohmann::json request = {{"start", start}, {"tokens", tokens}};
+  if (tail) request["tail"] = true;
+  send_json(socket_, FrameType::kPrefill, request, options_.timeout_ms);
   const Limits limits;
   const auto head = receive_json(socket_, FrameType::kPrefilled, limits, options_.prefill_timeout_ms);
   const auto t1 = Clock::now();
@@ -60,6 +62,7 @@ PrefillReply KvClient::prefill(int start, const std::vector<engine::Token>& toke
     r.remote_prefill_ms = head.at("prefill_ms").get<double>();
     r.serialize_ms = head.at("serialize_ms").get<double>();
     state_bytes = head.at("state_bytes").get<uint64_t>();
+    if (head.contains("tail_from")) r.tail_from = head.at("tail_from").get<int>();
   } catch (const nlohmann::json::exception& e) {
     throw_environment("the kv server sent a malformed prefill answer: {}", e.what());
   }
@@ -68,8 +71,11 @@ PrefillReply KvClient::prefill(int start, const std::vector<engine::Token>& toke
                       expect_past);
   if (r.argmax < 0 || r.argmax >= mine_.n_vocab)
     throw_environment("the kv server picked token {}, outside the vocabulary", r.argmax);
-  Limits state_limits;
-  state_limits.max_state_bytes = max_state_bytes(mine_, expect_past);
+  if (r.tail_from && (!tail || *r.tail_from != start))
+    throw_environment("the kv server sent a tail from position {}, this node asked for {}", *r.tail_from,
+                      tail ? std::to_string(start) : "the whole state");
+  Limits state_limits;  // a tail holds this request's tokens only
+  state_limits.max_state_bytes = max_state_bytes(mine_, r.tail_from ? static_cast<int>(tokens.size()) : expect_past);
   if (state_bytes > state_limits.max_state_bytes)
     throw_environment("the kv server announces a state of {} bytes for {} tokens, more than the {} possible",
                       state_bytes, expect_past, state_limits.max_state_bytes);

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct PrefillReply {
   double serialize_ms = 0;
   double round_trip_ms = 0;     // request sent -> state received and checked, on this node
   double state_receive_ms = 0;  // the state frame alone: what the link's throughput is measured on
+  std::optional<int> tail_from;  // the state holds positions from here on only (a tail)
   std::vector<uint8_t> state;
 };
 
@@ -36,7 +38,9 @@ class KvClient {
   const Fingerprint& server_fingerprint() const { return server_; }
   double connect_ms() const { return connect_ms_; }
   // The server's cache must hold exactly `start` tokens of this sequence (0 clears it).
-  PrefillReply prefill(int start, const std::vector<engine::Token>& tokens);
+  // With `tail`, this node holds those `start` positions and asks for the cells after them
+  // only; a server that cannot cut a tail sends the whole state (tail_from unset).
+  PrefillReply prefill(int start, const std::vector<engine::Token>& tokens, bool tail = false);
   // Hands a reply's state buffer back once restored: the next state is received into it.
   void recycle(std::vector<uint8_t>&& buffer) { buffer_ = std::move(buffer); }
 

@@ -104,12 +104,18 @@ class RemotePrefillContext : public engine::Context {
     std::vector<engine::Token> send(history_.begin() + static_cast<std::ptrdiff_t>(synced_), history_.end());
     send.insert(send.end(), tokens.begin(), tokens.end());
     rec.tokens_sent = static_cast<int>(send.size());
-    PrefillReply reply = client_->prefill(static_cast<int>(synced_), send);
+    const bool ask_tail = options_.send_tail && synced_ > 0;
+    PrefillReply reply = client_->prefill(static_cast<int>(synced_), send, ask_tail);
     synced_ = history_.size() + tokens.size();
     const auto r0 = Clock::now();
-    if (!inner_->restore_state(reply.state))
+    if (reply.tail_from) {
+      if (!inner_->restore_tail(reply.state, *reply.tail_from))
+        throw_environment("the engine refused to append the server's cells from position {}", *reply.tail_from);
+    } else if (!inner_->restore_state(reply.state)) {
       throw_environment("llama.cpp refused the restored sequence state");
+    }
     rec.restore_ms = ms_since(r0);
+    rec.transfer = reply.tail_from ? "tail" : "whole";
     const size_t state_bytes = reply.state.size();
     if (inner_->n_past() != reply.n_past)
       throw_environment("the restored cache holds {} tokens, the server's {}", inner_->n_past(),
@@ -122,7 +128,8 @@ class RemotePrefillContext : public engine::Context {
     rec.serialize_ms = reply.serialize_ms;
     rec.transfer_ms = std::max(0.0, reply.round_trip_ms - reply.remote_prefill_ms - reply.serialize_ms);
     rec.state_bytes = state_bytes;
-    rec.kv_bytes_per_token = reply.n_past > 0 ? static_cast<double>(state_bytes) / reply.n_past : 0;
+    const int cells = reply.n_past - reply.tail_from.value_or(0);
+    rec.kv_bytes_per_token = cells > 0 ? static_cast<double>(state_bytes) / cells : 0;
     if (reply.state_receive_ms > 0)
       rec.link_mbit_s = static_cast<double>(state_bytes) * 8 / 1e6 / (reply.state_receive_ms / 1e3);
     client_->recycle(std::move(reply.state));
@@ -190,7 +197,9 @@ class RemotePrefillModel : public engine::LoadedModel {
     if (!fingerprint_)
       fingerprint_ =
           options_.fingerprint ? *options_.fingerprint : make_fingerprint(inner_->options().path, options);
-    return std::make_unique<RemotePrefillContext>(inner_->new_context(options), options_,
+    engine::ContextOptions mine = options;
+    mine.tail_states = options_.send_tail;  // room to append a tail (save_tail/restore_tail)
+    return std::make_unique<RemotePrefillContext>(inner_->new_context(mine), options_,
                                                   with_context(*fingerprint_, options), log_);
   }
 
@@ -205,6 +214,7 @@ class RemotePrefillModel : public engine::LoadedModel {
 
 nlohmann::json PrefillRecord::to_json() const {
   nlohmann::json j = {{"mode", mode},
+                      {"transfer", transfer},
                       {"tokens", tokens},
                       {"tokens_sent", tokens_sent},
                       {"n_past", n_past},

@@ -19,6 +19,9 @@ struct RemotePrefillOptions {
   // Also prefill locally before each remote prefill (timed apart, same tokens), so a
   // result holds both paths as interleaved pairs and the first tokens can be compared.
   bool compare_local = false;
+  // After the first prefill of a sequence, ask for the cells this node lacks only (the new
+  // turn's and the reply decoded here), not the whole state again.
+  bool send_tail = true;
   // The model's fingerprint, instead of hashing and reading its file (engines whose
   // models are not GGUF files: the fake one in tests).
   std::optional<Fingerprint> fingerprint;
@@ -28,6 +31,7 @@ struct RemotePrefillOptions {
 struct PrefillRecord {
   std::string mode;             // "remote", or "local" after a fallback
   std::string fallback_reason;  // why the remote path was not taken
+  std::string transfer;         // "whole" state or "tail" (the cells after what this node held)
   int tokens = 0;               // this call's tokens
   int tokens_sent = 0;          // with what the server had not seen (earlier replies)
   int n_past = 0;

@@ -15,6 +15,7 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 struct PrefillRequest {
   int start = 0;
   std::vector<engine::Token> tokens;
+  bool tail = false;  // the client holds the first `start` positions: send only the rest
 };
 
 PrefillRequest parse_request(const nlohmann::json& j, int n_vocab, int n_ctx) {
@@ -22,6 +23,7 @@ PrefillRequest parse_request(const nlohmann::json& j, int n_vocab, int n_ctx) {
   try {
     r.start = j.at("start").get<int>();
     r.tokens = j.at("tokens").get<std::vector<engine::Token>>();
+    r.tail = j.value("tail", false);
   } catch (const nlohmann::json::exception& e) {
     throw_bad_input("malformed prefill request: {}", e.what());
   }
@@ -90,6 +92,7 @@ void KvServer::handle(Socket& socket) {
 void KvServer::serve_requests(Socket& socket, int n_ctx) {
   engine::ContextOptions co = options_.context;
   co.n_ctx = n_ctx;
+  co.tail_states = true;  // a later turn's cells alone can be sent (save_tail)
   const auto ctx = model_.new_context(co);
   for (;;) {
     // The first byte of the next request may take a whole turn's decoding; the rest of
@@ -112,17 +115,23 @@ void KvServer::serve_requests(Socket& socket, int n_ctx) {
     const engine::Token next = ctx->argmax_last();
     const double prefill_ms = ms_since(t0);
     const auto t1 = std::chrono::steady_clock::now();
-    const std::vector<uint8_t> state = ctx->save_state();
+    // A tail when asked and possible (an engine without it sends the whole state, and
+    // says so by leaving out tail_from).
+    std::vector<uint8_t> state;
+    const bool tail = request.tail && request.start > 0;
+    if (tail) state = ctx->save_tail(request.start);
+    const bool sent_tail = !state.empty();
+    if (!sent_tail) state = ctx->save_state();
     const uint32_t crc = checksum(state.data(), state.size());
     const double serialize_ms = ms_since(t1);
     if (state.empty()) throw_environment("the engine returned an empty sequence state");
-    send_json(socket, FrameType::kPrefilled,
-              {{"n_past", ctx->n_past()},
-               {"argmax", next},
-               {"prefill_ms", prefill_ms},
-               {"serialize_ms", serialize_ms},
-               {"state_bytes", state.size()}},
-              options_.timeout_ms);
+    nlohmann::json head = {{"n_past", ctx->n_past()},
+                           {"argmax", next},
+                           {"prefill_ms", prefill_ms},
+                           {"serialize_ms", serialize_ms},
+                           {"state_bytes", state.size()}};
+    if (sent_tail) head["tail_from"] = request.start;
+    send_json(socket, FrameType::kPrefilled, head, options_.timeout_ms);
     send_frame(socket, FrameType::kState, state.data(), state.size(), crc, options_.timeout_ms);
   }
 }

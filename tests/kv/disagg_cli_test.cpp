@@ -74,6 +74,44 @@ TEST(KvDisagg, GreedyTokensAfterATransferAreTheLocalOnesForEveryFirstTurn) {
   EXPECT_EQ(first_turns, 50);
 }
 
+// Later turns: the tail (the cells the decode node lacks: its own reply and the new turn)
+// against the whole state. The caches they leave must be the same, so every turn's greedy
+// tokens are; a tail carries only the tokens sent, the whole state every token so far.
+TEST(KvDisagg, ATurnsTailLeavesTheSameCacheAsTheWholeStateForFewerBytes) {
+  TempDir dir;
+  const std::string model = test_support::tiny_model();
+  kv_test::KvServeNode server(dir.path(), {"-m", model, "-t", "1", "--max-ctx", "2048"});
+  ASSERT_GT(server.port(), 0) << server.error();
+  auto run = [&](const std::string& transfer) {
+    return turns_of(parse(decode_node({"session", "-m", model, "--rounds", "1", "--conversations", "8",
+                                       "--max-tokens", "12", "-c", "2048", "-t", "1", "--sample-hz", "0",
+                                       "--no-store", "-q", "-o", "json", "--prefill-remote", server.address(),
+                                       "--prefill-transfer", transfer})));
+  };
+  const auto tail = run("tail"), whole = run("whole");
+  ASSERT_EQ(tail.size(), whole.size());
+  int later_turns = 0;
+  for (const auto& [key, t] : tail) {
+    ASSERT_TRUE(whole.contains(key)) << key;
+    const auto &a = t["prefill_remote"], &b = whole.at(key)["prefill_remote"];
+    ASSERT_EQ(a["mode"], "remote") << key << ": " << a.value("fallback_reason", "");
+    ASSERT_EQ(b["mode"], "remote") << key << ": " << b.value("fallback_reason", "");
+    EXPECT_EQ(t["reply_tokens"], whole.at(key)["reply_tokens"]) << key << ": the tail left another cache";
+    EXPECT_EQ(b["transfer"], "whole");
+    if (t["turn_index"] == 0) {
+      EXPECT_EQ(a["transfer"], "whole") << key << ": nothing was held before the first turn";
+      continue;
+    }
+    ++later_turns;
+    EXPECT_EQ(a["transfer"], "tail") << key;
+    // Bytes per token are the same either way; only the count of tokens differs.
+    const double per_token = b["state_bytes"].get<double>() / b["n_past"].get<double>();
+    EXPECT_NEAR(a["state_bytes"].get<double>(), per_token * a["tokens_sent"].get<double>(), 0.02 * per_token * a["tokens_sent"].get<double>() + 64) << key;
+    EXPECT_LT(a["state_bytes"].get<double>(), b["state_bytes"].get<double>()) << key;
+  }
+  EXPECT_GE(later_turns, 8);
+}
+
 std::string fallback_reason(const test_support::ProcessResult& r) {
   const json j = parse(r);
   const auto& rep = j["results"][0]["repetitions"][0];

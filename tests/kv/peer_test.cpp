@@ -93,6 +93,14 @@ std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
+// The state of a local fake context that prefilled these tokens in one call.
+std::vector<uint8_t> local_state_of(const std::vector<engine::Token>& tokens) {
+  engine::FakeEngine local;
+  auto ctx = local.load({"fake.gguf"})->new_context({});
+  ctx->decode(tokens, true);
+  return ctx->save_state();
+}
+
 TEST(KvPeer, PrefillReturnsTheStateAndTheGreedyPick) {
   ServerThread server;
   KvClient client(client_options(server.endpoint()), client_fingerprint());
@@ -130,6 +138,8 @@ TEST(KvPeer, RemotePrefillEngineMatchesLocalAndSendsOnlyWhatTheServerLacks) {
   EXPECT_EQ(rec->mode, "remote") << rec->fallback_reason;
   EXPECT_EQ(rec->tokens_sent, 4);
   EXPECT_GT(rec->state_bytes, 0u);
+  EXPECT_EQ(rec->transfer, "whole");  // nothing held here yet
+  const uint64_t first_bytes = rec->state_bytes;
   ASSERT_TRUE(rec->first_token_matches_local);
   EXPECT_TRUE(*rec->first_token_matches_local);
   EXPECT_EQ(ctx->argmax_last(), 'f');
@@ -143,6 +153,11 @@ TEST(KvPeer, RemotePrefillEngineMatchesLocalAndSendsOnlyWhatTheServerLacks) {
   EXPECT_EQ(rec->tokens_sent, 4);  // the reply the server did not see, then the turn
   EXPECT_EQ(rec->n_past, 8);
   EXPECT_EQ(ctx->n_past(), 8);
+  // Only the four new cells came back (the fake's state: a header and 4 bytes a token),
+  // appended after the four this node held: the cache is the server's whole sequence.
+  EXPECT_EQ(rec->transfer, "tail");
+  EXPECT_EQ(rec->state_bytes, first_bytes);
+  EXPECT_EQ(ctx->save_state(), local_state_of({engine::FakeScript::kBos, 'a', 'b', 'c', 'f', 'a', 'd', 'e'}));
   // A new repetition on the same context: cleared, prefilled again from position 0.
   ctx->clear();
   ctx->decode({engine::FakeScript::kBos, 'x'}, true);
@@ -152,6 +167,30 @@ TEST(KvPeer, RemotePrefillEngineMatchesLocalAndSendsOnlyWhatTheServerLacks) {
   EXPECT_EQ(rec->tokens_sent, 2);
   EXPECT_EQ(rec->connect_ms, 0) << "the connection is reused";
   EXPECT_EQ(ctx->n_past(), 2);
+}
+
+TEST(KvPeer, WholeStateTransferSendsEverythingEachTurn) {
+  ServerThread server;
+  engine::FakeEngine inner;
+  auto log = std::make_shared<PrefillLog>();
+  RemotePrefillOptions o;
+  o.client = client_options(server.endpoint());
+  o.fingerprint = fake_fingerprint();
+  o.send_tail = false;
+  RemotePrefillEngine remote(inner, o, log);
+  engine::ContextOptions co;
+  co.n_ctx = 512;  // within the server's
+  auto ctx = remote.load({"fake.gguf"})->new_context(co);
+  ctx->decode({engine::FakeScript::kBos, 'a', 'b', 'c'}, true);
+  const auto first = log->take_last();
+  ctx->decode_one('f');
+  ctx->decode({'d', 'e'}, true);
+  const auto second = log->take_last();
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(second->mode, "remote") << second->fallback_reason;
+  EXPECT_EQ(second->transfer, "whole");
+  EXPECT_EQ(second->state_bytes, first->state_bytes + 3 * sizeof(engine::Token));
+  EXPECT_EQ(ctx->save_state(), local_state_of({engine::FakeScript::kBos, 'a', 'b', 'c', 'f', 'd', 'e'}));
 }
 
 TEST(KvPeer, NoServerFallsBackToLocalPrefillAndSaysWhy) {
