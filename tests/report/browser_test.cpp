@@ -126,7 +126,10 @@ TEST_F(Browser, FullSessionRendersFast) {
   const json doc = report_test::session_document(3, 50, 3, 128);
   const auto page = load_in_chromium("session", report::render_html_report({{"session.json", doc}}));
   expect_rendered(page, 3);
-  EXPECT_NE(page.dom.find("change point at turn"), std::string::npos);
+  // The change point's turn and the telemetry of that turn, as readable cells.
+  EXPECT_NE(page.dom.find("Change points and the telemetry of their turn"), std::string::npos);
+  EXPECT_NE(page.dom.find("cluster0 (big) 70% of max"), std::string::npos);
+  EXPECT_NE(page.dom.find("cpu-thermal 61.25 \u00b0C"), std::string::npos);
   EXPECT_NE(page.dom.find("rests on:"), std::string::npos);  // the QES table
   const std::string ms = body_attr(page.dom, "data-render-ms");
   ASSERT_FALSE(ms.empty());

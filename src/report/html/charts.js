@@ -88,13 +88,22 @@ class EpChart {
     this.tip = epEl('div', {class: 'tooltip', hidden: ''});
     this.fig.appendChild(this.tip);
     parent.appendChild(this.fig);
-    this.full = this.extent();
+    this.own = this.extent();
+    this.full = this.own;
     this.view = null;
-    if (spec.zoomGroup) {
-      if (!epZoomGroups.has(spec.zoomGroup)) epZoomGroups.set(spec.zoomGroup, []);
-      epZoomGroups.get(spec.zoomGroup).push(this);
-    }
     this.listen();
+    if (spec.zoomGroup) {
+      // Charts of one group share one time axis: each spans what all of them span, so a
+      // step and the telemetry of its moment line up (and zoom together).
+      if (!epZoomGroups.has(spec.zoomGroup)) epZoomGroups.set(spec.zoomGroup, []);
+      const group = epZoomGroups.get(spec.zoomGroup);
+      group.push(this);
+      const lo = Math.min(...group.map(c => c.own[0])), hi = Math.max(...group.map(c => c.own[1]));
+      for (const c of group) {
+        c.full = [lo, hi];
+        if (c !== this) c.draw();
+      }
+    }
     this.draw();
   }
 

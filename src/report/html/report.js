@@ -14,6 +14,23 @@ function epTable(parent, head, rows, numeric) {
   return t;
 }
 
+// A turn's decode telemetry as readable cells: CPU clock per cluster, the hottest zone,
+// throttled time, other processes' share, power; "not measured" where a figure is absent.
+function epTurnTelemetry(tel) {
+  const none = 'not measured';
+  if (!tel || typeof tel !== 'object') return [none, none, none, none, none];
+  const clusters = (tel.clusters || []).filter(c => typeof c.mean_freq_share === 'number')
+    .map(c => `${c.name}${c.role ? ` (${c.role})` : ''} ${epNum(c.mean_freq_share * 100, 0)}% of max`);
+  const zones = Object.entries(tel.thermal || {}).filter(([, z]) => typeof z.max_temp_c === 'number')
+    .sort((a, b) => b[1].max_temp_c - a[1].max_temp_c);
+  const num = (v, fmt) => (typeof v === 'number' ? fmt(v) : none);
+  return [clusters.length ? clusters.join(', ') : none,
+          zones.length ? `${zones[0][0]} ${epNum(zones[0][1].max_temp_c)} \u00b0C` : none,
+          num(tel.throttled_ms, v => `${epNum(v)} ms`),
+          num(tel.other_cpu_share, v => `${epNum(v * 100)}%`),
+          num(tel.mean_power_w, v => `${epNum(v)} W${tel.energy_source ? ` (${tel.energy_source})` : ''}`)];
+}
+
 function epKv(parent, pairs) {
   const dl = epEl('dl', {class: 'kv'});
   for (const [k, v] of pairs) {
@@ -244,9 +261,12 @@ function epSession(parent, doc, key) {
     if (!temp.size) epNotMeasured(parent, `${k}-temp`, 'Temperature per turn', epReasons(doc.telemetry_unavailable, ['thermal', 'temp'], 'no thermal reading in any turn'));
     else epChart(parent, {id: `${k}-temp`, title: 'Temperature during decode, per turn', xLabel: 'turn (order run)', yLabel: 'max \u00b0C',
                           source: 'turn telemetry (decode phase)', zoomGroup: group, series: [...temp.values()], height: 160});
-    for (const cp of st.change_points_at || []) {
-      const tel = cp.telemetry ? JSON.stringify(cp.telemetry) : 'no telemetry for this turn';
-      parent.appendChild(epEl('p', {class: 'mono', text: `change point at turn ${cp.index}: ${tel}`}));
+    const cps = st.change_points_at || [];
+    if (cps.length) {
+      parent.appendChild(epEl('h4', {text: 'Change points and the telemetry of their turn'}));
+      epTable(parent, ['turn', 'change', 'CPU clock', 'max temperature', 'throttled', "other processes' CPU", 'power'],
+              cps.map(cp => [cp.index, `${epNum((cp.relative_change || 0) * 100)}% at round ${cp.round} ${cp.conversation_id} turn ${cp.turn_index}`,
+                             ...epTurnTelemetry(cp.telemetry)]));
     }
     const q = a.qes;
     if (q) {
