@@ -15,33 +15,6 @@
 
 namespace edgeprobe::kv_test {
 
-BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv, const std::string& stderr_path,
-                                     const std::string& prefix,
-                                     const std::vector<std::pair<std::string, std::string>>& env) {
-  std::string command = prefix;
-  for (const auto& a : argv) command += shell_quote(a) + " ";
-  command += "2>" + shell_quote(stderr_path) + " >/dev/null </dev/null";
-  pid_ = fork();
-  if (pid_ == 0) {
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-}
-
-bool BackgroundProcess::running() { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
-
-BackgroundProcess::~BackgroundProcess() {
-  if (pid_ <= 0) return;
-  kill(pid_, SIGTERM);
-  for (int i = 0; i < 50; ++i) {
-    if (waitpid(pid_, nullptr, WNOHANG) == pid_) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  kill(pid_, SIGKILL);
-  waitpid(pid_, nullptr, 0);
-}
-
 KvServeNode::KvServeNode(const std::string& dir, const std::vector<std::string>& args,
                          const std::string& prefix, const std::string& token, const std::string& host)
     : dir_(dir), host_(host) {

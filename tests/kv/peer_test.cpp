@@ -2,6 +2,8 @@
 // scripted fake engine on both sides (no model file): the remote path, the session's
 // history sync, the fallback, and hostile peers on either side.
 #include <gtest/gtest.h>
+
+#include <functional>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -93,6 +95,29 @@ std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
+// The decode node of these tests: the fake engine behind a remote-prefill decorator whose
+// options `tweak` adjusts, logging each prefill; contexts of 512 tokens (within the server's).
+struct DecodeNode {
+  engine::FakeEngine inner;
+  std::shared_ptr<PrefillLog> log = std::make_shared<PrefillLog>();
+  std::unique_ptr<RemotePrefillEngine> remote;
+  std::unique_ptr<engine::LoadedModel> model;
+
+  DecodeNode(const Endpoint& server, const std::function<void(RemotePrefillOptions&)>& tweak = {}) {
+    RemotePrefillOptions o;
+    o.client = client_options(server);
+    o.fingerprint = fake_fingerprint();
+    if (tweak) tweak(o);
+    remote = std::make_unique<RemotePrefillEngine>(inner, o, log);
+    model = remote->load({"fake.gguf"});
+  }
+  std::unique_ptr<engine::Context> context() const {
+    engine::ContextOptions co;
+    co.n_ctx = 512;
+    return model->new_context(co);
+  }
+};
+
 // The state of a local fake context that prefilled these tokens in one call.
 std::vector<uint8_t> local_state_of(const std::vector<engine::Token>& tokens) {
   engine::FakeEngine local;
@@ -120,17 +145,9 @@ TEST(KvPeer, PrefillReturnsTheStateAndTheGreedyPick) {
 
 TEST(KvPeer, RemotePrefillEngineMatchesLocalAndSendsOnlyWhatTheServerLacks) {
   ServerThread server;
-  engine::FakeEngine inner;
-  auto log = std::make_shared<PrefillLog>();
-  RemotePrefillOptions o;
-  o.client = client_options(server.endpoint());
-  o.fingerprint = fake_fingerprint();
-  o.compare_local = true;
-  RemotePrefillEngine remote(inner, o, log);
-  auto model = remote.load({"fake.gguf"});
-  engine::ContextOptions co;
-  co.n_ctx = 512;
-  auto ctx = model->new_context(co);
+  DecodeNode node(server.endpoint(), [](RemotePrefillOptions& o) { o.compare_local = true; });
+  auto& log = node.log;
+  auto ctx = node.context();
 
   ctx->decode({engine::FakeScript::kBos, 'a', 'b', 'c'}, true);
   auto rec = log->take_last();
@@ -171,16 +188,9 @@ TEST(KvPeer, RemotePrefillEngineMatchesLocalAndSendsOnlyWhatTheServerLacks) {
 
 TEST(KvPeer, WholeStateTransferSendsEverythingEachTurn) {
   ServerThread server;
-  engine::FakeEngine inner;
-  auto log = std::make_shared<PrefillLog>();
-  RemotePrefillOptions o;
-  o.client = client_options(server.endpoint());
-  o.fingerprint = fake_fingerprint();
-  o.send_tail = false;
-  RemotePrefillEngine remote(inner, o, log);
-  engine::ContextOptions co;
-  co.n_ctx = 512;  // within the server's
-  auto ctx = remote.load({"fake.gguf"})->new_context(co);
+  DecodeNode node(server.endpoint(), [](RemotePrefillOptions& o) { o.send_tail = false; });
+  auto& log = node.log;
+  auto ctx = node.context();
   ctx->decode({engine::FakeScript::kBos, 'a', 'b', 'c'}, true);
   const auto first = log->take_last();
   ctx->decode_one('f');
@@ -199,13 +209,9 @@ TEST(KvPeer, NoServerFallsBackToLocalPrefillAndSaysWhy) {
     Listener l({"127.0.0.1", 0});
     nowhere = {"127.0.0.1", l.port()};
   }  // closed: nothing listens there now
-  engine::FakeEngine inner;
-  auto log = std::make_shared<PrefillLog>();
-  RemotePrefillOptions o;
-  o.client = client_options(nowhere);
-  o.fingerprint = fake_fingerprint();
-  RemotePrefillEngine remote(inner, o, log);
-  auto ctx = remote.load({"fake.gguf"})->new_context({});
+  DecodeNode node(nowhere);
+  auto& log = node.log;
+  auto ctx = node.model->new_context({});
   ctx->decode({engine::FakeScript::kBos, 'a'}, true);
   const auto rec = log->take_last();
   ASSERT_TRUE(rec);

@@ -6,9 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
-#include <poll.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -423,54 +421,6 @@ std::vector<std::string> delay_rule(const std::string& netns, const std::string&
           "-j",      "NFQUEUE", "--queue-num", std::to_string(kDelayQueue)};
 }
 
-void stop_process(long pid) {
-  if (pid <= 0) return;
-  kill(static_cast<pid_t>(pid), SIGTERM);
-  for (int i = 0; i < 100; ++i) {
-    if (waitpid(static_cast<pid_t>(pid), nullptr, WNOHANG) != 0) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  kill(static_cast<pid_t>(pid), SIGKILL);
-  waitpid(static_cast<pid_t>(pid), nullptr, 0);
-}
-
-// Starts the delayer inside netns and waits (bounded) for its "ready": the queue must be
-// bound before any rule sends packets to it, or they are dropped. Returns its pid.
-long start_delayer(const std::string& netns, double one_way_ms) {
-  int out[2];
-  if (pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("LinkDelay: pipe failed");
-  const std::vector<std::string> argv{ip_tool(), "netns", "exec", netns, EDGEPROBE_LINK_DELAY,
-                                      std::to_string(kDelayQueue), std::to_string(one_way_ms)};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out[1], 1);
-    const int null = open("/dev/null", O_RDONLY);
-    if (null >= 0) dup2(null, 0);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  close(out[1]);
-  std::string said;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (said.find("ready\n") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-    pollfd p{out[0], POLLIN, 0};
-    if (poll(&p, 1, 100) <= 0) continue;
-    char buffer[64];
-    const ssize_t n = read(out[0], buffer, sizeof buffer);
-    if (n <= 0) break;  // it exited
-    said.append(buffer, static_cast<size_t>(n));
-  }
-  close(out[0]);
-  if (said.find("ready\n") == std::string::npos) {
-    stop_process(pid);
-    throw std::runtime_error("link_delay did not start in " + netns + " (it printed: " + said + ")");
-  }
-  return pid;
-}
-
 }  // namespace
 
 LinkDelay::LinkDelay(const VethLink& link, double one_way_ms) {
@@ -481,7 +431,14 @@ LinkDelay::LinkDelay(const VethLink& link, double one_way_ms) {
     throw std::runtime_error("LinkDelay needs iptables and libnetfilter-queue-dev (scripts/setup.sh installs both)");
   try {
     for (const auto& [netns, dev] : {std::pair{link.host_netns, link.host_if}, std::pair{link.ns_netns, link.ns_if}}) {
-      ends_.push_back({netns, dev, start_delayer(netns, one_way_ms)});
+      // The queue must be bound before a rule sends packets to it, or they are dropped.
+      const std::string out = dir_.file(netns + ".out"), err = dir_.file(netns + ".err");
+      auto delayer = std::make_unique<BackgroundProcess>(
+          std::vector<std::string>{EDGEPROBE_LINK_DELAY, std::to_string(kDelayQueue), std::to_string(one_way_ms)},
+          err, ip_tool() + " netns exec " + netns + " ", std::vector<std::pair<std::string, std::string>>{}, out);
+      if (!delayer->wait_for_output("ready\n", 10000))
+        throw std::runtime_error("link_delay did not start in " + netns + ": " + read_file(err));
+      ends_.push_back({netns, dev, std::move(delayer)});
       run_checked(delay_rule(netns, "-A", dev));
     }
   } catch (...) {
@@ -492,8 +449,7 @@ LinkDelay::LinkDelay(const VethLink& link, double one_way_ms) {
 
 void LinkDelay::remove() {
   for (const auto& end : ends_) run_quietly(delay_rule(end.netns, "-D", end.dev));
-  for (const auto& end : ends_) stop_process(end.pid);
-  ends_.clear();
+  ends_.clear();  // stopping a delayer lets what it holds go
 }
 
 LinkDelay::~LinkDelay() { remove(); }

@@ -1,8 +1,11 @@
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "support/run_process.h"
 
 // Network namespaces and veth links for tests that need real network paths between
 // "devices" on one machine (the lab's ssh hosts, KV transfer between a prefill and a decode
@@ -76,8 +79,9 @@ class LinkDelay {
   void remove();
   struct End {
     std::string netns, dev;
-    long pid;
+    std::unique_ptr<BackgroundProcess> delayer;
   };
+  TempDir dir_;  // the delayers' output
   std::vector<End> ends_;
 };
 // Why LinkDelay cannot work here (no iptables, the delayer not built for want of

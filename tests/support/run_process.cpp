@@ -1,8 +1,12 @@
 #include "support/run_process.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/subprocess.h"
+#include "core/text.h"
 
 #include <chrono>
 #include <thread>
@@ -13,6 +17,54 @@
 #include <stdexcept>
 
 namespace edgeprobe::test_support {
+
+BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv, const std::string& stderr_path,
+                                     const std::string& prefix,
+                                     const std::vector<std::pair<std::string, std::string>>& env,
+                                     const std::string& stdout_path)
+    : stdout_path_(stdout_path) {
+  std::string command = prefix;
+  for (const auto& a : argv) command += shell_quote(a) + " ";
+  pid_ = fork();
+  if (pid_ == 0) {
+    // Its own process group: Debian's sh runs the command as a child instead of becoming
+    // it, so a signal to sh alone would leave the command running (it did: kv-serve
+    // nodes outlived their tests). The destructor signals the whole group.
+    setpgid(0, 0);
+    auto redirect = [](const std::string& path, int fd, int flags) {
+      const int f = open(path.empty() ? "/dev/null" : path.c_str(), flags, 0644);
+      if (f >= 0) dup2(f, fd);
+    };
+    redirect("", 0, O_RDONLY);
+    redirect(stdout_path, 1, O_WRONLY | O_CREAT | O_TRUNC);
+    redirect(stderr_path, 2, O_WRONLY | O_CREAT | O_TRUNC);
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+}
+
+bool BackgroundProcess::running() { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
+
+bool BackgroundProcess::wait_for_output(const std::string& text, int timeout_ms) {
+  for (int waited = 0; waited <= timeout_ms; waited += 20) {
+    if (!stdout_path_.empty() && read_file(stdout_path_).find(text) != std::string::npos) return true;
+    if (!running()) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+BackgroundProcess::~BackgroundProcess() {
+  if (pid_ <= 0) return;
+  kill(-pid_, SIGTERM);  // sh and the command it runs
+  for (int i = 0; i < 50; ++i) {
+    if (waitpid(pid_, nullptr, WNOHANG) == pid_) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  kill(-pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+}
 
 ProcessResult run_process(const std::vector<std::string>& argv, int timeout_s,
                           const std::vector<std::pair<std::string, std::string>>& env) {

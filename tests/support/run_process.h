@@ -17,6 +17,28 @@ ProcessResult run_process(const std::vector<std::string>& argv, int timeout_s = 
                           const std::vector<std::pair<std::string, std::string>>& env = {});
 ProcessResult run_edgeprobe(const std::vector<std::string>& args, int timeout_s = 300);
 
+// A child process in the background: argv run through `sh -c` after `prefix` (a cgroup
+// entry, `ip netns exec NS`), stdout and stderr into files ("" = /dev/null), in a process
+// group of its own; SIGTERM to the group, then SIGKILL after 5 s, when the object goes away.
+class BackgroundProcess {
+ public:
+  BackgroundProcess(const std::vector<std::string>& argv, const std::string& stderr_path,
+                    const std::string& prefix = "",
+                    const std::vector<std::pair<std::string, std::string>>& env = {},
+                    const std::string& stdout_path = "");
+  ~BackgroundProcess();
+  BackgroundProcess(const BackgroundProcess&) = delete;
+  BackgroundProcess& operator=(const BackgroundProcess&) = delete;
+  bool running();
+  // Waits up to timeout_ms for `text` in the stdout file; false when the process ended or
+  // the time ran out first.
+  bool wait_for_output(const std::string& text, int timeout_ms);
+
+ private:
+  int pid_ = -1;
+  std::string stdout_path_;
+};
+
 // A fresh temporary directory, removed when the object goes away.
 class TempDir {
  public:
