@@ -44,51 +44,5 @@ run() {  # run direct|lab OUTFILE: the bench result document (bench -o json's sh
   fi
 }
 
-rates() {  # rates JSONFILE: prefill and decode tokens/s (medians over the repetitions)
-  python3 - "$1" <<'PY'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-pp = tg = None
-for r in doc["results"]:
-    if r.get("error"):
-        sys.exit(f"{sys.argv[1]}: a test failed: {r['error']}")
-    if r["config"]["n_gen"] > 0:
-        tg = r["decode"]["tokens_per_s"]["median"]
-    else:
-        pp = r["prefill"]["tokens_per_s"]["median"]
-print(pp, tg)
-PY
-}
-
 echo "lab overhead: $pairs ABBA pairs of pp64+tg32 x $reps repetitions, lab run (local) vs bench" >&2
-lab=()
-direct=()
-for ((i = 0; i < pairs; i++)); do
-  if ((i % 2 == 0)); then order=(lab direct); else order=(direct lab); fi
-  line="pair $((i + 1))/$pairs:"
-  for side in "${order[@]}"; do
-    out="$work/run-$i-$side.json"
-    run "$side" "$out"
-    r=$(rates "$out")
-    if [[ $side == lab ]]; then lab+=("$r"); else direct+=("$r"); fi
-    line+=" $side pp/tg $(printf '%s' "$r" | awk '{printf "%.1f/%.1f", $1, $2}') t/s;"
-  done
-  echo "$line" >&2
-done
-
-python3 - "${#lab[@]}" "${lab[@]}" "${direct[@]}" <<'PY'
-import statistics, sys
-n = int(sys.argv[1])
-lab = [tuple(map(float, v.split())) for v in sys.argv[2:2 + n]]
-direct = [tuple(map(float, v.split())) for v in sys.argv[2 + n:2 + 2 * n]]
-sys.path.insert(0, "bench")
-from paired_stats import median_ci
-for k, name in ((0, "prefill"), (1, "decode")):
-    a = [x[k] for x in lab]
-    b = [x[k] for x in direct]
-    ratios = sorted(x / y for x, y in zip(a, b) if y > 0)
-    ci = median_ci(ratios)
-    ci_text = f"{100 * ci[2]:.1f} % CI {ci[0]:.4f} .. {ci[1]:.4f}" if ci else "too few pairs for an interval"
-    print(f"{name}: paired ratio lab/direct, median of {len(ratios)} pairs: {statistics.median(ratios):.4f}  ({ci_text}); "
-          f"medians {statistics.median(a):.1f} vs {statistics.median(b):.1f} t/s")
-PY
+abba_pairs lab direct "$pairs" "$work"

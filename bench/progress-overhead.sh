@@ -55,54 +55,5 @@ run() {  # run on|off OUTFILE
   fi
 }
 
-rates() {  # rates JSONFILE: prefill and decode tokens/s (medians over the repetitions)
-  python3 - "$1" <<'PY'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-pp = tg = None
-for r in doc["results"]:
-    if r.get("error"):
-        sys.exit(f"{sys.argv[1]}: a test failed: {r['error']}")
-    if r["config"]["n_gen"] > 0:
-        tg = r["decode"]["tokens_per_s"]["median"]
-    else:
-        pp = r["prefill"]["tokens_per_s"]["median"]
-print(pp, tg)
-PY
-}
-
 echo "progress overhead: $pairs ABBA pairs of pp64+tg32 x $reps repetitions, bar on a pty vs -q" >&2
-on=()
-off=()
-for ((i = 0; i < pairs; i++)); do
-  if ((i % 2 == 0)); then order=(on off); else order=(off on); fi
-  line="pair $((i + 1))/$pairs:"
-  for side in "${order[@]}"; do
-    out="$work/run-$i-$side.json"
-    run "$side" "$out"
-    r=$(rates "$out")
-    if [[ $side == on ]]; then on+=("$r"); else off+=("$r"); fi
-    line+=" $side pp/tg $(printf '%s' "$r" | awk '{printf "%.1f/%.1f", $1, $2}') t/s;"
-  done
-  echo "$line" >&2
-done
-
-python3 - "${#on[@]}" "${on[@]}" "${off[@]}" <<'PY'
-import math, statistics, sys
-n = int(sys.argv[1])
-on = [tuple(map(float, v.split())) for v in sys.argv[2:2 + n]]
-off = [tuple(map(float, v.split())) for v in sys.argv[2 + n:2 + 2 * n]]
-
-sys.path.insert(0, "bench")
-from paired_stats import median_ci
-
-for k, name in ((0, "prefill"), (1, "decode")):
-    a = [x[k] for x in on]
-    b = [x[k] for x in off]
-    ratios = sorted(x / y for x, y in zip(a, b) if y > 0)
-    med = statistics.median(ratios)
-    ci = median_ci(ratios)
-    ci_text = f"{100 * ci[2]:.1f} % CI {ci[0]:.4f} .. {ci[1]:.4f}" if ci else "too few pairs for an interval"
-    print(f"{name}: paired ratio bar/quiet, median of {len(ratios)} pairs: {med:.4f}  ({ci_text}); "
-          f"ratio of best runs {max(a) / max(b):.4f}; medians {statistics.median(a):.1f} vs {statistics.median(b):.1f} t/s")
-PY
+abba_pairs on off "$pairs" "$work"
