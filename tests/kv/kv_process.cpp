@@ -1,9 +1,12 @@
 #include "kv/kv_process.h"
 
+#include <gtest/gtest.h>
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +17,27 @@
 #include "support/run_process.h"
 
 namespace edgeprobe::kv_test {
+
+test_support::ProcessResult decode_node(const std::vector<std::string>& args, const std::string& prefix,
+                                        const std::string& token) {
+  std::string command = prefix + EDGEPROBE_BINARY;
+  for (const auto& a : args) command += " " + shell_quote(a);
+  const std::string base = std::string(EDGEPROBE_BUILD_DIR) + "/test-home";
+  return test_support::run_process({"/bin/sh", "-c", command}, 300,
+                                   {{"EDGEPROBE_KV_TOKEN", token},
+                                    {"XDG_CACHE_HOME", base + "/cache"},
+                                    {"XDG_DATA_HOME", base + "/data"}});
+}
+
+nlohmann::json parse(const test_support::ProcessResult& r) {
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
 
 KvServeNode::KvServeNode(const std::string& dir, const std::vector<std::string>& args,
                          const std::string& prefix, const std::string& token, const std::string& host)

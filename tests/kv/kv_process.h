@@ -1,5 +1,6 @@
 #pragma once
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,14 @@
 namespace edgeprobe::kv_test {
 
 using test_support::BackgroundProcess;
+
+// `edgeprobe ARGS...` as a decode node: through `sh -c` after `prefix` (a cgroup entry,
+// `ip netns exec NS `), with the kv token and the test home's cache directories.
+test_support::ProcessResult decode_node(const std::vector<std::string>& args, const std::string& prefix = "",
+                                        const std::string& token = "test-token");
+// Its JSON output, expecting exit 0.
+nlohmann::json parse(const test_support::ProcessResult& r);
+double median(std::vector<double> v);  // the upper median; 0 for none
 
 // `edgeprobe kv-serve` on a free loopback port; port() is 0 when it did not come up
 // within the timeout (error() says what it wrote).

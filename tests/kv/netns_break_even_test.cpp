@@ -22,11 +22,6 @@ namespace {
 using nlohmann::json;
 using test_support::NetNamespace;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 struct Sweep {
   std::map<int, double> delta_ms;  // prompt -> median(remote TTFT - local prefill)
   std::vector<json> records;
@@ -37,15 +32,11 @@ Sweep measure(const std::string& prefix, const std::string& model, const std::st
               const std::vector<int>& prompts, const std::string& cpu_variant) {
   std::string p;
   for (int n : prompts) p += (p.empty() ? "" : ",") + std::to_string(n);
-  std::string command =
-      prefix + EDGEPROBE_BINARY + " bench -m " + model + " -p " + p +
-      " -n 0 -r 5 -t 1 --ceilings off --sample-hz 0 --no-store -q -o json --prefill-remote " + server +
-      " --prefill-compare-local --cpu-variant " + cpu_variant;
-  const std::string base = std::string(EDGEPROBE_BUILD_DIR) + "/test-home";
-  const auto r = test_support::run_process({"/bin/sh", "-c", command}, 300,
-                                           {{"EDGEPROBE_KV_TOKEN", "test-token"},
-                                            {"XDG_CACHE_HOME", base + "/cache"},
-                                            {"XDG_DATA_HOME", base + "/data"}});
+  const auto r = kv_test::decode_node({"bench", "-m", model, "-p", p, "-n", "0", "-r", "5", "-t", "1", "--ceilings",
+                                       "off", "--sample-hz", "0", "--no-store", "-q", "-o", "json",
+                                       "--prefill-remote", server, "--prefill-compare-local", "--cpu-variant",
+                                       cpu_variant},
+                                      prefix);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   Sweep s;
   const json doc = json::parse(r.out);
@@ -57,9 +48,9 @@ Sweep measure(const std::string& prefix, const std::string& model, const std::st
       d.push_back(rec["ttft_ms"].get<double>() - rec["local_prefill_ms"].get<double>());
       s.records.push_back(rec);
     }
-    s.delta_ms[res["config"]["n_prompt"].get<int>()] = median(d);
+    s.delta_ms[res["config"]["n_prompt"].get<int>()] = kv_test::median(d);
   }
-  EXPECT_FALSE(s.records.empty()) << command << "\n" << r.err;
+  EXPECT_FALSE(s.records.empty()) << r.err;
   return s;
 }
 
