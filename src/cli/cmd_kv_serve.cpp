@@ -18,7 +18,7 @@ namespace {
 struct KvServeFlags {
   std::string model, listen = "127.0.0.1:7788", token_file, cpu_mask, flash_attn = "auto", port_file;
   engine::ContextOptions context;
-  int max_ctx = 4096, timeout_ms = 10000, max_connections = -1;
+  int max_ctx = 4096, timeout_ms = 10000, max_connections = -1, max_clients = 4;
   app::Environment env;
 };
 
@@ -35,6 +35,8 @@ int run(KvServeFlags f) {
   if (f.timeout_ms < 1) throw_bad_input("--timeout-ms {} must be positive", f.timeout_ms);
   o.timeout_ms = f.timeout_ms;
   o.max_connections = f.max_connections;
+  if (f.max_clients < 1) throw_bad_input("--max-clients {} must be at least 1", f.max_clients);
+  o.max_clients = f.max_clients;
 
   const std::string path = app::ModelSet::resolve(f.model, nullptr);
   // Our own bounds-checked GGUF reader sees the file before llama.cpp does.
@@ -84,6 +86,9 @@ void register_kv_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--cpu-variant", f->env.cpu_variant, "Load this ggml CPU variant instead of the best one");
   cmd->add_option("--port-file", f->port_file, "Write the port listened on to this file once ready");
+  cmd->add_option("--max-clients", f->max_clients,
+                  "Decode nodes served at once, each with a context of its size; one more is told the server is busy")
+      ->capture_default_str();
   cmd->add_option("--max-connections", f->max_connections, "Exit after serving this many connections")
       ->group("");
   cmd->add_flag("-v,--verbose", f->env.verbose_engine_log, "Echo llama.cpp's log to stderr");

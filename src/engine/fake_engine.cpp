@@ -83,7 +83,10 @@ class FakeContext : public Context {
 
   std::vector<uint8_t> save_state() const override {
     if (!state_->script.kv_state) return {};
-    ++state_->counters.saves;
+    {
+      std::lock_guard lock(state_->mutex);  // contexts may run on several threads (a kv server's)
+      ++state_->counters.saves;
+    }
     std::vector<uint8_t> bytes(kStateTag, kStateTag + sizeof(kStateTag));
     append(bytes, static_cast<Token>(steps_since_prefill_));
     for (Token t : cache_) append(bytes, t);
@@ -92,7 +95,10 @@ class FakeContext : public Context {
 
   bool restore_state(const std::vector<uint8_t>& bytes) override {
     if (!state_->script.kv_state) return false;
-    ++state_->counters.restores;
+    {
+      std::lock_guard lock(state_->mutex);
+      ++state_->counters.restores;
+    }
     const size_t header = sizeof(kStateTag) + sizeof(Token);
     if (bytes.size() < header || (bytes.size() - header) % sizeof(Token) != 0 ||
         std::memcmp(bytes.data(), kStateTag, sizeof(kStateTag)) != 0)

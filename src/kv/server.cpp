@@ -1,6 +1,9 @@
 #include "kv/server.h"
 
+#include <algorithm>
 #include <chrono>
+#include <list>
+#include <thread>
 
 #include "core/error.h"
 
@@ -48,26 +51,69 @@ KvServer::KvServer(const engine::LoadedModel& model, const Fingerprint& fingerpr
   if (options_.token.empty()) throw_bad_input("the kv server needs a shared-secret token");
 }
 
+void KvServer::log(const std::string& line) {
+  std::lock_guard lock(log_mutex_);
+  log_(line);
+}
+
 void KvServer::serve(const std::function<bool()>& stop) {
+  if (options_.max_clients < 1) throw_bad_input("--max-clients {} must be at least 1", options_.max_clients);
+  struct Worker {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::list<Worker> workers;
+  auto reap = [&workers] {
+    for (auto it = workers.begin(); it != workers.end();) {
+      if (!it->done->load()) {
+        ++it;
+        continue;
+      }
+      it->thread.join();
+      it = workers.erase(it);
+    }
+  };
   int served = 0;
   while (!stop() && (options_.max_connections < 0 || served < options_.max_connections)) {
     Socket socket = listener_.accept(200);
+    reap();
     if (!socket.valid()) continue;
     ++served;
-    try {
-      handle(socket);
-    } catch (const std::exception& e) {
-      // The peer is told why when the socket still works; the server goes on either way.
-      log_(fmt::format("connection {}: {}", served, e.what()));
+    if (static_cast<int>(workers.size()) >= options_.max_clients) {
+      // Told at once, so the decode node falls back now instead of at its read deadline.
+      const std::string why = fmt::format("the kv server is busy: it serves {} clients already (--max-clients)",
+                                          options_.max_clients);
+      log(fmt::format("connection {}: refused, {}", served, why));
       try {
-        send_json(socket, FrameType::kError, {{"message", e.what()}}, 1000);
+        send_json(socket, FrameType::kError, {{"message", why}}, 1000);
       } catch (const std::exception&) {
       }
+      continue;
+    }
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    workers.push_back({std::thread([this, s = std::move(socket), served, done, &stop]() mutable {
+                         serve_connection(s, served, stop);
+                         done->store(true);
+                       }),
+                       done});
+  }
+  for (auto& w : workers) w.thread.join();  // each ends at its client's close, an error or `stop`
+}
+
+void KvServer::serve_connection(Socket& socket, int number, const std::function<bool()>& stop) {
+  try {
+    handle(socket, stop);
+  } catch (const std::exception& e) {
+    // The peer is told why when the socket still works; the server goes on either way.
+    log(fmt::format("connection {}: {}", number, e.what()));
+    try {
+      send_json(socket, FrameType::kError, {{"message", e.what()}}, 1000);
+    } catch (const std::exception&) {
     }
   }
 }
 
-void KvServer::handle(Socket& socket) {
+void KvServer::handle(Socket& socket, const std::function<bool()>& stop) {
   const int timeout = options_.timeout_ms;
   const std::string nonce = new_nonce();
   send_json(socket, FrameType::kWelcome, {{"protocol", kProtocolVersion}, {"nonce", nonce}}, timeout);
@@ -85,19 +131,23 @@ void KvServer::handle(Socket& socket) {
             {{"mac", token_mac(options_.token, "server", auth["nonce"].get<std::string>())},
              {"fingerprint", fingerprint_.to_json()}},
             timeout);
-  log_(fmt::format("client authenticated, context of {} tokens", client.n_ctx));
-  serve_requests(socket, client.n_ctx);
+  log(fmt::format("client authenticated, context of {} tokens", client.n_ctx));
+  serve_requests(socket, client.n_ctx, stop);
 }
 
-void KvServer::serve_requests(Socket& socket, int n_ctx) {
+void KvServer::serve_requests(Socket& socket, int n_ctx, const std::function<bool()>& stop) {
   engine::ContextOptions co = options_.context;
   co.n_ctx = n_ctx;
   co.tail_states = true;  // a later turn's cells alone can be sent (save_tail)
   const auto ctx = model_.new_context(co);
   for (;;) {
     // The first byte of the next request may take a whole turn's decoding; the rest of
-    // it must come promptly.
-    const auto wait = socket.wait_readable(options_.idle_timeout_ms);
+    // it must come promptly. The wait is cut in slices so that a stop ends it.
+    auto wait = Socket::Wait::kTimeout;
+    for (int waited = 0; wait == Socket::Wait::kTimeout && waited < options_.idle_timeout_ms; waited += 200) {
+      if (stop()) return;
+      wait = socket.wait_readable(std::min(200, options_.idle_timeout_ms - waited));
+    }
     if (wait == Socket::Wait::kClosed) return;
     if (wait == Socket::Wait::kTimeout)
       throw_environment("the client sent no request for {} ms; closing", options_.idle_timeout_ms);

@@ -1,6 +1,7 @@
 #pragma once
 #include <atomic>
 #include <functional>
+#include <mutex>
 #include <memory>
 #include <string>
 
@@ -10,9 +11,10 @@
 
 // The prefill node: one loaded model; per connection a context of the client's size,
 // fed the client's new tokens, answering each request with the greedy next token and the
-// whole sequence state. Connections are served one at a time (a node prefills for one
-// decode node); every read has a deadline, so a stalled or hostile peer only costs its
-// own connection.
+// sequence state (whole, or the tail the client lacks). Up to max_clients decode nodes are
+// served at once, each on its own thread and context (a lab's phones sharing one prefill
+// box); one more is told the server is busy and falls back to its own prefill. Every read
+// has a deadline, so a stalled or hostile peer only costs its own connection.
 namespace edgeprobe::kv {
 
 struct ServerOptions {
@@ -24,6 +26,7 @@ struct ServerOptions {
   int idle_timeout_ms = 600000;  // between a client's requests
   Limits limits;
   int max_connections = -1;  // -1: serve until stopped
+  int max_clients = 4;       // connections served at once; each holds a context of its size
 };
 
 class KvServer {
@@ -37,13 +40,16 @@ class KvServer {
   void serve(const std::function<bool()>& stop);
 
  private:
-  void handle(Socket& socket);
-  void serve_requests(Socket& socket, int n_ctx);
+  void handle(Socket& socket, const std::function<bool()>& stop);
+  void serve_requests(Socket& socket, int n_ctx, const std::function<bool()>& stop);
+  void serve_connection(Socket& socket, int number, const std::function<bool()>& stop);
+  void log(const std::string& line);
 
   const engine::LoadedModel& model_;
   Fingerprint fingerprint_;
   ServerOptions options_;
   std::function<void(const std::string&)> log_;
+  std::mutex log_mutex_;  // connections log from their own threads
   Listener listener_;
 };
 

@@ -203,6 +203,43 @@ TEST(KvPeer, WholeStateTransferSendsEverythingEachTurn) {
   EXPECT_EQ(ctx->save_state(), local_state_of({engine::FakeScript::kBos, 'a', 'b', 'c', 'f', 'd', 'e'}));
 }
 
+// Several decode nodes at once, each on its own context; one beyond --max-clients is told
+// the server is busy at once (not at its read deadline), and a place that frees is taken.
+TEST(KvPeer, ServesClientsAtOnceUpToItsLimitAndSaysBusyBeyond) {
+  ServerOptions options;
+  options.max_clients = 2;
+  ServerThread server(options);
+  auto first = std::make_unique<KvClient>(client_options(server.endpoint()), client_fingerprint());
+  KvClient second(client_options(server.endpoint()), client_fingerprint());
+  // Both prefill at the same time, different sequences, each its own cache.
+  PrefillReply a, b;
+  std::thread ta([&] { a = first->prefill(0, {engine::FakeScript::kBos, 'a', 'b'}); });
+  std::thread tb([&] { b = second.prefill(0, {engine::FakeScript::kBos, 'x', 'y', 'z'}); });
+  ta.join();
+  tb.join();
+  EXPECT_EQ(a.n_past, 3);
+  EXPECT_EQ(b.n_past, 4);
+  EXPECT_EQ(a.state, local_state_of({engine::FakeScript::kBos, 'a', 'b'}));
+  EXPECT_EQ(b.state, local_state_of({engine::FakeScript::kBos, 'x', 'y', 'z'}));
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string busy =
+      error_of([&] { KvClient third(client_options(server.endpoint()), client_fingerprint()); });
+  EXPECT_NE(busy.find("busy"), std::string::npos) << busy;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2)) << "refused late";
+  // The first leaves; its place is taken (the server notices within its accept slice).
+  first.reset();
+  std::string error = "not tried";
+  for (int i = 0; i < 50 && !error.empty(); ++i) {
+    error = error_of([&] {
+      KvClient fourth(client_options(server.endpoint()), client_fingerprint());
+      EXPECT_EQ(fourth.prefill(0, {engine::FakeScript::kBos, 'q'}).n_past, 2);
+    });
+    if (!error.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(error, "") << "no place freed after a client left";
+  EXPECT_EQ(second.prefill(4, {'!'}).n_past, 5) << "the second client's sequence was disturbed";
+}
+
 TEST(KvPeer, NoServerFallsBackToLocalPrefillAndSaysWhy) {
   Endpoint nowhere;
   {
