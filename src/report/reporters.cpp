@@ -155,7 +155,8 @@ class MarkdownReporter : public Reporter {
     out_.flush();
   }
 
-  void end(const result::BenchReport&) override {
+  void end(const result::BenchReport& report) override {
+    serving_table(report);
     out_ << fmt::format("\nedgeprobe {} · {} {} ({}) · ggml cpu variant {} · {} · device {}\n",
                         provenance_.value("edgeprobe_version", ""), scalar(at(provenance_, "/engine/name")),
                         scalar(at(provenance_, "/engine/version")), scalar(at(provenance_, "/engine/commit")),
@@ -173,6 +174,35 @@ class MarkdownReporter : public Reporter {
 
  private:
   static std::string config_key(const std::string& name) { return name == "mmap" ? "use_mmap" : name; }
+
+  // The load levels (--concurrency, --request-rate) of every test that ran them, one row a
+  // level, with vLLM's figures; goodput only where an SLO was given.
+  void serving_table(const result::BenchReport& report) {
+    bool any = false;
+    for (const auto& r : report.results) {
+      if (!r.serving.is_array()) continue;
+      for (const auto& level : r.serving) {
+        if (!any) {
+          out_ << "\nServing (load levels after the repetitions):\n\n";
+          row({"test", "level", "completed / failed", "req/s", "output t/s", "goodput req/s", "ttft p50 / p99 ms",
+               "tpot p50 ms", "itl p99 ms", "e2el p50 ms"});
+          row({"----", "-----", "------------------", "-----", "----------", "-------------", "-----------------",
+               "-----------", "----------", "-----------"});
+          any = true;
+        }
+        const std::string name = result::to_json(r).value("test", "");
+        const std::string what = level.contains("concurrency")
+                                     ? fmt::format("concurrency {}", scalar(level["concurrency"]))
+                                     : fmt::format("{} req/s", scalar(level.value("request_rate", json())));
+        row({name, what, scalar(level.value("completed", json())) + " / " + scalar(level.value("failed", json())),
+             number(level.value("request_throughput", json()), 2), number(level.value("output_throughput", json()), 1),
+             level.value("goodput", json()).is_number() ? number(level["goodput"], 2) : "no SLO",
+             number(level.value("median_ttft_ms", json()), 1) + " / " + number(level.value("p99_ttft_ms", json()), 1),
+             number(level.value("median_tpot_ms", json()), 2), number(level.value("p99_itl_ms", json()), 2),
+             number(level.value("median_e2el_ms", json()), 1)});
+      }
+    }
+  }
   void row(const std::vector<std::string>& cells) {
     out_ << "|";
     for (const auto& c : cells) out_ << " " << c << " |";

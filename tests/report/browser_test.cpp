@@ -104,7 +104,15 @@ class Browser : public ::testing::Test {
 }  // namespace
 
 TEST_F(Browser, BenchReportDrawsEveryChart) {
-  const auto page = load_in_chromium("bench", report::render_html_report({{"bench.json", report_test::bench_document(5, 64, true)}}));
+  json doc = report_test::bench_document(5, 64, true);
+  doc["results"].back()["serving"] = json::array(
+      {{{"concurrency", 2}, {"completed", 16}, {"failed", 0}, {"request_throughput", 3.25}, {"output_throughput", 104.0},
+        {"goodput", nullptr}, {"median_ttft_ms", 120.0}, {"p99_ttft_ms", 480.5}, {"median_tpot_ms", 18.25},
+        {"p99_itl_ms", 40.0}, {"median_e2el_ms", 700.0}}});
+  const auto page = load_in_chromium("bench", report::render_html_report({{"bench.json", doc}}));
+  EXPECT_NE(page.dom.find("Serving: load levels after the repetitions"), std::string::npos);
+  EXPECT_NE(page.dom.find("<td>concurrency 2</td>"), std::string::npos);
+  EXPECT_NE(page.dom.find(">no SLO</td>"), std::string::npos);
   expect_rendered(page, 9);
   for (const char* id : {"in0-decode-latency", "in0-telemetry-freq", "in0-telemetry-temp", "in0-telemetry-power",
                          "in0-telemetry-throttled", "in0-latency-cdf", "in0-sweep-decode", "in0-roofline"}) {

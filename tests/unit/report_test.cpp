@@ -135,6 +135,31 @@ void expect_golden(const std::string& format) {
 }  // namespace
 
 TEST(Reporters, MarkdownMatchesGolden) { expect_golden("md"); }
+
+// Load levels get their own table after the tests, one row a level; a level without an
+// SLO says so instead of showing a goodput of 0.
+TEST(Reporters, MarkdownListsServingLevels) {
+  auto report = sample_report();
+  report.results[1].serving = nlohmann::json::array(
+      {{{"concurrency", 2}, {"completed", 16}, {"failed", 0}, {"request_throughput", 3.25},
+        {"output_throughput", 104.0}, {"goodput", 2.5}, {"median_ttft_ms", 120.0}, {"p99_ttft_ms", 480.5},
+        {"median_tpot_ms", 18.25}, {"p99_itl_ms", 40.0}, {"median_e2el_ms", 700.0}},
+       {{"request_rate", 4.0}, {"completed", 15}, {"failed", 1}, {"request_throughput", 3.0},
+        {"output_throughput", 96.0}, {"goodput", nullptr}, {"median_ttft_ms", 150.0}, {"p99_ttft_ms", 900.0},
+        {"median_tpot_ms", 20.0}, {"p99_itl_ms", 55.0}, {"median_e2el_ms", 800.0}}});
+  std::ostringstream out;
+  auto reporter = report::make_reporter("md", out);
+  reporter->begin(report.provenance, {});
+  reporter->end(report);
+  const std::string md = out.str();
+  EXPECT_NE(md.find("Serving (load levels after the repetitions)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tg4 | concurrency 2 | 16 / 0 | 3.25 | 104.0 | 2.50 | 120.0 / 480.5 | 18.25 | 40.00 | 700.0 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 4 req/s | 15 / 1 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| no SLO |"), std::string::npos) << md;
+  EXPECT_EQ(render("md").find("Serving"), std::string::npos) << "a table for tests that ran no load";
+}
 TEST(Reporters, CsvMatchesGolden) { expect_golden("csv"); }
 TEST(Reporters, JsonMatchesGolden) { expect_golden("json"); }
 TEST(Reporters, JsonlMatchesGolden) { expect_golden("jsonl"); }

@@ -223,6 +223,26 @@ function epBench(parent, doc, key) {
   parent.appendChild(epEl('h3', {text: 'Throughput across the sweep'}));
   epBenchSweep(parent, doc, key);
   epBenchRoofline(parent, doc, key);
+  epBenchServing(parent, doc);
+}
+
+// Load levels (--concurrency, --request-rate), one row a level, vLLM's figures; nothing
+// when no test ran them.
+function epBenchServing(parent, doc) {
+  const rows = [];
+  for (const r of doc.results || []) {
+    for (const l of Array.isArray(r.serving) ? r.serving : []) {
+      const level = 'concurrency' in l ? `concurrency ${l.concurrency}` : `${l.request_rate} req/s`;
+      rows.push([r.test, level, `${l.completed} / ${l.failed}`, l.request_throughput, l.output_throughput,
+                 typeof l.goodput === 'number' ? l.goodput : 'no SLO', l.median_ttft_ms, l.p99_ttft_ms,
+                 l.median_tpot_ms, l.p99_itl_ms, l.median_e2el_ms]);
+    }
+  }
+  if (!rows.length) return;
+  parent.appendChild(epEl('h3', {text: 'Serving: load levels after the repetitions'}));
+  epTable(parent, ['test', 'level', 'completed / failed', 'req/s', 'output t/s', 'goodput req/s', 'TTFT p50 ms',
+                   'TTFT p99 ms', 'TPOT p50 ms', 'ITL p99 ms', 'E2E p50 ms'], rows,
+          [0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1]);
 }
 
 function epSession(parent, doc, key) {
