@@ -74,11 +74,12 @@ PrefillReply KvClient::prefill(int start, const std::vector<engine::Token>& toke
   if (r.tail_from && (!tail || *r.tail_from != start))
     throw_environment("the kv server sent a tail from position {}, this node asked for {}", *r.tail_from,
                       tail ? std::to_string(start) : "the whole state");
-  Limits state_limits;  // a tail holds this request's tokens only
-  state_limits.max_state_bytes = max_state_bytes(mine_, r.tail_from ? static_cast<int>(tokens.size()) : expect_past);
+  const int state_tokens = r.tail_from ? static_cast<int>(tokens.size()) : expect_past;  // a tail: this request's
+  Limits state_limits;
+  state_limits.max_state_bytes = max_state_bytes(mine_, state_tokens);
   if (state_bytes > state_limits.max_state_bytes)
-    throw_environment("the kv server announces a state of {} bytes for {} tokens, more than the {} possible",
-                      state_bytes, expect_past, state_limits.max_state_bytes);
+    throw_environment("the kv server announces a {} of {} bytes for {} tokens, more than the {} possible",
+                      r.tail_from ? "tail" : "state", state_bytes, state_tokens, state_limits.max_state_bytes);
   Frame state = receive_frame(socket_, state_limits, options_.timeout_ms, std::move(buffer_));
   const auto t2 = Clock::now();
   if (state.type != FrameType::kState)

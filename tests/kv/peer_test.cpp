@@ -385,6 +385,52 @@ TEST(KvHostileServer, Stalls) {
   EXPECT_NE(why.find("stalled"), std::string::npos) << why;
 }
 
+// A server that passes the handshake (it knows the token) and then answers the first
+// prefill request with `head` (and no state).
+std::string prefill_error_against(const nlohmann::json& head, bool ask_tail) {
+  Listener l({"127.0.0.1", 0});
+  auto served = std::async(std::launch::async, [&] {
+    Socket s = l.accept(5000);
+    if (!s.valid()) return;
+    send_json(s, FrameType::kWelcome, {{"protocol", kProtocolVersion}, {"nonce", new_nonce()}}, 1000);
+    const auto auth = receive_frame(s, {}, 1000).json();
+    send_json(s, FrameType::kReady,
+              {{"mac", token_mac("sesame", "server", auth.at("nonce").get<std::string>())},
+               {"fingerprint", client_fingerprint().to_json()}},
+              1000);
+    receive_frame(s, {}, 1000);  // the prefill request
+    send_json(s, FrameType::kPrefilled, head, 1000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  });
+  auto o = client_options({"127.0.0.1", l.port()});
+  o.timeout_ms = 300;
+  const std::string why = error_of([&] {
+    KvClient client(o, client_fingerprint());
+    client.prefill(3, {'a', 'b'}, ask_tail);
+  });
+  served.wait();
+  return why;
+}
+
+TEST(KvHostileServer, SendsATailNobodyAskedForOrFromElsewhere) {
+  const nlohmann::json head = {{"n_past", 5}, {"argmax", 'f'}, {"prefill_ms", 1.0}, {"serialize_ms", 0.1},
+                               {"state_bytes", 16}, {"tail_from", 3}};
+  auto why = prefill_error_against(head, false);
+  EXPECT_NE(why.find("sent a tail from position 3, this node asked for the whole state"), std::string::npos) << why;
+  auto elsewhere = head;
+  elsewhere["tail_from"] = 1;
+  why = prefill_error_against(elsewhere, true);
+  EXPECT_NE(why.find("sent a tail from position 1, this node asked for 3"), std::string::npos) << why;
+}
+
+TEST(KvHostileServer, AnnouncesATailLargerThanItsTokensCanHold) {
+  // Two tokens of this model's state take at most a few kB; 64 MB is a lie.
+  const nlohmann::json head = {{"n_past", 5},        {"argmax", 'f'},        {"prefill_ms", 1.0},
+                               {"serialize_ms", 0.1}, {"state_bytes", 64 << 20}, {"tail_from", 3}};
+  const auto why = prefill_error_against(head, true);
+  EXPECT_NE(why.find("announces a tail of 67108864 bytes for 2 tokens"), std::string::npos) << why;
+}
+
 TEST(KvHostileServer, DoesNotKnowTheToken) {
   const auto why = client_error_against([](Socket& s) {
     send_json(s, FrameType::kWelcome, {{"protocol", kProtocolVersion}, {"nonce", new_nonce()}}, 1000);
