@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "app/plan.h"
 #include "store/store.h"
 
 namespace edgeprobe::app {
@@ -10,31 +11,20 @@ using nlohmann::json;
 
 namespace {
 
-json options_json(const doctor::DoctorOptions& o, bool tune) {
-  return {{"kind", "doctor"},
-          {"model_path", o.model_path},
-          {"config", o.config.bench_args()},
-          {"n_prompt", o.n_prompt},
-          {"n_gen", o.n_gen},
-          {"repetitions", o.repetitions},
-          {"baseline", o.baseline_path},
-          {"experiments", o.experiments},
-          {"tune", tune},
-          {"sysfs_root", o.sysfs_root},
-          {"sample_hz", o.sample_hz}};
-}
-
 // A doctor run is stored whole when it ends: it has no unit worth resuming (its bench
 // children are minutes, not hours), and a crash mid-diagnosis leaves a "running" run
 // that says so.
+// The sink (a stream, a lab controller) gets the same: provenance, plan and result.
 int64_t store_result(const JobContext& ctx, const doctor::DoctorOptions& o, bool tune, const json& primary_report,
                      const json& result) {
-  if (!ctx.store) return 0;
   json provenance = primary_report.is_object() && primary_report.contains("provenance")
                         ? primary_report["provenance"]
                         : json::object();
   provenance["command_line"] = ctx.command_line;
-  const int64_t run = ctx.store->begin_run("doctor", provenance, options_json(o, tune));
+  const json plan = to_json(doctor_plan_of(o, tune));
+  if (ctx.sink) ctx.sink->doctor_end(provenance, plan, result);
+  if (!ctx.store) return 0;
+  const int64_t run = ctx.store->begin_run("doctor", provenance, plan);
   ctx.store->record_run_summary(run, "doctor", result);
   ctx.store->finish_run(run, store::Status::kComplete);
   return run;

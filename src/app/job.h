@@ -41,6 +41,10 @@ class JobSink {
   virtual void session_begin(const result::Provenance& /*provenance*/, const nlohmann::json& /*plan*/) {}
   virtual void session_turn(size_t /*config_index*/, const nlohmann::json& /*turn*/) {}
   virtual void session_end(const nlohmann::json& /*report*/) {}
+  // Doctor: one unit, the whole diagnosis (or tune result) at the end, with the
+  // provenance of its primary bench child (null for tune) and the plan it is stored under.
+  virtual void doctor_end(const nlohmann::json& /*provenance*/, const nlohmann::json& /*plan*/,
+                          const nlohmann::json& /*report*/) {}
 };
 
 // What a job runs with besides its plan.

@@ -290,8 +290,8 @@ json to_json(const SessionPlan& p) {
 std::string plan_kind(const json& j) {
   if (!j.is_object()) throw_bad_input("a plan is a JSON object with a \"kind\", got {}", j.type_name());
   const std::string kind = j.contains("kind") && j["kind"].is_string() ? j["kind"].get<std::string>() : "";
-  if (kind != "bench" && kind != "session")
-    throw_bad_input("plan kind '{}': use \"bench\" or \"session\"", kind);
+  if (kind != "bench" && kind != "session" && kind != "doctor")
+    throw_bad_input("plan kind '{}': use \"bench\", \"session\" or \"doctor\"", kind);
   const int version = j.value("plan_version", 1);
   if (version != kPlanVersion)
     throw_bad_input("plan_version {} is not supported by this edgeprobe (it reads version {})", version, kPlanVersion);
@@ -365,6 +365,131 @@ SessionPlan session_plan_from_json(const json& j) {
   read(j, "prompts", p.prompts);
   if (j.contains("env")) read_environment(j["env"], p.env);
   if (j.contains("completed")) p.completed = completed_units(j["completed"], "config_index", "turn");
+  return p;
+}
+
+void validate(DoctorPlan& p, int default_threads) {
+  if (p.config.threads == 0) p.config.threads = default_threads;
+  check_range({p.config.threads}, "-t", 1, 512);
+  check_range({p.config.poll}, "--poll", 0, 100);
+  check_range({p.config.cpu_strict}, "--cpu-strict", 0, 1);
+  check_range({p.config.n_batch}, "-b", 1, 1 << 20);
+  check_range({p.config.n_ubatch}, "-ub", 1, 1 << 20);
+  check_range({p.n_prompt}, "-p", 1, 1 << 16);
+  check_range({p.n_gen}, "-n", 1, 1 << 16);
+  check_range({p.repetitions}, "-r", 1, 100);
+  if (p.config.flash_attn == "on") p.config.flash_attn = "1";
+  if (p.config.flash_attn == "off") p.config.flash_attn = "0";
+  if (p.config.flash_attn != "0" && p.config.flash_attn != "1" && p.config.flash_attn != "auto")
+    throw_bad_input("--flash-attn {}: use on, off or auto", p.config.flash_attn);
+  engine::parse_cache_type(p.config.type_k);
+  engine::parse_cache_type(p.config.type_v);
+  if (!p.config.cpu_mask.empty()) engine::parse_cpu_mask(p.config.cpu_mask);
+  if (!(p.sample_hz >= 1 && p.sample_hz <= 1000)) throw_bad_input("--sample-hz {} out of range 1..1000", p.sample_hz);
+  if (!(p.budget_s == 0 || (p.budget_s >= 1 && p.budget_s <= 86400)))
+    throw_bad_input("--budget {} out of range 1..86400 seconds", p.budget_s);
+  if (p.sysfs_root.empty()) throw_bad_input("--sysfs-root is empty: give a directory (/ for this machine)");
+  if (!p.baseline.is_null() && !p.baseline.is_object())
+    throw_bad_input("plan: 'baseline' must be a result document (an object), got {}", p.baseline.type_name());
+}
+
+json to_json(const DoctorPlan& p) {
+  const auto& c = p.config;
+  return {{"kind", "doctor"},
+          {"plan_version", kPlanVersion},
+          {"model", p.model},
+          {"config",
+           {{"threads", c.threads},
+            {"cpu_mask", c.cpu_mask},
+            {"cpu_strict", c.cpu_strict},
+            {"poll", c.poll},
+            {"n_batch", c.n_batch},
+            {"n_ubatch", c.n_ubatch},
+            {"flash_attn", c.flash_attn},
+            {"type_k", c.type_k},
+            {"type_v", c.type_v},
+            {"use_mmap", c.use_mmap},
+            {"cpu_variant", c.cpu_variant}}},
+          {"n_prompt", p.n_prompt},
+          {"n_gen", p.n_gen},
+          {"repetitions", p.repetitions},
+          {"sysfs_root", p.sysfs_root},
+          {"sample_hz", p.sample_hz},
+          {"budget_s", p.budget_s},
+          {"experiments", p.experiments},
+          {"tune", p.tune},
+          {"baseline_name", p.baseline_name},
+          {"baseline", p.baseline}};
+}
+
+DoctorPlan doctor_plan_from_json(const json& j) {
+  if (plan_kind(j) != "doctor") throw_bad_input("expected a doctor plan, got a {} plan", j["kind"].get<std::string>());
+  reject_unknown_keys(j, {"kind", "plan_version", "model", "config", "n_prompt", "n_gen", "repetitions", "sysfs_root",
+                          "sample_hz", "budget_s", "experiments", "tune", "baseline_name", "baseline"},
+                      "doctor plan");
+  DoctorPlan p;
+  read(j, "model", p.model);
+  if (j.contains("config")) {
+    const json& c = j["config"];
+    if (!c.is_object()) throw_bad_input("doctor plan: 'config' must be an object");
+    reject_unknown_keys(c, {"threads", "cpu_mask", "cpu_strict", "poll", "n_batch", "n_ubatch", "flash_attn", "type_k",
+                            "type_v", "use_mmap", "cpu_variant"},
+                        "doctor plan config");
+    read(c, "threads", p.config.threads);
+    read(c, "cpu_mask", p.config.cpu_mask);
+    read(c, "cpu_strict", p.config.cpu_strict);
+    read(c, "poll", p.config.poll);
+    read(c, "n_batch", p.config.n_batch);
+    read(c, "n_ubatch", p.config.n_ubatch);
+    read(c, "flash_attn", p.config.flash_attn);
+    read(c, "type_k", p.config.type_k);
+    read(c, "type_v", p.config.type_v);
+    read(c, "use_mmap", p.config.use_mmap);
+    read(c, "cpu_variant", p.config.cpu_variant);
+  }
+  read(j, "n_prompt", p.n_prompt);
+  read(j, "n_gen", p.n_gen);
+  read(j, "repetitions", p.repetitions);
+  read(j, "sysfs_root", p.sysfs_root);
+  read(j, "sample_hz", p.sample_hz);
+  read(j, "budget_s", p.budget_s);
+  read(j, "experiments", p.experiments);
+  read(j, "tune", p.tune);
+  read(j, "baseline_name", p.baseline_name);
+  if (j.contains("baseline")) p.baseline = j["baseline"];
+  return p;
+}
+
+doctor::DoctorOptions doctor_options(const DoctorPlan& p, const std::string& model_path) {
+  doctor::DoctorOptions o;
+  o.model_path = model_path;
+  o.config = p.config;
+  o.n_prompt = p.n_prompt;
+  o.n_gen = p.n_gen;
+  o.repetitions = p.repetitions;
+  o.sysfs_root = p.sysfs_root;
+  o.sample_hz = p.sample_hz;
+  o.budget_s = p.budget_s;
+  o.experiments = p.experiments;
+  o.baseline_path = p.baseline_name;
+  o.baseline = p.baseline;
+  return o;
+}
+
+DoctorPlan doctor_plan_of(const doctor::DoctorOptions& o, bool tune) {
+  DoctorPlan p;
+  p.model = o.model_path;
+  p.config = o.config;
+  p.n_prompt = o.n_prompt;
+  p.n_gen = o.n_gen;
+  p.repetitions = o.repetitions;
+  p.sysfs_root = o.sysfs_root;
+  p.sample_hz = o.sample_hz;
+  p.budget_s = o.budget_s;
+  p.experiments = o.experiments;
+  p.tune = tune;
+  p.baseline_name = o.baseline_path;
+  p.baseline = o.baseline;
   return p;
 }
 

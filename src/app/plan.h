@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "doctor/doctor.h"
 #include "runner/bench_runner.h"
 #include "runner/session_runner.h"
 #include "workload/plan.h"
@@ -76,19 +77,42 @@ struct SessionPlan {
   nlohmann::json completed = nlohmann::json::array();
 };
 
+// What `edgeprobe doctor` diagnoses, as data, so that `run --plan` and `lab run` carry it
+// to a device like a bench or a session. Its defaults are the doctor command's.
+struct DoctorPlan {
+  std::string model;             // a file or synth:SHAPE[:QUANT]; "" = the built-in default
+  doctor::RunConfig config;      // the configuration under diagnosis; threads 0 = this device's default
+  int n_prompt = 128, n_gen = 32, repetitions = 3;
+  std::string sysfs_root = "/";
+  double sample_hz = 20;
+  double budget_s = 0;           // 0 = automatic (doctor::DoctorOptions::budget_s)
+  bool experiments = true;       // measure the fixes, not only name them
+  bool tune = false;             // search the fastest configuration instead (doctor --tune)
+  std::string baseline_name;     // where `baseline` came from (a file, "run 12")
+  nlohmann::json baseline;       // a result of another run or device to check against; null = none
+};
+
 // Checks every value and fills the derived fields (cases/configs); throws
 // Error(kBadInput) naming the flag and the value, so a typo fails in a second, not an
 // hour into a sweep. Model specs are not resolved here (that writes files).
 void validate(BenchPlan& plan, int default_threads);
 void validate(SessionPlan& plan, int default_threads);
+void validate(DoctorPlan& plan, int default_threads);  // resolves threads 0
 
 // {"kind": "bench"|"session", "plan_version": 1, ...}. from_json accepts what to_json
 // writes and hand-written plans (every field optional but the kind); unknown keys are an
 // error so a misspelt setting is not silently ignored.
 nlohmann::json to_json(const BenchPlan& plan);
 nlohmann::json to_json(const SessionPlan& plan);
+nlohmann::json to_json(const DoctorPlan& plan);
 BenchPlan bench_plan_from_json(const nlohmann::json& j);
 SessionPlan session_plan_from_json(const nlohmann::json& j);
-std::string plan_kind(const nlohmann::json& j);  // "bench", "session"; throws for anything else
+DoctorPlan doctor_plan_from_json(const nlohmann::json& j);
+std::string plan_kind(const nlohmann::json& j);  // "bench", "session", "doctor"; throws for anything else
+
+// The options doctor runs with, once the plan's model spec is a file; and back (what a
+// doctor run stores as its plan).
+doctor::DoctorOptions doctor_options(const DoctorPlan& plan, const std::string& model_path);
+DoctorPlan doctor_plan_of(const doctor::DoctorOptions& options, bool tune);
 
 }  // namespace edgeprobe::app

@@ -80,6 +80,10 @@ void StreamSink::end(const JobOutcome& o) {
         {"errors", o.errors}});
 }
 
+void StreamSink::doctor_end(const json& provenance, const json& plan, const json& report) {
+  emit({{"event", "result"}, {"kind", "doctor"}, {"provenance", provenance}, {"plan", plan}, {"report", report}});
+}
+
 void StreamSink::fatal(const std::string& kind, const std::string& message) {
   emit({{"event", "error"}, {"kind", kind}, {"message", message}});
 }

@@ -9,6 +9,7 @@
 
 #include "app/doctor_job.h"
 #include "app/models.h"
+#include "app/plan.h"
 #include "app/stored_run.h"
 #include "cli/common.h"
 #include "cli/job_options.h"
@@ -24,82 +25,69 @@ namespace edgeprobe::cli {
 
 void register_doctor(CLI::App& app, const std::vector<std::string>& command_line) {
   struct Args {
-    std::string model, mmap = "1", baseline, sysfs_root = "/";
-    doctor::RunConfig config;
-    int n_prompt = 128, n_gen = 32, repetitions = 3;
-    double sample_hz = 20, budget_s = 0;
-    bool no_experiments = false, tune = false;
+    app::DoctorPlan plan;  // the defaults are the plan's (one set, shared with run --plan)
+    std::string mmap = "1", baseline;
+    bool no_experiments = false;
     StoreFlags store;
     OutputFlags output;
   };
   auto a = std::make_shared<Args>();
+  auto& p = a->plan;
   CLI::App* cmd = app.add_subcommand("doctor", "Name what slows a model down on this device, with evidence and the fix");
-  cmd->add_option("-m,--model", a->model, "GGUF model file or synth:SHAPE[:QUANT] (default: synth:tinyllama-1.1b:q4_0)");
-  cmd->add_option("-t,--threads", a->config.threads, "Threads of the configuration to diagnose (default: physical cores available)")
+  cmd->add_option("-m,--model", p.model, "GGUF model file or synth:SHAPE[:QUANT] (default: synth:tinyllama-1.1b:q4_0)");
+  cmd->add_option("-t,--threads", p.config.threads, "Threads of the configuration to diagnose (default: physical cores available)")
       ->check(CLI::Range(1, 512));
-  cmd->add_option("-C,--cpu-mask", a->config.cpu_mask, "CPU affinity mask in hex, e.g. 0x3");
-  cmd->add_option("--cpu-strict", a->config.cpu_strict, "Strict placement (0|1)")->check(CLI::Range(0, 1))->capture_default_str();
-  cmd->add_option("--poll", a->config.poll, "Threadpool polling level 0..100")->check(CLI::Range(0, 100))->capture_default_str();
-  cmd->add_option("-b,--batch-size", a->config.n_batch, "Logical batch size")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  cmd->add_option("--ubatch-size", a->config.n_ubatch, "Physical batch size (alias -ub)")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  cmd->add_option("--flash-attn", a->config.flash_attn, "Flash attention 0|1|auto (alias -fa)")
+  cmd->add_option("-C,--cpu-mask", p.config.cpu_mask, "CPU affinity mask in hex, e.g. 0x3");
+  cmd->add_option("--cpu-strict", p.config.cpu_strict, "Strict placement (0|1)")->check(CLI::Range(0, 1))->capture_default_str();
+  cmd->add_option("--poll", p.config.poll, "Threadpool polling level 0..100")->check(CLI::Range(0, 100))->capture_default_str();
+  cmd->add_option("-b,--batch-size", p.config.n_batch, "Logical batch size")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  cmd->add_option("--ubatch-size", p.config.n_ubatch, "Physical batch size (alias -ub)")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  cmd->add_option("--flash-attn", p.config.flash_attn, "Flash attention 0|1|auto (alias -fa)")
       ->check(CLI::IsMember({"0", "1", "auto", "on", "off"}))
       ->capture_default_str();
-  cmd->add_option("--cache-type-k", a->config.type_k, "K cache type (alias -ctk)")->capture_default_str();
-  cmd->add_option("--cache-type-v", a->config.type_v, "V cache type (alias -ctv)")->capture_default_str();
+  cmd->add_option("--cache-type-k", p.config.type_k, "K cache type (alias -ctk)")->capture_default_str();
+  cmd->add_option("--cache-type-v", p.config.type_v, "V cache type (alias -ctv)")->capture_default_str();
   cmd->add_option("--mmap", a->mmap, "Load with mmap (1) or read into memory (0) (alias -mmp)")
       ->check(CLI::IsMember({"0", "1"}))
       ->capture_default_str();
-  cmd->add_option("--cpu-variant", a->config.cpu_variant, "Load this ggml CPU variant instead of the best one");
-  cmd->add_option("-p,--n-prompt", a->n_prompt, "Prompt tokens of doctor's prefill test")->check(CLI::Range(1, 1 << 16))->capture_default_str();
-  cmd->add_option("-n,--n-gen", a->n_gen, "Tokens of doctor's decode test")->check(CLI::Range(1, 1 << 16))->capture_default_str();
-  cmd->add_option("-r,--repetitions", a->repetitions, "Repetitions per test (the median is used)")->check(CLI::Range(1, 100))->capture_default_str();
+  cmd->add_option("--cpu-variant", p.config.cpu_variant, "Load this ggml CPU variant instead of the best one");
+  cmd->add_option("-p,--n-prompt", p.n_prompt, "Prompt tokens of doctor's prefill test")->check(CLI::Range(1, 1 << 16))->capture_default_str();
+  cmd->add_option("-n,--n-gen", p.n_gen, "Tokens of doctor's decode test")->check(CLI::Range(1, 1 << 16))->capture_default_str();
+  cmd->add_option("-r,--repetitions", p.repetitions, "Repetitions per test (the median is used)")->check(CLI::Range(1, 100))->capture_default_str();
   cmd->add_option("--baseline", a->baseline, "A result from another device or run (bench or doctor -o json), or a stored run id, to check the model against");
-  cmd->add_option("--sysfs-root", a->sysfs_root, "Read sysfs under this root (fixture trees)")->capture_default_str();
-  cmd->add_option("--sample-hz", a->sample_hz, "Telemetry sampling rate")->check(CLI::Range(1.0, 1000.0))->capture_default_str();
-  cmd->add_option("--budget", a->budget_s,
+  cmd->add_option("--sysfs-root", p.sysfs_root, "Read sysfs under this root (fixture trees)")->capture_default_str();
+  cmd->add_option("--sample-hz", p.sample_hz, "Telemetry sampling rate")->check(CLI::Range(1.0, 1000.0))->capture_default_str();
+  cmd->add_option("--budget", p.budget_s,
                   "Seconds the whole diagnosis may take; comparisons still undecided then are reported inconclusive "
                   "(default: twice llama-bench's default run, estimated from the first run)")
       ->check(CLI::Range(1.0, 86400.0));
   cmd->add_flag("--no-experiments", a->no_experiments, "Diagnose from the one run; do not measure the fixes");
-  cmd->add_flag("--tune", a->tune, "Search threads, CPU mask, placement, polling, batch sizes and flash attention for the fastest configuration");
+  cmd->add_flag("--tune", p.tune, "Search threads, CPU mask, placement, polling, batch sizes and flash attention for the fastest configuration");
   cmd->add_option("--db", a->store.db, "Results store for the diagnosis (default: ~/.local/share/edgeprobe/results.db)");
   cmd->add_flag("--no-store", a->store.no_store, "Do not record the diagnosis in the results store");
   add_output_flags(cmd, a->output, "md (text), csv, json or jsonl");
   cmd->callback([a, command_line] {
-    if (a->config.flash_attn == "on") a->config.flash_attn = "1";
-    if (a->config.flash_attn == "off") a->config.flash_attn = "0";
-    engine::parse_cache_type(a->config.type_k);
-    engine::parse_cache_type(a->config.type_v);
-    if (!a->config.cpu_mask.empty()) engine::parse_cpu_mask(a->config.cpu_mask);
+    auto& plan = a->plan;
+    plan.config.use_mmap = a->mmap == "1";
+    plan.experiments = !a->no_experiments;
+    app::validate(plan, workload::default_thread_count());
     // A bad baseline fails before minutes of measuring. Not a file: a run id in the store
     // (another device's run, as `lab run` stores them).
-    nlohmann::json baseline;
-    if (!a->baseline.empty())
-      baseline = std::filesystem::exists(a->baseline)
-                     ? doctor::load_baseline(a->baseline)
-                     : doctor::baseline_from_json(app::load_result_document(a->baseline, a->store.db), "run " + a->baseline);
+    if (!a->baseline.empty()) {
+      plan.baseline_name = a->baseline;
+      plan.baseline = std::filesystem::exists(a->baseline)
+                          ? doctor::load_baseline(a->baseline)
+                          : doctor::baseline_from_json(app::load_result_document(a->baseline, a->store.db),
+                                                       "run " + a->baseline);
+    }
     if (a->output.format == "text") a->output.format = "md";  // the name doctor's text had before
     check_format(a->output);
     Output output(a->output.file);
     auto store = open_store(a->store);
     TerminalSink sink(!a->output.quiet);
-    doctor::DoctorOptions options;
-    options.model_path = app::ModelSet::resolve(a->model, &sink);
-    options.config = a->config;
-    options.config.use_mmap = a->mmap == "1";
-    if (options.config.threads == 0) options.config.threads = workload::default_thread_count();
-    options.n_prompt = a->n_prompt;
-    options.n_gen = a->n_gen;
-    options.repetitions = a->repetitions;
-    options.sysfs_root = a->sysfs_root;
-    options.sample_hz = a->sample_hz;
-    options.baseline_path = a->baseline;
-    options.baseline = baseline;
-    options.experiments = !a->no_experiments;
-    options.budget_s = a->budget_s;
+    const doctor::DoctorOptions options = app::doctor_options(plan, app::ModelSet::resolve(plan.model, &sink));
     const app::JobContext ctx{store.get(), 0, &sink, join_command_line(command_line), ""};
-    if (a->tune) {
+    if (plan.tune) {
       const auto result = app::run_tune(options, ctx);
       sink.done();
       const auto j = doctor::to_json(result.tune);

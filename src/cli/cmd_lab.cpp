@@ -164,7 +164,7 @@ void register_lab(CLI::App& app, const std::vector<std::string>& command_line) {
       *f);
   run_cmd->add_option(
       "plans", f->plans,
-      "Bench or session plan files (docs/wire-format.md), run in order; or the bench flags below");
+      "Bench, session or doctor plan files (docs/wire-format.md), run in order; or the bench flags below");
   run_cmd->add_option("-m,--model", f->models, "Bench: models (paths or synth:SHAPE[:QUANT])");
   run_cmd->add_option("-p,--n-prompt", f->n_prompt, "Bench: prompt lengths")->capture_default_str();
   run_cmd->add_option("-n,--n-gen", f->n_gen, "Bench: generation lengths")->capture_default_str();

@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "app/bench_job.h"
+#include "app/doctor_job.h"
+#include "app/models.h"
 #include "app/session_job.h"
 #include "app/stream_sink.h"
 #include "cli/common.h"
@@ -55,11 +57,17 @@ int run(const RunFlags& f, const std::string& command_line) {
       app::validate(plan, workload::default_thread_count());
       sink.start(kind, app::to_json(plan));
       outcome = app::run_bench(std::move(plan), ctx).outcome;
-    } else {
+    } else if (kind == "session") {
       auto plan = app::session_plan_from_json(plan_json);
       app::validate(plan, workload::default_thread_count());
       sink.start(kind, app::to_json(plan));
       outcome = app::run_session(std::move(plan), ctx).outcome;
+    } else {
+      auto plan = app::doctor_plan_from_json(plan_json);
+      app::validate(plan, workload::default_thread_count());
+      sink.start(kind, app::to_json(plan));
+      const auto options = app::doctor_options(plan, app::ModelSet::resolve(plan.model, &sink));
+      outcome = plan.tune ? app::run_tune(options, ctx).outcome : app::run_doctor(options, ctx).outcome;
     }
     sink.end(outcome);
     for (const auto& e : outcome.errors) std::cerr << "edgeprobe: error: " << e << "\n";

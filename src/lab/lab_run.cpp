@@ -165,7 +165,8 @@ class DeviceRunner {
     };
     json device_plan = map_plan_models(plan, on_device);
     if (!device_plan.value("prompts", "").empty()) device_plan["prompts"] = on_device(device_plan["prompts"]);
-    if (resume) device_plan["completed"] = completed_list(store_, resume, kind);
+    // A doctor job is one unit: resumed, it runs again whole.
+    if (resume && kind != "doctor") device_plan["completed"] = completed_list(store_, resume, kind);
     const std::string name = fmt::format("lab{}-job{}.json", lab_run_, k);
     const fs::path local =
         fs::temp_directory_path() / fmt::format("edgeprobe-{}-{}-{}", getpid(), device_.name, name);
@@ -321,11 +322,16 @@ json prepare_plan(const json& plan) {
   if (resolved.contains("prompts") && resolved["prompts"].is_string() &&
       !resolved["prompts"].get<std::string>().empty())
     resolved["prompts"] = fs::absolute(resolved["prompts"].get<std::string>()).lexically_normal().string();
+  // Checked with this machine's thread count; a plan that leaves threads to the device
+  // keeps them unset, so each device resolves its own.
   if (kind == "bench") {
     auto p = app::bench_plan_from_json(resolved);
     app::validate(p, workload::default_thread_count());
-  } else {
+  } else if (kind == "session") {
     auto p = app::session_plan_from_json(resolved);
+    app::validate(p, workload::default_thread_count());
+  } else {
+    auto p = app::doctor_plan_from_json(resolved);
     app::validate(p, workload::default_thread_count());
   }
   return resolved;

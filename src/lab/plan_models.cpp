@@ -10,6 +10,11 @@ using nlohmann::json;
 // Calls f on every model string of the plan, in order.
 void each_model(json& plan, const std::function<void(json&)>& f) {
   // A plan without models runs the built-in default (""): made explicit so it is mapped too.
+  if (plan.value("kind", "") == "doctor") {
+    if (!plan.contains("model")) plan["model"] = "";
+    f(plan["model"]);
+    return;
+  }
   if (plan.value("kind", "") == "bench") {
     if (!plan.contains("cases") && !(plan.contains("sweep") && plan["sweep"].contains("models")))
       plan["sweep"]["models"] = json::array({""});

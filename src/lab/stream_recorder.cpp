@@ -95,6 +95,13 @@ void StreamRecorder::event(const json& e) {
     store_.record_turn(run_id_, key, t);
     done_.turns.insert(key);
     ++committed_;
+  } else if (ev == "result" && kind_ == "doctor") {
+    // A diagnosis is one unit, stored whole as a doctor run when it arrives.
+    json provenance = e.value("provenance", json::object());
+    provenance["extra"]["lab"] = lab_;
+    run_id_ = store_.begin_run("doctor", provenance, e.value("plan", plan_));
+    store_.record_run_summary(run_id_, "doctor", e.at("report"));
+    ++committed_;
   } else if (ev == "result") {
     // Session: each configuration's analysis over all its turns (stored and new).
     if (kind_ == "session" && run_id_ && e.at("report").contains("configs"))

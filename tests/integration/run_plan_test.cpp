@@ -80,12 +80,41 @@ TEST(RunPlan, SessionPlanFromStdinStreamsEveryTurn) {
   EXPECT_EQ(lines.back()["run_id"], 1);  // stored with --db
 }
 
+// A doctor plan: one unit, the whole diagnosis in the result event with the provenance of
+// its primary run and the plan it is stored under (a lab controller stores exactly that).
+TEST(RunPlan, DoctorPlanStreamsItsChildrenAndTheDiagnosis) {
+  const json plan = {{"kind", "doctor"}, {"model", tiny_model()}, {"config", {{"threads", 1}}},
+                     {"n_prompt", 16},   {"n_gen", 4},            {"repetitions", 1},
+                     {"experiments", false}};
+  TempDir dir;
+  write_file(dir.file("doctor.json"), plan.dump());
+  const auto r = run_edgeprobe({"run", "--plan", dir.file("doctor.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = lines_of(r.out);
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_EQ(lines.front()["event"], "start");
+  EXPECT_EQ(lines.front()["kind"], "doctor");
+  EXPECT_EQ(lines.front()["plan"]["config"]["threads"], 1);
+  EXPECT_GE(count(lines, "progress"), 1);
+  ASSERT_EQ(count(lines, "result"), 1);
+  for (const auto& l : lines) {
+    if (l["event"] != "result") continue;
+    EXPECT_EQ(l["kind"], "doctor");
+    EXPECT_TRUE(l["report"]["doctor"]["findings"].is_array());
+    EXPECT_FALSE(l["provenance"]["device"]["id"].get<std::string>().empty());
+    EXPECT_EQ(l["plan"]["kind"], "doctor");
+  }
+  EXPECT_EQ(lines.back()["event"], "end");
+  EXPECT_EQ(lines.back()["exit_code"], 0);
+}
+
 TEST(RunPlan, BadPlansAreOneLineExitTwoAndAnErrorEvent) {
   TempDir dir;
   write_file(dir.file("typo.json"), R"({"kind": "bench", "repetitons": 3})");
   write_file(dir.file("broken.json"), R"({"kind": "bench", )");
   write_file(dir.file("bad-value.json"), R"({"kind": "bench", "repetitions": 0})");
-  for (const char* name : {"typo.json", "broken.json", "bad-value.json", "missing.json"}) {
+  write_file(dir.file("bad-doctor.json"), R"({"kind": "doctor", "config": {"flash_attn": "maybe"}})");
+  for (const char* name : {"typo.json", "broken.json", "bad-value.json", "bad-doctor.json", "missing.json"}) {
     const auto r = run_edgeprobe({"run", "--plan", dir.file(name)});
     EXPECT_EQ(r.exit_code, 2) << name << ": " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

@@ -347,6 +347,48 @@ TEST_F(LabCli, PlansRunInOrderOnEachDeviceWithACooldownBeforeEach) {
   EXPECT_TRUE(hygiene);
 }
 
+// A doctor plan runs on every device like a bench: each diagnosis is stored whole as a
+// doctor run with the device's identity, and serves as another run's baseline.
+TEST_F(LabCli, DoctorPlansRunOnEveryDeviceAndEachDiagnosisIsStored) {
+  const std::string dist = fake_dist();
+  const json plan = {{"kind", "doctor"}, {"model", tiny_model()}, {"config", {{"threads", 1}}}, {"n_prompt", 16},
+                     {"n_gen", 4},       {"repetitions", 1},      {"experiments", false}};
+  write_file(dir_.file("doctor.json"), plan.dump());
+  const std::string db = dir_.file("lab.db");
+  const auto r = lab({"run", "-i",
+                      inventory("    pc: {transport: local, workdir: " + dir_.file("pc") +
+                                "}\n    phone: {transport: adb, serial: emulator-5554}\n"),
+                      dir_.file("doctor.json"), "--dist", dist, "--db", db, "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json out = json::parse(r.out);
+  auto s = store::open_store(db, store::Mode::kMustExist);
+  for (const auto& d : out["devices"]) {
+    ASSERT_EQ(d["jobs"].size(), 1u) << d.dump();
+    EXPECT_EQ(d["jobs"][0]["status"], "complete") << d.dump();
+    EXPECT_EQ(d["jobs"][0]["committed"], 1) << d.dump();
+    const store::RunId run = d["jobs"][0]["run_id"];
+    EXPECT_EQ(s->get_run(run).kind, "doctor");
+    EXPECT_EQ(s->get_run(run).provenance["extra"]["lab"]["device"], d["device"]);
+    EXPECT_EQ(s->get_run(run).plan["kind"], "doctor");
+    EXPECT_FALSE(s->get_run(run).device_id.empty());
+  }
+  // The phone's diagnosis as this machine's baseline, read from the store: diagnosing the
+  // q8_0 file against it names the model mismatch, so the stored diagnosis was read.
+  const auto runs = device_runs(*s);
+  const auto doctor = run_process({EDGEPROBE_BINARY, "doctor", "-m", tiny_model("q8_0"), "--baseline",
+                                   std::to_string(runs.at("phone")), "--db", db, "--no-experiments", "-p", "16",
+                                   "-n", "4", "-r", "1", "-t", "1", "--no-store", "-o", "json"},
+                                  300, {{"XDG_CACHE_HOME", std::string(EDGEPROBE_BUILD_DIR) + "/test-home/cache"}});
+  ASSERT_EQ(doctor.exit_code, 0) << doctor.err;
+  EXPECT_NE(doctor.out.find("identity.baseline_mismatch"), std::string::npos) << doctor.out.substr(0, 400);
+  // A doctor plan with a key doctor does not know is refused before any device runs it.
+  write_file(dir_.file("bad.json"), json({{"kind", "doctor"}, {"n_promt", 16}}).dump());
+  const auto bad = lab({"run", "-i", inventory("    pc: {transport: local, workdir: " + dir_.file("pc") + "}\n"),
+                        dir_.file("bad.json"), "--db", db});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("doctor plan: unknown key 'n_promt'"), std::string::npos) << bad.err;
+}
+
 TEST_F(LabCli, ARelativeModelPathIsTheControllersNotTheDevices) {
   const std::string inv = inventory("    pc: {transport: local, workdir: " + dir_.file("pc") + "}\n");
   const fs::path model = tiny_model();

@@ -164,3 +164,59 @@ TEST(SessionPlan, BadValuesNameTheFlag) {
   EXPECT_NE(message_of(with([](app::SessionPlan& p) { p.n_ctx = {8}; })).find("-c 8"), std::string::npos);
   EXPECT_NE(message_of(with([](app::SessionPlan& p) { p.max_tokens = {0}; })).find("--max-tokens 0"), std::string::npos);
 }
+
+TEST(DoctorPlan, DefaultsAreDoctorsAndJsonRoundTrips) {
+  app::DoctorPlan plan;
+  EXPECT_EQ(plan.n_prompt, 128);
+  EXPECT_EQ(plan.n_gen, 32);
+  EXPECT_EQ(plan.repetitions, 3);
+  EXPECT_TRUE(plan.experiments);
+  plan.model = "m.gguf";
+  plan.config.cpu_mask = "0x3";
+  plan.config.flash_attn = "on";
+  plan.config.use_mmap = false;
+  plan.tune = true;
+  plan.baseline_name = "run 7";
+  plan.baseline = {{"provenance", {{"models", json::array({{{"sha256", "ab"}}})}}}};
+  app::validate(plan, 4);
+  EXPECT_EQ(plan.config.threads, 4);        // this device's default, resolved
+  EXPECT_EQ(plan.config.flash_attn, "1");   // llama-bench's spelling
+  const json j = app::to_json(plan);
+  EXPECT_EQ(app::plan_kind(j), "doctor");
+  EXPECT_EQ(app::to_json(app::doctor_plan_from_json(j)), j);
+  // The options doctor runs with, and back: what a doctor run stores as its plan.
+  const auto options = app::doctor_options(plan, "/abs/m.gguf");
+  EXPECT_EQ(options.model_path, "/abs/m.gguf");
+  EXPECT_EQ(options.baseline_path, "run 7");
+  EXPECT_EQ(options.config.cpu_mask, "0x3");
+  EXPECT_EQ(app::doctor_plan_of(options, true).baseline, plan.baseline);
+  // A hand-written plan: every field optional but the kind.
+  const auto minimal = app::doctor_plan_from_json({{"kind", "doctor"}});
+  EXPECT_EQ(minimal.model, "");
+  EXPECT_EQ(minimal.n_prompt, 128);
+}
+
+TEST(DoctorPlan, BadValuesAndUnknownKeysAreBadInput) {
+  auto with = [](auto change) {
+    return [change] {
+      app::DoctorPlan plan;
+      change(plan);
+      app::validate(plan, 2);
+    };
+  };
+  EXPECT_NE(message_of(with([](app::DoctorPlan& p) { p.n_prompt = 0; })).find("-p"), std::string::npos);
+  EXPECT_NE(message_of(with([](app::DoctorPlan& p) { p.config.flash_attn = "maybe"; })).find("--flash-attn"),
+            std::string::npos);
+  EXPECT_NE(message_of(with([](app::DoctorPlan& p) { p.sample_hz = 0; })).find("--sample-hz"), std::string::npos);
+  EXPECT_NE(message_of(with([](app::DoctorPlan& p) { p.budget_s = 0.5; })).find("--budget"), std::string::npos);
+  EXPECT_NE(message_of(with([](app::DoctorPlan& p) { p.config.type_k = "q9"; })).find("q9"), std::string::npos);
+  EXPECT_NE(message_of(with([](app::DoctorPlan& p) { p.baseline = json::array(); })).find("baseline"),
+            std::string::npos);
+  EXPECT_EQ(kind_of([] { app::doctor_plan_from_json({{"kind", "doctor"}, {"n_promt", 16}}); }), ErrorKind::kBadInput);
+  EXPECT_NE(message_of([] { app::doctor_plan_from_json({{"kind", "doctor"}, {"config", {{"thread", 2}}}}); })
+                .find("doctor plan config: unknown key 'thread'"),
+            std::string::npos);
+  EXPECT_NE(message_of([] { app::doctor_plan_from_json({{"kind", "doctor"}, {"n_gen", "many"}}); }).find("n_gen"),
+            std::string::npos);
+  EXPECT_NE(message_of([] { app::plan_kind({{"kind", "diagnose"}}); }).find("\"doctor\""), std::string::npos);
+}
