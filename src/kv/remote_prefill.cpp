@@ -19,11 +19,12 @@ double ms_since(Clock::time_point t) {
 class RemotePrefillContext : public engine::Context {
  public:
   RemotePrefillContext(std::unique_ptr<engine::Context> inner, const RemotePrefillOptions& options,
-                       Fingerprint fingerprint, std::shared_ptr<PrefillLog> log)
+                       Fingerprint fingerprint, std::shared_ptr<PrefillLog> log, bool send_tail)
       : inner_(std::move(inner)),
         options_(options),
         fingerprint_(std::move(fingerprint)),
-        log_(std::move(log)) {}
+        log_(std::move(log)),
+        send_tail_(send_tail) {}
 
   void decode(const std::vector<engine::Token>& tokens, bool logits_for_last) override {
     PrefillRecord rec;
@@ -104,7 +105,7 @@ class RemotePrefillContext : public engine::Context {
     std::vector<engine::Token> send(history_.begin() + static_cast<std::ptrdiff_t>(synced_), history_.end());
     send.insert(send.end(), tokens.begin(), tokens.end());
     rec.tokens_sent = static_cast<int>(send.size());
-    const bool ask_tail = options_.send_tail && synced_ > 0;
+    const bool ask_tail = send_tail_ && synced_ > 0;
     PrefillReply reply = client_->prefill(static_cast<int>(synced_), send, ask_tail);
     synced_ = history_.size() + tokens.size();
     const auto r0 = Clock::now();
@@ -165,13 +166,17 @@ class RemotePrefillContext : public engine::Context {
   size_t synced_ = 0;  // history tokens the server's cache holds
   std::optional<engine::Token> pending_;
   mutable std::optional<std::pair<uint32_t, std::vector<engine::Token>>> snapshot_;
+  bool send_tail_;  // asked for and appendable here (the inner engine has kv_tail)
 };
 
 class RemotePrefillModel : public engine::LoadedModel {
  public:
   RemotePrefillModel(std::unique_ptr<engine::LoadedModel> inner, const RemotePrefillOptions& options,
-                     std::shared_ptr<PrefillLog> log)
-      : inner_(std::move(inner)), options_(options), log_(std::move(log)) {}
+                     std::shared_ptr<PrefillLog> log, bool inner_has_tail)
+      : inner_(std::move(inner)),
+        options_(options),
+        log_(std::move(log)),
+        send_tail_(options.send_tail && inner_has_tail) {}
 
   const engine::ModelOptions& options() const override { return inner_->options(); }
   std::vector<engine::Token> tokenize(const std::string& text, bool add_special) const override {
@@ -198,15 +203,16 @@ class RemotePrefillModel : public engine::LoadedModel {
       fingerprint_ =
           options_.fingerprint ? *options_.fingerprint : make_fingerprint(inner_->options().path, options);
     engine::ContextOptions mine = options;
-    mine.tail_states = options_.send_tail;  // room to append a tail (save_tail/restore_tail)
+    mine.tail_states = send_tail_;  // room to append a tail (save_tail/restore_tail)
     return std::make_unique<RemotePrefillContext>(inner_->new_context(mine), options_,
-                                                  with_context(*fingerprint_, options), log_);
+                                                  with_context(*fingerprint_, options), log_, send_tail_);
   }
 
  private:
   std::unique_ptr<engine::LoadedModel> inner_;
   const RemotePrefillOptions& options_;
   std::shared_ptr<PrefillLog> log_;
+  bool send_tail_;
   mutable std::optional<Fingerprint> fingerprint_;
 };
 
@@ -253,7 +259,7 @@ nlohmann::json RemotePrefillEngine::provenance() const {
 }
 
 std::unique_ptr<engine::LoadedModel> RemotePrefillEngine::load(const engine::ModelOptions& options) {
-  return std::make_unique<RemotePrefillModel>(inner_.load(options), options_, log_);
+  return std::make_unique<RemotePrefillModel>(inner_.load(options), options_, log_, inner_.capabilities().kv_tail);
 }
 
 }  // namespace edgeprobe::kv
