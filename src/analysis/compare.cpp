@@ -161,10 +161,14 @@ const std::vector<ProvenanceField>& default_comparability_fields() {
   // result/result.h (schema v2): provenance.models[] (one per model file) and the engine.
   // The device is not here: comparing two devices on the same model is the point.
   static const std::vector<ProvenanceField> fields{
-      {"model sha256", {"/models/*/sha256", "/model/sha256"}},
-      {"quantisation", {"/models/*/quant", "/model/quant"}},
-      {"engine", {"/engine/name"}},
-      {"engine version", {"/engine/commit", "/llama_cpp/commit", "/engine/version", "/llama_cpp/version"}},
+      {"model sha256", {"/models/*/sha256", "/model/sha256"}, ""},
+      {"quantisation", {"/models/*/quant", "/model/quant"}, ""},
+      {"engine", {"/engine/name"}, ""},
+      {"engine version", {"/engine/commit", "/llama_cpp/commit", "/engine/version", "/llama_cpp/version"}, ""},
+      // How each repetition or turn ran: edgeprobe's own token loop, or one completion
+      // request (--api completions|chat, in-process or at an endpoint), whose TTFT also
+      // holds the template and the request. Results from before the field ran the loop.
+      {"request path", {"/request_path"}, "token"},
   };
   return fields;
 }
@@ -201,7 +205,13 @@ std::optional<std::string> read_field(const nlohmann::json& object, const std::v
 std::vector<FieldCheck> provenance_checks(const nlohmann::json& pa, const nlohmann::json& pb,
                                           const std::vector<ProvenanceField>& fields) {
   std::vector<FieldCheck> checks;
-  for (const ProvenanceField& f : fields) checks.push_back({f.label, read_field(pa, f.pointers), read_field(pb, f.pointers)});
+  for (const ProvenanceField& f : fields) {
+    auto read = [&](const nlohmann::json& p) {
+      auto v = read_field(p, f.pointers);
+      return v || f.absent_means.empty() ? v : std::optional<std::string>(f.absent_means);
+    };
+    checks.push_back({f.label, read(pa), read(pb)});
+  }
   return checks;
 }
 

@@ -63,6 +63,7 @@ std::vector<Mismatch> comparability_mismatches(const std::vector<FieldCheck>& fi
 struct ProvenanceField {
   std::string label;
   std::vector<std::string> pointers;
+  std::string absent_means;  // the value a result without the field had ("" = unknown)
 };
 const std::vector<ProvenanceField>& default_comparability_fields();
 std::optional<std::string> read_field(const nlohmann::json& object, const std::vector<std::string>& pointers);

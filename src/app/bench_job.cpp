@@ -122,6 +122,7 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   result::BenchReport& report = out.report;
   report.provenance = runner::make_provenance(engine.identity, ctx.command_line);
   if (plan.env.server_pid > 0) report.provenance.extra["telemetry_pid"] = plan.env.server_pid;
+  if (!plan.run.api.empty()) report.provenance.extra["request_path"] = plan.run.api;  // compare checks it
   report.provenance.models = models.identities(plan.hash_models, ctx.sink);
   if (endpoint && report.provenance.models.empty())
     report.provenance.models.push_back(endpoint_model_identity(engine.identity));

@@ -42,6 +42,7 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
   result::SessionReport& report = out.report;
   report.provenance = runner::make_provenance(engine.identity, ctx.command_line);
   if (plan.env.server_pid > 0) report.provenance.extra["telemetry_pid"] = plan.env.server_pid;
+  if (!plan.options.api.empty()) report.provenance.extra["request_path"] = plan.options.api;  // compare checks it
   report.provenance.models = models.identities(true, ctx.sink);
   if (endpoint && report.provenance.models.empty())
     report.provenance.models.push_back(endpoint_model_identity(engine.identity));

@@ -106,6 +106,19 @@ TEST(Compare, InProcessAgainstAnotherEngineIsNotComparable) {
   EXPECT_EQ(m[0].message(), "engine differs (llama.cpp vs http)");
 }
 
+// The token loop against one request per repetition (--api): a request's TTFT also holds
+// the template and the request, so the two are not the same measurement. A result without
+// the field ran the token loop.
+TEST(Compare, TheTokenLoopAgainstTheRequestPathIsNotComparable) {
+  nlohmann::json request = provenance("x");
+  request["request_path"] = "completions";
+  const std::vector<Mismatch> m = comparability_mismatches(provenance_checks(provenance("x"), request));
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].message(), "request path differs (token vs completions)");
+  EXPECT_TRUE(comparability_mismatches(provenance_checks(provenance("x"), provenance("x"))).empty());
+  EXPECT_TRUE(comparability_mismatches(provenance_checks(request, request)).empty());
+}
+
 TEST(Compare, FieldPresentOnOneSideOnlyIsAMismatch) {
   const std::vector<Mismatch> m = comparability_mismatches({{"model sha256", "abc", std::nullopt}});
   ASSERT_EQ(m.size(), 1u);
