@@ -39,29 +39,12 @@ TEST(KvTiming, TwoNodesLongPromptPaysAndTheModelAgrees) {
                               prefill_cpus.enter_prefix());
   ASSERT_GT(server.port(), 0) << server.error();
   const int short_n = 4, long_n = 1024;
-  const json result = parse(decode_node({"bench",
-                                         "-m",
-                                         model,
-                                         "-p",
-                                         std::to_string(short_n) + "," + std::to_string(long_n),
-                                         "-n",
-                                         "0",
-                                         "-r",
-                                         "3",
-                                         "-t",
-                                         "1",
-                                         "--ceilings",
-                                         "off",
-                                         "--sample-hz",
-                                         "0",
-                                         "--no-store",
-                                         "-q",
-                                         "-o",
-                                         "json",
-                                         "--prefill-remote",
-                                         server.address(),
-                                         "--prefill-compare-local"},
-                                        decode_cpus.enter_prefix()));
+  std::vector<std::string> args{"bench", "-m", model, "-p", std::to_string(short_n) + "," + std::to_string(long_n),
+                                 "--prefill-remote", server.address()};
+  for (const char* a : {"-n", "0", "-r", "3", "-t", "1", "--ceilings", "off", "--sample-hz", "0", "--no-store", "-q",
+                        "-o", "json", "--prefill-compare-local"})
+    args.push_back(a);
+  const json result = parse(decode_node(args, decode_cpus.enter_prefix()));
   std::map<int, std::pair<double, double>> ttft;  // prompt -> (local, remote) medians
   std::vector<json> records;
   for (const auto& r : result["results"]) {
