@@ -190,7 +190,7 @@ class MarkdownReporter : public Reporter {
                "-----------", "----------", "-----------"});
           any = true;
         }
-        const std::string name = result::to_json(r).value("test", "");
+        const std::string name = r.config.name();
         const std::string what = level.contains("concurrency")
                                      ? fmt::format("concurrency {}", scalar(level["concurrency"]))
                                      : fmt::format("{} req/s", scalar(level.value("request_rate", json())));
