@@ -33,29 +33,11 @@ std::string find_qemu() {
   return "";
 }
 
-// EDGEPROBE_ARM_BUNDLE, else the newest dist/edgeprobe-*-linux-aarch64-linux-gnu.tar.gz.
-std::string find_bundle() {
-  if (const char* env = std::getenv("EDGEPROBE_ARM_BUNDLE"); env && *env) return env;
-  std::string best;
-  fs::file_time_type newest{};
-  std::error_code ec;
-  for (auto it = fs::directory_iterator(EDGEPROBE_DIST_DIR, ec); !ec && it != fs::directory_iterator();
-       it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.starts_with("edgeprobe-") && name.ends_with("-linux-aarch64-linux-gnu.tar.gz") &&
-        (best.empty() || it->last_write_time() > newest)) {
-      best = it->path().string();
-      newest = it->last_write_time();
-    }
-  }
-  return best;
-}
-
 class ArmBundle : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     qemu_ = find_qemu();
-    bundle_ = find_bundle();
+    bundle_ = edgeprobe::test_support::arm64_bundle();
     if (qemu_.empty() || bundle_.empty()) return;
     dir_ = new TempDir();
     fs::create_directories(dir_->file("sysroot"));  // empty: no aarch64 libraries but the bundle's

@@ -17,6 +17,7 @@
 #include "kv/protocol.h"
 #include "kv/remote_prefill.h"
 #include "kv/server.h"
+#include "support/run_process.h"
 
 namespace edgeprobe::kv {
 namespace {
@@ -86,14 +87,7 @@ Fingerprint client_fingerprint() {
   return f;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test_support::error_message;
 
 // The decode node of these tests: the fake engine behind a remote-prefill decorator whose
 // options `tweak` adjusts, logging each prefill; contexts of 512 tokens (within the server's).
@@ -140,7 +134,7 @@ TEST(KvPeer, PrefillReturnsTheStateAndTheGreedyPick) {
   EXPECT_EQ(ctx->n_past(), 3);
   // A continuation at the right position works; one at the wrong position is refused.
   EXPECT_EQ(client.prefill(3, {'!'}).n_past, 4);
-  EXPECT_NE(error_of([&] { client.prefill(2, {'x'}); }).find("out of sync"), std::string::npos);
+  EXPECT_NE(error_message([&] { client.prefill(2, {'x'}); }).find("out of sync"), std::string::npos);
 }
 
 TEST(KvPeer, RemotePrefillEngineMatchesLocalAndSendsOnlyWhatTheServerLacks) {
@@ -223,14 +217,14 @@ TEST(KvPeer, ServesClientsAtOnceUpToItsLimitAndSaysBusyBeyond) {
   EXPECT_EQ(b.state, local_state_of({engine::FakeScript::kBos, 'x', 'y', 'z'}));
   const auto t0 = std::chrono::steady_clock::now();
   const std::string busy =
-      error_of([&] { KvClient third(client_options(server.endpoint()), client_fingerprint()); });
+      error_message([&] { KvClient third(client_options(server.endpoint()), client_fingerprint()); });
   EXPECT_NE(busy.find("busy"), std::string::npos) << busy;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2)) << "refused late";
   // The first leaves; its place is taken (the server notices within its accept slice).
   first.reset();
   std::string error = "not tried";
   for (int i = 0; i < 50 && !error.empty(); ++i) {
-    error = error_of([&] {
+    error = error_message([&] {
       KvClient fourth(client_options(server.endpoint()), client_fingerprint());
       EXPECT_EQ(fourth.prefill(0, {engine::FakeScript::kBos, 'q'}).n_past, 2);
     });
@@ -261,7 +255,7 @@ TEST(KvPeer, NoServerFallsBackToLocalPrefillAndSaysWhy) {
 TEST(KvPeer, WrongTokenIsRefusedBothWays) {
   ServerThread server;
   const std::string why =
-      error_of([&] { KvClient(client_options(server.endpoint(), "guess"), client_fingerprint()); });
+      error_message([&] { KvClient(client_options(server.endpoint(), "guess"), client_fingerprint()); });
   EXPECT_NE(why.find("authentication failed: wrong token"), std::string::npos) << why;
   EXPECT_NE(server.log().find("wrong token"), std::string::npos);
 }
@@ -270,11 +264,11 @@ TEST(KvPeer, MismatchedKvTypesAreRefused) {
   ServerThread server;
   auto mine = client_fingerprint();
   mine.type_v = "q8_0";
-  const std::string why = error_of([&] { KvClient(client_options(server.endpoint()), mine); });
+  const std::string why = error_message([&] { KvClient(client_options(server.endpoint()), mine); });
   EXPECT_NE(why.find("type_v: f16 on the server, q8_0 here"), std::string::npos) << why;
   mine = client_fingerprint();
   mine.model_sha256 = std::string(64, 'b');
-  EXPECT_NE(error_of([&] { KvClient(client_options(server.endpoint()), mine); }).find("model_sha256"),
+  EXPECT_NE(error_message([&] { KvClient(client_options(server.endpoint()), mine); }).find("model_sha256"),
             std::string::npos);
 }
 
@@ -358,7 +352,7 @@ std::string client_error_against(const std::function<void(Socket&)>& reply) {
   auto o = client_options({"127.0.0.1", l.port()});
   o.timeout_ms = 300;
   const auto t0 = Clock::now();
-  const std::string why = error_of([&] { KvClient(o, client_fingerprint()); });
+  const std::string why = error_message([&] { KvClient(o, client_fingerprint()); });
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(3));
   served.wait();
   return why;
@@ -404,7 +398,7 @@ std::string prefill_error_against(const nlohmann::json& head, bool ask_tail) {
   });
   auto o = client_options({"127.0.0.1", l.port()});
   o.timeout_ms = 300;
-  const std::string why = error_of([&] {
+  const std::string why = error_message([&] {
     KvClient client(o, client_fingerprint());
     client.prefill(3, {'a', 'b'}, ask_tail);
   });

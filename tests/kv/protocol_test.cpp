@@ -10,20 +10,14 @@
 #include "kv/break_even.h"
 #include "kv/handshake.h"
 #include "kv/net.h"
+#include "support/run_process.h"
 
 namespace edgeprobe::kv {
 namespace {
 
 std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test_support::error_message;
 
 TEST(KvFrame, HeaderRoundTrips) {
   const FrameHeader h{FrameType::kState, 123456789012ull, 0xdeadbeef};
@@ -45,26 +39,26 @@ TEST(KvFrame, RefusesWhatIsNotAFrame) {
   auto frame = encode_json_frame(FrameType::kAuth, {{"a", 1}});
   auto bad = frame;
   bad[0] ^= 0xff;
-  EXPECT_NE(error_of([&] { decode_header(bad.data(), {}); }).find("bad magic"), std::string::npos);
+  EXPECT_NE(error_message([&] { decode_header(bad.data(), {}); }).find("bad magic"), std::string::npos);
   bad = frame;
   bad[4] = 9;
-  EXPECT_NE(error_of([&] { decode_header(bad.data(), {}); }).find("protocol version 9"), std::string::npos);
+  EXPECT_NE(error_message([&] { decode_header(bad.data(), {}); }).find("protocol version 9"), std::string::npos);
   bad = frame;
   bad[6] = 99;
-  EXPECT_NE(error_of([&] { decode_header(bad.data(), {}); }).find("unknown frame type 99"),
+  EXPECT_NE(error_message([&] { decode_header(bad.data(), {}); }).find("unknown frame type 99"),
             std::string::npos);
   bad = frame;
   bad[22] = 1;
-  EXPECT_NE(error_of([&] { decode_header(bad.data(), {}); }).find("reserved"), std::string::npos);
+  EXPECT_NE(error_message([&] { decode_header(bad.data(), {}); }).find("reserved"), std::string::npos);
 }
 
 TEST(KvFrame, RefusesA100GbClaimBeforeAllocating) {
   const auto header = encode_header({FrameType::kState, 100ull << 30, 0});
-  const std::string why = error_of([&] { decode_header(header.data(), Limits{}); });
+  const std::string why = error_message([&] { decode_header(header.data(), Limits{}); });
   EXPECT_NE(why.find("claims 107374182400 bytes"), std::string::npos) << why;
   // A control frame is bounded far lower than a state.
   const auto control = encode_header({FrameType::kPrefill, 2 << 20, 0});
-  EXPECT_NE(error_of([&] { decode_header(control.data(), Limits{}); }).find("more than the 1048576"),
+  EXPECT_NE(error_message([&] { decode_header(control.data(), Limits{}); }).find("more than the 1048576"),
             std::string::npos);
 }
 
@@ -91,7 +85,7 @@ TEST(KvFrame, ParserRefusesACorruptedPayload) {
   frame.back() ^= 1;
   FrameParser parser;
   parser.feed(frame.data(), frame.size());
-  EXPECT_NE(error_of([&] { parser.next(); }).find("fails its checksum"), std::string::npos);
+  EXPECT_NE(error_message([&] { parser.next(); }).find("fails its checksum"), std::string::npos);
 }
 
 TEST(KvFrame, ParserWaitsForATruncatedFrame) {
@@ -103,7 +97,7 @@ TEST(KvFrame, ParserWaitsForATruncatedFrame) {
 
 TEST(KvFrame, NonJsonControlPayloadIsAnError) {
   Frame f{FrameType::kAuth, bytes("\x01garbage")};
-  EXPECT_NE(error_of([&] { f.json(); }).find("not a JSON object"), std::string::npos);
+  EXPECT_NE(error_message([&] { f.json(); }).find("not a JSON object"), std::string::npos);
 }
 
 TEST(KvEndpoint, ParsesHostsAndPorts) {

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/error.h"
 #include "core/subprocess.h"
 #include "core/text.h"
 
@@ -155,6 +156,32 @@ QuotaCgroup::QuotaCgroup(int quota_us, int period_us) : TestCgroup("cpu", "cpu.c
 CpusetCgroup::CpusetCgroup(const std::string& cpus) : TestCgroup("cpuset", "cpuset.cpus") {
   if (!dir_.empty()) set("cpuset.mems", read_file(std::filesystem::path(dir_).parent_path().string() + "/cpuset.mems"));
   set("cpuset.cpus", cpus);
+}
+
+std::string error_message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string arm64_bundle() {
+  if (const char* env = std::getenv("EDGEPROBE_ARM_BUNDLE"); env && *env) return env;
+  std::string best;
+  std::error_code ec;
+  std::filesystem::file_time_type newest{};
+  for (auto it = std::filesystem::directory_iterator(EDGEPROBE_DIST_DIR, ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.starts_with("edgeprobe-") && name.ends_with("-linux-aarch64-linux-gnu.tar.gz") &&
+        (best.empty() || it->last_write_time() > newest)) {
+      best = it->path().string();
+      newest = it->last_write_time();
+    }
+  }
+  return best;
 }
 
 std::string read_file(const std::string& path) {

@@ -1,4 +1,5 @@
 #pragma once
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -85,6 +86,12 @@ class CpusetCgroup : public TestCgroup {
  public:
   explicit CpusetCgroup(const std::string& cpus);
 };
+
+// The message of the edgeprobe Error that f throws, or "" when it throws none.
+std::string error_message(const std::function<void()>& f);
+// The arm64 bundle the tests run: $EDGEPROBE_ARM_BUNDLE, else the newest
+// dist/edgeprobe-*-linux-aarch64-linux-gnu.tar.gz (scripts/setup-arm.sh); "" when none.
+std::string arm64_bundle();
 
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& data);

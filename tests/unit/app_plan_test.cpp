@@ -4,6 +4,7 @@
 
 #include "app/plan.h"
 #include "core/error.h"
+#include "support/run_process.h"
 
 using namespace edgeprobe;
 using nlohmann::json;
@@ -19,14 +20,6 @@ ErrorKind kind_of(const std::function<void()>& f) {
   return ErrorKind::kBug;  // did not throw: the caller's EXPECT fails on this
 }
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 
@@ -87,12 +80,12 @@ TEST(BenchPlan, BadValuesNameTheFlag) {
     };
   };
   EXPECT_EQ(kind_of(with([](app::BenchPlan& p) { p.run.repetitions = 0; })), ErrorKind::kBadInput);
-  EXPECT_NE(message_of(with([](app::BenchPlan& p) { p.sweep.threads = {0}; })).find("-t 0"), std::string::npos);
-  EXPECT_NE(message_of(with([](app::BenchPlan& p) { p.sweep.n_prompt = {-1}; })).find("-p -1"), std::string::npos);
-  EXPECT_NE(message_of(with([](app::BenchPlan& p) { p.ceilings = "sometimes"; })).find("--ceilings"), std::string::npos);
-  EXPECT_NE(message_of(with([](app::BenchPlan& p) { p.env.sample_hz = -1; })).find("--sample-hz"), std::string::npos);
-  EXPECT_NE(message_of(with([](app::BenchPlan& p) { p.sweep.type_k = {"q9_9"}; })).find("q9_9"), std::string::npos);
-  EXPECT_NE(message_of(with([](app::BenchPlan& p) {
+  EXPECT_NE(test_support::error_message(with([](app::BenchPlan& p) { p.sweep.threads = {0}; })).find("-t 0"), std::string::npos);
+  EXPECT_NE(test_support::error_message(with([](app::BenchPlan& p) { p.sweep.n_prompt = {-1}; })).find("-p -1"), std::string::npos);
+  EXPECT_NE(test_support::error_message(with([](app::BenchPlan& p) { p.ceilings = "sometimes"; })).find("--ceilings"), std::string::npos);
+  EXPECT_NE(test_support::error_message(with([](app::BenchPlan& p) { p.env.sample_hz = -1; })).find("--sample-hz"), std::string::npos);
+  EXPECT_NE(test_support::error_message(with([](app::BenchPlan& p) { p.sweep.type_k = {"q9_9"}; })).find("q9_9"), std::string::npos);
+  EXPECT_NE(test_support::error_message(with([](app::BenchPlan& p) {
               p.sweep.n_prompt = {0};
               p.sweep.n_gen = {0};
             })).find("nothing to run"),
@@ -100,17 +93,17 @@ TEST(BenchPlan, BadValuesNameTheFlag) {
 }
 
 TEST(BenchPlan, HostileJsonIsBadInputNamingTheKey) {
-  EXPECT_NE(message_of([] { app::bench_plan_from_json({{"kind", "bench"}, {"repetitons", 3}}); }).find("'repetitons'"),
+  EXPECT_NE(test_support::error_message([] { app::bench_plan_from_json({{"kind", "bench"}, {"repetitons", 3}}); }).find("'repetitons'"),
             std::string::npos);
-  EXPECT_NE(message_of([] { app::bench_plan_from_json({{"kind", "bench"}, {"repetitions", "three"}}); }).find("'repetitions'"),
+  EXPECT_NE(test_support::error_message([] { app::bench_plan_from_json({{"kind", "bench"}, {"repetitions", "three"}}); }).find("'repetitions'"),
             std::string::npos);
   EXPECT_EQ(kind_of([] { app::bench_plan_from_json({{"kind", "bench"}, {"sweep", {{"n_prompt", {1, "x"}}}}}); }),
             ErrorKind::kBadInput);
   EXPECT_EQ(kind_of([] { app::bench_plan_from_json({{"kind", "bench"}, {"cases", {{{"model_path", 1}}}}}); }),
             ErrorKind::kBadInput);
   EXPECT_EQ(kind_of([] { app::plan_kind(json::array()); }), ErrorKind::kBadInput);
-  EXPECT_NE(message_of([] { app::plan_kind({{"kind", "lunch"}}); }).find("'lunch'"), std::string::npos);
-  EXPECT_NE(message_of([] { app::plan_kind({{"kind", "bench"}, {"plan_version", 99}}); }).find("plan_version 99"),
+  EXPECT_NE(test_support::error_message([] { app::plan_kind({{"kind", "lunch"}}); }).find("'lunch'"), std::string::npos);
+  EXPECT_NE(test_support::error_message([] { app::plan_kind({{"kind", "bench"}, {"plan_version", 99}}); }).find("plan_version 99"),
             std::string::npos);
   EXPECT_EQ(kind_of([] { app::bench_plan_from_json({{"kind", "session"}}); }), ErrorKind::kBadInput);
 }
@@ -157,12 +150,12 @@ TEST(SessionPlan, BadValuesNameTheFlag) {
       app::validate(plan, 2);
     };
   };
-  EXPECT_NE(message_of(with([](app::SessionPlan& p) { p.options.rounds = 0; })).find("--rounds"), std::string::npos);
-  EXPECT_NE(message_of(with([](app::SessionPlan& p) { p.options.cooldown = "soon"; })).find("--cooldown"), std::string::npos);
-  EXPECT_NE(message_of(with([](app::SessionPlan& p) { p.options.on_overflow = "wrap"; })).find("--on-overflow"),
+  EXPECT_NE(test_support::error_message(with([](app::SessionPlan& p) { p.options.rounds = 0; })).find("--rounds"), std::string::npos);
+  EXPECT_NE(test_support::error_message(with([](app::SessionPlan& p) { p.options.cooldown = "soon"; })).find("--cooldown"), std::string::npos);
+  EXPECT_NE(test_support::error_message(with([](app::SessionPlan& p) { p.options.on_overflow = "wrap"; })).find("--on-overflow"),
             std::string::npos);
-  EXPECT_NE(message_of(with([](app::SessionPlan& p) { p.n_ctx = {8}; })).find("-c 8"), std::string::npos);
-  EXPECT_NE(message_of(with([](app::SessionPlan& p) { p.max_tokens = {0}; })).find("--max-tokens 0"), std::string::npos);
+  EXPECT_NE(test_support::error_message(with([](app::SessionPlan& p) { p.n_ctx = {8}; })).find("-c 8"), std::string::npos);
+  EXPECT_NE(test_support::error_message(with([](app::SessionPlan& p) { p.max_tokens = {0}; })).find("--max-tokens 0"), std::string::npos);
 }
 
 TEST(DoctorPlan, DefaultsAreDoctorsAndJsonRoundTrips) {
@@ -204,19 +197,19 @@ TEST(DoctorPlan, BadValuesAndUnknownKeysAreBadInput) {
       app::validate(plan, 2);
     };
   };
-  EXPECT_NE(message_of(with([](app::DoctorPlan& p) { p.n_prompt = 0; })).find("-p"), std::string::npos);
-  EXPECT_NE(message_of(with([](app::DoctorPlan& p) { p.config.flash_attn = "maybe"; })).find("--flash-attn"),
+  EXPECT_NE(test_support::error_message(with([](app::DoctorPlan& p) { p.n_prompt = 0; })).find("-p"), std::string::npos);
+  EXPECT_NE(test_support::error_message(with([](app::DoctorPlan& p) { p.config.flash_attn = "maybe"; })).find("--flash-attn"),
             std::string::npos);
-  EXPECT_NE(message_of(with([](app::DoctorPlan& p) { p.sample_hz = 0; })).find("--sample-hz"), std::string::npos);
-  EXPECT_NE(message_of(with([](app::DoctorPlan& p) { p.budget_s = 0.5; })).find("--budget"), std::string::npos);
-  EXPECT_NE(message_of(with([](app::DoctorPlan& p) { p.config.type_k = "q9"; })).find("q9"), std::string::npos);
-  EXPECT_NE(message_of(with([](app::DoctorPlan& p) { p.baseline = json::array(); })).find("baseline"),
+  EXPECT_NE(test_support::error_message(with([](app::DoctorPlan& p) { p.sample_hz = 0; })).find("--sample-hz"), std::string::npos);
+  EXPECT_NE(test_support::error_message(with([](app::DoctorPlan& p) { p.budget_s = 0.5; })).find("--budget"), std::string::npos);
+  EXPECT_NE(test_support::error_message(with([](app::DoctorPlan& p) { p.config.type_k = "q9"; })).find("q9"), std::string::npos);
+  EXPECT_NE(test_support::error_message(with([](app::DoctorPlan& p) { p.baseline = json::array(); })).find("baseline"),
             std::string::npos);
   EXPECT_EQ(kind_of([] { app::doctor_plan_from_json({{"kind", "doctor"}, {"n_promt", 16}}); }), ErrorKind::kBadInput);
-  EXPECT_NE(message_of([] { app::doctor_plan_from_json({{"kind", "doctor"}, {"config", {{"thread", 2}}}}); })
+  EXPECT_NE(test_support::error_message([] { app::doctor_plan_from_json({{"kind", "doctor"}, {"config", {{"thread", 2}}}}); })
                 .find("doctor plan config: unknown key 'thread'"),
             std::string::npos);
-  EXPECT_NE(message_of([] { app::doctor_plan_from_json({{"kind", "doctor"}, {"n_gen", "many"}}); }).find("n_gen"),
+  EXPECT_NE(test_support::error_message([] { app::doctor_plan_from_json({{"kind", "doctor"}, {"n_gen", "many"}}); }).find("n_gen"),
             std::string::npos);
-  EXPECT_NE(message_of([] { app::plan_kind({{"kind", "diagnose"}}); }).find("\"doctor\""), std::string::npos);
+  EXPECT_NE(test_support::error_message([] { app::plan_kind({{"kind", "diagnose"}}); }).find("\"doctor\""), std::string::npos);
 }

@@ -133,27 +133,9 @@ TEST_F(SshDevices, PulledCableEndsTheSessionWithinTheKeepaliveBound) {
   EXPECT_EQ(ssh(hosts, "dev-a", "true").exit_code, 0);
 }
 
-// EDGEPROBE_ARM_BUNDLE, else the newest arm64 bundle in dist/.
-std::string find_arm_bundle() {
-  if (const char* env = std::getenv("EDGEPROBE_ARM_BUNDLE"); env && *env) return env;
-  std::string best;
-  std::error_code ec;
-  fs::file_time_type newest{};
-  for (auto it = fs::directory_iterator(EDGEPROBE_DIST_DIR, ec); !ec && it != fs::directory_iterator();
-       it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.starts_with("edgeprobe-") && name.ends_with("-linux-aarch64-linux-gnu.tar.gz") &&
-        (best.empty() || it->last_write_time() > newest)) {
-      best = it->path().string();
-      newest = it->last_write_time();
-    }
-  }
-  return best;
-}
-
 TEST_F(SshDevices, Aarch64HostRunsTheArm64BundleOverSsh) {
   if (const auto why = SshHosts::aarch64_unavailable()) GTEST_SKIP() << *why;
-  const std::string bundle = find_arm_bundle();
+  const std::string bundle = arm64_bundle();
   if (bundle.empty())
     GTEST_SKIP() << "no arm64 bundle in " << EDGEPROBE_DIST_DIR << " (scripts/setup-arm.sh builds it)";
   SshHosts hosts({{"board", true}});
