@@ -35,7 +35,6 @@ int run(KvServeFlags f) {
   if (f.timeout_ms < 1) throw_bad_input("--timeout-ms {} must be positive", f.timeout_ms);
   o.timeout_ms = f.timeout_ms;
   o.max_connections = f.max_connections;
-  if (f.max_clients < 1) throw_bad_input("--max-clients {} must be at least 1", f.max_clients);
   o.max_clients = f.max_clients;
 
   const std::string path = app::ModelSet::resolve(f.model, nullptr);
@@ -88,6 +87,7 @@ void register_kv_serve(CLI::App& app) {
   cmd->add_option("--port-file", f->port_file, "Write the port listened on to this file once ready");
   cmd->add_option("--max-clients", f->max_clients,
                   "Decode nodes served at once, each with a context of its size; one more is told the server is busy")
+      ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   cmd->add_option("--max-connections", f->max_connections, "Exit after serving this many connections")
       ->group("");

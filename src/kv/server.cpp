@@ -49,6 +49,7 @@ KvServer::KvServer(const engine::LoadedModel& model, const Fingerprint& fingerpr
       log_(std::move(log)),
       listener_(options_.listen) {
   if (options_.token.empty()) throw_bad_input("the kv server needs a shared-secret token");
+  if (options_.max_clients < 1) throw_bad_input("--max-clients {} must be at least 1", options_.max_clients);
 }
 
 void KvServer::log(const std::string& line) {
@@ -57,7 +58,6 @@ void KvServer::log(const std::string& line) {
 }
 
 void KvServer::serve(const std::function<bool()>& stop) {
-  if (options_.max_clients < 1) throw_bad_input("--max-clients {} must be at least 1", options_.max_clients);
   struct Worker {
     std::thread thread;
     std::shared_ptr<std::atomic<bool>> done;
