@@ -56,9 +56,8 @@ else
               # bundle needs no libpq (and its Kerberos/LDAP/TLS libraries).
               -DEDGEPROBE_POSTGRESQL=OFF)
   [ -z "$cross" ] || cmake_args+=(-DCMAKE_TOOLCHAIN_FILE="$REPO_ROOT/cmake/$TARGET.cmake")
-  if command -v ccache >/dev/null; then
-    cmake_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-  fi
+  # ccache, where installed, comes from CMakeLists.txt (with the base directory that lets
+  # another clone reuse it).
   log "building edgeprobe $version for $TARGET in $BUILD_DIR"
   cmake "${cmake_args[@]}" >&2
 fi
