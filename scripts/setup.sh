@@ -3,7 +3,7 @@
 #   1. installs the Debian packages the build needs (when run as root; else says which),
 #   2. builds the pinned llama.cpp once into a cache outside the repository (~17 min the
 #      first time on 2 cores, seconds afterwards),
-#   3. builds edgeprobe,
+#   3. builds the edgeprobe binary (scripts/test.sh builds the tests),
 #   4. runs `edgeprobe bench` on its built-in default model (a synthesized TinyLlama-1.1B
 #      shape, Q4_0), unless --no-run is given.
 set -euo pipefail
@@ -27,6 +27,7 @@ packages+=(libpq-dev postgresql)  # the PostgreSQL results store (libpq) and the
 packages+=(clang libclang-rt-14-dev)  # libFuzzer for the KV frame parser's fuzz test (tests/kv)
 packages+=(libcurl4-openssl-dev)  # the HTTP endpoint engine (src/http) talks to servers through libcurl
 packages+=(iptables libnetfilter-queue-dev)  # network tests: a link's latency (netfilter-queue delay; netem is not in this kernel)
+packages+=(ccache)  # a second clone or worktree (CI's clean clone) compiles only what differs (CMakeLists.txt)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -55,7 +56,9 @@ prefix=$(scripts/build-llama.sh)
 echo "setup: llama.cpp at $prefix" >&2
 
 cmake --preset default -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
-cmake --build --preset default
+# The binary first, so the first result does not wait for the test suite's build
+# (scripts/test.sh builds the rest).
+cmake --build --preset default --target edgeprobe
 echo "setup: built build/src/cli/edgeprobe" >&2
 
 if [ "$run_default" = 1 ]; then

@@ -47,8 +47,13 @@ std::vector<std::optional<probe::DeviceCeilings>> device_ceilings(const BenchPla
     po.progress = [&ctx](const std::string& step, size_t, size_t) {
       if (step != "done") progress(ctx, "measuring the device's ceilings: " + step);
     };
+    // refresh measures again but keeps a stored figure that is higher; replace stores what it
+    // measures. Once per run: the models share the device's ceilings.
+    const bool refresh = (plan.ceilings == "refresh" || plan.ceilings == "replace") && i == 0;
+    po.replace = plan.ceilings == "replace";
+    po.remeasure_kernels = refresh;
     try {
-      ceilings[i] = probe::load_or_measure(po, plan.ceilings == "refresh" && i == 0);
+      ceilings[i] = probe::load_or_measure(po, refresh);
       // The model's own matmuls at this sweep's ubatches and thread counts (cached too).
       probe::KernelNeeds needs;
       for (const auto& c : plan.cases) {

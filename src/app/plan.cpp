@@ -166,8 +166,8 @@ void validate(BenchPlan& plan, int default_threads) {
   const auto& r = plan.run;
   if (r.repetitions < 1 || r.repetitions > 10000) throw_bad_input("-r {} out of range 1..10000", r.repetitions);
   if (!(r.delay_s >= 0 && r.delay_s <= 3600)) throw_bad_input("--delay {} out of range 0..3600 seconds", r.delay_s);
-  if (plan.ceilings != "auto" && plan.ceilings != "off" && plan.ceilings != "refresh")
-    throw_bad_input("--ceilings '{}': use auto, refresh or off", plan.ceilings);
+  if (plan.ceilings != "auto" && plan.ceilings != "off" && plan.ceilings != "refresh" && plan.ceilings != "replace")
+    throw_bad_input("--ceilings '{}': use auto, refresh, replace or off", plan.ceilings);
   validate_environment(plan.env);
   runner::validate(plan.run.load);
   if (plan.run.load.enabled() && plan.run.load.max_concurrency < 0) throw_bad_input("--max-concurrency must be >= 0");

@@ -130,7 +130,8 @@ void register_bench(CLI::App& app, const std::vector<std::string>& command_line)
   cmd->add_option("--sysfs-root", plan->env.sysfs_root, "Read sysfs/procfs under this root (fixture trees)")
       ->capture_default_str();
   cmd->add_option("--trace", f->trace_file, "Write a Chrome/Perfetto trace of phases, tokens and telemetry");
-  cmd->add_option("--ceilings", plan->ceilings, "Device ceilings for efficiency: auto (cached probe), refresh or off")
+  cmd->add_option("--ceilings", plan->ceilings, "Device ceilings for efficiency: auto (cached probe), refresh (measure again, "
+                  "keeping a higher stored figure), replace (store what is measured) or off")
       ->capture_default_str();
   add_store_flags(cmd, f->store, "Finish an interrupted bench run from the store (its stored plan)");
   add_output_flags(cmd, f->output, "md, csv, json or jsonl");

@@ -172,7 +172,7 @@ void register_lab(CLI::App& app, const std::vector<std::string>& command_line) {
                       "Bench: thread counts (default: each device's physical cores)");
   run_cmd->add_option("-r,--repetitions", f->repetitions, "Bench: timed repetitions per test")
       ->capture_default_str();
-  run_cmd->add_option("--ceilings", f->ceilings, "Bench: device ceilings auto, refresh or off")
+  run_cmd->add_option("--ceilings", f->ceilings, "Bench: device ceilings auto, refresh, replace or off")
       ->capture_default_str();
   run_cmd->add_option("--sample-hz", f->sample_hz, "Telemetry sampling rate on the device (0 = off)")
       ->capture_default_str();

@@ -22,6 +22,7 @@ namespace edgeprobe::cli {
 void register_probe(CLI::App& app) {
   struct Args {
     bool refresh = false;
+    bool replace = false;
     std::string model;
     int threads = 0;
     std::string sysfs_root = "/";
@@ -35,7 +36,10 @@ void register_probe(CLI::App& app) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "probe", "Measure the device's ceilings: memory bandwidth (decode), matrix compute (prefill), storage (load)");
-  cmd->add_flag("--refresh", args->refresh, "Measure again instead of using the cached figures");
+  cmd->add_flag("--refresh", args->refresh,
+                "Measure again instead of using the cached figures (a stored figure that is higher is kept)");
+  cmd->add_flag("--replace", args->replace,
+                "With --refresh: store what is measured even where the stored ceiling is higher");
   cmd->add_option("-m,--model", args->model, "GGUF file whose read throughput (cold and warm) to measure");
   cmd->add_option("-t,--threads", args->threads, "Most threads to use (default: one per physical core)")
       ->check(CLI::Range(1, 4096));
@@ -97,7 +101,9 @@ void register_probe(CLI::App& app) {
         sink.progress(step == "done" ? "measured (cached for later runs)" : "measuring " + step);
         sink.units(done, total, "measurements");
       };
-      auto ceilings = probe::load_or_measure(o, args->refresh);
+      o.replace = args->replace;
+      o.remeasure_kernels = args->refresh || args->replace;
+      auto ceilings = probe::load_or_measure(o, args->refresh || args->replace);
       if (!args->model.empty()) {
         // The model's own prefill shapes and decode matvecs, as a bench of it would use them.
         probe::KernelNeeds needs;
@@ -110,6 +116,7 @@ void register_probe(CLI::App& app) {
       out["ceilings"] = probe::to_json(ceilings);
       out["ceilings"]["from_cache"] = ceilings.from_cache;
       out["ceilings"]["cache_path"] = ceilings.cache_path;
+      out["ceilings"]["refresh_kept"] = ceilings.kept_notes;
       text += probe::to_text(ceilings);
     }
     if (args->output == "json")

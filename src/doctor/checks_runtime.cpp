@@ -323,6 +323,15 @@ void check_ceiling(const Evidence& e, std::vector<Finding>& out) {
     const json* r = rv::find_result(e.primary.report, test);
     if (!r || !field((*r), "roofline").is_object()) continue;
     const auto& roof = field((*r), "roofline");
+    if (const json& suspect = field(roof, (std::string(label) + "_ceiling_suspect").c_str());
+        suspect.is_boolean() && suspect.get<bool>()) {
+      data[label] = roof;
+      ev.push_back(fmt::format("{}: ceiling suspect: it ran at {:.2f}x its measured ceiling, so the ceiling was probed "
+                               "while the machine was slower; measure it again: {}",
+                               label, num(roof, (std::string(label) + "_over_ceiling").c_str()),
+                               text(roof, "remeasure_command")));
+      continue;
+    }
     if (!roof.contains(key) || !field(roof, key).is_number()) continue;
     const double eff = field(roof, key).get<double>();
     data[label] = roof;

@@ -27,6 +27,7 @@
 #include "core/error.h"
 #include "core/schedstat.h"
 #include "core/stats.h"
+#include "probe/contention.h"
 #include "probe/bandwidth_kernels.h"
 
 namespace edgeprobe::probe {
@@ -83,7 +84,6 @@ double now_s() {
 }
 
 std::atomic<uint64_t> g_sink{0};  // keeps the read sums alive
-constexpr double kBusyShare = 0.9;
 constexpr uint64_t kMinAutoBytes = 512ull << 20;
 constexpr uint64_t kMaxAutoBytes = 1024ull << 20;
 
@@ -184,6 +184,8 @@ std::vector<int> thread_sweep(int n) {
   return out;
 }
 
+bool BandwidthPoint::contended() const { return is_contended(cpu_share); }
+
 double BandwidthResult::min_cpu_share() const {
   double share = 1;
   for (const auto& p : points)
@@ -194,14 +196,16 @@ double BandwidthResult::min_cpu_share() const {
 double BandwidthResult::read_gb_per_s_at(int threads) const {
   double best = 0;
   for (const auto& p : points)
-    if (p.kernel == "read" && p.scope == "device" && p.threads == threads) best = std::max(best, p.best_gb_per_s);
+    if (p.kernel == "read" && p.scope == "device" && p.threads == threads && !p.contended())
+      best = std::max(best, p.best_gb_per_s);
   return best;
 }
 
 double BandwidthResult::read_median_gb_per_s_at(int threads) const {
   double median = 0;
   for (const auto& p : points)
-    if (p.kernel == "read" && p.scope == "device" && p.threads == threads) median = std::max(median, p.median_gb_per_s);
+    if (p.kernel == "read" && p.scope == "device" && p.threads == threads && !p.contended())
+      median = std::max(median, p.median_gb_per_s);
   return median;
 }
 
@@ -288,8 +292,8 @@ BandwidthResult measure_bandwidth(const platform::Topology& topology, const Band
   };
   for (const char* kernel : {"read", "copy"}) {
     for (int t : thread_sweep(max_threads)) {
-      auto p = run_point(kernels, kernel, "device", cpus_for(order, t), t, a, b, bytes, options, result.notes);
-      result.points.push_back(p);
+      result.points.push_back(measure_uncontended(
+          [&] { return run_point(kernels, kernel, "device", cpus_for(order, t), t, a, b, bytes, options, result.notes); }));
     }
   }
   if (options.per_cluster && topology.clusters.size() > 1) {
@@ -300,25 +304,33 @@ BandwidthResult measure_bandwidth(const platform::Topology& topology, const Band
         if (std::find(cluster.cpus.begin(), cluster.cpus.end(), cpu) != cluster.cpus.end()) pool.push_back(cpu);
       const int threads = std::max(1, std::min<int>(cluster.n_cores, static_cast<int>(pool.size())));
       const std::string scope = fmt::format("cluster {} {} pkg {}", cluster.rank, cluster.label, cluster.package_id);
-      result.points.push_back(
-          run_point(kernels, "read", scope, cpus_for(pool, threads), threads, a, b, bytes, options, result.notes));
+      result.points.push_back(measure_uncontended(
+          [&] { return run_point(kernels, "read", scope, cpus_for(pool, threads), threads, a, b, bytes, options, result.notes); }));
     }
   }
-  if (result.min_cpu_share() < kBusyShare)
-    result.notes.push_back(
-        fmt::format("other processes competed for the CPUs: probe threads got as little as {:.0f}% of the "
-                    "CPU time they wanted, so these figures "
-                    "may be low; measure again (--refresh) on a quiet machine",
-                    result.min_cpu_share() * 100));
+  summarize_points(result);
+  return result;
+}
+
+void summarize_points(BandwidthResult& result) {
+  result.read_best_gb_per_s = result.read_median_gb_per_s = result.copy_best_gb_per_s = 0;
   for (const auto& p : result.points) {
-    if (p.scope != "device") continue;
+    if (p.scope != "device" || p.contended()) continue;
     if (p.kernel == "read") {
       result.read_best_gb_per_s = std::max(result.read_best_gb_per_s, p.best_gb_per_s);
       result.read_median_gb_per_s = std::max(result.read_median_gb_per_s, p.median_gb_per_s);
     }
     if (p.kernel == "copy") result.copy_best_gb_per_s = std::max(result.copy_best_gb_per_s, p.best_gb_per_s);
   }
-  return result;
+  std::erase_if(result.notes, [](const std::string& n) { return n.rfind(kContendedNote, 0) == 0; });
+  if (result.min_cpu_share() < kContendedShare)
+    result.notes.push_back(fmt::format("{} the probe's threads got as little as {:.0f}% of the CPU time they wanted; "
+                                       "such points are kept out of the ceilings{}",
+                                       kContendedNote, result.min_cpu_share() * 100,
+                                       result.read_best_gb_per_s > 0
+                                           ? ""
+                                           : " and no read pass was clean: the bandwidth ceiling is unavailable "
+                                             "(edgeprobe probe --refresh on a quiet machine)"));
 }
 
 nlohmann::json to_json(const BandwidthResult& r) {
@@ -331,7 +343,8 @@ nlohmann::json to_json(const BandwidthResult& r) {
                       {"best_gb_per_s", p.best_gb_per_s},
                       {"median_gb_per_s", p.median_gb_per_s},
                       {"passes", p.passes},
-                      {"cpu_share", p.cpu_share}});
+                      {"cpu_share", p.cpu_share},
+                      {"contended", p.contended()}});
   return {{"buffer_bytes", r.buffer_bytes},
           {"kernel_isa", r.kernel_isa},
           {"huge_page_share", r.huge_page_share ? nlohmann::json(*r.huge_page_share) : nlohmann::json(nullptr)},

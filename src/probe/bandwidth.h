@@ -34,28 +34,35 @@ struct BandwidthPoint {
   // over run + run-queue wait; CPU time over threads x wall where schedstat is absent):
   // below ~0.9 other processes took the cores, and the figures are low by about that much.
   double cpu_share = 0;
+  // Measured while other processes held the CPUs (probe/contention.h): never a ceiling.
+  bool contended() const;
 };
+
+// The note a contended probe leaves (summarize_points replaces it rather than adding one).
+inline constexpr const char* kContendedNote = "other processes competed for the CPUs:";
 
 struct BandwidthResult {
   uint64_t buffer_bytes = 0;  // read streams all of it; copy moves one half onto the other
   std::string kernel_isa;     // the kernels that ran: "avx512", "avx2", "neon", "generic"
   std::optional<double> huge_page_share;  // of the buffer backed by huge pages (unknown: nullopt)
   std::vector<BandwidthPoint> points;
-  // Over device scopes (the thread count that reads fastest): the best pass (STREAM's
-  // figure), and the median pass, the decode ceiling: the roofline divides median decode
-  // rates by it (like with like; see roofline.h).
+  // Over device scopes (the thread count that reads fastest) and clean points only: the best
+  // pass (STREAM's figure), and the median pass, the decode ceiling: the roofline divides
+  // median decode rates by it (like with like; see roofline.h). 0: no clean point.
   double read_best_gb_per_s = 0;
   double read_median_gb_per_s = 0;
   double copy_best_gb_per_s = 0;
   std::vector<std::string> notes;
   double min_cpu_share() const;  // lowest over the points (1 when none)
 
-  // Best (median) device-scope read pass with exactly `threads` threads (0 if not measured).
+  // Best (median) clean device-scope read pass with exactly `threads` threads (0 if none).
   double read_gb_per_s_at(int threads) const;
   double read_median_gb_per_s_at(int threads) const;
 };
 
 BandwidthResult measure_bandwidth(const platform::Topology& topology, const BandwidthOptions& options = {});
+// Recomputes the read and copy figures from the clean points (after points were merged).
+void summarize_points(BandwidthResult& result);
 
 // Thread counts a sweep visits for `n` threads: every count up to 8, then powers of two and n.
 std::vector<int> thread_sweep(int n);

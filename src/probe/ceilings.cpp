@@ -19,6 +19,7 @@
 #include "engine/backend.h"
 #include "platform/cpu_features.h"
 #include "platform/topology.h"
+#include "probe/contention.h"
 
 namespace edgeprobe::probe {
 namespace {
@@ -93,7 +94,7 @@ void save_cache(const DeviceCeilings& c) {
 const KernelPoint* DeviceCeilings::decode_kernel(const std::string& model_signature, int threads) const {
   const KernelPoint* best = nullptr;
   for (const auto& k : kernels)
-    if (k.phase == "decode" && k.model == model_signature && k.threads == threads && k.error.empty() &&
+    if (k.phase == "decode" && k.model == model_signature && k.threads == threads && k.usable() &&
         (!best || k.decode_ceiling_gb_per_s() > best->decode_ceiling_gb_per_s()))
       best = &k;
   return best;
@@ -103,7 +104,7 @@ double DeviceCeilings::prefill_kernel_gflop_per_s(const MatrixShape& shape, int6
   double best = 0;
   for (const auto& k : kernels)
     if (k.phase == "prefill" && k.type == shape.type && k.rows == shape.rows && k.cols == shape.cols &&
-        k.tokens == tokens && k.threads == threads && k.error.empty())
+        k.tokens == tokens && k.threads == threads && k.usable())
       best = std::max(best, k.best_gflop_per_s);
   return best;
 }
@@ -216,6 +217,63 @@ std::optional<DeviceCeilings> load_cached(const ProbeOptions& options) {
   }
 }
 
+namespace {
+
+// The figure a point stands for as a ceiling, and whether it may stand for one at all.
+template <class Point>
+bool lower_than(const Point& fresh, const Point& stored, double (*rate)(const Point&)) {
+  if (!stored.usable()) return false;
+  return !fresh.usable() || rate(fresh) < rate(stored);
+}
+
+}  // namespace
+
+DeviceCeilings keep_higher(const DeviceCeilings& stored, DeviceCeilings fresh) {
+  // Bandwidth: per kernel, scope and thread count.
+  for (const auto& old : stored.bandwidth.points) {
+    auto it = std::find_if(fresh.bandwidth.points.begin(), fresh.bandwidth.points.end(), [&](const BandwidthPoint& p) {
+      return p.kernel == old.kernel && p.scope == old.scope && p.threads == old.threads;
+    });
+    const bool old_usable = !old.contended() && old.median_gb_per_s > 0;
+    if (it == fresh.bandwidth.points.end()) {
+      if (old_usable) fresh.bandwidth.points.push_back(old);
+    } else if (old_usable && (it->contended() || it->median_gb_per_s < old.median_gb_per_s)) {
+      fresh.kept_notes.push_back(fmt::format("kept the stored {} {} x{} bandwidth ({:.1f} GB/s median, measured {}) "
+                                             "over this refresh's {:.1f} GB/s{}",
+                                             old.kernel, old.scope, old.threads, old.median_gb_per_s,
+                                             stored.measured_at_utc, it->median_gb_per_s,
+                                             it->contended() ? " (contended)" : ""));
+      *it = old;
+    }
+  }
+  summarize_points(fresh.bandwidth);
+  // Compute: per type, shape and thread count.
+  for (const auto& old : stored.compute.points) {
+    auto it = std::find_if(fresh.compute.points.begin(), fresh.compute.points.end(), [&](const ComputePoint& p) {
+      return p.type == old.type && p.rows == old.rows && p.cols == old.cols && p.tokens == old.tokens &&
+             p.threads == old.threads;
+    });
+    if (it == fresh.compute.points.end()) {
+      if (old.usable()) fresh.compute.points.push_back(old);
+    } else if (lower_than<ComputePoint>(*it, old, [](const ComputePoint& p) { return p.median_gflop_per_s; })) {
+      fresh.kept_notes.push_back(fmt::format("kept the stored {} matmul rate ({:.1f} GFLOP/s median, measured {}) "
+                                             "over this refresh's {:.1f}",
+                                             old.type, old.median_gflop_per_s, stored.measured_at_utc,
+                                             it->median_gflop_per_s));
+      *it = old;
+    }
+  }
+  if (fresh.compute_status != "measured" && stored.compute_status == "measured") {
+    fresh.compute = stored.compute;
+    fresh.compute_status = stored.compute_status;
+  }
+  // The model's kernel points are measured again by ensure_model_kernels, which keeps the
+  // better of the stored and the fresh point itself.
+  fresh.kernels = stored.kernels;
+  if (!fresh.storage && stored.storage) fresh.storage = stored.storage;
+  return fresh;
+}
+
 DeviceCeilings load_or_measure(const ProbeOptions& options, bool refresh) {
   std::string variant = options.variant;
   if (options.measure_compute) variant = engine::load_cpu_backend(options.variant, options.backend_dir).variant;
@@ -232,6 +290,10 @@ DeviceCeilings load_or_measure(const ProbeOptions& options, bool refresh) {
     }
   }
   DeviceCeilings c = measure_ceilings(options);
+  // A refresh never lowers a ceiling of this device and build unless asked to: the machine
+  // may be busier now than when the stored figure was measured.
+  if (refresh && !options.replace)
+    if (auto stored = load_cached(options)) c = keep_higher(*stored, std::move(c));
   c.cache_path = path;
   write_cache(c, path);
   return c;
@@ -300,6 +362,7 @@ std::string to_text(const DeviceCeilings& c) {
     }
     for (const auto& n : c.compute.notes) out += "    note: " + n + "\n";
   }
+  for (const auto& n : c.kept_notes) out += "  note: " + n + " (--replace stores the lower figure)\n";
   if (!c.kernels.empty()) {
     out += "  model kernels (prefill at the model's shapes; decode: every matrix x 1 token, weights from memory):\n";
     for (const auto& k : c.kernels) {

@@ -28,6 +28,8 @@ struct DeviceCeilings {
   // A model's own matmuls (prefill shapes, decode matvecs), measured the first time a bench
   // or `probe -m` needs them; absent from caches written before they existed.
   std::vector<KernelPoint> kernels;
+  // Figures a refresh measured lower than the stored ones, which were kept (keep_higher).
+  std::vector<std::string> kept_notes;  // not stored
   bool from_cache = false;      // not stored: set by load_or_measure
   std::string cache_path;       // not stored
 
@@ -51,6 +53,10 @@ struct ProbeOptions {
   BandwidthOptions bandwidth;   // max_threads/buffer_bytes above override these
   ComputeOptions compute;       // threads/variant above override these
   StorageOptions storage;
+  // A refresh (load_or_measure's `refresh`, ensure_model_kernels' `remeasure`) stores what it
+  // measures even where the stored ceiling is higher; without it the higher figure stays.
+  bool replace = false;
+  bool remeasure_kernels = false;  // ensure_model_kernels measures present points again (a refresh)
   // Told before each measurement (bandwidth, compute, storage) and once at the end, with
   // how many are done of how many; between measurements, never inside one.
   std::function<void(const std::string& step, size_t done, size_t total)> progress;
@@ -60,7 +66,8 @@ struct ProbeOptions {
 DeviceCeilings measure_ceilings(const ProbeOptions& options);
 
 // Returns the cached ceilings for this device and build when present and `refresh` is
-// false, else measures and writes the cache. A storage figure is reused only for the
+// false, else measures and writes the cache; a refresh keeps each stored figure that is
+// higher than the fresh one (keep_higher) unless options.replace. A storage figure is reused only for the
 // same file (path, size, mtime); otherwise it is measured and added.
 DeviceCeilings load_or_measure(const ProbeOptions& options, bool refresh);
 // The cached ceilings for this device and build, without measuring anything.
@@ -68,6 +75,10 @@ std::optional<DeviceCeilings> load_cached(const ProbeOptions& options);
 
 // Rewrites `ceilings` to its cache_path (nothing when empty); a failed write is ignored.
 void save_cache(const DeviceCeilings& ceilings);
+
+// `fresh` with every figure of `stored` that is higher, or clean where the fresh one was
+// measured while other processes held the CPUs; each kept figure is named in kept_notes.
+DeviceCeilings keep_higher(const DeviceCeilings& stored, DeviceCeilings fresh);
 
 std::string default_cache_dir();
 std::string device_key(const std::string& sysfs_root);

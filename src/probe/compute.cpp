@@ -19,6 +19,7 @@
 #include "core/schedstat.h"
 #include "core/stats.h"
 #include "engine/backend.h"
+#include "probe/contention.h"
 
 namespace edgeprobe::probe {
 namespace {
@@ -284,9 +285,12 @@ CpuBackend open_cpu_backend(const std::string& variant, const std::string& backe
 double ComputeResult::gflop_per_s(const std::string& type) const {
   double best = 0;
   for (const auto& p : points)
-    if (p.type == type && p.error.empty()) best = std::max(best, p.best_gflop_per_s);
+    if (p.type == type && p.usable()) best = std::max(best, p.best_gflop_per_s);
   return best;
 }
+
+bool ComputePoint::usable() const { return error.empty() && !is_contended(cpu_share); }
+bool KernelPoint::usable() const { return error.empty() && !is_contended(cpu_share); }
 
 double ComputeResult::min_cpu_share() const {
   double share = 1;
@@ -305,16 +309,16 @@ ComputeResult measure_compute(const ComputeOptions& options) {
   ggml_backend_t backend_ptr = b.backend.get();
   const int threads = b.threads;
   for (const auto& type : options.types) {
-    ComputePoint p = run_type(dev, backend_ptr, type, threads, options);
+    ComputePoint p = measure_uncontended([&] { return run_type(dev, backend_ptr, type, threads, options); });
     if (!p.error.empty()) result.notes.push_back(type + ": unavailable: " + p.error);
     result.points.push_back(std::move(p));
   }
-  if (result.min_cpu_share() < 0.9)
+  if (result.min_cpu_share() < kContendedShare)
     result.notes.push_back(
         fmt::format("other processes competed for the CPUs: ggml's threads got as little as {:.0f}% of the "
-                    "CPU time they wanted, so these figures "
-                    "may be low; measure again (--refresh) on a quiet machine",
-                    result.min_cpu_share() * 100));
+                    "CPU time they wanted, measured again up to {} times; a type still contended is kept out "
+                    "of the ceilings (edgeprobe probe --refresh on a quiet machine)",
+                    result.min_cpu_share() * 100, kContendedRetries));
   return result;
 }
 
@@ -330,7 +334,8 @@ nlohmann::json to_json(const ComputeResult& r) {
                         {"best_gflop_per_s", p.best_gflop_per_s},
                         {"median_gflop_per_s", p.median_gflop_per_s},
                         {"reps", p.reps},
-                        {"cpu_share", p.cpu_share}};
+                        {"cpu_share", p.cpu_share},
+                        {"contended", is_contended(p.cpu_share)}};
     if (!p.error.empty()) j["error"] = p.error;
     points.push_back(j);
   }
@@ -457,7 +462,8 @@ nlohmann::json to_json(const KernelPoint& p) {
                       {"best_gb_per_s", p.best_gb_per_s},
                       {"median_gb_per_s", p.median_gb_per_s},
                       {"reps", p.reps},
-                      {"cpu_share", p.cpu_share}};
+                      {"cpu_share", p.cpu_share},
+                      {"contended", is_contended(p.cpu_share)}};
   if (!p.error.empty()) j["error"] = p.error;
   return j;
 }

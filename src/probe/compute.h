@@ -33,13 +33,14 @@ struct ComputePoint {
   // other processes took the cores.
   double cpu_share = 0;
   std::string error;  // non-empty: this type could not be measured
+  bool usable() const;  // measured, and not while other processes held the CPUs (contention.h)
 };
 
 struct ComputeResult {
   std::string variant;       // the ggml CPU variant that ran
   std::vector<ComputePoint> points;
   std::vector<std::string> notes;
-  // Best GFLOP/s for a weight type at any thread count (0 when not measured).
+  // Best GFLOP/s for a weight type at any thread count over usable points (0 when none).
   double gflop_per_s(const std::string& type) const;
   double min_cpu_share() const;  // lowest over the measured points (1 when none)
 };
@@ -84,6 +85,7 @@ struct KernelPoint {
   int reps = 0;
   double cpu_share = 0;
   std::string error;
+  bool usable() const;  // measured, and not while other processes held the CPUs (contention.h)
   // The rate a decode point stands for as a ceiling: the median run, not the best. Decode
   // efficiency divides the median decode rate by it, and on a host whose speed swings from
   // one 20 ms run to the next the best of many runs sits well above what any sustained

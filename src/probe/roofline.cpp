@@ -5,7 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <nlohmann/json.hpp>
+
+#include "core/text.h"
+#include "probe/contention.h"
 
 namespace edgeprobe::probe {
 namespace {
@@ -54,7 +58,7 @@ std::vector<MatrixShape> group(const std::vector<const model::TensorInfo*>& tens
 double median_gflop_per_s(const ComputeResult& compute, const std::string& type) {
   double rate = 0;
   for (const auto& p : compute.points)
-    if (p.type == type && p.error.empty()) rate = std::max(rate, p.median_gflop_per_s);
+    if (p.type == type && p.usable()) rate = std::max(rate, p.median_gflop_per_s);
   return rate;
 }
 
@@ -185,7 +189,14 @@ int ensure_model_kernels(DeviceCeilings& c, const model::GgufInfo& info, const K
   auto keep_better = [&](KernelPoint fresh, auto same) {
     for (auto& k : c.kernels)
       if (same(k)) {
-        if (fresh.error.empty() && (!k.error.empty() || ceiling_rate(fresh) > ceiling_rate(k))) k = fresh;
+        const bool replace = options.replace && fresh.error.empty();
+        if (replace || (fresh.usable() && (!k.usable() || ceiling_rate(fresh) > ceiling_rate(k))) ||
+            (!k.usable() && fresh.error.empty() && fresh.cpu_share > k.cpu_share))
+          k = fresh;
+        else if (k.usable())
+          c.kept_notes.push_back(fmt::format("kept the stored {} {} kernel point ({:.1f} {}) over this measurement's {:.1f}",
+                                             k.phase, k.type, ceiling_rate(k), k.phase == "decode" ? "GB/s" : "GFLOP/s",
+                                             ceiling_rate(fresh)));
         return;
       }
     c.kernels.push_back(std::move(fresh));
@@ -199,9 +210,9 @@ int ensure_model_kernels(DeviceCeilings& c, const model::GgufInfo& info, const K
                k.tokens == tokens && k.threads == c.threads;
       };
       const auto it = std::find_if(c.kernels.begin(), c.kernels.end(), same);
-      if (it != c.kernels.end() && it->error.empty() && it->cpu_share >= 0.9) continue;
+      if (it != c.kernels.end() && it->usable() && !options.remeasure_kernels) continue;
       ko.threads = c.threads;
-      keep_better(measure_prefill_kernel(shape, tokens, ko), same);
+      keep_better(measure_uncontended([&] { return measure_prefill_kernel(shape, tokens, ko); }), same);
       ++measured;
     }
   }
@@ -212,9 +223,9 @@ int ensure_model_kernels(DeviceCeilings& c, const model::GgufInfo& info, const K
     threads.insert(c.threads);
     for (int t : threads) {
       const KernelPoint* have = c.decode_kernel(signature, t);
-      if (t < 1 || (have && have->cpu_share >= 0.9)) continue;
+      if (t < 1 || (have && !options.remeasure_kernels)) continue;
       ko.threads = t;
-      keep_better(measure_decode_kernel(matrices, ko), [&](const KernelPoint& k) {
+      keep_better(measure_uncontended([&] { return measure_decode_kernel(matrices, ko); }), [&](const KernelPoint& k) {
         return k.phase == "decode" && k.model == signature && k.threads == t;
       });
       ++measured;
@@ -257,32 +268,57 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
       bound = bw_ceiling > 0 ? "bandwidth" : kernel > 0 ? "kernel" : "";
       return std::max(bw_ceiling, kernel);
     };
+    // A token whose bytes fit in the last-level cache does not stream them from DRAM: the
+    // bandwidth roof bounds nothing, and the kernel probe (the model's own matrices, cached
+    // as a token's are) is the ceiling.
+    r.decode_cache_resident =
+        ceilings.llc_total_bytes > 0 && r.decode_bytes_per_token < static_cast<double>(ceilings.llc_total_bytes);
+    if (r.decode_cache_resident)
+      r.notes.push_back(fmt::format("the {:.1f} MiB a token reads fit in the last-level cache ({} MiB): DRAM "
+                                    "bandwidth does not bound decode, which is judged against the kernel probe alone",
+                                    r.decode_bytes_per_token / (1024.0 * 1024.0), ceilings.llc_total_bytes >> 20));
     if (r.bandwidth_gb_per_s > 0 && r.decode_bytes_per_token > 0) {
       r.decode_bandwidth_ceiling_tokens_per_s = r.bandwidth_gb_per_s * 1e9 / r.decode_bytes_per_token;
-      if (measured_tg_tps > 0) r.decode_bandwidth_efficiency = measured_tg_tps / r.decode_bandwidth_ceiling_tokens_per_s;
+      if (measured_tg_tps > 0 && !r.decode_cache_resident)
+        r.decode_bandwidth_efficiency = measured_tg_tps / r.decode_bandwidth_ceiling_tokens_per_s;
+    } else if (!ceilings.bandwidth.points.empty()) {
+      r.notes.push_back(fmt::format("decode bandwidth ceiling unavailable: every read pass was measured while other "
+                                    "processes held the CPUs (as little as {:.0f}% of the CPU time); edgeprobe probe "
+                                    "--refresh on a quiet machine measures it",
+                                    ceilings.bandwidth.min_cpu_share() * 100));
     } else {
       r.notes.push_back("decode bandwidth ceiling unavailable: no bandwidth measurement");
     }
+    const double bw_roof = r.decode_cache_resident ? 0.0 : r.decode_bandwidth_ceiling_tokens_per_s;
     if (const KernelPoint* k = ceilings.decode_kernel(signature, ceilings.threads)) {
       r.decode_kernel_gb_per_s = k->decode_ceiling_gb_per_s();
       r.decode_kernel_ceiling_tokens_per_s = kernel_ceiling(r.decode_kernel_gb_per_s, r.bandwidth_gb_per_s);
       if (k->model_bytes > k->weight_bytes)
         r.notes.push_back(fmt::format("decode kernel probed on {} of the model's {} MiB of matrices (working set cap)",
                                       k->weight_bytes >> 20, k->model_bytes >> 20));
+    } else if (const auto it = std::find_if(ceilings.kernels.begin(), ceilings.kernels.end(),
+                                            [&](const KernelPoint& k) {
+                                              return k.phase == "decode" && k.model == signature &&
+                                                     k.threads == ceilings.threads && k.error.empty();
+                                            });
+               it != ceilings.kernels.end()) {
+      r.notes.push_back(fmt::format("the decode kernel was probed only while other processes held the CPUs (its "
+                                    "threads got {:.0f}% of the CPU time they wanted): kept out of the ceiling; the "
+                                    "next bench, or probe -m on a quiet machine, measures it again",
+                                    it->cpu_share * 100));
     } else if (ceilings.compute_status == "measured") {
       r.notes.push_back("decode kernel ceiling not measured for this model (bench or probe -m measures it)");
     }
-    r.decode_ceiling_tokens_per_s =
-        combine(r.decode_bandwidth_ceiling_tokens_per_s, r.decode_kernel_ceiling_tokens_per_s, r.decode_bound);
+    r.decode_ceiling_tokens_per_s = combine(bw_roof, r.decode_kernel_ceiling_tokens_per_s, r.decode_bound);
     if (r.decode_ceiling_tokens_per_s > 0 && measured_tg_tps > 0)
       r.decode_efficiency = measured_tg_tps / r.decode_ceiling_tokens_per_s;
     if (n_threads > 0) {
       r.bandwidth_at_threads_gb_per_s = ceilings.bandwidth.read_median_gb_per_s_at(n_threads);
       double bw_ceiling = 0, kernel = 0;
       if (r.bandwidth_at_threads_gb_per_s > 0)
-        bw_ceiling = r.bandwidth_at_threads_gb_per_s * 1e9 / r.decode_bytes_per_token;
+        bw_ceiling = r.decode_cache_resident ? 0.0 : r.bandwidth_at_threads_gb_per_s * 1e9 / r.decode_bytes_per_token;
       else
-        r.notes.push_back(fmt::format("no bandwidth measured with {} threads", n_threads));
+        r.notes.push_back(fmt::format("no clean bandwidth measurement with {} threads", n_threads));
       if (const KernelPoint* k = ceilings.decode_kernel(signature, n_threads)) {
         r.decode_kernel_at_threads_gb_per_s = k->decode_ceiling_gb_per_s();
         kernel = kernel_ceiling(r.decode_kernel_at_threads_gb_per_s, r.bandwidth_at_threads_gb_per_s);
@@ -291,23 +327,7 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
       if (r.decode_ceiling_at_threads_tokens_per_s > 0 && measured_tg_tps > 0)
         r.decode_efficiency_at_threads = measured_tg_tps / r.decode_ceiling_at_threads_tokens_per_s;
     }
-    if (const KernelPoint* k = ceilings.decode_kernel(signature, ceilings.threads); k && k->cpu_share > 0 && k->cpu_share < 0.9)
-      r.notes.push_back(
-          fmt::format("the decode kernel was probed while other processes held the CPUs (its threads got "
-                      "{:.0f}% of the CPU time they wanted): "
-                      "its ceiling may be low and the efficiency high",
-                      k->cpu_share * 100));
-    if (ceilings.bandwidth.min_cpu_share() < 0.9)
-      r.notes.push_back(
-          fmt::format("bandwidth was probed while other processes held the CPUs (its threads got {:.0f}% of "
-                      "the CPU time they wanted): "
-                      "the decode ceiling may be low and the efficiency high",
-                      ceilings.bandwidth.min_cpu_share() * 100));
     if (measured_tg_tps > 0) r.decode_achieved_gb_per_s = measured_tg_tps * r.decode_bytes_per_token / 1e9;
-    if (ceilings.llc_total_bytes > 0 && r.decode_bytes_per_token < static_cast<double>(ceilings.llc_total_bytes))
-      r.notes.push_back(fmt::format("the bytes a token reads fit in the last-level cache as reported ({} MiB): "
-                                    "decode may beat the DRAM ceiling",
-                                    ceilings.llc_total_bytes >> 20));
     if (std::any_of(info.tensors.begin(), info.tensors.end(),
                     [](const model::TensorInfo& t) { return t.name.find("_exps") != std::string::npos; }))
       r.notes.push_back("expert tensors counted in full: for MoE models the decode ceiling is a lower bound");
@@ -325,15 +345,13 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
     r.prefill_flop_per_token = prefill_flops_per_token(info, r.prefill_mean_context, output_share);
     const int64_t tokens = prefill_kernel_tokens(n_prompt, n_ubatch);
     std::map<std::string, double> model_rate;  // type -> best GFLOP/s over its model shapes
-    double kernel_share = 1;                   // lowest CPU share of those points
     for (const auto& shape : prefill_shapes(info)) {
       double& rate = model_rate[shape.type];  // present even when unmeasured: a major type
       for (const auto& k : ceilings.kernels) {
         if (k.phase != "prefill" || k.type != shape.type || k.rows != shape.rows || k.cols != shape.cols ||
-            k.tokens != tokens || k.threads != ceilings.threads || !k.error.empty())
+            k.tokens != tokens || k.threads != ceilings.threads || !k.usable())
           continue;
         rate = std::max(rate, k.median_gflop_per_s);
-        if (k.cpu_share > 0) kernel_share = std::min(kernel_share, k.cpu_share);
       }
     }
     double seconds = 0;
@@ -349,7 +367,12 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
       const std::string stand_in = rate_type_for(type, ceilings.compute);
       if (stand_in.empty()) {
         ok = false;
-        r.notes.push_back("prefill ceiling unavailable: no compute rate for " + type);
+        const bool contended = std::any_of(ceilings.compute.points.begin(), ceilings.compute.points.end(),
+                                           [](const ComputePoint& p) { return p.error.empty() && !p.usable(); });
+        r.notes.push_back("prefill ceiling unavailable: no compute rate for " + type +
+                          (contended ? " (the generic matmul rates were probed only while other processes held the "
+                                       "CPUs and are kept out; edgeprobe probe --refresh on a quiet machine)"
+                                     : ""));
         return;
       }
       if (use_model_rate) generic = true;
@@ -375,27 +398,47 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
                           "measured (bench or probe -m measures them)");
       if (measured_pp_tps > 0) r.prefill_efficiency = measured_pp_tps / r.prefill_ceiling_tokens_per_s;
     }
-    const double share = generic ? ceilings.compute.min_cpu_share() : kernel_share;
-    if (ok && share < 0.9)
-      r.notes.push_back(
-          fmt::format("compute was probed while other processes held the CPUs (its threads got {:.0f}% of "
-                      "the CPU time they wanted): "
-                      "the prefill ceiling may be low and the efficiency high",
-                      share * 100));
+    if (ok && generic && ceilings.compute.min_cpu_share() < kContendedShare)
+      r.notes.push_back("some generic matmul rates were probed while other processes held the CPUs and are kept "
+                        "out of the ceiling");
     if (measured_pp_tps > 0) r.prefill_achieved_gflop_per_s = measured_pp_tps * r.prefill_flop_per_token / 1e9;
   }
 
-  // A rate above its ceiling means the ceiling was measured while the machine was slower
-  // than during the run (a shared host, a throttled clock): say so rather than let 1.05 pass
-  // for a meaningful figure.
-  auto above = [&](const char* phase, double efficiency) {
-    if (efficiency > 1.0)
-      r.notes.push_back(fmt::format("{} ran at {:.2f} of its ceiling: the ceiling was probed while this machine was "
-                                    "slower than during the run; --ceilings refresh measures it again",
-                                    phase, efficiency));
+  // A rate above its ceiling by more than the noise margin means the ceiling was measured
+  // while the machine was slower than during the run (a shared host, a throttled clock) or
+  // contended: the efficiency is not a figure then, only "ceiling suspect" (kSuspectMargin).
+  const std::string remeasure =
+      shell_join({"edgeprobe", "probe", "-m", info.path, "--refresh", "--replace"}) +
+      (ceilings.compute.variant.empty() ? "" : " --cpu-variant " + shell_quote(ceilings.compute.variant));
+  auto judge = [&](const char* phase, double& efficiency, bool& suspect, double& over) {
+    if (efficiency <= 1.0 + kSuspectMargin) {
+      if (efficiency > 1.0)
+        r.notes.push_back(fmt::format("{} ran at {:.2f} of its ceiling, within the {:.0f}% noise margin", phase,
+                                      efficiency, kSuspectMargin * 100));
+      return;
+    }
+    suspect = true;
+    over = std::max(over, efficiency);
+    efficiency = 0;
+    r.remeasure_command = remeasure;
   };
-  above("prefill", r.prefill_efficiency);
-  above("decode", r.decode_efficiency);
+  judge("prefill", r.prefill_efficiency, r.prefill_ceiling_suspect, r.prefill_over_ceiling);
+  judge("decode", r.decode_efficiency, r.decode_ceiling_suspect, r.decode_over_ceiling);
+  judge("decode", r.decode_bandwidth_efficiency, r.decode_ceiling_suspect, r.decode_over_ceiling);
+  // The same-thread-count ceiling is a secondary figure: beaten, it is dropped with a note
+  // and does not make the main ceiling suspect.
+  if (r.decode_efficiency_at_threads > 1.0 + kSuspectMargin) {
+    r.notes.push_back(fmt::format("decode ran at {:.2f}x the ceiling measured with {} thread(s): that ceiling is "
+                                  "suspect and its efficiency left out ({})",
+                                  r.decode_efficiency_at_threads, n_threads, remeasure));
+    r.decode_efficiency_at_threads = 0;
+  }
+  for (const auto& [phase, suspect, over] : {std::tuple{"prefill", r.prefill_ceiling_suspect, r.prefill_over_ceiling},
+                                             std::tuple{"decode", r.decode_ceiling_suspect, r.decode_over_ceiling}})
+    if (suspect)
+      r.notes.push_back(fmt::format("ceiling suspect: {} ran at {:.2f}x its ceiling, so the ceiling was probed while "
+                                    "this machine was slower than during the run; measure it again: {}",
+                                    phase, over, remeasure));
 
   // Load: the whole file at the storage read rate.
   r.model_file_bytes = info.file_bytes;
@@ -446,14 +489,23 @@ nlohmann::json to_json(const Roofline& r) {
           {"load_ceiling_ms", or_null(r.load_ceiling_ms)},
           {"load_ceiling_basis", r.load_ceiling_basis},
           {"load_efficiency", or_null(r.load_efficiency)},
+          {"decode_cache_resident", r.decode_cache_resident},
+          {"decode_ceiling_suspect", r.decode_ceiling_suspect},
+          {"decode_over_ceiling", or_null(r.decode_over_ceiling)},
+          {"prefill_ceiling_suspect", r.prefill_ceiling_suspect},
+          {"prefill_over_ceiling", or_null(r.prefill_over_ceiling)},
+          {"remeasure_command", or_null_str(r.remeasure_command)},
           {"notes", r.notes}};
 }
 
 std::string to_text(const Roofline& r) {
   std::string out;
   if (r.decode_ceiling_tokens_per_s > 0) {
-    out += fmt::format("decode: ceiling {:.1f} t/s, {}-bound{}\n", r.decode_ceiling_tokens_per_s, r.decode_bound,
-                       r.decode_efficiency > 0 ? fmt::format(", efficiency {:.0f}%", r.decode_efficiency * 100) : "");
+    out += fmt::format("decode: ceiling {:.1f} t/s, {}-bound{}{}\n", r.decode_ceiling_tokens_per_s, r.decode_bound,
+                       r.decode_cache_resident ? " (fits in the LLC)" : "",
+                       r.decode_ceiling_suspect ? ", efficiency: ceiling suspect"
+                       : r.decode_efficiency > 0 ? fmt::format(", efficiency {:.0f}%", r.decode_efficiency * 100)
+                                                 : "");
     if (r.decode_bandwidth_ceiling_tokens_per_s > 0)
       out += fmt::format("  bandwidth: {:.1f} t/s ({:.1f} GB/s / {:.1f} MB per token){}\n",
                          r.decode_bandwidth_ceiling_tokens_per_s, r.bandwidth_gb_per_s, r.decode_bytes_per_token / 1e6,
@@ -468,7 +520,9 @@ std::string to_text(const Roofline& r) {
     out += fmt::format("prefill: ceiling {:.1f} t/s ({:.2f} GFLOP per token at {:.0f} GFLOP/s, {}){}\n",
                        r.prefill_ceiling_tokens_per_s, r.prefill_flop_per_token / 1e9, r.prefill_compute_gflop_per_s,
                        r.prefill_compute_basis,
-                       r.prefill_efficiency > 0 ? fmt::format(", efficiency {:.0f}%", r.prefill_efficiency * 100) : "");
+                       r.prefill_ceiling_suspect ? ", efficiency: ceiling suspect"
+                       : r.prefill_efficiency > 0 ? fmt::format(", efficiency {:.0f}%", r.prefill_efficiency * 100)
+                                                  : "");
   if (r.load_ceiling_ms > 0)
     out += fmt::format("load: ceiling {:.0f} ms ({}){}\n", r.load_ceiling_ms, r.load_ceiling_basis,
                        r.load_efficiency > 0 ? fmt::format(", efficiency {:.0f}%", r.load_efficiency * 100) : "");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <ostream>
 
 #include "core/error.h"
@@ -22,11 +23,13 @@ std::string number(const json& v, int decimals) {
 }
 
 
-// "123.45 ± 1.20" from a stats summary, or "" when that phase did not run.
+// "123.45 ± 1.20" from a stats summary, "123.45" for one sample (it has no deviation), or
+// "" when that phase did not run.
 std::string median_pm(const json& summary, int decimals) {
-  if (!summary.is_object() || summary.value("n", 0) == 0) return "";
-  return fmt::format("{:.{}f} ± {:.{}f}", summary["median"].get<double>(), decimals,
-                     summary["stddev"].get<double>(), decimals);
+  if (!summary.is_object() || summary.value("n", 0) == 0 || !summary["median"].is_number()) return "";
+  const json& sd = summary.contains("stddev") ? summary["stddev"] : json();
+  if (!sd.is_number()) return fmt::format("{:.{}f}", summary["median"].get<double>(), decimals);
+  return fmt::format("{:.{}f} ± {:.{}f}", summary["median"].get<double>(), decimals, sd.get<double>(), decimals);
 }
 
 std::string mib(const json& bytes) {
@@ -34,10 +37,15 @@ std::string mib(const json& bytes) {
 }
 
 // Share of the device's measured ceiling, "" when the phase did not run, "n/a" when the
-// ceiling is unknown.
-std::string efficiency(const json& share, bool ran) {
+// ceiling is unknown, "ceiling suspect" when the rate beat its ceiling (probe/roofline.h).
+std::string efficiency(const json& share, bool ran, bool suspect) {
   if (!ran) return "";
+  if (suspect) return "ceiling suspect";
   return share.is_number() && share.get<double>() > 0 ? fmt::format("{:.0f}%", 100 * share.get<double>()) : "n/a";
+}
+
+bool flag(const json& object, const char* key) {
+  return object.is_object() && object.contains(key) && object[key].is_boolean() && object[key].get<bool>();
 }
 
 // Which limit binds decode and the share of pure memory bandwidth reached, "kernel (49% bw)";
@@ -47,6 +55,7 @@ std::string decode_bound(const json& roofline, bool ran) {
   const json& bound = roofline.is_object() && roofline.contains("decode_bound") ? roofline["decode_bound"] : json();
   if (!bound.is_string()) return "n/a";
   const json& bw = roofline.contains("decode_bandwidth_efficiency") ? roofline["decode_bandwidth_efficiency"] : json();
+  if (flag(roofline, "decode_cache_resident")) return bound.get<std::string>() + " (fits LLC)";
   return bound.get<std::string>() +
          (bw.is_number() && bw.get<double>() > 0 ? fmt::format(" ({:.0f}% bw)", 100 * bw.get<double>()) : "");
 }
@@ -94,7 +103,35 @@ json phase_telemetry(const result::TestResult& r, const char* phase) {
   return out;
 }
 
+// A label per model that tells the rows apart: its general.name where those are unique, else
+// the file name, else the whole path (two sweeps of files named alike).
+std::vector<std::string> model_labels(const json& models) {
+  std::vector<std::string> names, files, paths;
+  for (const auto& m : models) {
+    const std::string path = m.value("path", "");
+    const std::string name = m.value("name", "");
+    paths.push_back(path);
+    files.push_back(path.substr(path.find_last_of('/') + 1));
+    names.push_back(name.empty() ? files.back() : name);
+  }
+  auto unique = [](std::vector<std::string> v) {
+    std::sort(v.begin(), v.end());
+    return std::adjacent_find(v.begin(), v.end()) == v.end();
+  };
+  return unique(names) ? names : unique(files) ? files : paths;
+}
+
 std::string share_text(const json& v) { return v.is_number() ? fmt::format("{:.0f}%", 100 * v.get<double>()) : "n/a"; }
+
+// What stands in an efficiency's place when it is not a figure, for the CSV's note columns.
+json efficiency_notes(const json& roofline) {
+  json notes = json::object();
+  const std::string again =
+      at(roofline, "/remeasure_command").is_string() ? " (" + at(roofline, "/remeasure_command").get<std::string>() + ")" : "";
+  if (flag(roofline, "prefill_ceiling_suspect")) notes["prefill_efficiency"] = "ceiling suspect" + again;
+  if (flag(roofline, "decode_ceiling_suspect")) notes["decode_efficiency"] = "ceiling suspect" + again;
+  return notes;
+}
 
 // The markdown table: median ± sd first (what a reader compares), then the latency tail.
 class MarkdownReporter : public Reporter {
@@ -103,6 +140,7 @@ class MarkdownReporter : public Reporter {
 
   void begin(const result::Provenance& provenance, const std::vector<workload::TestCase>& plan) override {
     provenance_ = result::to_json(provenance);
+    model_labels_ = model_labels(provenance_["models"]);
     varied_ = workload::varied_parameters(plan);
     headers_ = {"model", "size MiB", "params", "quant", "ggml cpu", "threads"};
     for (const auto& v : varied_)
@@ -121,7 +159,7 @@ class MarkdownReporter : public Reporter {
     const json j = result::to_json(r);
     const json& model = provenance_["models"][static_cast<size_t>(r.model_index)];
     std::vector<std::string> cells = {
-        model.value("name", "").empty() ? model.value("path", "") : model.value("name", ""),
+        model_labels_.at(static_cast<size_t>(r.model_index)),
         mib(model["size_bytes"]), human_params(model["n_params"]), model.value("quant", ""),
         provenance_["engine"].value("cpu_variant", ""), std::to_string(r.config.n_threads)};
     for (const auto& v : varied_)
@@ -138,8 +176,13 @@ class MarkdownReporter : public Reporter {
       cells.push_back(lat.is_object() ? number(lat["p50"], 2) + " / " + number(lat["p99"], 2) : "");
       cells.push_back(number(at(j, "/load/cold_ms"), 0));
       cells.push_back(mib(j["peak_rss_bytes"]));
-      cells.push_back(efficiency(at(j, "/roofline/prefill_efficiency"), r.config.n_prompt > 0) + " / " +
-                      efficiency(at(j, "/roofline/decode_efficiency"), r.config.n_gen > 0));
+      cells.push_back(
+          efficiency(at(j, "/roofline/prefill_efficiency"), r.config.n_prompt > 0,
+                     flag(j["roofline"], "prefill_ceiling_suspect")) +
+          " / " +
+          efficiency(at(j, "/roofline/decode_efficiency"), r.config.n_gen > 0, flag(j["roofline"], "decode_ceiling_suspect")));
+      if (at(j, "/roofline/remeasure_command").is_string())
+        remeasure_.insert(at(j, "/roofline/remeasure_command").get<std::string>());
       cells.push_back(decode_bound(j["roofline"], r.config.n_gen > 0));
       // The decode phase where there is one, else prefill: what a rate in this row ran under.
       const json t = phase_telemetry(r, r.config.n_gen > 0 ? "decode" : "prefill");
@@ -157,6 +200,10 @@ class MarkdownReporter : public Reporter {
 
   void end(const result::BenchReport& report) override {
     serving_table(report);
+    for (const auto& command : remeasure_)
+      out_ << "\nceiling suspect: a rate beat its measured ceiling by more than the noise margin, so the ceiling was "
+              "probed while this machine was slower; measure it again: "
+           << command << "\n";
     out_ << fmt::format("\nedgeprobe {} · {} {} ({}) · ggml cpu variant {} · {} · device {}\n",
                         provenance_.value("edgeprobe_version", ""), scalar(at(provenance_, "/engine/name")),
                         scalar(at(provenance_, "/engine/version")), scalar(at(provenance_, "/engine/commit")),
@@ -210,8 +257,10 @@ class MarkdownReporter : public Reporter {
   }
   std::ostream& out_;
   json provenance_;
+  std::vector<std::string> model_labels_;
   std::vector<std::string> varied_;
   std::vector<std::string> headers_;
+  std::set<std::string> remeasure_;
 };
 
 // One row per test: identity, configuration, then aggregates (all from the JSON form).
@@ -272,6 +321,9 @@ class CsvReporter : public Reporter {
         {"prefill_efficiency", "/result/roofline/prefill_efficiency"},
         {"decode_bound", "/result/roofline/decode_bound"},
         {"decode_bandwidth_efficiency", "/result/roofline/decode_bandwidth_efficiency"},
+        {"prefill_efficiency_note", "/notes/prefill_efficiency"},
+        {"decode_efficiency_note", "/notes/decode_efficiency"},
+        {"decode_cache_resident", "/result/roofline/decode_cache_resident"},
         {"prefill_freq_share", "/telemetry/prefill/freq_share"},
         {"prefill_max_temp_c", "/telemetry/prefill/max_temp_c"},
         {"prefill_throttled_ms", "/telemetry/prefill/throttled_ms"},
@@ -299,7 +351,8 @@ class CsvReporter : public Reporter {
                       {"result", result::to_json(r)},
                       {"model", provenance_["models"][static_cast<size_t>(r.model_index)]},
                       {"provenance", provenance_},
-                      {"telemetry", {{"prefill", phase_telemetry(r, "prefill")}, {"decode", phase_telemetry(r, "decode")}}}};
+                      {"telemetry", {{"prefill", phase_telemetry(r, "prefill")}, {"decode", phase_telemetry(r, "decode")}}},
+                      {"notes", efficiency_notes(r.roofline)}};
     std::string line;
     bool first = true;
     for (const auto& c : columns()) {

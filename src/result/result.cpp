@@ -22,6 +22,7 @@ TestSummary summarize(const TestResult& r) {
   s.ttft_ms = stats::summarize(ttft);
   s.token_latency_ms = stats::percentiles(steps);
   s.token_latency_mean_ms = stats::mean(steps);
+  s.token_latency_steps = steps.size();
   if (!r.load_ms.empty()) {
     s.load_cold_ms = r.load_ms.front();
     s.load_warm_ms = stats::summarize(std::span<const double>(r.load_ms).subspan(1));
@@ -30,8 +31,17 @@ TestSummary summarize(const TestResult& r) {
 }
 
 json to_json(const stats::Summary& s) {
-  return {{"n", s.n},       {"median", s.median}, {"mean", s.mean}, {"stddev", s.stddev}, {"min", s.min},
-          {"p25", s.p25},   {"p75", s.p75},       {"iqr", s.iqr()}, {"max", s.max}};
+  // Not measured is not zero: no samples have no median, one sample has no deviation.
+  const auto measured = [&](double v) { return s.n > 0 ? json(v) : json(nullptr); };
+  return {{"n", s.n},
+          {"median", measured(s.median)},
+          {"mean", measured(s.mean)},
+          {"stddev", s.n > 1 ? json(s.stddev) : json(nullptr)},
+          {"min", measured(s.min)},
+          {"p25", measured(s.p25)},
+          {"p75", measured(s.p75)},
+          {"iqr", measured(s.iqr())},
+          {"max", measured(s.max)}};
 }
 
 json to_json(const ModelIdentity& m) {
@@ -238,11 +248,12 @@ json to_json(const TestResult& r) {
                     ? json{{"tokens", r.config.n_gen},
                            {"tokens_per_s", to_json(s.decode_tokens_per_s)},
                            {"token_latency_ms",
-                            {{"mean", s.token_latency_mean_ms},
-                             {"p50", s.token_latency_ms.p50},
-                             {"p90", s.token_latency_ms.p90},
-                             {"p99", s.token_latency_ms.p99},
-                             {"max", s.token_latency_ms.max}}}}
+                            s.token_latency_steps == 0 ? json(nullptr)
+                                                       : json{{"mean", s.token_latency_mean_ms},
+                                                              {"p50", s.token_latency_ms.p50},
+                                                              {"p90", s.token_latency_ms.p90},
+                                                              {"p99", s.token_latency_ms.p99},
+                                                              {"max", s.token_latency_ms.max}}}}
                     : json(nullptr);
   j["ttft_ms"] = to_json(s.ttft_ms);
   j["peak_rss_bytes"] = s.peak_rss_bytes < 0 ? json(nullptr) : json(s.peak_rss_bytes);

@@ -124,6 +124,7 @@ struct TestSummary {
   stats::Summary ttft_ms;
   stats::Percentiles token_latency_ms;  // pooled decode steps of all repetitions
   double token_latency_mean_ms = 0;
+  size_t token_latency_steps = 0;  // 0: no decode step was timed (the latency fields are then absent)
   double load_cold_ms = -1;
   stats::Summary load_warm_ms;
   int64_t peak_rss_bytes = -1;

@@ -250,6 +250,12 @@ nlohmann::json SessionConfig::to_json() const {
 
 nlohmann::json TurnResult::to_json() const {
   auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  // Not measured is not zero: a failed turn's figures that it never reached, and the decode
+  // rate of a turn that generated at most one token (the first comes from the prefill), are
+  // absent.
+  auto reached = [&](double v) { return v > 0 || !error ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  const nlohmann::json decode_rate =
+      generated_tokens > 1 && decode_tokens_per_s > 0 ? nlohmann::json(decode_tokens_per_s) : nlohmann::json(nullptr);
   nlohmann::json j = {{"round", round},
             {"conversation_id", conversation_id},
             {"turn_index", turn_index},
@@ -257,11 +263,11 @@ nlohmann::json TurnResult::to_json() const {
             {"context_tokens", context_tokens},
             {"generated_tokens", generated_tokens},
             {"stop_reason", stop_reason},
-            {"ttft_ms", ttft_ms},
-            {"prefill_ms", prefill_ms},
-            {"prefill_tokens_per_s", prefill_tokens_per_s},
-            {"decode_tokens_per_s", decode_tokens_per_s},
-            {"e2e_ms", e2e_ms},
+            {"ttft_ms", reached(ttft_ms)},
+            {"prefill_ms", reached(prefill_ms)},
+            {"prefill_tokens_per_s", reached(prefill_tokens_per_s)},
+            {"decode_tokens_per_s", decode_rate},
+            {"e2e_ms", reached(e2e_ms)},
             {"decode_step_ms", decode_step_ms},
             {"start_ns", start_ns},
             {"prefill_end_ns", prefill_end_ns},

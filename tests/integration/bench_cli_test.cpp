@@ -164,13 +164,37 @@ TEST(BenchCli, ResultsCarryEfficiencyAgainstTheMeasuredCeilingsAndTelemetry) {
                                 "--sample-hz", "50", "--trace", trace});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
-  EXPECT_GT(j["provenance"]["ceilings"]["bandwidth"]["read_best_gb_per_s"].get<double>(), 0);
+  // A bandwidth probe that ran while another test held the CPUs has no clean pass: then the
+  // ceiling is absent and the probe's note says why, never a contended figure.
+  const json& bw = j["provenance"]["ceilings"]["bandwidth"];
+  if (bw["read_best_gb_per_s"].get<double>() == 0)
+    EXPECT_NE(bw["notes"].dump().find("kept out of the ceilings"), std::string::npos) << bw.dump();
   EXPECT_FALSE(j["provenance"]["isa_gap"]["cpu_features"].empty());
   const json& pp = j["results"][0];
   const json& tg = j["results"][1];
-  EXPECT_GT(pp["roofline"]["prefill_efficiency"].get<double>(), 0);
-  EXPECT_GT(tg["roofline"]["decode_efficiency"].get<double>(), 0);
-  EXPECT_GT(tg["roofline"]["decode_ceiling_tokens_per_s"].get<double>(), 0);
+  // An efficiency is a figure inside the noise margin or "ceiling suspect" (probed while the
+  // machine was slower), never a figure above its ceiling; the tiny model fits in the LLC, so
+  // decode is judged against the kernel probe alone.
+  // A probe that ran while another test held the CPUs is kept out, and the roofline says so.
+  auto contended = [](const json& rf) {
+    for (const auto& n : rf["notes"])
+      if (n.get<std::string>().find("other processes held the CPUs") != std::string::npos) return true;
+    return false;
+  };
+  for (const auto& [r, phase] : {std::pair{&pp, "prefill"}, std::pair{&tg, "decode"}}) {
+    const json& rf = (*r)["roofline"];
+    const json& e = rf[std::string(phase) + "_efficiency"];
+    if (rf[std::string(phase) + "_ceiling_suspect"].get<bool>() || contended(rf))
+      EXPECT_TRUE(e.is_null()) << rf.dump();
+    else
+      EXPECT_TRUE(e.is_number() && e.get<double>() > 0 && e.get<double>() <= 1.10) << rf.dump();
+  }
+  EXPECT_TRUE(tg["roofline"]["decode_cache_resident"].get<bool>());
+  EXPECT_TRUE(tg["roofline"]["decode_bandwidth_efficiency"].is_null());
+  if (!contended(tg["roofline"])) {
+    EXPECT_EQ(tg["roofline"]["decode_bound"], "kernel");
+    EXPECT_GT(tg["roofline"]["decode_ceiling_tokens_per_s"].get<double>(), 0);
+  }
   // Telemetry on the same clock: each repetition has its phase summaries.
   EXPECT_TRUE(tg["repetitions"][0]["telemetry"].contains("decode"));
   EXPECT_TRUE(pp["repetitions"][1]["telemetry"].contains("prefill"));

@@ -189,3 +189,34 @@ TEST_F(Browser, ABrokenPageIsCaught) {
   EXPECT_EQ(body_attr(loaded.dom, "data-render"), "failed");
   EXPECT_EQ(body_attr(loaded.dom, "data-errors"), "1");
 }
+
+// Issue 24 in the page: a ceiling the run beat is "ceiling suspect" (and not drawn), a figure
+// not measured is "—" (never 0), and two models of one name are told apart by their files.
+TEST_F(Browser, NotMeasuredIsADashAndABeatenCeilingIsSuspect) {
+  json doc = report_test::bench_document(1, 8, false);
+  auto second = doc["provenance"]["models"][0];
+  second["path"] = "/models/b/other.gguf";
+  doc["provenance"]["models"].push_back(second);
+  json& pp = doc["results"][0];
+  pp["load"] = {{"cold_ms", 800.0}, {"warm_ms", {{"n", 0}, {"median", nullptr}}}, {"samples_ms", {800.0}}};
+  pp["roofline"] = {{"prefill_ceiling_tokens_per_s", 0.09}, {"prefill_efficiency", nullptr},
+                    {"prefill_ceiling_suspect", true}, {"prefill_over_ceiling", 711.0},
+                    {"remeasure_command", "edgeprobe probe -m model.gguf --refresh --replace"}};
+  doc["results"][1]["model_index"] = 1;
+  doc["results"][1]["config"]["n_depth"] = 32;
+  doc["results"][1]["test"] = "tg8 @ d32";
+  const auto page = load_in_chromium("bench-not-measured", report::render_html_report({{"b.json", doc}}));
+  expect_rendered(page, 3);
+  EXPECT_NE(page.dom.find("ceiling suspect (re-measure: edgeprobe probe -m model.gguf --refresh --replace)"),
+            std::string::npos);
+  EXPECT_EQ(page.dom.find("71100%"), std::string::npos);
+  EXPECT_NE(page.dom.find("<td>other.gguf</td>"), std::string::npos);
+  // The warm load of the first test: the summary's tenth cell ("load warm ms") is a dash.
+  const std::regex row("<tr><td>model.gguf</td><td>pp128</td>((<td[^>]*>[^<]*</td>){8})<td[^>]*>([^<]*)</td>");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(page.dom, m, row)) << page.dom.substr(0, 4000);
+  EXPECT_EQ(m[3].str(), "\u2014");
+  // Each parameter once in a label: "tg8 @ d32 t2", not "tg8 @ d32 t2 d32".
+  EXPECT_EQ(page.dom.find("d32 t2 d32"), std::string::npos);
+  EXPECT_NE(page.dom.find("other.gguf tg8 @ d32 t2"), std::string::npos);
+}

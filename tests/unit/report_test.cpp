@@ -106,7 +106,20 @@ result::BenchReport sample_report() {
   failed.config.type_v = "q4_0";
   failed.repetitions.clear();
   failed.error = result::ErrorInfo{"bad_input", "llama.cpp could not create a context"};
-  r.results = {pp, tg, failed};
+  // Not measured is not zero: one repetition (no deviation), one load (no warm load), and a
+  // prefill that beat its ceiling 128-fold (a ceiling probed while the machine crawled).
+  result::TestResult once = pp;
+  once.config.n_prompt = 64;
+  once.load_ms = {812.5};
+  once.repetitions.resize(1);
+  once.repetitions[0].prefill_tokens_per_s = 64.0;
+  once.roofline = {{"prefill_ceiling_tokens_per_s", 0.5},
+                   {"prefill_efficiency", nullptr},
+                   {"prefill_ceiling_suspect", true},
+                   {"prefill_over_ceiling", 128.0},
+                   {"remeasure_command", "edgeprobe probe -m model.gguf --refresh --replace"},
+                   {"decode_efficiency", nullptr}};
+  r.results = {pp, tg, failed, once};
   return r;
 }
 
@@ -178,7 +191,7 @@ TEST(Reporters, JsonCarriesEveryRawSampleAndTheSchemaVersion) {
 
 TEST(Reporters, CsvHasOneRowPerTestAndAHeader) {
   const std::string csv = render("csv");
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
   EXPECT_EQ(csv.rfind("schema_version,model_path,", 0), 0u);
 }
 
@@ -201,6 +214,71 @@ TEST(Reporters, TelemetryColumnsSummariseEveryRepetitionAndSayNaWhenMissing) {
   const std::string csv = render("csv");
   EXPECT_NE(csv.find(",decode_freq_share,decode_max_temp_c,decode_throttled_ms,"), std::string::npos);
   EXPECT_NE(csv.find(",0.81,62,36,0.05,,"), std::string::npos) << csv;
+}
+
+// Issue 24: a figure that was not measured is absent in every format, never a zero, and an
+// efficiency above its ceiling is "ceiling suspect" with the command that measures it again.
+TEST(Reporters, NotMeasuredIsAbsentAndABeatenCeilingIsSuspectInEveryFormat) {
+  const std::string md = render("md");
+  const auto row = [&](const std::string& test) {
+    const size_t at = md.find("| " + test + " |");
+    return at == std::string::npos ? std::string() : md.substr(at, md.find('\n', at) - at);
+  };
+  const std::string once = row("pp64");
+  ASSERT_FALSE(once.empty()) << md;
+  EXPECT_NE(once.find("| 64.00 |"), std::string::npos) << once;  // one sample: no "± 0.00"
+  EXPECT_EQ(once.find("±"), std::string::npos) << once;
+  EXPECT_NE(once.find("| ceiling suspect / "), std::string::npos) << once;
+  EXPECT_EQ(once.find("12800%"), std::string::npos) << once;
+  EXPECT_NE(md.find("measure it again: edgeprobe probe -m model.gguf --refresh --replace"), std::string::npos) << md;
+  EXPECT_NE(row("pp128").find("± "), std::string::npos);  // three samples keep their deviation
+
+  const std::string csv = render("csv");
+  const std::string header = csv.substr(0, csv.find('\n'));
+  const std::string last = csv.substr(csv.rfind('\n', csv.size() - 2) + 1);
+  auto cell = [](const std::string& line, size_t index) {
+    size_t start = 0;
+    for (size_t i = 0; i < index; ++i) start = line.find(',', start) + 1;
+    return line.substr(start, line.find_first_of(",\n", start) - start);
+  };
+  auto column = [&](const std::string& name) {
+    const auto pos = ("," + header + ",").find("," + name + ",");
+    return static_cast<size_t>(std::count(header.begin(), header.begin() + static_cast<long>(pos), ','));
+  };
+  EXPECT_EQ(cell(last, column("test")), "pp64");
+  EXPECT_EQ(cell(last, column("load_warm_median_ms")), "");
+  EXPECT_EQ(cell(last, column("prefill_tokens_per_s_stddev")), "");
+  EXPECT_EQ(cell(last, column("prefill_efficiency")), "");
+  EXPECT_EQ(cell(last, column("prefill_efficiency_note")),
+            "ceiling suspect (edgeprobe probe -m model.gguf --refresh --replace)");
+
+  const auto j = nlohmann::json::parse(render("json"));
+  const auto& r = j["results"][3];
+  EXPECT_TRUE(r["prefill"]["tokens_per_s"]["stddev"].is_null());
+  EXPECT_EQ(r["prefill"]["tokens_per_s"]["n"], 1);
+  EXPECT_TRUE(r["load"]["warm_ms"]["median"].is_null());
+  EXPECT_EQ(r["load"]["warm_ms"]["n"], 0);
+  EXPECT_TRUE(r["roofline"]["prefill_efficiency"].is_null());
+  EXPECT_TRUE(j["results"][2]["ttft_ms"]["median"].is_null());  // the failed test ran nothing
+}
+
+// Two files of one shape (both "edgeprobe-synth-tiny"): each row names its file.
+TEST(Reporters, RowsOfTwoModelsWithOneNameNameTheirFiles) {
+  auto report = sample_report();
+  auto second = report.provenance.models[0];
+  second.path = "/tmp/b/other.gguf";
+  report.provenance.models.push_back(second);
+  report.results[1].model_index = 1;
+  report.results[1].config.model_path = second.path;
+  std::vector<workload::TestCase> plan;
+  for (const auto& r : report.results) plan.push_back(r.config);
+  std::ostringstream out;
+  auto reporter = report::make_reporter("md", out);
+  reporter->begin(report.provenance, plan);
+  for (const auto& r : report.results) reporter->add(r);
+  reporter->end(report);
+  EXPECT_NE(out.str().find("| model.gguf | 636 |"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("| other.gguf | 636 |"), std::string::npos) << out.str();
 }
 
 TEST(Reporters, UnknownFormatIsBadInput) {

@@ -55,10 +55,26 @@ function epProvenance(parent, prov) {
   }
 }
 
-function epMedian(summary) { return summary && typeof summary === 'object' ? summary.median : null; }
-function epTestLabel(r) {
+// A summary of no samples (an older result wrote its median as 0) has no median.
+function epMedian(summary) { return summary && typeof summary === 'object' && summary.n !== 0 ? summary.median : null; }
+// A label per model that tells rows apart (the same rule as the markdown table): the names
+// where unique, else the file names, else the paths; null for a run of one model.
+function epModelLabels(doc) {
+  const models = (doc.provenance || {}).models || [];
+  if (models.length < 2) return null;
+  const unique = v => new Set(v).size === v.length;
+  const paths = models.map(m => String(m.path || ''));
+  const files = paths.map(p => p.slice(p.lastIndexOf('/') + 1));
+  const names = models.map((m, i) => String(m.name || files[i]));
+  return unique(names) ? names : unique(files) ? files : paths;
+}
+// Each parameter once: the test name already holds a depth ("tg128 @ d32").
+function epTestLabel(r, doc) {
   const c = r.config || {};
-  return `${r.test} t${c.n_threads}` + (c.n_depth ? ` d${c.n_depth}` : '');
+  const labels = doc ? epModelLabels(doc) : null;
+  const model = labels && typeof r.model_index === 'number' ? `${labels[r.model_index]} ` : '';
+  const depth = c.n_depth && !String(r.test).includes(`d${c.n_depth}`) ? ` d${c.n_depth}` : '';
+  return `${model}${r.test} t${c.n_threads}${depth}`;
 }
 
 // Telemetry reasons that apply to one kind of series ("cpufreq ...", "thermal ...").
@@ -112,7 +128,7 @@ function epBenchTimeline(parent, doc, key) {
         if (typeof p.other_cpu_share === 'number') addSeg('other', 'other processes', seg(p.other_cpu_share * 100));
       }
     }
-    if (xs.length) latency.push({name: epTestLabel(r), xs, ys, style: 'dots'});
+    if (xs.length) latency.push({name: epTestLabel(r, doc), xs, ys, style: 'dots'});
   }
   const group = `${key}-time`;
   if (!latency.length) {
@@ -148,10 +164,10 @@ function epBenchCdf(parent, doc, key) {
     for (const rep of r.repetitions || []) for (const s of rep.decode_step_ms || []) steps.push(s);
     if (!steps.length) continue;
     steps.sort((a, b) => a - b);
-    series.push({name: epTestLabel(r), xs: steps, ys: steps.map((_, i) => (i + 1) / steps.length * 100), style: 'line'});
+    series.push({name: epTestLabel(r, doc), xs: steps, ys: steps.map((_, i) => (i + 1) / steps.length * 100), style: 'line'});
     const lat = (r.decode && r.decode.token_latency_ms) || {};
     ['p50', 'p90', 'p99'].forEach((p, row) => {
-      if (typeof lat[p] === 'number') vmarks.push({x: lat[p], label: `${epTestLabel(r)} ${p} ${epNum(lat[p])} ms`, row});
+      if (typeof lat[p] === 'number') vmarks.push({x: lat[p], label: `${epTestLabel(r, doc)} ${p} ${epNum(lat[p])} ms`, row});
     });
   }
   if (!series.length) return epNotMeasured(parent, `${key}-latency-cdf`, 'Decode latency CDF', ['no decode steps were recorded']);
@@ -168,7 +184,7 @@ function epBenchSweep(parent, doc, key) {
     if (!rows.length) { epNotMeasured(parent, id, `${title} tokens/s across the sweep`, [`no test ran a ${phase} phase`]); continue; }
     const s = rows.map(r => r[phase].tokens_per_s);
     epChart(parent, {id, title: `${title} tokens/s across the sweep`, xLabel: 'test', yLabel: 'tokens/s', yZero: true,
-                     source: 'median of repetitions; whiskers p25\u2013p75', categories: rows.map(epTestLabel),
+                     source: 'median of repetitions; whiskers p25\u2013p75', categories: rows.map(r => epTestLabel(r, doc)),
                      series: [{name: `${phase} tokens/s`, xs: rows.map((_, i) => i), ys: s.map(x => x.median),
                                lo: s.map(x => x.p25), hi: s.map(x => x.p75), style: 'bars'}]});
   }
@@ -181,14 +197,21 @@ function epBenchRoofline(parent, doc, key) {
     if (!rf || typeof rf !== 'object') continue;
     const phase = r.config && r.config.n_gen > 0 ? 'decode' : 'prefill';
     const achieved = epMedian((r[phase] || {}).tokens_per_s);
-    rows.push(`${epTestLabel(r)} ${phase}`);
+    rows.push(`${epTestLabel(r, doc)} ${phase}`);
+    // A ceiling the rate beat by more than the noise margin is not drawn as a ceiling.
+    const suspect = phase === 'decode' ? rf.decode_ceiling_suspect === true : rf.prefill_ceiling_suspect === true;
     bars.achieved.push(achieved);
-    bars.bandwidth.push(phase === 'decode' ? rf.decode_bandwidth_ceiling_tokens_per_s : null);
-    bars.kernel.push(phase === 'decode' ? rf.decode_kernel_ceiling_tokens_per_s : null);
-    bars.compute.push(phase === 'prefill' ? rf.prefill_ceiling_tokens_per_s : null);
+    bars.bandwidth.push(phase === 'decode' && !suspect && rf.decode_cache_resident !== true
+                        ? rf.decode_bandwidth_ceiling_tokens_per_s : null);
+    bars.kernel.push(phase === 'decode' && !suspect ? rf.decode_kernel_ceiling_tokens_per_s : null);
+    bars.compute.push(phase === 'prefill' && !suspect ? rf.prefill_ceiling_tokens_per_s : null);
     const eff = phase === 'decode' ? rf.decode_efficiency : rf.prefill_efficiency;
-    const bound = phase === 'decode' ? (rf.decode_bound ? `${rf.decode_bound}-bound` : 'bound unknown') : 'compute-bound';
-    notes.push(`${epTestLabel(r)} ${phase}: ${bound}, ${epNum(achieved)} tokens/s = ${eff == null ? 'efficiency unknown' : epNum(eff * 100, 0) + '% of its ceiling'}`);
+    const bound = phase === 'decode'
+      ? (rf.decode_bound ? `${rf.decode_bound}-bound` : 'bound unknown') + (rf.decode_cache_resident === true ? ' (fits in the LLC)' : '')
+      : 'compute-bound';
+    const share = suspect ? `ceiling suspect (re-measure: ${rf.remeasure_command || 'edgeprobe probe --refresh --replace'})`
+                : eff == null ? 'efficiency unknown' : epNum(eff * 100, 0) + '% of its ceiling';
+    notes.push(`${epTestLabel(r, doc)} ${phase}: ${bound}, ${epNum(achieved)} tokens/s = ${share}`);
   }
   const id = `${key}-roofline`;
   if (!rows.length) return epNotMeasured(parent, id, 'Roofline', ['no ceilings were measured (bench --ceilings off, or the probe failed)']);
@@ -207,16 +230,19 @@ function epBenchRoofline(parent, doc, key) {
 function epBench(parent, doc, key) {
   parent.appendChild(epEl('h3', {text: 'Summary'}));
   const mem = r => (typeof r.peak_rss_bytes === 'number' && r.peak_rss_bytes >= 0 ? r.peak_rss_bytes / 1048576 : null);
-  epTable(parent, ['test', 'status', 'threads', 'prefill t/s', 'decode t/s', 'TTFT ms', 'latency p50 ms', 'p99 ms',
+  const models = (doc.provenance || {}).models || [];
+  const labels = epModelLabels(doc) || models.map(m => String(m.name || m.path || ''));
+  const modelOf = r => (typeof r.model_index === 'number' && labels[r.model_index] !== undefined ? labels[r.model_index] : '');
+  epTable(parent, ['model', 'test', 'status', 'threads', 'prefill t/s', 'decode t/s', 'TTFT ms', 'latency p50 ms', 'p99 ms',
                    'load cold ms', 'load warm ms', 'peak RSS MiB', 'decode bound'],
           (doc.results || []).map(r => {
             const lat = (r.decode && r.decode.token_latency_ms) || {};
-            if (r.error) return [r.test, `error: ${r.error.message || r.error}`, (r.config || {}).n_threads];
-            return [r.test, r.status || 'ok', (r.config || {}).n_threads,
+            if (r.error) return [modelOf(r), r.test, `error: ${r.error.message || r.error}`, (r.config || {}).n_threads];
+            return [modelOf(r), r.test, r.status || 'ok', (r.config || {}).n_threads,
                     epMedian((r.prefill || {}).tokens_per_s), epMedian((r.decode || {}).tokens_per_s), epMedian(r.ttft_ms),
                     lat.p50, lat.p99, (r.load || {}).cold_ms, epMedian((r.load || {}).warm_ms), mem(r),
                     (r.roofline || {}).decode_bound];
-          }), [0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0]);
+          }), [0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0]);
   parent.appendChild(epEl('h3', {text: 'Decode latency and telemetry over time'}));
   epBenchTimeline(parent, doc, key);
   epBenchCdf(parent, doc, key);
