@@ -377,8 +377,6 @@ Verdict judge(const std::string& metric, const RatioEstimate& e) {
                                     : Verdict{VerdictKind::kWorse, "B worse", ""};
 }
 
-std::string verdict(const std::string& metric, const RatioEstimate& e) { return judge(metric, e).text; }
-
 std::string SettingDifference::text() const {
   // Hashes are cut where they still differ; text with spaces (a CPU name, a feature list)
   // is kept whole up to a line's length.

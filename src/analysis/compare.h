@@ -142,6 +142,8 @@ struct Verdict {
   bool shown() const { return kind >= VerdictKind::kBetter; }
 };
 const char* verdict_kind_name(VerdictKind kind);  // "better", "no_difference_shown", ...
+// What a ratio B/A means for a person, by the rule above. The direction: tokens/s up is
+// better; _ms, _bytes and _j down is better; otherwise "B higher"/"B lower".
 Verdict judge(const std::string& metric, const RatioEstimate& estimate);
 
 struct MetricComparison {
@@ -157,11 +159,6 @@ struct CompareReport {
   double confidence = 0.95;             // of the intervals; the significance level is 1 - confidence
   bool comparable() const { return mismatches.empty(); }
 };
-// What a ratio B/A means for a person: judge(...).text. "B better"/"B worse" go by the
-// metric's direction (tokens/s up is better; _ms, _bytes and _j down is better),
-// "B higher"/"B lower" when the direction is unknown.
-std::string verdict(const std::string& metric, const RatioEstimate& estimate);
-
 CompareReport compare_documents(const nlohmann::json& a, const nlohmann::json& b,
                                 const CompareOptions& options = {});
 
