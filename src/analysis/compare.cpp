@@ -52,6 +52,44 @@ void add_numeric_fields(const nlohmann::json& object, std::map<std::string, std:
     if (!is_label_field(key) && value.is_number() && std::isfinite(value.get<double>())) into[key].push_back(value.get<double>());
 }
 
+// The label of each bench result: its test name, and where several results of the
+// document share it (a sweep over threads, several models), the fields that tell them
+// apart, so their samples are never pooled: "tg16 (n_threads=1)".
+std::vector<std::string> result_labels(const nlohmann::json& results) {
+  auto identity = [](const nlohmann::json& r) {
+    nlohmann::json id =
+        r.is_object() ? r.value("config", nlohmann::json::object()) : nlohmann::json::object();
+    if (!id.is_object()) id = nlohmann::json::object();
+    if (r.is_object() && r.contains("model_index")) id["model"] = r["model_index"];
+    return id;
+  };
+  std::vector<std::string> names;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const nlohmann::json& r = results[i];
+    names.push_back(r.is_object() && r.contains("test") && r["test"].is_string()
+                        ? r["test"].get<std::string>()
+                        : fmt::format("result{}", i));
+  }
+  std::vector<std::string> labels = names;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const nlohmann::json mine = identity(results[i]);
+    std::vector<std::string> differing;
+    for (size_t j = 0; j < results.size(); ++j) {
+      if (j == i || names[j] != names[i]) continue;
+      const nlohmann::json other = identity(results[j]);
+      for (const auto& [key, value] : mine.items())
+        if ((!other.contains(key) || other[key] != value) &&
+            std::find(differing.begin(), differing.end(), key) == differing.end())
+          differing.push_back(key);
+    }
+    std::string suffix;
+    for (const std::string& key : differing)
+      suffix += (suffix.empty() ? "" : ", ") + key + "=" + value_text(mine[key]);
+    if (!suffix.empty()) labels[i] += " (" + suffix + ")";
+  }
+  return labels;
+}
+
 std::string config_label(const nlohmann::json& config, const nlohmann::json& ordinal) {
   if (config.is_object()) {
     for (const char* key : {"test", "name", "label"})
@@ -128,13 +166,10 @@ std::optional<RatioEstimate> compare_samples(std::span<const double> a, std::spa
     const double ma = median_of(ra);
     if (ma != 0) ratios.push_back(median_of(rb) / ma);
   }
-  if (ratios.empty()) {
-    e.ci_low = e.ci_high = e.ratio;
-  } else {
+  if (!ratios.empty() && a.size() > 1 && b.size() > 1) {
     std::sort(ratios.begin(), ratios.end());
     const double alpha = 1.0 - options.confidence;
-    e.ci_low = stats::quantile_sorted(ratios, alpha / 2);
-    e.ci_high = stats::quantile_sorted(ratios, 1 - alpha / 2);
+    e.ci = Interval{stats::quantile_sorted(ratios, alpha / 2), stats::quantile_sorted(ratios, 1 - alpha / 2)};
   }
   const MannWhitney mw = mann_whitney(a, b);
   e.p_value = mw.p_value;
@@ -240,12 +275,10 @@ MetricSamples extract_metric_samples(const nlohmann::json& doc) {
   if (!doc.is_object()) return out;
   // `edgeprobe bench -o json`: {"results": [{"test", "repetitions": [...], "turns": [...]}]}
   if (doc.contains("results") && doc["results"].is_array()) {
-    size_t index = 0;
-    for (const nlohmann::json& r : doc["results"]) {
-      const std::string test = r.is_object() && r.contains("test") && r["test"].is_string()
-                                   ? r["test"].get<std::string>()
-                                   : fmt::format("result{}", index);
-      ++index;
+    const std::vector<std::string> labels = result_labels(doc["results"]);
+    for (size_t i = 0; i < labels.size(); ++i) {
+      const nlohmann::json& r = doc["results"][i];
+      const std::string& test = labels[i];
       for (const char* series : {"repetitions", "turns"})
         if (r.is_object() && r.contains(series) && r[series].is_array())
           for (const nlohmann::json& rep : r[series]) add_numeric_fields(rep, out[test]);
@@ -284,11 +317,214 @@ int better_direction(const std::string& metric) {
 }
 }  // namespace
 
-std::string verdict(const std::string& metric, const RatioEstimate& e) {
-  if (e.ci_low <= 1.0 && e.ci_high >= 1.0) return "no clear change";
+double significance_level(double confidence) {
+  // Rounded: 1 - 0.95 is 0.05000000000000004 in binary, which would let p = 0.05 pass.
+  return std::round((1 - confidence) * 1e9) / 1e9;
+}
+
+double practical_threshold(const std::string& metric) {
+  if (metric.find("per_s") != std::string::npos || metric.ends_with("_ms")) return 0.03;
+  if (metric.ends_with("_bytes")) return 0.05;
+  if (metric.ends_with("_j")) return 0.10;
+  return 0.05;
+}
+
+const char* verdict_kind_name(VerdictKind kind) {
+  switch (kind) {
+    case VerdictKind::kTooFewSamples:
+      return "too_few_samples";
+    case VerdictKind::kNoDifferenceShown:
+      return "no_difference_shown";
+    case VerdictKind::kNoPracticalDifference:
+      return "no_practical_difference";
+    case VerdictKind::kBetter:
+      return "better";
+    case VerdictKind::kWorse:
+      return "worse";
+    case VerdictKind::kHigher:
+      return "higher";
+    case VerdictKind::kLower:
+      return "lower";
+  }
+  return "";
+}
+
+Verdict judge(const std::string& metric, const RatioEstimate& e) {
+  const std::string n = fmt::format("n={}/{}", e.n_a, e.n_b);
+  if (e.n_a < kMinSamplesPerSide || e.n_b < kMinSamplesPerSide)
+    return {VerdictKind::kTooFewSamples,
+            fmt::format("no difference shown ({}; a verdict needs {} per side)", n, kMinSamplesPerSide),
+            fmt::format("fewer than {} samples on a side: the exact test cannot reach p < {:g}",
+                        kMinSamplesPerSide, significance_level(e.confidence))};
+  const double alpha = significance_level(e.confidence);
+  if (!(e.p_value < alpha))
+    return {VerdictKind::kNoDifferenceShown, fmt::format("no difference shown ({})", n),
+            fmt::format("p = {:.3g}, not below {:g}", e.p_value, alpha)};
+  if (!e.ci || e.ci->contains(1.0))
+    return {VerdictKind::kNoDifferenceShown, fmt::format("no difference shown ({})", n),
+            fmt::format("the {:.0f}% interval of B/A holds 1", 100 * e.confidence)};
+  const double threshold = practical_threshold(metric);
+  // A hair of slack so that exactly ±threshold (1.03 from 103/100) counts as within it.
+  if (std::fabs(e.ratio - 1) <= threshold + 1e-9)
+    return {VerdictKind::kNoPracticalDifference,
+            fmt::format("no practical difference (within ±{:g} %)", 100 * threshold),
+            fmt::format("B/A = {:.3f} is within ±{:g} % of 1", e.ratio, 100 * threshold)};
   const int dir = better_direction(metric);
-  if (dir == 0) return e.ratio > 1 ? "B higher" : "B lower";
-  return (e.ratio > 1) == (dir > 0) ? "B better" : "B worse";
+  if (dir == 0)
+    return e.ratio > 1 ? Verdict{VerdictKind::kHigher, "B higher", ""}
+                       : Verdict{VerdictKind::kLower, "B lower", ""};
+  return (e.ratio > 1) == (dir > 0) ? Verdict{VerdictKind::kBetter, "B better", ""}
+                                    : Verdict{VerdictKind::kWorse, "B worse", ""};
+}
+
+std::string SettingDifference::text() const {
+  // Hashes are cut where they still differ; text with spaces (a CPU name, a feature list)
+  // is kept whole up to a line's length.
+  const bool identifiers = a.find(' ') == std::string::npos && b.find(' ') == std::string::npos;
+  auto cut = [](const std::string& s) { return s.size() > 160 ? s.substr(0, 160) + "…" : s; };
+  if (identifiers) {
+    auto [sa, sb] = shorten_pair(a, b);
+    return fmt::format("{}: {} → {}", label, sa, sb);
+  }
+  return fmt::format("{}: {} → {}", label, cut(a), cut(b));
+}
+
+namespace {
+
+// Provenance fields a person wants to see when they differ; the comparability fields
+// (model, quantisation, engine, request path) come first, from the same mapping.
+const std::vector<ProvenanceField>& listed_provenance_fields() {
+  static const std::vector<ProvenanceField> fields = [] {
+    std::vector<ProvenanceField> f;
+    for (const ProvenanceField& c : default_comparability_fields())
+      if (c.label != "engine version") f.push_back(c);  // split into version and commit below
+    const std::vector<ProvenanceField> more{
+        {"engine version", {"/engine/version", "/llama_cpp/version"}, ""},
+        {"engine commit", {"/engine/commit", "/llama_cpp/commit"}, ""},
+        {"engine kind", {"/engine/kind"}, ""},
+        {"ggml cpu variant", {"/engine/cpu_variant"}, ""},
+        {"endpoint", {"/engine/details/endpoint"}, ""},
+        {"server model", {"/engine/details/server_model"}, ""},
+        {"edgeprobe version", {"/edgeprobe_version"}, ""},
+        {"device id", {"/device/id"}, ""},
+        {"device arch", {"/device/arch"}, ""},
+        {"device cpu", {"/device/cpu_model"}, ""},
+        {"device soc", {"/device/soc"}, ""},
+        {"device board", {"/device/board"}, ""},
+        {"device os", {"/device/os"}, ""},
+        {"device kernel", {"/device/kernel"}, ""},
+        {"hostname", {"/device/hostname"}, ""},
+        {"emulated", {"/emulated"}, "false"},
+    };
+    f.insert(f.end(), more.begin(), more.end());
+    return f;
+  }();
+  return fields;
+}
+
+// The names a person reads for the configuration fields of result/result.h; others keep
+// their own.
+std::string config_field_label(const std::string& key) {
+  static const std::map<std::string, std::string> kLabels{
+      {"n_threads", "threads"},      {"cpu_mask", "cpu mask"},      {"cpu_strict", "cpu strict"},
+      {"n_batch", "batch"},          {"n_ubatch", "ubatch"},        {"flash_attn", "flash attn"},
+      {"type_k", "KV type K"},       {"type_v", "KV type V"},       {"use_mmap", "mmap"},
+      {"n_prompt", "prompt tokens"}, {"n_gen", "generated tokens"}, {"n_depth", "depth"},
+      {"n_ctx", "context"}};
+  const auto it = kLabels.find(key);
+  return it == kLabels.end() ? key : it->second;
+}
+
+// An object as "K=V K=V", an empty string as "(empty)".
+std::string setting_text(const nlohmann::json& v) {
+  if (v.is_object()) {
+    std::string out;
+    for (const auto& [k, x] : v.items()) out += (out.empty() ? "" : " ") + k + "=" + value_text(x);
+    return out.empty() ? "(none)" : out;
+  }
+  const std::string t = value_text(v);
+  return t.empty() ? "(empty)" : t;
+}
+
+// Each configuration field's values over the document's tests, in order, without repeats.
+std::map<std::string, std::string> config_values(const nlohmann::json& doc) {
+  std::vector<nlohmann::json> configs;
+  if (doc.is_object() && doc.contains("results") && doc["results"].is_array())
+    for (const nlohmann::json& r : doc["results"])
+      if (r.is_object() && r.contains("config") && r["config"].is_object()) configs.push_back(r["config"]);
+  if (doc.is_object() && doc.contains("configs") && doc["configs"].is_array())
+    for (const nlohmann::json& c : doc["configs"])
+      if (c.is_object() && c.contains("config") && c["config"].is_object()) configs.push_back(c["config"]);
+  std::map<std::string, std::vector<std::string>> seen;
+  for (const nlohmann::json& config : configs)
+    for (const auto& [key, value] : config.items()) {
+      if (key == "model_path") continue;  // the model's SHA-256 is checked instead
+      std::vector<std::string>& values = seen[key];
+      const std::string t = setting_text(value);
+      if (std::find(values.begin(), values.end(), t) == values.end()) values.push_back(t);
+    }
+  std::map<std::string, std::string> out;
+  for (const auto& [key, values] : seen) {
+    std::string joined;
+    for (const std::string& v : values) joined += (joined.empty() ? "" : ",") + v;
+    out[key] = joined;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<SettingDifference> setting_differences(const nlohmann::json& a, const nlohmann::json& b) {
+  std::vector<SettingDifference> out;
+  const nlohmann::json pa = extract_provenance(a), pb = extract_provenance(b);
+  for (const ProvenanceField& f : listed_provenance_fields()) {
+    auto read = [&](const nlohmann::json& p) -> std::optional<std::string> {
+      if (!p.is_object()) return f.absent_means.empty() ? std::nullopt : std::optional(f.absent_means);
+      for (const std::string& pointer : f.pointers) {
+        if (pointer.find("/*") != std::string::npos) {
+          if (auto v = read_field(p, {pointer})) return v;
+          continue;
+        }
+        const nlohmann::json::json_pointer ptr(pointer);
+        if (p.contains(ptr) && !p.at(ptr).is_null()) return setting_text(p.at(ptr));
+      }
+      return f.absent_means.empty() ? std::nullopt : std::optional(f.absent_means);
+    };
+    const auto va = read(pa), vb = read(pb);
+    if (va != vb) out.push_back({f.label, va.value_or("(absent)"), vb.value_or("(absent)"), false});
+    if (f.label == "ggml cpu variant") {
+      // The variants' features: only those one side has (zen4 against sse42 is AVX ... on
+      // A and none on B), not two long lists that mostly agree.
+      const nlohmann::json::json_pointer ptr("/engine/cpu_variant_features");
+      auto features = [&](const nlohmann::json& p) {
+        std::vector<std::string> on;
+        if (p.is_object() && p.contains(ptr) && p.at(ptr).is_object())
+          for (const auto& [k, v] : p.at(ptr).items())
+            if (value_text(v) != "0" && v != false) on.push_back(k);
+        return on;
+      };
+      const std::vector<std::string> fa = features(pa), fb = features(pb);
+      auto only = [](const std::vector<std::string>& xs, const std::vector<std::string>& ys) {
+        std::string out;
+        for (const std::string& x : xs)
+          if (std::find(ys.begin(), ys.end(), x) == ys.end()) out += (out.empty() ? "" : " ") + x;
+        return out.empty() ? std::string("(none)") : out;
+      };
+      if (fa != fb) out.push_back({"ggml cpu features on one side only", only(fa, fb), only(fb, fa), false});
+    }
+  }
+  const auto ca = config_values(a), cb = config_values(b);
+  std::vector<std::string> keys;
+  for (const auto& [k, _] : ca) keys.push_back(k);
+  for (const auto& [k, _] : cb)
+    if (!ca.contains(k)) keys.push_back(k);
+  for (const std::string& k : keys) {
+    const auto ia = ca.find(k), ib = cb.find(k);
+    const std::string va = ia == ca.end() ? "(absent)" : ia->second,
+                      vb = ib == cb.end() ? "(absent)" : ib->second;
+    if (va != vb) out.push_back({config_field_label(k), va, vb, true});
+  }
+  return out;
 }
 
 CompareReport compare_documents(const nlohmann::json& a, const nlohmann::json& b, const CompareOptions& options) {
@@ -296,6 +532,17 @@ CompareReport compare_documents(const nlohmann::json& a, const nlohmann::json& b
   std::vector<FieldCheck> checks = provenance_checks(extract_provenance(a), extract_provenance(b));
   checks.push_back({"workload", workload_signature(a), workload_signature(b)});
   report.mismatches = comparability_mismatches(checks);
+  report.differences = setting_differences(a, b);
+  // The workload signature is a long JSON text; name the configuration fields instead.
+  std::string fields_a, fields_b;
+  for (const SettingDifference& d : report.differences)
+    if (d.configuration) {
+      fields_a += (fields_a.empty() ? "" : ", ") + d.label + " " + d.a;
+      fields_b += (fields_b.empty() ? "" : ", ") + d.label + " " + d.b;
+    }
+  for (Mismatch& m : report.mismatches)
+    if (m.label == "workload" && !fields_a.empty()) std::tie(m.a, m.b) = std::tie(fields_a, fields_b);
+  report.confidence = options.confidence;
   for (const FieldCheck& f : checks)
     if (!f.a && !f.b) report.unverified.push_back(f.label);
   const MetricSamples sa = extract_metric_samples(a), sb = extract_metric_samples(b);
@@ -330,6 +577,58 @@ CompareReport compare_documents(const nlohmann::json& a, const nlohmann::json& b
       if (ta == sa.end() || !ta->second.contains(metric)) report.only_in_b.push_back(test + "/" + metric);
   }
   return report;
+}
+
+nlohmann::json to_json(const CompareReport& r) {
+  using nlohmann::json;
+  json j;
+  j["comparable"] = r.comparable();
+  j["mismatches"] = json::array();
+  for (const Mismatch& m : r.mismatches)
+    j["mismatches"].push_back({{"field", m.label}, {"a", m.a}, {"b", m.b}, {"message", m.message()}});
+  j["differences"] = json::array();
+  for (const SettingDifference& d : r.differences)
+    j["differences"].push_back({{"setting", d.label},
+                                {"a", d.a},
+                                {"b", d.b},
+                                {"kind", d.configuration ? "configuration" : "provenance"},
+                                {"text", d.text()}});
+  j["unverified"] = r.unverified;
+  j["metrics"] = json::array();
+  for (const MetricComparison& m : r.metrics) {
+    json mj{{"test", m.test}, {"metric", m.metric}};
+    if (m.estimate) {
+      const RatioEstimate& e = *m.estimate;
+      const Verdict v = judge(m.metric, e);
+      mj.update({{"n_a", e.n_a},
+                 {"n_b", e.n_b},
+                 {"median_a", e.median_a},
+                 {"median_b", e.median_b},
+                 {"ratio", e.ratio},
+                 {"ci", e.ci ? json{e.ci->low, e.ci->high} : json(nullptr)},
+                 {"confidence", e.confidence},
+                 {"mann_whitney_p", e.p_value},
+                 {"p_exact", e.p_exact},
+                 {"practical_threshold", practical_threshold(m.metric)},
+                 {"verdict", v.text},
+                 {"verdict_kind", verdict_kind_name(v.kind)}});
+      if (!v.reason.empty()) mj["no_verdict_reason"] = v.reason;
+    } else {
+      mj["ratio"] = nullptr;
+    }
+    j["metrics"].push_back(std::move(mj));
+  }
+  j["only_in_a"] = r.only_in_a;
+  j["only_in_b"] = r.only_in_b;
+  j["rule"] = {{"min_samples_per_side", kMinSamplesPerSide},
+               {"significance", significance_level(r.confidence)},
+               {"practical_threshold",
+                {{"tokens_per_s", practical_threshold("x_per_s")},
+                 {"ms", practical_threshold("x_ms")},
+                 {"bytes", practical_threshold("x_bytes")},
+                 {"j", practical_threshold("x_j")},
+                 {"other", practical_threshold("x")}}}};
+  return j;
 }
 
 }  // namespace edgeprobe::analysis

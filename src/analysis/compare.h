@@ -12,11 +12,17 @@ namespace edgeprobe::analysis {
 
 // B against A for one metric: the ratio of medians with a percentile-bootstrap CI
 // (Efron & Tibshirani 1993, ch. 13) and a two-sided Mann-Whitney U p-value.
+struct Interval {
+  double low = 0, high = 0;
+  bool contains(double x) const { return low <= x && x <= high; }
+};
 struct RatioEstimate {
   size_t n_a = 0, n_b = 0;
   double median_a = 0, median_b = 0;
   double ratio = 0;  // median_b / median_a
-  double ci_low = 0, ci_high = 0;
+  // Absent when a side has one sample: resampling one value gives a zero-width interval
+  // that claims a certainty the run does not have.
+  std::optional<Interval> ci;
   double confidence = 0.95;
   double p_value = 1;  // Mann-Whitney U, two-sided
   bool p_exact = false;  // exact null distribution (no ties, small samples) or normal approximation
@@ -24,7 +30,7 @@ struct RatioEstimate {
 
 struct CompareOptions {
   int bootstrap_iterations = 4000;
-  double confidence = 0.95;
+  double confidence = 0.95;    // of the interval; the test's significance level is 1 - confidence
   uint64_t seed = 0x65646765;  // fixed: the same inputs always give the same interval
 };
 
@@ -86,23 +92,77 @@ MetricSamples extract_metric_samples(const nlohmann::json& document);
 // The provenance object of either kind of document (null when absent).
 nlohmann::json extract_provenance(const nlohmann::json& document);
 
+// One setting that differs between A and B: listed above the table whether or not the
+// runs are comparable, so a ratio is read with what changed ("ggml cpu variant: haswell →
+// sse42", "threads: 2 → 4").
+struct SettingDifference {
+  std::string label;
+  std::string a, b;            // "(absent)" where a side lacks the setting
+  bool configuration = false;  // a test setting (threads, batch, ...) rather than build, device or model
+  std::string text() const;
+};
+// Provenance fields (edgeprobe, engine and ggml variant, device, model, request path) and
+// the test configurations' fields (each field's values over the document's tests, in
+// order, without repeats) whose values differ between the two documents.
+std::vector<SettingDifference> setting_differences(const nlohmann::json& a, const nlohmann::json& b);
+
+// The rule for a verdict. No verdict below kMinSamplesPerSide samples on either side:
+// with the exact Mann-Whitney U test the smallest two-sided p-value for m and n samples is
+// 2 / C(m+n, m) (the samples do not overlap at all), 0.1 for 3 against 3 and 0.057 for 3
+// against 4, so a run of 3 repetitions can never show a difference at 0.05; 4 against 4
+// can (2/70 = 0.029). Above that, a verdict needs p below 1 - confidence AND the interval
+// of the ratio to exclude 1; and a ratio within the metric's practical threshold is "no
+// practical difference" even when it is significant.
+inline constexpr size_t kMinSamplesPerSide = 4;
+double significance_level(double confidence);  // 1 - confidence, without binary residue
+// The practical threshold of a metric, as a relative change (0.03 = ±3 %):
+//   tokens/s and times (_ms) 3 %: separate runs of one build on one device drift by a few
+//     percent (clock, thermal state, page cache, other processes) in ways the samples
+//     within a run do not show, so a smaller change is not one to act on;
+//   memory (_bytes) 5 %: peak RSS moves by a few MiB with allocator arenas, the resident
+//     share of the mapped file and page granularity for the same code;
+//   energy (_j) 10 %: sampled counters (RAPL, the battery) over a phase of a few seconds;
+//   anything else 5 %.
+double practical_threshold(const std::string& metric);
+
+enum class VerdictKind {
+  kTooFewSamples,          // below kMinSamplesPerSide on a side
+  kNoDifferenceShown,      // p not below the level, or the interval holds 1
+  kNoPracticalDifference,  // significant, but the ratio is within the practical threshold
+  // A verdict: better or worse by the metric's direction, higher or lower when it has none.
+  kBetter,
+  kWorse,
+  kHigher,
+  kLower,
+};
+struct Verdict {
+  VerdictKind kind = VerdictKind::kNoDifferenceShown;
+  std::string text;    // "B better", "no difference shown (n=1/1)", ...
+  std::string reason;  // why there is no verdict ("" for a verdict)
+  bool shown() const { return kind >= VerdictKind::kBetter; }
+};
+const char* verdict_kind_name(VerdictKind kind);  // "better", "no_difference_shown", ...
+// What a ratio B/A means for a person, by the rule above. The direction: tokens/s up is
+// better; _ms, _bytes and _j down is better; otherwise "B higher"/"B lower".
+Verdict judge(const std::string& metric, const RatioEstimate& estimate);
+
 struct MetricComparison {
   std::string test, metric;
   std::optional<RatioEstimate> estimate;  // nullopt: a side has no samples or median_a is 0
 };
 struct CompareReport {
   std::vector<Mismatch> mismatches;  // empty: comparable
+  std::vector<SettingDifference> differences;
   std::vector<MetricComparison> metrics;
   std::vector<std::string> only_in_a, only_in_b;  // "test/metric" present on one side only
   std::vector<std::string> unverified;  // comparability fields absent on both sides
+  double confidence = 0.95;             // of the intervals; the significance level is 1 - confidence
   bool comparable() const { return mismatches.empty(); }
 };
-// What a ratio B/A means for a person: "no clear change" when its interval holds 1, else
-// "B better"/"B worse" by the metric's direction (tokens/s up is better; _ms, _bytes and
-// _j down is better), or "B higher"/"B lower" when the direction is unknown.
-std::string verdict(const std::string& metric, const RatioEstimate& estimate);
-
 CompareReport compare_documents(const nlohmann::json& a, const nlohmann::json& b,
                                 const CompareOptions& options = {});
+
+// The report as `compare -o json` prints it and the HTML report embeds it: one shape.
+nlohmann::json to_json(const CompareReport& report);
 
 }  // namespace edgeprobe::analysis

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -17,17 +18,37 @@
 
 namespace edgeprobe::cli {
 
+namespace {
+
+// The settings that differ, one line each, after the mismatches (which already name
+// theirs in bold).
+std::string differences_markdown(const analysis::CompareReport& r) {
+  std::string out;
+  for (const analysis::SettingDifference& d : r.differences) {
+    const bool in_mismatch = std::any_of(r.mismatches.begin(), r.mismatches.end(),
+                                         [&](const analysis::Mismatch& m) { return m.label == d.label; });
+    if (!in_mismatch) out += fmt::format("- {}\n", d.text());
+  }
+  return out.empty() ? "" : "settings that differ (A → B):\n" + out;
+}
+
+}  // namespace
+
 std::string render_compare_markdown(const analysis::CompareReport& r, const std::string& label_a,
                                     const std::string& label_b) {
-  std::string out = fmt::format("A: {}\nB: {}\n\n", label_a, label_b);
-  for (const analysis::Mismatch& m : r.mismatches) out += fmt::format("**not comparable**: {}\n", m.message());
+  std::string notes;
+  for (const analysis::Mismatch& m : r.mismatches)
+    notes += fmt::format("**not comparable**: {}\n", m.message());
+  notes += differences_markdown(r);
   if (!r.unverified.empty()) {
     std::string labels;
     for (const std::string& u : r.unverified) labels += (labels.empty() ? "" : ", ") + u;
-    out += fmt::format("unverified (recorded on neither side): {}\n", labels);
+    notes += fmt::format("unverified (recorded on neither side): {}\n", labels);
   }
-  if (!r.mismatches.empty() || !r.unverified.empty()) out += "\n";
-  out += "| test | metric | A median | B median | B/A | 95% CI | p (Mann-Whitney) | n A/B | verdict |\n";
+  std::string out = fmt::format("A: {}\nB: {}\n\n{}{}", label_a, label_b, notes, notes.empty() ? "" : "\n");
+  const int level = static_cast<int>(std::lround(100 * r.confidence));
+  out += fmt::format(
+      "| test | metric | A median | B median | B/A | {}% CI | p (Mann-Whitney) | n A/B | verdict |\n", level);
   out += "|---|---|---:|---:|---:|---|---:|---|---|\n";
   for (const analysis::MetricComparison& m : r.metrics) {
     if (!m.estimate) {
@@ -35,48 +56,28 @@ std::string render_compare_markdown(const analysis::CompareReport& r, const std:
       continue;
     }
     const analysis::RatioEstimate& e = *m.estimate;
-    out += fmt::format("| {} | {} | {:.4g} | {:.4g} | {:.3f} | [{:.3f}, {:.3f}] | {:.3g}{} | {}/{} | {} |\n", m.test,
-                       m.metric, e.median_a, e.median_b, e.ratio, e.ci_low, e.ci_high, e.p_value,
-                       e.p_exact ? "" : " (approx.)", e.n_a, e.n_b, analysis::verdict(m.metric, e));
+    const std::string ci = e.ci ? fmt::format("[{:.3f}, {:.3f}]", e.ci->low, e.ci->high) : "n/a";
+    out += fmt::format("| {} | {} | {:.4g} | {:.4g} | {:.3f} | {} | {:.3g}{} | {}/{} | {} |\n", m.test,
+                       m.metric, e.median_a, e.median_b, e.ratio, ci, e.p_value,
+                       e.p_exact ? "" : " (approx.)", e.n_a, e.n_b, analysis::judge(m.metric, e).text);
   }
   for (const std::string& s : r.only_in_a) out += fmt::format("\nonly in A: {}", s);
   for (const std::string& s : r.only_in_b) out += fmt::format("\nonly in B: {}", s);
   if (!r.only_in_a.empty() || !r.only_in_b.empty()) out += "\n";
-  out += "\nB/A is the ratio of medians; the interval is a percentile bootstrap (4000 resamples, fixed seed).\n";
+  out +=
+      "\nB/A is the ratio of medians; the interval is a percentile bootstrap (4000 resamples, fixed seed), "
+      "none from a single sample.\n";
+  out += fmt::format(
+      "A verdict needs {} samples per side (with fewer the exact Mann-Whitney test cannot reach p < {:g}), "
+      "p < {:g} and an interval that excludes 1; a ratio within ±{:g} % (tokens/s, ms), ±{:g} % (bytes) or "
+      "±{:g} % (J) is no practical difference.\n",
+      analysis::kMinSamplesPerSide, analysis::significance_level(r.confidence),
+      analysis::significance_level(r.confidence), 100 * analysis::practical_threshold("_per_s"),
+      100 * analysis::practical_threshold("_bytes"), 100 * analysis::practical_threshold("_j"));
   return out;
 }
 
-nlohmann::json compare_report_json(const analysis::CompareReport& r) {
-  nlohmann::json j;
-  j["comparable"] = r.comparable();
-  j["mismatches"] = nlohmann::json::array();
-  for (const analysis::Mismatch& m : r.mismatches)
-    j["mismatches"].push_back({{"field", m.label}, {"a", m.a}, {"b", m.b}, {"message", m.message()}});
-  j["unverified"] = r.unverified;
-  j["metrics"] = nlohmann::json::array();
-  for (const analysis::MetricComparison& m : r.metrics) {
-    nlohmann::json mj{{"test", m.test}, {"metric", m.metric}};
-    if (m.estimate) {
-      const analysis::RatioEstimate& e = *m.estimate;
-      mj.update({{"n_a", e.n_a},
-                 {"n_b", e.n_b},
-                 {"median_a", e.median_a},
-                 {"median_b", e.median_b},
-                 {"ratio", e.ratio},
-                 {"ci", {e.ci_low, e.ci_high}},
-                 {"confidence", e.confidence},
-                 {"mann_whitney_p", e.p_value},
-                 {"p_exact", e.p_exact},
-                 {"verdict", analysis::verdict(m.metric, e)}});
-    } else {
-      mj["ratio"] = nullptr;
-    }
-    j["metrics"].push_back(std::move(mj));
-  }
-  j["only_in_a"] = r.only_in_a;
-  j["only_in_b"] = r.only_in_b;
-  return j;
-}
+nlohmann::json compare_report_json(const analysis::CompareReport& r) { return analysis::to_json(r); }
 
 void register_compare(CLI::App& app) {
   struct Args {
@@ -98,6 +99,7 @@ void register_compare(CLI::App& app) {
     if (!report.comparable() && !args->force) {
       // Say why first, then refuse: a ratio between different models is not a speed-up.
       for (const analysis::Mismatch& m : report.mismatches) fmt::print("**not comparable**: {}\n", m.message());
+      fmt::print("{}", differences_markdown(report));
       throw_bad_input("{} and {} are not comparable; pass --force to see the ratios anyway", args->a, args->b);
     }
     if (args->format == "json") {

@@ -12,13 +12,16 @@ class App;
 namespace edgeprobe::cli {
 
 // `edgeprobe compare A B [--db PATH] [--force] [-o md|json]`: per-metric ratio B/A of
-// medians with a 95 % bootstrap CI and a Mann-Whitney p-value. A and B are run ids in
-// the store or result JSON files (`bench`, `session` or `doctor -o json`, any schema version). Runs whose model sha256,
-// quantisation, engine, engine version or workload differ are refused as not comparable
-// (exit 2) unless --force.
+// medians with a 95 % bootstrap CI, a Mann-Whitney p-value and a verdict only where the
+// evidence holds one (analysis::judge). A and B are run ids in the store or result JSON
+// files (`bench`, `session` or `doctor -o json`, any schema version). The settings that
+// differ are listed above the table. Runs whose model sha256, quantisation, engine,
+// engine version, request path or workload differ are refused as not comparable (exit 2)
+// unless --force.
 void register_compare(CLI::App& app);
 
-// The markdown report; starts with a "**not comparable**: ..." line per mismatch.
+// The markdown report; starts with a "**not comparable**: ..." line per mismatch, then the
+// settings that differ.
 std::string render_compare_markdown(const analysis::CompareReport& report, const std::string& label_a,
                                     const std::string& label_b);
 nlohmann::json compare_report_json(const analysis::CompareReport& report);

@@ -5,28 +5,8 @@
 #include "report/html/assets.h"
 
 namespace edgeprobe::report {
-namespace {
 
 using nlohmann::json;
-
-json comparison_json(const analysis::CompareReport& r) {
-  json j{{"comparable", r.comparable()}, {"mismatches", json::array()}, {"metrics", json::array()},
-         {"unverified", r.unverified}, {"only_in_a", r.only_in_a}, {"only_in_b", r.only_in_b}};
-  for (const analysis::Mismatch& m : r.mismatches) j["mismatches"].push_back(m.message());
-  for (const analysis::MetricComparison& m : r.metrics) {
-    json mj{{"test", m.test}, {"metric", m.metric}};
-    if (m.estimate) {
-      const analysis::RatioEstimate& e = *m.estimate;
-      mj.update({{"n_a", e.n_a}, {"n_b", e.n_b}, {"median_a", e.median_a}, {"median_b", e.median_b},
-                 {"ratio", e.ratio}, {"ci", {e.ci_low, e.ci_high}}, {"confidence", e.confidence},
-                 {"p_value", e.p_value}, {"p_exact", e.p_exact}, {"verdict", analysis::verdict(m.metric, e)}});
-    }
-    j["metrics"].push_back(std::move(mj));
-  }
-  return j;
-}
-
-}  // namespace
 
 std::string document_kind(const json& d) {
   if (!d.is_object()) return "";
@@ -46,7 +26,8 @@ json html_report_data(const std::vector<HtmlInput>& inputs) {
   // Every input against the first: the first is the baseline a person picked.
   for (size_t i = 1; i < inputs.size(); ++i) {
     const auto report = analysis::compare_documents(inputs[0].document, inputs[i].document);
-    data["comparisons"].push_back({{"a", 0}, {"b", i}, {"report", comparison_json(report)}});
+    // The same object `compare -o json` prints: one shape for the page and the CLI.
+    data["comparisons"].push_back({{"a", 0}, {"b", i}, {"report", analysis::to_json(report)}});
   }
   return data;
 }

@@ -92,6 +92,9 @@ TEST(HtmlReport, TwoInputsAreComparedAndMismatchesNamed) {
   EXPECT_NE(differ["mismatches"].dump().find("sha256"), std::string::npos);
   const json& same = data["comparisons"][1]["report"];
   EXPECT_TRUE(same["comparable"].get<bool>());
+  // The page embeds compare -o json's object: the settings that differ, the verdict rule.
+  EXPECT_TRUE(same["differences"].empty()) << same["differences"].dump();
+  EXPECT_EQ(same["rule"]["min_samples_per_side"], 4);
   bool decode_ratio_is_one = false;
   for (const json& m : same["metrics"]) {
     if (m["metric"] == "decode_tokens_per_s") decode_ratio_is_one = m["ratio"].get<double>() == 1.0;

@@ -132,7 +132,7 @@ TEST(CompareCli, ComparesStoredRunsWithVerdicts) {
   EXPECT_NE(out.find("| tg64 | decode_tokens_per_s | 20.2 | 30.2 | 1.495 |"), std::string::npos) << out;
   EXPECT_NE(out.find("B better"), std::string::npos) << out;
   EXPECT_NE(out.find("| tg64 | ttft_ms | 102 | 102 | 1.000 |"), std::string::npos) << out;
-  EXPECT_NE(out.find("no clear change"), std::string::npos) << out;
+  EXPECT_NE(out.find("| 5/5 | no difference shown (n=5/5) |"), std::string::npos) << out;
 
   const nlohmann::json j = nlohmann::json::parse(run_cli({"compare", "1", "2", "--db", db, "-o", "json"}));
   EXPECT_TRUE(j["comparable"].get<bool>());

@@ -361,23 +361,38 @@ function epComparison(parent, data) {
     if (!r.comparable) {
       const box = epEl('div', {class: 'not-comparable', role: 'alert'}, 'NOT COMPARABLE: the ratios below compare different things');
       const ul = epEl('ul');
-      for (const m of r.mismatches) ul.appendChild(epEl('li', {text: m}));
+      for (const m of r.mismatches) ul.appendChild(epEl('li', {text: m.message}));
       box.appendChild(ul);
       sec.appendChild(box);
+    }
+    // What changed between A and B, comparable or not (the mismatches name theirs above).
+    const shown = new Set(r.mismatches.map(m => m.field));
+    const diffs = (r.differences || []).filter(d => !shown.has(d.setting));
+    if (diffs.length) {
+      const ul = epEl('ul', {class: 'differences'});
+      for (const d of diffs) ul.appendChild(epEl('li', {text: d.text}));
+      sec.appendChild(epEl('div', {}, epEl('p', {text: 'settings that differ (A \u2192 B):'}), ul));
     }
     if ((r.unverified || []).length) sec.appendChild(epEl('p', {class: 'muted', text: `unverified (recorded on neither side): ${r.unverified.join(', ')}`}));
     const ms = r.metrics.filter(m => typeof m.ratio === 'number');
     epTable(sec, ['test', 'metric', 'A median', 'B median', 'B/A', '95% CI', 'p (Mann-Whitney)', 'n A/B', 'verdict'],
             r.metrics.map(m => typeof m.ratio === 'number'
-              ? [m.test, m.metric, m.median_a, m.median_b, epNum(m.ratio, 3), `[${epNum(m.ci[0], 3)}, ${epNum(m.ci[1], 3)}]`,
-                 epNum(m.p_value) + (m.p_exact ? '' : ' (approx.)'), `${m.n_a}/${m.n_b}`, m.verdict]
+              ? [m.test, m.metric, m.median_a, m.median_b, epNum(m.ratio, 3), m.ci ? `[${epNum(m.ci[0], 3)}, ${epNum(m.ci[1], 3)}]` : 'n/a',
+                 epNum(m.mann_whitney_p) + (m.p_exact ? '' : ' (approx.)'), `${m.n_a}/${m.n_b}`, m.verdict]
               : [m.test, m.metric, null, null, 'n/a', '', '', '', 'no samples or zero baseline']), [0, 0, 1, 1, 1, 0, 1, 0, 0]);
     if (ms.length) {
       epChart(sec, {id: `cmp-${cmp.b}-ratios`, title: 'B/A ratio of medians with 95% bootstrap CI', xLabel: 'test/metric', yLabel: 'B/A',
                     source: 'analysis::compare_documents (percentile bootstrap, 4000 resamples, fixed seed)',
                     categories: ms.map(m => `${m.test}/${m.metric}`), hmarks: [{y: 1, label: 'B = A'}], yZero: true,
-                    series: [{name: 'B/A', xs: ms.map((_, i) => i), ys: ms.map(m => m.ratio), lo: ms.map(m => m.ci[0]),
-                              hi: ms.map(m => m.ci[1]), style: 'bars'}]});
+                    series: [{name: 'B/A', xs: ms.map((_, i) => i), ys: ms.map(m => m.ratio), lo: ms.map(m => (m.ci ? m.ci[0] : null)),
+                              hi: ms.map(m => (m.ci ? m.ci[1] : null)), style: 'bars'}]});
+    }
+    const rule = r.rule || {};
+    if (rule.min_samples_per_side) {
+      const t = rule.practical_threshold || {};
+      sec.appendChild(epEl('p', {class: 'muted', text: `A verdict needs ${rule.min_samples_per_side} samples per side, p < ${rule.significance} ` +
+        `and an interval that excludes 1; a ratio within \u00b1${epNum(t.tokens_per_s * 100)} % (tokens/s, ms), \u00b1${epNum(t.bytes * 100)} % (bytes) ` +
+        `or \u00b1${epNum(t.j * 100)} % (J) is no practical difference.`}));
     }
     for (const s of r.only_in_a || []) sec.appendChild(epEl('p', {class: 'muted', text: `only in A: ${s}`}));
     for (const s of r.only_in_b || []) sec.appendChild(epEl('p', {class: 'muted', text: `only in B: ${s}`}));
