@@ -56,9 +56,23 @@ function epProvenance(parent, prov) {
 }
 
 function epMedian(summary) { return summary && typeof summary === 'object' ? summary.median : null; }
+// The threads that ran the model: behind an endpoint the server's as it stated them
+// (details.server_side), 'n/a' when it did not; never the client's -t.
+// Set for each input before it renders (inputs render one after another).
+let epEndpointThreads;  // undefined: in-process
+function epServerThreads(prov) {
+  const eng = (prov || {}).engine || {};
+  if (eng.kind !== 'endpoint') return undefined;
+  const t = ((eng.details || {}).server_side || {}).threads;
+  return typeof t === 'number' ? t : null;
+}
+function epThreads(c) {
+  if (epEndpointThreads === undefined) return (c || {}).n_threads;
+  return typeof epEndpointThreads === 'number' ? epEndpointThreads : 'n/a';
+}
 function epTestLabel(r) {
   const c = r.config || {};
-  return `${r.test} t${c.n_threads}` + (c.n_depth ? ` d${c.n_depth}` : '');
+  return `${r.test} t${epThreads(c)}` + (c.n_depth ? ` d${c.n_depth}` : '');
 }
 
 // Telemetry reasons that apply to one kind of series ("cpufreq ...", "thermal ...").
@@ -211,8 +225,8 @@ function epBench(parent, doc, key) {
                    'load cold ms', 'load warm ms', 'peak RSS MiB', 'decode bound'],
           (doc.results || []).map(r => {
             const lat = (r.decode && r.decode.token_latency_ms) || {};
-            if (r.error) return [r.test, `error: ${r.error.message || r.error}`, (r.config || {}).n_threads];
-            return [r.test, r.status || 'ok', (r.config || {}).n_threads,
+            if (r.error) return [r.test, `error: ${r.error.message || r.error}`, epThreads(r.config)];
+            return [r.test, r.status || 'ok', epThreads(r.config),
                     epMedian((r.prefill || {}).tokens_per_s), epMedian((r.decode || {}).tokens_per_s), epMedian(r.ttft_ms),
                     lat.p50, lat.p99, (r.load || {}).cold_ms, epMedian((r.load || {}).warm_ms), mem(r),
                     (r.roofline || {}).decode_bound];
@@ -248,7 +262,7 @@ function epBenchServing(parent, doc) {
 function epSession(parent, doc, key) {
   (doc.configs || []).forEach((cfg, ci) => {
     const c = cfg.config || {}, a = cfg.analysis || {}, k = `${key}-c${ci}`;
-    parent.appendChild(epEl('h3', {text: `Configuration ${ci}: ${c.model_path || ''} ctx ${c.n_ctx} max ${c.max_tokens} t${c.n_threads}`}));
+    parent.appendChild(epEl('h3', {text: `Configuration ${ci}: ${c.model_path || ''} ctx ${c.n_ctx} max ${c.max_tokens} t${epThreads(c)}`}));
     if (cfg.error) { parent.appendChild(epEl('p', {class: 'not-comparable', text: `did not run: ${cfg.error.message || ''}`})); return; }
     const st = a.stability || {};
     epKv(parent, [['turns measured', a.turns_measured], ['decode t/s median', epMedian(a.decode_tokens_per_s)],
@@ -389,6 +403,7 @@ function epRender() {
     sec.appendChild(epEl('h2', {text: `${letter}${inp.kind} ${inp.label}`}));
     grid.appendChild(sec);
     epProvenance(sec, inp.document.provenance);
+    epEndpointThreads = epServerThreads(inp.document.provenance);
     const render = {bench: epBench, session: epSession, doctor: epDoctor}[inp.kind];
     render(sec, inp.document, `in${i}`);
   });
