@@ -162,7 +162,7 @@ class DefaultVocabServer : public ::testing::Test {
     return a;
   }
   static ProcessResult bench(bool with_pid, const std::string& format) {
-    std::vector<std::string> args = {"bench", "-p", "16", "-n", "48", "-r", "4", "-t", "2", "--seed", "3",
+    std::vector<std::string> args = {"bench", "-p", "16", "-n", "32", "-r", "3", "-t", "2", "--seed", "3",
                                      "--sample-hz", "0", "--no-store", "-o", format, "-q"};
     const auto e = endpoint(with_pid);
     args.insert(args.end(), e.begin(), e.end());
@@ -205,10 +205,10 @@ TEST_F(DefaultVocabServer, BenchPrefillAndDecodeCompleteAndNameTheServersThreads
   EXPECT_EQ(ss["model_path"], model_);  // llama-server's /props
   EXPECT_EQ(ss["slots"], 1);
   EXPECT_TRUE(ss["load_ms"].is_null());
-  ASSERT_EQ(j["results"].size(), 2u);  // pp16, tg48
+  ASSERT_EQ(j["results"].size(), 2u);  // pp16, tg32
   for (const auto& res : j["results"]) {
     ASSERT_TRUE(res["error"].is_null()) << res["test"] << ": " << res["error"].dump();
-    ASSERT_EQ(res["repetitions"].size(), 4u);
+    ASSERT_EQ(res["repetitions"].size(), 3u);
     // The server's load and memory are not this client's: absent, not the client's figures.
     EXPECT_TRUE(res["load"]["cold_ms"].is_null()) << res["load"].dump();
     EXPECT_TRUE(res["load"]["samples_ms"].empty()) << res["load"].dump();
@@ -220,7 +220,7 @@ TEST_F(DefaultVocabServer, BenchPrefillAndDecodeCompleteAndNameTheServersThreads
   }
   const auto md = bench(true, "md");
   ASSERT_EQ(md.exit_code, 0) << md.err;
-  EXPECT_EQ(md_cell(md.out, "tg48", "threads"), "1") << md.out;
+  EXPECT_EQ(md_cell(md.out, "tg32", "threads"), "1") << md.out;
   EXPECT_EQ(md_cell(md.out, "pp16", "peak RSS MiB"), "") << md.out;
   EXPECT_EQ(md_cell(md.out, "pp16", "load ms"), "") << md.out;
   EXPECT_NE(md.out.find("threads 1 (server command line)"), std::string::npos) << md.out;
@@ -229,7 +229,7 @@ TEST_F(DefaultVocabServer, BenchPrefillAndDecodeCompleteAndNameTheServersThreads
 TEST_F(DefaultVocabServer, WithoutItsProcessTheServersThreadsAreUnknownNotTheClients) {
   const auto r = bench(false, "md");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(md_cell(r.out, "tg48", "threads"), "n/a") << r.out;
+  EXPECT_EQ(md_cell(r.out, "tg32", "threads"), "n/a") << r.out;
   EXPECT_NE(r.out.find("threads n/a"), std::string::npos) << r.out;
   TempDir tmp;
   const auto csv = run_edgeprobe({"bench", "-p", "8", "-n", "0", "-r", "1", "-t", "2", "--sample-hz", "0", "--no-store",
@@ -277,13 +277,14 @@ TEST_F(DefaultVocabServer, AChatSessionCompletesEveryTurn) {
 
 // The default vocabulary in-process, token by token: greedy replies never hold a
 // byte-fallback token (ids 5..260), so every reply is whole UTF-8 characters. With the
-// former random output rows for them about 1 token in 120 was one.
+// former random output rows for them, 20 of 2304 greedy tokens (12 conversations, 64
+// tokens a turn) were byte tokens: about 5 would be expected in the tokens here.
 TEST(DefaultVocabulary, GreedyRepliesHoldNoByteToken) {
   const std::string model = synth_model("default-vocab", {"--shape", "tinyllama-1.1b", "--n-embd", "128", "--n-layer",
                                                           "2", "--n-ff", "256", "--n-head", "4", "--n-head-kv", "2",
                                                           "-q", "q4_0"});
-  const auto r = run_edgeprobe({"session", "-m", model, "--conversations", "12", "--rounds", "1", "--max-tokens",
-                                "64", "-c", "2048", "-t", "2", "--sample-hz", "0", "--no-store", "-o", "json", "-q"},
+  const auto r = run_edgeprobe({"session", "-m", model, "--conversations", "4", "--rounds", "1", "--max-tokens",
+                                "48", "-c", "2048", "-t", "2", "--sample-hz", "0", "--no-store", "-o", "json", "-q"},
                                240);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
@@ -295,7 +296,7 @@ TEST(DefaultVocabulary, GreedyRepliesHoldNoByteToken) {
       EXPECT_FALSE(id >= 5 && id < 5 + 256) << "byte token " << id << " in " << t["conversation_id"];
     }
   }
-  EXPECT_GT(tokens, 1000u);  // enough that the former vocabulary would have shown some
+  EXPECT_GT(tokens, 500u);  // enough that the former vocabulary would have shown some
 }
 
 }  // namespace
