@@ -21,6 +21,7 @@ EngineHandle make_engine(const Environment& env) {
     o.api = env.api.empty() ? "completions" : env.api;
     o.request_timeout_s = env.request_timeout_s;
     o.stall_timeout_s = std::min(o.stall_timeout_s, env.request_timeout_s);
+    o.server_pid = env.server_pid;
     h.engine = http::connect_endpoint(o);
     h.identity = result::engine_from_json(h.engine->provenance());
     return h;

@@ -14,7 +14,8 @@ nlohmann::json Capabilities::to_json() const {
           {"cpu_placement", cpu_placement},
           {"per_token_timing", per_token_timing},
           {"token_level", token_level},
-          {"requests", requests}};
+          {"requests", requests},
+          {"in_process", in_process}};
 }
 
 namespace {

@@ -57,6 +57,9 @@ struct Capabilities {
   bool token_level = true;
   // Request level: new_completer runs a completion request (every engine can).
   bool requests = true;
+  // The model runs in this process, so its load time, threads and peak RSS are this
+  // process's to measure. Not so behind an HTTP server: those figures are the server's.
+  bool in_process = true;
   nlohmann::json to_json() const;
 };
 

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <thread>
 
 #include "core/error.h"
@@ -33,6 +36,7 @@ struct ServerInfo {
   std::map<std::string, std::string> headers;
   int32_t n_vocab = 0;
   engine::Token bos = -1;
+  json server_side;  // the server's own settings, each with where it came from
 };
 
 std::string base_of(std::string url) {
@@ -294,6 +298,7 @@ class HttpEngine : public engine::Engine {
     engine::Capabilities c;
     c.token_level = false;
     c.requests = true;
+    c.in_process = false;  // load, threads and memory are the server's, not this process's
     return c;
   }
   nlohmann::json provenance() const override {
@@ -308,6 +313,7 @@ class HttpEngine : public engine::Engine {
                     {"api_key_set", !s.api_key.empty()}};
     if (s.model_entry.is_object() && s.model_entry.contains("meta"))
       details["model_meta"] = s.model_entry["meta"];
+    details["server_side"] = s.server_side;
     std::string version;
     if (s.props.is_object() && s.props.contains("build_info") && s.props["build_info"].is_string())
       version = s.props["build_info"];
@@ -350,6 +356,55 @@ json find_model(const json& list, const EndpointOptions& o) {
   for (const auto& id : ids) names += (names.empty() ? "" : ", ") + id;
   throw_bad_input("the endpoint {} does not serve model '{}' (it lists: {}); set --api-model",
                   redact_url(o.url), o.model, names);
+}
+
+// The NUL-separated strings of /proc/PID/<what> (cmdline, environ); empty when unreadable.
+std::vector<std::string> proc_strings(int pid, const char* what) {
+  std::ifstream in(fmt::format("/proc/{}/{}", pid, what), std::ios::binary);
+  std::vector<std::string> out;
+  for (std::string s; std::getline(in, s, '\0');) out.push_back(s);
+  return out;
+}
+
+std::optional<int> positive_int(const std::string& s) {
+  char* end = nullptr;
+  const long v = std::strtol(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || v < 1 || v > 4096) return std::nullopt;
+  return static_cast<int>(v);
+}
+
+// What llama-server says of its own settings (/props) and, for a local server, what its
+// command line says of its threads (llama-server reports them nowhere over HTTP). Every
+// value is null where neither says: never this client's own.
+json server_side(const ServerInfo& s, int pid) {
+  json out = {{"threads", nullptr}, {"threads_source", nullptr}, {"model_path", nullptr},
+              {"n_ctx", nullptr},   {"slots", nullptr},          {"load_ms", nullptr}};
+  const json& p = s.props;
+  if (p.is_object()) {
+    if (p.contains("model_path") && p["model_path"].is_string()) out["model_path"] = p["model_path"];
+    if (p.contains("total_slots") && p["total_slots"].is_number_integer()) out["slots"] = p["total_slots"];
+    const json* g = p.contains("default_generation_settings") ? &p["default_generation_settings"] : nullptr;
+    if (g && g->is_object() && g->contains("n_ctx") && (*g)["n_ctx"].is_number_integer()) out["n_ctx"] = (*g)["n_ctx"];
+  }
+  if (pid <= 0) return out;
+  const auto argv = proc_strings(pid, "cmdline");
+  if (argv.empty() || std::filesystem::path(argv[0]).filename().string().find("llama-server") == std::string::npos)
+    return out;  // another server's flags mean other things
+  // llama.cpp's parser: a flag on the command line wins over its LLAMA_ARG_ variable.
+  for (size_t i = 1; i + 1 < argv.size(); ++i)
+    if (argv[i] == "-t" || argv[i] == "--threads")
+      if (auto t = positive_int(argv[i + 1])) {
+        out["threads"] = *t;
+        out["threads_source"] = "server command line";
+      }
+  if (out["threads"].is_null())
+    for (const auto& e : proc_strings(pid, "environ"))
+      if (e.starts_with("LLAMA_ARG_THREADS="))
+        if (auto t = positive_int(e.substr(18))) {
+          out["threads"] = *t;
+          out["threads_source"] = "server environment (LLAMA_ARG_THREADS)";
+        }
+  return out;
 }
 
 }  // namespace
@@ -407,6 +462,7 @@ std::unique_ptr<engine::Engine> connect_endpoint(const EndpointOptions& options)
       // Provenance only: an endpoint that answers /v1/models but not these still runs.
     }
   }
+  info->server_side = server_side(*info, options.server_pid);
   return std::make_unique<HttpEngine>(std::move(info));
 }
 

@@ -17,13 +17,17 @@ struct EndpointOptions {
   double stall_timeout_s = 60;
   int max_retries = 3;  // for 429 and 503, waiting as Retry-After says (bounded)
   double max_retry_wait_s = 10;
+  // A local server's process (--server-pid): its command line says what threads it runs,
+  // which llama-server does not report over HTTP. 0: not known.
+  int server_pid = 0;
 };
 
 // Throws Error(kBadInput) for a URL that is not http(s), an empty model name or api.
 void validate_endpoint(const EndpointOptions& options);
 
 // Connects: checks the endpoint answers and serves `model` (when it lists its models),
-// and learns what it says of itself (its model list, llama-server's /props). Throws
+// and learns what it says of itself (its model list, llama-server's /props; provenance's
+// details.server_side, docs/endpoint.md). Throws
 // Error(kBadInput) for an endpoint that cannot be reached or does not serve the model,
 // so a typo fails at once with one line.
 std::unique_ptr<engine::Engine> connect_endpoint(const EndpointOptions& options);

@@ -209,6 +209,16 @@ void write_float_model(const SynthShape& s, ggml_type type, uint64_t seed, const
       const float scale = std::sqrt(3.0f / static_cast<float>(spec.ne0));
       for (auto& x : f32) x = rng.uniform() * scale;
     }
+    // Generated text is whole UTF-8 characters: the byte-fallback tokens keep their place
+    // in the vocabulary (any text still tokenizes) but their output rows are zero, so their
+    // logit is exactly 0. Greedy decoding (temperature 0, what edgeprobe asks) picks one
+    // only if every other row scores at most 0 at once; those rows are independent and
+    // symmetric, so for any hidden state that is a chance of about 2^-(n_vocab - 256).
+    // Without this, random weights emit lone UTF-8 bytes, which llama-server refuses.
+    if (spec.name == "output.weight")
+      for (int64_t t = 0; t < spec.ne1; ++t)
+        if (vocab.types[static_cast<size_t>(t)] == kTokenByte)
+          std::fill_n(f32.begin() + t * spec.ne0, spec.ne0, 0.0f);
     size_t bytes = 0;
     if (spec.ne1 == 0 || type == GGML_TYPE_F32) {
       bytes = f32.size() * sizeof(float);

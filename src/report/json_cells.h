@@ -24,4 +24,13 @@ inline const nlohmann::json& at(const nlohmann::json& j, const char* pointer) {
   return j.contains(p) ? j.at(p) : kNull;
 }
 
+// The threads that ran the model, as a cell: the configuration's own in-process; behind an
+// endpoint the server's as it stated them (provenance details.server_side), "n/a" when it
+// did not: the client's -t is not what the server ran.
+inline std::string threads_cell(const nlohmann::json& provenance, int configured) {
+  if (at(provenance, "/engine/kind") != "endpoint") return std::to_string(configured);
+  const nlohmann::json& t = at(provenance, "/engine/details/server_side/threads");
+  return t.is_number_integer() ? std::to_string(t.get<int64_t>()) : "n/a";
+}
+
 }  // namespace edgeprobe::report

@@ -161,7 +161,7 @@ class MarkdownReporter : public Reporter {
     std::vector<std::string> cells = {
         model_labels_.at(static_cast<size_t>(r.model_index)),
         mib(model["size_bytes"]), human_params(model["n_params"]), model.value("quant", ""),
-        provenance_["engine"].value("cpu_variant", ""), std::to_string(r.config.n_threads)};
+        provenance_["engine"].value("cpu_variant", ""), threads_cell(provenance_, r.config.n_threads)};
     for (const auto& v : varied_)
       if (v != "model") cells.push_back(scalar(at(j, ("/config/" + config_key(v)).c_str())));
     if (r.error) {
@@ -216,6 +216,17 @@ class MarkdownReporter : public Reporter {
             "prefill for a prefill test): 'tg freq share' is the slowest cluster's mean clock over its maximum, "
             "'max °C' the hottest zone, 'throttled ms' the cgroup's throttled time summed over repetitions, 'other "
             "CPU' other processes' share of the CPUs; n/a: not measured on this device.\n";
+    if (at(provenance_, "/engine/kind") == "endpoint") {
+      // Whose figures these are: the server ran the model, this process only timed it.
+      const json& ss = at(provenance_, "/engine/details/server_side");
+      const json& threads = at(ss, "/threads");
+      out_ << fmt::format(
+          "Endpoint: the server ran the model ({}); threads {}; load ms and peak RSS are the server's, which it "
+          "does not report, so they are empty (this client's own would say nothing of the server).\n",
+          at(ss, "/model_path").is_string() ? "its model " + scalar(at(ss, "/model_path")) : "its model file unknown",
+          threads.is_number_integer() ? fmt::format("{} ({})", scalar(threads), scalar(at(ss, "/threads_source")))
+                                      : "n/a (the server did not say; --server-pid reads a local llama-server's)");
+    }
     out_.flush();
   }
 
@@ -347,8 +358,12 @@ class CsvReporter : public Reporter {
     out_ << header << "\n";
   }
   void add(const result::TestResult& r) override {
+    json res = result::to_json(r);
+    // Behind an endpoint the threads column is the server's (empty when it did not say).
+    if (at(provenance_, "/engine/kind") == "endpoint")
+      res["config"]["n_threads"] = at(provenance_, "/engine/details/server_side/threads");
     const json doc = {{"schema_version", result::kSchemaVersion},
-                      {"result", result::to_json(r)},
+                      {"result", res},
                       {"model", provenance_["models"][static_cast<size_t>(r.model_index)]},
                       {"provenance", provenance_},
                       {"telemetry", {{"prefill", phase_telemetry(r, "prefill")}, {"decode", phase_telemetry(r, "decode")}}},

@@ -27,7 +27,8 @@ void print_markdown(std::ostream& out, const json& report) {
     const json& q = a["qes"];
     out << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", c["ordinal"].get<int>(),
                        c["config"]["model_path"].get<std::string>(), c["config"]["n_ctx"].get<int>(),
-                       c["config"]["max_tokens"].get<int>(), c["config"]["n_threads"].get<int>(),
+                       c["config"]["max_tokens"].get<int>(),
+                       threads_cell(report["provenance"], c["config"]["n_threads"].get<int>()),
                        a["turns_measured"].get<int>(), fmt_opt(a["ttft_ms"]["median"], "{:.1f}"),
                        fmt_opt(a["decode_tokens_per_s"]["median"], "{:.2f}"), fmt_opt(st.value("cv", json()), "{:.3f}"),
                        st.contains("drift") && st["drift"].is_object() ? fmt_opt(st["drift"].value("ratio", json()), "{:.3f}") : "unavailable",
@@ -89,7 +90,11 @@ void write_csv(const json& report, std::ostream& out) {
     for (const auto& turn : config["turns"]) {
       json t = turn;
       t["status"] = turn.contains("error") && turn["error"].is_object() ? "error" : "ok";
-      const json doc = {{"report", report}, {"config", config}, {"turn", t}};
+      json cfg = config;
+      // Behind an endpoint the threads column is the server's (empty when it did not say).
+      if (at(report, "/provenance/engine/kind") == "endpoint")
+        cfg["config"]["n_threads"] = at(report, "/provenance/engine/details/server_side/threads");
+      const json doc = {{"report", report}, {"config", cfg}, {"turn", t}};
       std::string line;
       bool first = true;
       for (const auto& c : kTurnColumns) {

@@ -160,14 +160,18 @@ LoadedGroup load_group(engine::Engine& engine, const workload::TestCase& test, c
   std::error_code ec;
   const auto bytes = std::filesystem::file_size(test.model_path, ec);
   g.resident_share = ec ? -1 : probe::resident_fraction(test.model_path, bytes);
+  // Behind a server, "loading" makes a handle: the model loaded when the server started,
+  // and no load time is known (absent, never the handle's microseconds).
+  const bool in_process = engine.capabilities().in_process;
   try {
-    const int loads = std::max(1, options.repetitions);
+    const int loads = in_process ? std::max(1, options.repetitions) : 1;
     for (int l = 0; l < loads && !stop_requested(); ++l) {
       if (callbacks.progress) callbacks.progress(fmt::format("loading {} ({}/{})", test.model_path, l + 1, loads));
       g.model.reset();
       const int64_t t0 = clock.now_ns();
       g.model = engine.load({test.model_path, test.use_mmap, true});
       const int64_t t1 = clock.now_ns();
+      if (!in_process) continue;
       g.load_ms.push_back(ms_between(t0, t1));
       emit(callbacks, events, {"load", "phase", t0, t1, 0, l, "load"});
     }
@@ -226,7 +230,8 @@ void run_case(engine::Engine& engine, const engine::LoadedModel& model, size_t i
     if (!requests) return (r < 0 ? *warm : *exec).run(r, seed);
     std::function<void(const PhaseEvent&)> on_event;
     if (r >= 0) on_event = [&](const PhaseEvent& e) { emit(callbacks, events, e); };
-    return run_request_repetition(*completer, model, test, options.api, r, seed, clock, on_event);
+    return run_request_repetition(*completer, model, test, options.api, r, seed, clock, on_event,
+                                  engine.capabilities().in_process);
   };
   if (options.warmup) {
     progress(label + ": warm-up");

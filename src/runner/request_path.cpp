@@ -78,11 +78,12 @@ engine::CompletionRequest bench_request(const engine::LoadedModel& model, const 
 result::Repetition run_request_repetition(engine::Completer& completer, const engine::LoadedModel& model,
                                           const workload::TestCase& test, const std::string& api,
                                           int repetition, uint64_t seed, const RunClock& clock,
-                                          const std::function<void(const PhaseEvent&)>& emit) {
+                                          const std::function<void(const PhaseEvent&)>& emit,
+                                          bool in_process) {
   const auto req = bench_request(model, test, api, seed);
   result::Repetition rep;
   rep.index = repetition;
-  reset_peak_rss();
+  if (in_process) reset_peak_rss();
   const auto r = completer.complete(req, clock);
   const auto t = time_request(r);
   rep.start_ns = r.start_ns;
@@ -97,7 +98,8 @@ result::Repetition run_request_repetition(engine::Completer& completer, const en
   rep.decode_ms = ms_between(first, last);
   rep.decode_tokens_per_s =
       t.completion_tokens > 1 && rep.decode_ms > 0 ? (t.completion_tokens - 1) / (rep.decode_ms / 1e3) : 0;
-  rep.peak_rss_bytes = peak_rss_bytes();
+  // A server's memory is not this process's: unknown (-1) rather than the client's.
+  rep.peak_rss_bytes = in_process ? peak_rss_bytes() : -1;
   rep.request = {
       {"api", req.api},
       {"prompt_tokens", r.prompt_tokens < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.prompt_tokens)},

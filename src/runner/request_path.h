@@ -29,11 +29,13 @@ RequestTiming time_request(const engine::CompletionResult& result);
 engine::CompletionRequest bench_request(const engine::LoadedModel& model, const workload::TestCase& test,
                                         const std::string& api, uint64_t seed);
 
-// One timed repetition through `completer`; phase and token events go to `emit`.
+// One timed repetition through `completer`; phase and token events go to `emit`. The
+// peak RSS is this process's only when the model runs `in_process` (else unknown).
 result::Repetition run_request_repetition(engine::Completer& completer, const engine::LoadedModel& model,
                                           const workload::TestCase& test, const std::string& api,
                                           int repetition, uint64_t seed, const RunClock& clock,
-                                          const std::function<void(const PhaseEvent&)>& emit);
+                                          const std::function<void(const PhaseEvent&)>& emit,
+                                          bool in_process = true);
 
 // One conversation of a session through `completer`: each turn sends the history so far
 // (chat messages, or plain text for the completions API) with cache_prompt, so a server

@@ -57,6 +57,20 @@ function epProvenance(parent, prov) {
 
 // A summary of no samples (an older result wrote its median as 0) has no median.
 function epMedian(summary) { return summary && typeof summary === 'object' && summary.n !== 0 ? summary.median : null; }
+// The threads that ran the model: behind an endpoint the server's as it stated them
+// (details.server_side), 'n/a' when it did not; never the client's -t.
+// Set for each input before it renders (inputs render one after another).
+let epEndpointThreads;  // undefined: in-process
+function epServerThreads(prov) {
+  const eng = (prov || {}).engine || {};
+  if (eng.kind !== 'endpoint') return undefined;
+  const t = ((eng.details || {}).server_side || {}).threads;
+  return typeof t === 'number' ? t : null;
+}
+function epThreads(c) {
+  if (epEndpointThreads === undefined) return (c || {}).n_threads;
+  return typeof epEndpointThreads === 'number' ? epEndpointThreads : 'n/a';
+}
 // A label per model that tells rows apart (the same rule as the markdown table): the names
 // where unique, else the file names, else the paths; null for a run of one model.
 function epModelLabels(doc) {
@@ -74,7 +88,8 @@ function epTestLabel(r, doc) {
   const labels = doc ? epModelLabels(doc) : null;
   const model = labels && typeof r.model_index === 'number' ? `${labels[r.model_index]} ` : '';
   const depth = c.n_depth && !String(r.test).includes(`d${c.n_depth}`) ? ` d${c.n_depth}` : '';
-  return `${model}${r.test} t${c.n_threads}${depth}`;
+  return `${model}${r.test} t${epThreads(c)}${depth}`;
+}
 }
 
 // Telemetry reasons that apply to one kind of series ("cpufreq ...", "thermal ...").
@@ -237,8 +252,8 @@ function epBench(parent, doc, key) {
                    'load cold ms', 'load warm ms', 'peak RSS MiB', 'decode bound'],
           (doc.results || []).map(r => {
             const lat = (r.decode && r.decode.token_latency_ms) || {};
-            if (r.error) return [modelOf(r), r.test, `error: ${r.error.message || r.error}`, (r.config || {}).n_threads];
-            return [modelOf(r), r.test, r.status || 'ok', (r.config || {}).n_threads,
+            if (r.error) return [modelOf(r), r.test, `error: ${r.error.message || r.error}`, epThreads(r.config)];
+            return [modelOf(r), r.test, r.status || 'ok', epThreads(r.config),
                     epMedian((r.prefill || {}).tokens_per_s), epMedian((r.decode || {}).tokens_per_s), epMedian(r.ttft_ms),
                     lat.p50, lat.p99, (r.load || {}).cold_ms, epMedian((r.load || {}).warm_ms), mem(r),
                     (r.roofline || {}).decode_bound];
@@ -274,7 +289,7 @@ function epBenchServing(parent, doc) {
 function epSession(parent, doc, key) {
   (doc.configs || []).forEach((cfg, ci) => {
     const c = cfg.config || {}, a = cfg.analysis || {}, k = `${key}-c${ci}`;
-    parent.appendChild(epEl('h3', {text: `Configuration ${ci}: ${c.model_path || ''} ctx ${c.n_ctx} max ${c.max_tokens} t${c.n_threads}`}));
+    parent.appendChild(epEl('h3', {text: `Configuration ${ci}: ${c.model_path || ''} ctx ${c.n_ctx} max ${c.max_tokens} t${epThreads(c)}`}));
     if (cfg.error) { parent.appendChild(epEl('p', {class: 'not-comparable', text: `did not run: ${cfg.error.message || ''}`})); return; }
     const st = a.stability || {};
     epKv(parent, [['turns measured', a.turns_measured], ['decode t/s median', epMedian(a.decode_tokens_per_s)],
@@ -430,6 +445,7 @@ function epRender() {
     sec.appendChild(epEl('h2', {text: `${letter}${inp.kind} ${inp.label}`}));
     grid.appendChild(sec);
     epProvenance(sec, inp.document.provenance);
+    epEndpointThreads = epServerThreads(inp.document.provenance);
     const render = {bench: epBench, session: epSession, doctor: epDoctor}[inp.kind];
     render(sec, inp.document, `in${i}`);
   });
