@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <vector>
 
 namespace edgeprobe::report {
 
@@ -22,6 +23,20 @@ inline const nlohmann::json& at(const nlohmann::json& j, const char* pointer) {
   static const nlohmann::json kNull;
   const nlohmann::json::json_pointer p(pointer);
   return j.contains(p) ? j.at(p) : kNull;
+}
+
+// Where prefills ran under --prefill-remote, from their records (docs/disaggregation.md):
+// "remote", "local (fallback)", or both counted when they differ; "" when none holds one.
+inline std::string prefill_path(const std::vector<const nlohmann::json*>& records) {
+  int remote = 0, fallback = 0;
+  for (const auto* r : records) {
+    if (!r || !r->is_object() || !r->contains("mode")) continue;
+    ++((*r)["mode"] == "remote" ? remote : fallback);
+  }
+  if (remote + fallback == 0) return "";
+  if (fallback == 0) return "remote";
+  if (remote == 0) return "local (fallback)";
+  return fmt::format("{} remote, {} local (fallback)", remote, fallback);
 }
 
 }  // namespace edgeprobe::report
