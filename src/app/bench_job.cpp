@@ -241,10 +241,13 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   recorder.write_trace(ctx.trace_file);
 
   out.outcome.interrupted = runner::stop_requested();
-  if (ctx.store)
-    ctx.store->finish_run(run_id, out.outcome.interrupted ? store::Status::kFailed : store::Status::kComplete,
-                          out.outcome.interrupted ? "interrupted" : "");
   collect_errors(report.results, out.outcome);
+  if (ctx.store) {
+    size_t failed = 0;
+    for (const auto& r : report.results) failed += r.error && r.error->kind != "interrupted";
+    const auto status = store::finished_status(report.results.size(), failed, out.outcome.interrupted);
+    ctx.store->finish_run(run_id, status, finished_error(status, out.outcome, failed, report.results.size(), "tests"));
+  }
   return out;
 }
 

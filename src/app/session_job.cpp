@@ -186,10 +186,21 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
     if (ctx.store && !out.outcome.interrupted) ctx.store->record_run_summary(run_id, "config" + std::to_string(i), c.analysis);
     report.configs.push_back(std::move(c));
   }
-  if (ctx.store)
-    ctx.store->finish_run(run_id, out.outcome.interrupted ? store::Status::kFailed : store::Status::kComplete,
-                          out.outcome.interrupted ? "interrupted" : "");
   out.outcome.errors = result::session_errors(report, &out.outcome.exit_code);
+  if (ctx.store) {
+    // Units are turns; a configuration that failed before any turn (its model did not
+    // load) counts as one failed unit.
+    size_t units = 0, failed = 0;
+    for (const auto& c : report.configs) {
+      for (const auto& t : c.turns) {
+        ++units;
+        failed += t.contains("error") && t["error"].is_object();
+      }
+      if (c.error && c.turns.empty()) ++units, ++failed;
+    }
+    const auto status = store::finished_status(units, failed, out.outcome.interrupted);
+    ctx.store->finish_run(run_id, status, finished_error(status, out.outcome, failed, units, "turns"));
+  }
   if (ctx.sink) ctx.sink->session_end(result::to_json(report));
   return out;
 }
