@@ -337,7 +337,9 @@ function epDoctor(parent, doc, key) {
     for (const e of f.evidence || []) ev.appendChild(epEl('li', {text: typeof e === 'string' ? e : JSON.stringify(e)}));
     box.appendChild(ev);
     const s = f.speedup ?? f.estimated_speedup;
-    if (typeof s === 'number') box.appendChild(epEl('p', {text: `speed-up: ${epNum(s)}\u00d7 (${f.speedup_basis || 'basis not stated'})`}));
+    const why = f.speedup_detail || f.speedup_basis || 'basis not stated';
+    if (typeof s === 'number') box.appendChild(epEl('p', {text: `speed-up: ${epNum(s)}\u00d7 (${why})`}));
+    else if (f.speedup_detail) box.appendChild(epEl('p', {text: `speed-up: ${f.speedup_detail}`}));
     if (f.fix) box.appendChild(epEl('p', {}, 'fix: ', epEl('code', {text: f.fix})));
     parent.appendChild(box);
   }
