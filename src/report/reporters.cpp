@@ -115,7 +115,7 @@ class MarkdownReporter : public Reporter {
       if (v != "model") headers_.push_back(v);
     headers_.push_back("test");
     // --prefill-remote: which prefills ran on the server and which fell back to this node.
-    remote_prefill_ = at(provenance_, "/extra/prefill_remote").is_string();
+    remote_prefill_ = at(provenance_, "/prefill_remote").is_string();
     if (remote_prefill_) headers_.push_back("prefill");
     for (const char* h : {"prefill t/s", "decode t/s", "ttft ms", "token p50/p99 ms", "load ms", "peak RSS MiB",
                           "efficiency pp / tg", "tg bound", "tg freq share", "max °C", "throttled ms",

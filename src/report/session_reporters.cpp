@@ -24,7 +24,7 @@ std::string turn_prefill(const json& turn) {
 
 void print_markdown(std::ostream& out, const json& report) {
   // --prefill-remote: which turns' prefills ran on the server and which fell back here.
-  const bool remote_prefill = at(report, "/provenance/extra/prefill_remote").is_string();
+  const bool remote_prefill = at(report, "/provenance/prefill_remote").is_string();
   out << "| config | model | ctx | max tokens | threads | turns | ttft ms (median) | decode t/s (median) | CV | drift "
          "| change points | missed frames | QES |"
       << (remote_prefill ? " prefill |\n" : "\n");
