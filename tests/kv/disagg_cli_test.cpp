@@ -233,6 +233,15 @@ TEST(KvDisagg, AFallbackIsSaidOnStderrAndInTheTableAndRequiredMakesItAnError) {
   EXPECT_EQ(count(session.err, ": fell back to a local prefill: "), 1u) << session.err;
   EXPECT_NE(session.out.find("| QES | prefill |"), std::string::npos) << session.out;
   EXPECT_NE(session.out.find(" local (fallback) |\n"), std::string::npos) << session.out;
+
+  // Required, in a session: every turn fails, so the stored run is failed, not complete.
+  const std::string db = dir.file("r.db");
+  const auto all_failed = decode_node({"session", "-m", model, "--rounds", "1", "--conversations", "2", "--max-tokens", "4",
+                                       "-t", "1", "--sample-hz", "0", "--db", db, "-q", "-o", "md", "--prefill-remote",
+                                       stopped, "--prefill-remote-required"});
+  EXPECT_EQ(all_failed.exit_code, 3) << all_failed.err;
+  const auto runs = decode_node({"runs", "--db", db});
+  EXPECT_NE(runs.out.find("  session  failed  "), std::string::npos) << runs.out;
 }
 
 TEST(KvDisagg, MissingTokenIsBadInput) {
