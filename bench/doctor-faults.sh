@@ -120,8 +120,9 @@ name, ratios = sys.argv[2], [float(x) for x in sys.argv[3:]]
 try:
     d = json.load(open(sys.argv[1]))["doctor"]
     top = d["findings"][0]
-    est = top.get("estimated_speedup")
-    print(f"| {name} | {top['id']} ({top['severity']}) | {'x%.2f' % est if est else '-'} | x{statistics.median(ratios):.2f} | {top.get('speedup_basis', '').split(':')[0] or '-'} |")
+    est = top.get("speedup", top.get("estimated_speedup"))  # the second: results from before one name
+    basis = (top.get("speedup_basis") or "-").split(":")[0]
+    print(f"| {name} | {top['id']} ({top['severity']}) | {'x%.2f' % est if est else '-'} | x{statistics.median(ratios):.2f} | {basis} |")
 except Exception as e:
     print(f"| {name} | doctor failed: {e} | - | x{statistics.median(ratios):.2f} | - |")
 PY

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "app/engine_factory.h"
 #include "app/models.h"
@@ -128,6 +129,8 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   report.provenance = runner::make_provenance(engine.identity, ctx.command_line);
   if (plan.env.server_pid > 0) report.provenance.extra["telemetry_pid"] = plan.env.server_pid;
   if (!plan.run.api.empty()) report.provenance.extra["request_path"] = plan.run.api;  // compare checks it
+  // Reports add a column saying which prefills were remote and which fell back.
+  if (!plan.env.prefill_remote.empty()) report.provenance.extra["prefill_remote"] = plan.env.prefill_remote;
   report.provenance.models = models.identities(plan.hash_models, ctx.sink);
   if (endpoint && report.provenance.models.empty())
     report.provenance.models.push_back(endpoint_model_identity(engine.identity));
@@ -199,9 +202,14 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
     if (it == stored.end()) return std::nullopt;
     return it->second;
   };
+  std::set<std::string> fallbacks_said;
   callbacks.repetition = [&](size_t i, const workload::TestCase& test, result::Repetition& rep) {
-    if (engine.prefill_log) attach_prefill_record(*engine.prefill_log, plan.env, rep.prefill_remote, rep.ttft_ms,
-                                                  rep.prefill_ms, rep.prefill_tokens_per_s);
+    if (engine.prefill_log) {
+      attach_prefill_record(*engine.prefill_log, plan.env, rep.prefill_remote, rep.ttft_ms, rep.prefill_ms,
+                            rep.prefill_tokens_per_s);
+      if (const auto w = fallback_warning(rep.prefill_remote, plan.env, fallbacks_said); !w.empty() && ctx.sink)
+        ctx.sink->warning(w);
+    }
     recorder.enrich_repetition(test.name(), rep);
     if (ctx.store) ctx.store->record_repetition(run_id, static_cast<int64_t>(i), rep.index, result::to_json(rep));
     if (ctx.sink) ctx.sink->bench_repetition(i, test, rep);
@@ -238,10 +246,13 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   recorder.write_trace(ctx.trace_file);
 
   out.outcome.interrupted = runner::stop_requested();
-  if (ctx.store)
-    ctx.store->finish_run(run_id, out.outcome.interrupted ? store::Status::kFailed : store::Status::kComplete,
-                          out.outcome.interrupted ? "interrupted" : "");
   collect_errors(report.results, out.outcome);
+  if (ctx.store) {
+    size_t failed = 0;
+    for (const auto& r : report.results) failed += r.error && r.error->kind != "interrupted";
+    const auto status = store::finished_status(report.results.size(), failed, out.outcome.interrupted);
+    ctx.store->finish_run(run_id, status, finished_error(status, out.outcome, failed, report.results.size(), "tests"));
+  }
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "app/engine_factory.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "core/error.h"
@@ -36,6 +38,7 @@ EngineHandle make_engine(const Environment& env) {
     o.client.token = kv::load_token(env.prefill_token_file);
     o.compare_local = env.prefill_compare_local;
     o.send_tail = env.prefill_transfer != "whole";
+    o.required = env.prefill_remote_required;
     h.prefill_log = std::make_shared<kv::PrefillLog>();
     h.inner = std::move(h.engine);
     h.engine = std::make_unique<kv::RemotePrefillEngine>(*h.inner, std::move(o), h.prefill_log);
@@ -60,6 +63,16 @@ void attach_prefill_record(kv::PrefillLog& log, const Environment& env, nlohmann
   ttft_ms = last->ttft_ms;
   prefill_ms = last->ttft_ms;
   prefill_tokens_per_s = last->ttft_ms > 0 ? last->tokens / (last->ttft_ms / 1e3) : 0;
+}
+
+std::string fallback_warning(const nlohmann::json& record, const Environment& env, std::set<std::string>& said) {
+  if (!record.is_object() || record.value("mode", "") != "local") return "";
+  const std::string reason = record.value("fallback_reason", "");
+  if (!said.insert(reason).second) return "";
+  return fmt::format(
+      "--prefill-remote {}: fell back to a local prefill: {}; {} (such rows say \"local (fallback)\"; "
+      "--prefill-remote-required makes a fallback an error)",
+      env.prefill_remote, reason, kv::fallback_advice(reason, env.prefill_remote));
 }
 
 }  // namespace edgeprobe::app

@@ -2,6 +2,8 @@
 #include <nlohmann/json.hpp>
 
 #include <memory>
+#include <set>
+#include <string>
 
 #include "app/plan.h"
 #include "engine/backend.h"
@@ -34,5 +36,10 @@ nlohmann::json engine_log_json();
 // it measured are replaced by the remote path's own (the local one stays in the record).
 void attach_prefill_record(kv::PrefillLog& log, const Environment& env, nlohmann::json& record, double& ttft_ms,
                            double& prefill_ms, double& prefill_tokens_per_s);
+
+// The warning a prefill record calls for: a fallback says so once per distinct reason (a
+// session against a stopped server fails the same way every turn), with what to do.
+// Empty for a remote prefill, no record, or a reason already in `said`.
+std::string fallback_warning(const nlohmann::json& record, const Environment& env, std::set<std::string>& said);
 
 }  // namespace edgeprobe::app

@@ -11,6 +11,7 @@
 
 namespace edgeprobe::store {
 class Store;
+enum class Status;
 }
 
 namespace edgeprobe::app {
@@ -70,5 +71,10 @@ struct JobOutcome {
   size_t skipped = 0;
   std::string skipped_why;
 };
+
+// The error text a finished run is stored with: "interrupted", how many units failed and
+// the first failure, or "" for a complete run. `unit` is plural ("tests", "turns").
+std::string finished_error(store::Status status, const JobOutcome& outcome, size_t failed, size_t units,
+                           const std::string& unit);
 
 }  // namespace edgeprobe::app

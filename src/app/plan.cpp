@@ -25,6 +25,8 @@ void validate_environment(const Environment& env) {
   if (env.sysfs_root.empty()) throw_bad_input("--sysfs-root is empty: give a directory (/ for this machine)");
   if (env.prefill_remote.empty() && env.prefill_compare_local)
     throw_bad_input("--prefill-compare-local needs --prefill-remote HOST:PORT");
+  if (env.prefill_remote.empty() && env.prefill_remote_required)
+    throw_bad_input("--prefill-remote-required needs --prefill-remote HOST:PORT");
   if (env.prefill_transfer != "tail" && env.prefill_transfer != "whole")
     throw_bad_input("--prefill-transfer '{}': use tail (a later turn's cells only) or whole", env.prefill_transfer);
   if (!env.prefill_remote.empty() && !env.endpoint.empty())
@@ -67,6 +69,7 @@ json environment_json(const Environment& e) {
     j["prefill_token_file"] = e.prefill_token_file;
     j["prefill_compare_local"] = e.prefill_compare_local;
     j["prefill_transfer"] = e.prefill_transfer;
+    if (e.prefill_remote_required) j["prefill_remote_required"] = true;
   }
   if (!e.endpoint.empty()) {  // the endpoint's URL without credentials; never the API key
     j["endpoint"] = e.endpoint;
@@ -86,6 +89,7 @@ void read_environment(const json& j, Environment& e) {
   read(j, "prefill_token_file", e.prefill_token_file);
   read(j, "prefill_compare_local", e.prefill_compare_local);
   read(j, "prefill_transfer", e.prefill_transfer);
+  read(j, "prefill_remote_required", e.prefill_remote_required);
   read(j, "endpoint", e.endpoint);
   read(j, "api_model", e.api_model);
   read(j, "api", e.api);

@@ -30,6 +30,9 @@ struct Environment {
   std::string prefill_token_file;
   bool prefill_compare_local = false;  // also prefill locally, timed apart, in each repetition/turn
   std::string prefill_transfer = "tail";  // later turns: "tail" (the new cells only) or "whole" state
+  // A fallback to local prefill is an error of the repetition or turn (exit 3), not a
+  // warning: for runs whose point is the remote path.
+  bool prefill_remote_required = false;
   // An OpenAI-compatible endpoint instead of the in-process engine (docs/endpoint.md);
   // its API key comes from $EDGEPROBE_API_KEY and is never part of a plan.
   std::string endpoint;            // "" = in-process

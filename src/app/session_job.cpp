@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -43,6 +44,8 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
   report.provenance = runner::make_provenance(engine.identity, ctx.command_line);
   if (plan.env.server_pid > 0) report.provenance.extra["telemetry_pid"] = plan.env.server_pid;
   if (!plan.options.api.empty()) report.provenance.extra["request_path"] = plan.options.api;  // compare checks it
+  // Reports add a column saying which prefills were remote and which fell back.
+  if (!plan.env.prefill_remote.empty()) report.provenance.extra["prefill_remote"] = plan.env.prefill_remote;
   report.provenance.models = models.identities(true, ctx.sink);
   if (endpoint && report.provenance.models.empty())
     report.provenance.models.push_back(endpoint_model_identity(engine.identity));
@@ -115,11 +118,15 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
                                   it->second["error"].value("message", "")};
     return t;
   };
+  std::set<std::string> fallbacks_said;
   cb.turn_done = [&](size_t ci, runner::TurnResult& t) {
     json prefill_remote;
-    if (engine.prefill_log && t.end_ns > 0)
+    if (engine.prefill_log && t.end_ns > 0) {
       attach_prefill_record(*engine.prefill_log, plan.env, prefill_remote, t.ttft_ms, t.prefill_ms,
                             t.prefill_tokens_per_s);
+      if (const auto w = fallback_warning(prefill_remote, plan.env, fallbacks_said); !w.empty() && ctx.sink)
+        ctx.sink->warning(w);
+    }
     json j;
     if (t.end_ns > 0) {
       t.telemetry = {{"prefill", recorder.summarize(t.start_ns, t.prefill_end_ns, t.prompt_tokens)},
@@ -179,10 +186,21 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
     if (ctx.store && !out.outcome.interrupted) ctx.store->record_run_summary(run_id, "config" + std::to_string(i), c.analysis);
     report.configs.push_back(std::move(c));
   }
-  if (ctx.store)
-    ctx.store->finish_run(run_id, out.outcome.interrupted ? store::Status::kFailed : store::Status::kComplete,
-                          out.outcome.interrupted ? "interrupted" : "");
   out.outcome.errors = result::session_errors(report, &out.outcome.exit_code);
+  if (ctx.store) {
+    // Units are turns; a configuration that failed before any turn (its model did not
+    // load) counts as one failed unit.
+    size_t units = 0, failed = 0;
+    for (const auto& c : report.configs) {
+      for (const auto& t : c.turns) {
+        ++units;
+        failed += t.contains("error") && t["error"].is_object();
+      }
+      if (c.error && c.turns.empty()) ++units, ++failed;
+    }
+    const auto status = store::finished_status(units, failed, out.outcome.interrupted);
+    ctx.store->finish_run(run_id, status, finished_error(status, out.outcome, failed, units, "turns"));
+  }
   if (ctx.sink) ctx.sink->session_end(result::to_json(report));
   return out;
 }

@@ -101,7 +101,10 @@ void register_kv_serve(CLI::App& app) {
 void add_prefill_remote_flags(CLI::App* cmd, app::Environment& env) {
   cmd->add_option(
       "--prefill-remote", env.prefill_remote,
-      "Prefill on the kv-serve node at HOST:PORT, decode here (falls back to local prefill on any failure)");
+      "Prefill on the kv-serve node at HOST:PORT, decode here (falls back to local prefill on any failure, with a "
+      "warning)");
+  cmd->add_flag("--prefill-remote-required", env.prefill_remote_required,
+                "Make a fallback to local prefill an error of the repetition or turn (exit 3) instead of a warning");
   cmd->add_option("--prefill-token-file", env.prefill_token_file,
                   "File holding the kv-serve token (default: $EDGEPROBE_KV_TOKEN)");
   cmd->add_flag("--prefill-compare-local", env.prefill_compare_local,

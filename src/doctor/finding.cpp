@@ -1,6 +1,7 @@
 #include "doctor/finding.h"
 
 #include <algorithm>
+#include <string_view>
 
 namespace edgeprobe::doctor {
 
@@ -21,6 +22,15 @@ void sort_by_impact(std::vector<Finding>& findings) {
   });
 }
 
+std::string speedup_basis_word(const Finding& f) {
+  std::string_view s = f.speedup_basis;
+  const std::string emulated = std::string(kEmulatedSpeedup) + ": ";
+  if (s.starts_with(emulated)) s.remove_prefix(emulated.size());
+  for (const char* word : {"measured", "estimated", "none"})
+    if (s.starts_with(word)) return word;
+  return "";
+}
+
 nlohmann::json to_json(const Finding& f) {
   nlohmann::json j = {{"id", f.id},
                       {"severity", severity_name(f.severity)},
@@ -29,8 +39,10 @@ nlohmann::json to_json(const Finding& f) {
                       {"affects", f.affects},
                       {"fix", f.fix},
                       {"data", f.data}};
-  j["estimated_speedup"] = f.speedup ? nlohmann::json(*f.speedup) : nlohmann::json(nullptr);
-  j["speedup_basis"] = f.speedup_basis;
+  const std::string word = speedup_basis_word(f);
+  j["speedup"] = f.speedup ? nlohmann::json(*f.speedup) : nlohmann::json(nullptr);
+  j["speedup_basis"] = word.empty() ? nlohmann::json(nullptr) : nlohmann::json(word);
+  j["speedup_detail"] = f.speedup_basis.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.speedup_basis);
   return j;
 }
 

@@ -22,6 +22,9 @@ struct Finding {
   std::string affects;   // "decode", "prefill", "prefill+decode", "load", "memory", "results"
   // Factor the affected phase should speed up by once fixed (> 1), and how it was found:
   // "measured" (the tool ran the fixed configuration) or "estimated" (from telemetry).
+  // speedup_basis is a sentence that starts with its basis, "measured: ...", "estimated: ..."
+  // or "none: why" (speedup_basis_word); JSON has the word as speedup_basis and the
+  // sentence as speedup_detail.
   std::optional<double> speedup;
   std::string speedup_basis;
   std::string fix;       // the exact flag, variable, build or device setting
@@ -37,6 +40,11 @@ constexpr const char* kEmulatedSpeedup = "from an emulated run, not any device's
 // A speed-up from an emulated run (data "emulated") does not rank.
 void sort_by_impact(std::vector<Finding>& findings);
 
+// "measured", "estimated" or "none" (past an emulated run's prefix); "" when unstated.
+std::string speedup_basis_word(const Finding& finding);
+
+// {"speedup": factor or null, "speedup_basis": word or null, "speedup_detail": sentence or
+// null, ...}: one name for the factor whether it was measured or estimated.
 nlohmann::json to_json(const Finding& finding);
 
 }  // namespace edgeprobe::doctor

@@ -77,7 +77,9 @@ std::string to_text(const Diagnosis& d) {
   for (const auto& f : d.findings) {
     warnings += f.severity != Severity::kInfo;
     std::string gain;
-    if (f.speedup) gain = fmt::format(" · x{:.2f} {} if fixed ({})", *f.speedup, f.affects, f.speedup_basis.substr(0, f.speedup_basis.find(':')));
+    if (f.speedup)
+      gain = fmt::format(" · x{:.2f} {} if fixed ({}{})", *f.speedup, f.affects, speedup_basis_word(f),
+                         f.data.contains("emulated") ? std::string(", ") + kEmulatedSpeedup : "");
     out += fmt::format("{}. [{}] {}: {}{}\n", ++n, severity_name(f.severity), f.id, f.title, gain);
     for (const auto& line : f.evidence) out += "     " + line + "\n";
     if (f.severity != Severity::kInfo && !f.speedup && !f.speedup_basis.empty()) out += "   speed-up: " + f.speedup_basis + "\n";

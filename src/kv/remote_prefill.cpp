@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "kv/protocol.h"
 
@@ -39,10 +41,19 @@ class RemotePrefillContext : public engine::Context {
       remote(tokens, rec);
       rec.mode = "remote";
     } catch (const std::exception& e) {
-      rec.mode = "local";
-      rec.fallback_reason = e.what();
       client_.reset();
       synced_ = 0;
+      const std::string server = options_.client.server.to_string();
+      if (options_.required)
+        throw_environment("the remote prefill at {} failed and --prefill-remote-required forbids a local one: {}; {}",
+                          server, e.what(), fallback_advice(e.what(), server));
+      // Whatever the failed attempt had timed is not a figure of this prefill.
+      PrefillRecord fallback;
+      fallback.tokens = rec.tokens;
+      fallback.local_prefill_ms = rec.local_prefill_ms;
+      rec = std::move(fallback);
+      rec.mode = "local";
+      rec.fallback_reason = e.what();
       local(tokens, logits_for_last);
     }
     rec.ttft_ms = ms_since(t0);
@@ -130,7 +141,7 @@ class RemotePrefillContext : public engine::Context {
     rec.transfer_ms = std::max(0.0, reply.round_trip_ms - reply.remote_prefill_ms - reply.serialize_ms);
     rec.state_bytes = state_bytes;
     const int cells = reply.n_past - reply.tail_from.value_or(0);
-    rec.kv_bytes_per_token = cells > 0 ? static_cast<double>(state_bytes) / cells : 0;
+    if (cells > 0) rec.kv_bytes_per_token = static_cast<double>(state_bytes) / cells;
     if (reply.state_receive_ms > 0)
       rec.link_mbit_s = static_cast<double>(state_bytes) * 8 / 1e6 / (reply.state_receive_ms / 1e3);
     client_->recycle(std::move(reply.state));
@@ -219,25 +230,38 @@ class RemotePrefillModel : public engine::LoadedModel {
 }  // namespace
 
 nlohmann::json PrefillRecord::to_json() const {
-  nlohmann::json j = {{"mode", mode},
-                      {"transfer", transfer},
-                      {"tokens", tokens},
-                      {"tokens_sent", tokens_sent},
-                      {"n_past", n_past},
-                      {"connect_ms", connect_ms},
-                      {"remote_prefill_ms", remote_prefill_ms},
-                      {"serialize_ms", serialize_ms},
-                      {"transfer_ms", transfer_ms},
-                      {"restore_ms", restore_ms},
-                      {"first_token_ms", first_token_ms},
-                      {"ttft_ms", ttft_ms},
-                      {"state_bytes", state_bytes},
-                      {"kv_bytes_per_token", kv_bytes_per_token},
-                      {"link_mbit_s", link_mbit_s}};
+  nlohmann::json j = {{"mode", mode}, {"tokens", tokens}, {"n_past", n_past}, {"ttft_ms", ttft_ms}};
+  auto put = [&j](const char* key, const auto& value) {
+    if (value) j[key] = *value;
+  };
+  put("transfer", transfer);
+  put("tokens_sent", tokens_sent);
+  put("connect_ms", connect_ms);
+  put("remote_prefill_ms", remote_prefill_ms);
+  put("serialize_ms", serialize_ms);
+  put("transfer_ms", transfer_ms);
+  put("restore_ms", restore_ms);
+  put("first_token_ms", first_token_ms);
+  put("state_bytes", state_bytes);
+  put("kv_bytes_per_token", kv_bytes_per_token);
+  put("link_mbit_s", link_mbit_s);
   if (!fallback_reason.empty()) j["fallback_reason"] = fallback_reason;
-  if (local_prefill_ms) j["local_prefill_ms"] = *local_prefill_ms;
-  if (first_token_matches_local) j["first_token_matches_local"] = *first_token_matches_local;
+  put("local_prefill_ms", local_prefill_ms);
+  put("first_token_matches_local", first_token_matches_local);
   return j;
+}
+
+std::string fallback_advice(const std::string& reason, const std::string& server) {
+  auto has = [&reason](const char* s) { return reason.find(s) != std::string::npos; };
+  if (has("cannot connect") || has("cannot resolve"))
+    return fmt::format("is kv-serve running there? start it with `edgeprobe kv-serve -m MODEL --listen {}`", server);
+  if (has("token"))
+    return "check the token: both nodes need the same one (EDGEPROBE_KV_TOKEN or --prefill-token-file here, "
+           "--token-file on kv-serve)";
+  if (has("not interchangeable"))
+    return "give both nodes the same model file and the same -ctk/-ctv/-fa";
+  if (has("busy")) return "the server is serving --max-clients decode nodes already; start it with a higher --max-clients";
+  return "kv-serve's own log on that node says more";
 }
 
 void PrefillLog::add(PrefillRecord record) {

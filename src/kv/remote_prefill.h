@@ -11,7 +11,8 @@
 // An engine decorator for the decode node: contexts whose prefill runs on a kv server,
 // whose state comes back over TCP and is restored here, after which decoding is local.
 // Runners see an ordinary engine. Any failure (no server, a refusal, a bad frame, a
-// restore llama.cpp rejects) falls back to a local prefill, and the record says so.
+// restore llama.cpp rejects) falls back to a local prefill, and the record says so; with
+// `required` it is an error instead (the repetition or turn fails).
 namespace edgeprobe::kv {
 
 struct RemotePrefillOptions {
@@ -25,26 +26,36 @@ struct RemotePrefillOptions {
   // The model's fingerprint, instead of hashing and reading its file (engines whose
   // models are not GGUF files: the fake one in tests).
   std::optional<Fingerprint> fingerprint;
+  // A failed remote path throws Error(kEnvironment) instead of prefilling locally
+  // (--prefill-remote-required: a run that must measure the remote path).
+  bool required = false;
 };
 
-// One prefill as the decode node lived it. JSON (to_json) goes into the result.
+// One prefill as the decode node lived it. JSON (to_json) goes into the result. Only what
+// was measured is there: a fallback has no transfer, so its record holds the mode, the
+// reason, the tokens and the TTFT of the whole attempt, and no remote figure at all.
 struct PrefillRecord {
   std::string mode;             // "remote", or "local" after a fallback
   std::string fallback_reason;  // why the remote path was not taken
-  std::string transfer;         // "whole" state or "tail" (the cells after what this node held)
   int tokens = 0;               // this call's tokens
-  int tokens_sent = 0;          // with what the server had not seen (earlier replies)
   int n_past = 0;
-  double connect_ms = 0;  // connection and handshake, when this prefill opened one
-  double remote_prefill_ms = 0, serialize_ms = 0, transfer_ms = 0, restore_ms = 0, first_token_ms = 0;
-  double ttft_ms = 0;  // the whole remote path (or the fallback) on this node's clock
-  uint64_t state_bytes = 0;
-  double kv_bytes_per_token = 0;
-  double link_mbit_s = 0;                  // the state frame's bytes over its receive time
+  double ttft_ms = 0;  // the whole remote path (or the failed attempt and the fallback) on this node's clock
+  // The remote path's own figures, set when it completed.
+  std::optional<std::string> transfer;  // "whole" state or "tail" (the cells after what this node held)
+  std::optional<int> tokens_sent;       // with what the server had not seen (earlier replies)
+  std::optional<double> connect_ms;     // connection and handshake, when this prefill opened one
+  std::optional<double> remote_prefill_ms, serialize_ms, transfer_ms, restore_ms, first_token_ms;
+  std::optional<uint64_t> state_bytes;
+  std::optional<double> kv_bytes_per_token;
+  std::optional<double> link_mbit_s;       // the state frame's bytes over its receive time, when that was timed
   std::optional<double> local_prefill_ms;  // compare_local: the same tokens prefilled here
   std::optional<bool> first_token_matches_local;
   nlohmann::json to_json() const;
 };
+
+// What to do about a fallback, for the line a job prints: start kv-serve, check the
+// token, use the same model file and cache types. `server` is HOST:PORT.
+std::string fallback_advice(const std::string& reason, const std::string& server);
 
 // Where a job reads the last prefill's record after a runner's repetition or turn.
 class PrefillLog {

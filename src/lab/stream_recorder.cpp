@@ -68,6 +68,8 @@ void StreamRecorder::event(const json& e) {
     const json& r = e.at("result");
     const auto ordinal = static_cast<int64_t>(tests_seen_++);
     const bool failed = r.value("status", "ok") != "ok";
+    ++units_;
+    failed_units_ += failed;
     const std::string message = failed && r["error"].is_object() ? r["error"].value("message", "") : "";
     store_.finish_configuration(run_id_, ordinal, failed ? store::Status::kFailed : store::Status::kComplete,
                                 message);
@@ -88,6 +90,8 @@ void StreamRecorder::event(const json& e) {
     const json& t = e.at("turn");
     const store::TurnKey key{e.at("config_index").get<int64_t>(), t.at("round").get<int64_t>(),
                              t.at("conversation_id").get<std::string>(), t.at("turn_index").get<int64_t>()};
+    ++units_;
+    failed_units_ += t.contains("error") && t["error"].is_object();
     if (done_.has(key)) {
       ++skipped_;
       return;
@@ -113,9 +117,14 @@ void StreamRecorder::event(const json& e) {
     exit_code_ = e.value("exit_code", 0);
     errors_ = e.value("errors", std::vector<std::string>{});
     const bool interrupted = e.value("interrupted", false);
+    // As the device's own store would: partial or failed when tests or turns failed.
+    const auto status = store::finished_status(units_, failed_units_, interrupted);
     if (run_id_)
-      store_.finish_run(run_id_, interrupted ? store::Status::kFailed : store::Status::kComplete,
-                        interrupted ? "interrupted on the device" : "");
+      store_.finish_run(run_id_, status,
+                        interrupted ? "interrupted on the device"
+                        : status == store::Status::kComplete
+                            ? ""
+                            : fmt::format("{} of {} {} failed", failed_units_, units_, kind_ == "session" ? "turns" : "tests"));
     stopped_ = true;
   } else if (ev == "error") {
     exit_code_ = e.value("kind", "") == "bad_input" ? 2 : 3;

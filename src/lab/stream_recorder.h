@@ -53,6 +53,7 @@ class StreamRecorder {
   nlohmann::json plan_;
   int64_t next_seq_ = 0;
   size_t tests_seen_ = 0, committed_ = 0, skipped_ = 0;
+  size_t units_ = 0, failed_units_ = 0;  // tests or turns the device reported, and those that failed
   bool ended_ = false, stopped_ = false;
   int exit_code_ = 0;
   std::string failed_;

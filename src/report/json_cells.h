@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <vector>
 
 namespace edgeprobe::report {
 
@@ -31,6 +32,20 @@ inline std::string threads_cell(const nlohmann::json& provenance, int configured
   if (at(provenance, "/engine/kind") != "endpoint") return std::to_string(configured);
   const nlohmann::json& t = at(provenance, "/engine/details/server_side/threads");
   return t.is_number_integer() ? std::to_string(t.get<int64_t>()) : "n/a";
+}
+
+// Where prefills ran under --prefill-remote, from their records (docs/disaggregation.md):
+// "remote", "local (fallback)", or both counted when they differ; "" when none holds one.
+inline std::string prefill_path(const std::vector<const nlohmann::json*>& records) {
+  int remote = 0, fallback = 0;
+  for (const auto* r : records) {
+    if (!r || !r->is_object() || !r->contains("mode")) continue;
+    ++((*r)["mode"] == "remote" ? remote : fallback);
+  }
+  if (remote + fallback == 0) return "";
+  if (fallback == 0) return "remote";
+  if (remote == 0) return "local (fallback)";
+  return fmt::format("{} remote, {} local (fallback)", remote, fallback);
 }
 
 }  // namespace edgeprobe::report

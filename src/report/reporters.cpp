@@ -133,6 +133,12 @@ json efficiency_notes(const json& roofline) {
   return notes;
 }
 
+std::string prefill_path(const result::TestResult& r) {
+  std::vector<const json*> records;
+  for (const auto& rep : r.repetitions) records.push_back(&rep.prefill_remote);
+  return report::prefill_path(records);
+}
+
 // The markdown table: median ± sd first (what a reader compares), then the latency tail.
 class MarkdownReporter : public Reporter {
  public:
@@ -145,7 +151,11 @@ class MarkdownReporter : public Reporter {
     headers_ = {"model", "size MiB", "params", "quant", "ggml cpu", "threads"};
     for (const auto& v : varied_)
       if (v != "model") headers_.push_back(v);
-    for (const char* h : {"test", "prefill t/s", "decode t/s", "ttft ms", "token p50/p99 ms", "load ms", "peak RSS MiB",
+    headers_.push_back("test");
+    // --prefill-remote: which prefills ran on the server and which fell back to this node.
+    remote_prefill_ = at(provenance_, "/prefill_remote").is_string();
+    if (remote_prefill_) headers_.push_back("prefill");
+    for (const char* h : {"prefill t/s", "decode t/s", "ttft ms", "token p50/p99 ms", "load ms", "peak RSS MiB",
                           "efficiency pp / tg", "tg bound", "tg freq share", "max °C", "throttled ms",
                           "other CPU"})
       headers_.push_back(h);
@@ -170,6 +180,7 @@ class MarkdownReporter : public Reporter {
     } else {
       const json& lat = at(j, "/decode/token_latency_ms");
       cells.push_back(j["test"].get<std::string>());
+      if (remote_prefill_) cells.push_back(prefill_path(r));
       cells.push_back(median_pm(at(j, "/prefill/tokens_per_s"), 2));
       cells.push_back(median_pm(at(j, "/decode/tokens_per_s"), 2));
       cells.push_back(number(at(j, "/ttft_ms/median"), 1));
@@ -272,6 +283,7 @@ class MarkdownReporter : public Reporter {
   std::vector<std::string> varied_;
   std::vector<std::string> headers_;
   std::set<std::string> remeasure_;
+  bool remote_prefill_ = false;
 };
 
 // One row per test: identity, configuration, then aggregates (all from the JSON form).
@@ -312,6 +324,7 @@ class CsvReporter : public Reporter {
         {"use_mmap", "/result/config/use_mmap"},
         {"status", "/result/status"},
         {"error", "/result/error/message"},
+        {"prefill", "/prefill"},  // --prefill-remote: remote, local (fallback), or both counted
         {"repetitions", "/result/ttft_ms/n"},
         {"load_cold_ms", "/result/load/cold_ms"},
         {"load_warm_median_ms", "/result/load/warm_ms/median"},
@@ -367,7 +380,8 @@ class CsvReporter : public Reporter {
                       {"model", provenance_["models"][static_cast<size_t>(r.model_index)]},
                       {"provenance", provenance_},
                       {"telemetry", {{"prefill", phase_telemetry(r, "prefill")}, {"decode", phase_telemetry(r, "decode")}}},
-                      {"notes", efficiency_notes(r.roofline)}};
+                      {"notes", efficiency_notes(r.roofline)},
+                      {"prefill", prefill_path(r)}};
     std::string line;
     bool first = true;
     for (const auto& c : columns()) {

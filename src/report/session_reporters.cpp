@@ -17,15 +17,23 @@ std::string fmt_opt(const json& v, const char* format) {
   return v.is_number() ? fmt::format(fmt::runtime(format), v.get<double>()) : "unavailable";
 }
 
+// A turn's --prefill-remote record, as the reports name it.
+std::string turn_prefill(const json& turn) {
+  return prefill_path({turn.contains("prefill_remote") ? &turn["prefill_remote"] : nullptr});
+}
+
 void print_markdown(std::ostream& out, const json& report) {
+  // --prefill-remote: which turns' prefills ran on the server and which fell back here.
+  const bool remote_prefill = at(report, "/provenance/prefill_remote").is_string();
   out << "| config | model | ctx | max tokens | threads | turns | ttft ms (median) | decode t/s (median) | CV | drift "
-         "| change points | missed frames | QES |\n";
-  out << "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+         "| change points | missed frames | QES |"
+      << (remote_prefill ? " prefill |\n" : "\n");
+  out << "|---|---|---|---|---|---|---|---|---|---|---|---|---|" << (remote_prefill ? "---|\n" : "\n");
   for (const auto& c : report["configs"]) {
     const json& a = c["analysis"];
     const json& st = a["stability"];
     const json& q = a["qes"];
-    out << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", c["ordinal"].get<int>(),
+    std::string line = fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |", c["ordinal"].get<int>(),
                        c["config"]["model_path"].get<std::string>(), c["config"]["n_ctx"].get<int>(),
                        c["config"]["max_tokens"].get<int>(),
                        threads_cell(report["provenance"], c["config"]["n_threads"].get<int>()),
@@ -34,6 +42,13 @@ void print_markdown(std::ostream& out, const json& report) {
                        st.contains("drift") && st["drift"].is_object() ? fmt_opt(st["drift"].value("ratio", json()), "{:.3f}") : "unavailable",
                        st["change_points"].size(), fmt_opt(a["missed_frame_share"], "{:.3f}"),
                        fmt_opt(q.value("total", json()), "{:.1f}"));
+    if (remote_prefill) {
+      std::vector<const json*> records;
+      for (const auto& t : c["turns"])
+        if (t.contains("prefill_remote")) records.push_back(&t["prefill_remote"]);
+      line += " " + prefill_path(records) + " |";
+    }
+    out << line << "\n";
   }
   out << "\nQES components (0-100; a component without data is left out of the total and named):\n";
   for (const auto& c : report["configs"]) {
@@ -80,6 +95,7 @@ const Column kTurnColumns[] = {
     {"e2e_ms", "/turn/e2e_ms"},
     {"missed_frame_share_prefill", "/turn/missed_frame_share_prefill"},
     {"missed_frame_share_decode", "/turn/missed_frame_share_decode"},
+    {"prefill", "/turn/prefill"},  // --prefill-remote: remote or local (fallback)
 };
 
 void write_csv(const json& report, std::ostream& out) {
@@ -94,6 +110,7 @@ void write_csv(const json& report, std::ostream& out) {
       // Behind an endpoint the threads column is the server's (empty when it did not say).
       if (at(report, "/provenance/engine/kind") == "endpoint")
         cfg["config"]["n_threads"] = at(report, "/provenance/engine/details/server_side/threads");
+      t["prefill"] = turn_prefill(turn);
       const json doc = {{"report", report}, {"config", cfg}, {"turn", t}};
       std::string line;
       bool first = true;

@@ -95,9 +95,18 @@ CREATE INDEX runs_device_id ON runs (device_id);
   }
 }
 
+// v3, as in SQLite: a run whose some tests or turns failed is 'partial'. v1's status CHECK
+// has PostgreSQL's default name (table_column_check).
+void allow_partial_runs(const Connection& conn) {
+  conn.exec(R"sql(
+ALTER TABLE runs DROP CONSTRAINT runs_status_check;
+ALTER TABLE runs ADD CONSTRAINT runs_status_v3 CHECK (status IN ('running', 'complete', 'partial', 'failed'));
+)sql");
+}
+
 // Ordered like SQLite's list; never edit a shipped one, append instead.
 using Migration = void (*)(const Connection&);
-constexpr std::array<Migration, 2> kMigrations{create_v1, open_kinds_and_devices};
+constexpr std::array<Migration, 3> kMigrations{create_v1, open_kinds_and_devices, allow_partial_runs};
 
 constexpr std::array<const char*, 5> kTables{"runs", "configurations", "repetitions", "turns",
                                              "telemetry_summaries"};

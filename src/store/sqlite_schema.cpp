@@ -113,10 +113,34 @@ CREATE INDEX runs_device_id ON runs (device_id);
   }
 }
 
+// v3: a run whose some tests or turns failed is 'partial' (runs.status). The CHECK is
+// rebuilt as in v2; the rows, the device index and every child keep their ids.
+void allow_partial_runs(sqlite3* db, const std::string& path) {
+  exec(db, path, R"sql(
+CREATE TABLE runs_v3 (
+  id INTEGER PRIMARY KEY,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  finished_at TEXT,
+  kind TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('running', 'complete', 'partial', 'failed')),
+  error TEXT,
+  device_id TEXT,
+  device TEXT,
+  provenance_json TEXT NOT NULL,
+  plan_json TEXT NOT NULL
+);
+INSERT INTO runs_v3 (id, created_at, finished_at, kind, status, error, device_id, device, provenance_json, plan_json)
+  SELECT id, created_at, finished_at, kind, status, error, device_id, device, provenance_json, plan_json FROM runs;
+DROP TABLE runs;
+ALTER TABLE runs_v3 RENAME TO runs;
+CREATE INDEX runs_device_id ON runs (device_id);
+)sql");
+}
+
 // Ordered: migration i takes user_version i to i + 1. Never edit a shipped one; append a
 // new one instead, so every older file can be brought forward.
 using Migration = void (*)(sqlite3*, const std::string&);
-constexpr std::array<Migration, 2> kMigrations{create_v1, open_kinds_and_devices};
+constexpr std::array<Migration, 3> kMigrations{create_v1, open_kinds_and_devices, allow_partial_runs};
 
 constexpr std::array<const char*, 5> kTables{"runs", "configurations", "repetitions", "turns",
                                              "telemetry_summaries"};

@@ -29,9 +29,15 @@ const char* to_string(Status status) {
   switch (status) {
     case Status::kRunning: return "running";
     case Status::kComplete: return "complete";
+    case Status::kPartial: return "partial";
     case Status::kFailed: return "failed";
   }
   return "failed";
+}
+
+Status finished_status(size_t units, size_t failed_units, bool interrupted) {
+  if (interrupted || (failed_units > 0 && failed_units >= units)) return Status::kFailed;
+  return failed_units > 0 ? Status::kPartial : Status::kComplete;
 }
 
 bool is_valid_run_kind(std::string_view kind) {

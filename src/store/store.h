@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include <compare>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -19,8 +20,16 @@ namespace edgeprobe::store {
 
 using RunId = int64_t;
 
-enum class Status { kRunning, kComplete, kFailed };
+// partial: the run finished and some of its units (tests, turns) failed; failed: all of
+// them did, or it was interrupted (then --resume continues it). Configurations are
+// complete or failed. Stores before schema v3 knew no partial.
+enum class Status { kRunning, kComplete, kPartial, kFailed };
 const char* to_string(Status status);
+
+// A finished run's status from its units: failed when interrupted or when every unit that
+// ran failed (units == 0 with a failure: nothing ran), partial when some did, complete
+// when none did.
+Status finished_status(size_t units, size_t failed_units, bool interrupted);
 
 // Run kinds are data, not a closed list: any name matching [a-z][a-z0-9_-]{0,31} is
 // stored. These are the ones edgeprobe writes today.
@@ -74,7 +83,7 @@ struct RunRecord {
   std::string created_at;   // UTC, ISO 8601
   std::string finished_at;  // empty while running
   std::string kind;         // "bench", "session", "doctor", ...
-  std::string status;       // "running" | "complete" | "failed"
+  std::string status;       // "running" | "complete" | "partial" | "failed"
   std::string error;
   std::string device_id;  // provenance.device.id; empty if the run did not say
   nlohmann::json provenance;

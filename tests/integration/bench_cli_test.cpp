@@ -4,6 +4,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+
+#include "store/store.h"
 
 #include "support/run_process.h"
 
@@ -110,6 +113,37 @@ TEST(BenchCli, AFailingConfigurationBecomesAnErrorRowAndTheSweepGoesOn) {
   EXPECT_EQ(j["results"][0]["status"], "error");
   EXPECT_EQ(j["results"][1]["status"], "ok");
   EXPECT_NE(r.err.find("error: tg4"), std::string::npos) << r.err;
+}
+
+// Issue 24: a run with an error row is not "complete". One of two tests failing makes the
+// run partial, both failing makes it failed, in the store and in `runs`.
+TEST(BenchCli, ARunWithFailedTestsIsPartialOrFailedInTheStoreAndInRuns) {
+  TempDir dir;
+  const std::string db = dir.file("r.db");
+  auto bench = [&](const std::string& type_v) {
+    return run_edgeprobe({"bench", "-m", tiny_model(), "-p", "0", "-n", "4", "-r", "1", "--no-warmup", "-fa", "off", "-t",
+                          "1", "-ctv", type_v, "-o", "json", "-q", "--ceilings", "off", "--sample-hz", "0", "--db", db});
+  };
+  const auto some = bench("q4_0,f16");
+  EXPECT_EQ(some.exit_code, 2) << some.err;
+  const auto all = bench("q4_0,q8_0");
+  EXPECT_EQ(all.exit_code, 2) << all.err;
+  const auto ok = bench("f16");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  const auto store = edgeprobe::store::open_store(db, edgeprobe::store::Mode::kMustExist);
+  EXPECT_EQ(store->get_run(1).status, "partial");
+  EXPECT_NE(store->get_run(1).error.find("1 of 2 tests failed"), std::string::npos) << store->get_run(1).error;
+  EXPECT_EQ(store->get_run(2).status, "failed");
+  EXPECT_NE(store->get_run(2).error.find("all 2 tests failed"), std::string::npos) << store->get_run(2).error;
+  EXPECT_EQ(store->get_run(3).status, "complete");
+  const auto runs = run_edgeprobe({"runs", "--db", db});
+  ASSERT_EQ(runs.exit_code, 0) << runs.err;
+  std::vector<std::string> statuses;
+  std::istringstream lines(runs.out);
+  for (std::string line; std::getline(lines, line);)
+    for (const char* s : {"  complete  ", "  partial  ", "  failed  "})
+      if (line.find(s) != std::string::npos) statuses.emplace_back(s);
+  EXPECT_EQ(statuses, (std::vector<std::string>{"  partial  ", "  failed  ", "  complete  "})) << runs.out;
 }
 
 TEST(BenchCli, EveryOutputFormatIsGeneratedAndWrittenToAFile) {

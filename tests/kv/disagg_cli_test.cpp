@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -149,6 +150,98 @@ TEST(KvDisagg, RefusedPeersFallBackToLocalPrefillAndSayWhy) {
   // The server survived all of it and still serves.
   const json ok = parse(decode_node(with({"-m", model})));
   EXPECT_EQ(ok["results"][0]["repetitions"][0]["prefill_remote"]["mode"], "remote");
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Issue 24: a fallback is never silent. Against a stopped server and with a wrong token the
+// run warns once per reason on stderr with what to do, the table's prefill column says
+// "local (fallback)" and the exit code is 0 (the local figures are honest ones); with
+// --prefill-remote-required the fallback is an error row and the exit code 3. A remote
+// prefill is marked too, and a fallback's record holds no transfer figure.
+TEST(KvDisagg, AFallbackIsSaidOnStderrAndInTheTableAndRequiredMakesItAnError) {
+  TempDir dir;
+  const std::string model = test_support::tiny_model();
+  std::string stopped;
+  {
+    std::filesystem::create_directories(dir.path() + "/gone");
+    kv_test::KvServeNode gone(dir.path() + "/gone", {"-m", model, "-t", "1"});
+    ASSERT_GT(gone.port(), 0) << gone.error();
+    stopped = gone.address();
+  }  // stopped: nothing listens there now
+  kv_test::KvServeNode server(dir.path(), {"-m", model, "-t", "1", "--timeout-ms", "2000"});
+  ASSERT_GT(server.port(), 0) << server.error();
+  auto bench = [&](const std::string& at, std::vector<std::string> extra, const std::string& token = "test-token") {
+    std::vector<std::string> args{"bench", "-m", model, "-p", "16", "-n", "2", "-r", "2", "--no-warmup", "-t", "1",
+                                  "--ceilings", "off", "--sample-hz", "0", "--no-store", "-q", "--prefill-remote", at};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return decode_node(args, "", token);
+  };
+
+  const auto down = bench(stopped, {"-o", "md"});
+  EXPECT_EQ(down.exit_code, 0) << down.err;
+  EXPECT_EQ(count(down.err, "warning: --prefill-remote " + stopped + ": fell back to a local prefill"), 1u)
+      << "one line for one reason, not one per repetition:\n" << down.err;
+  EXPECT_NE(down.err.find("is kv-serve running there?"), std::string::npos) << down.err;
+  EXPECT_NE(down.out.find("| test | prefill |"), std::string::npos) << down.out;
+  EXPECT_NE(down.out.find("| pp16 | local (fallback) |"), std::string::npos) << down.out;
+  EXPECT_NE(down.out.find("| tg2 |  |"), std::string::npos) << "a test without a prompt has no prefill:\n" << down.out;
+
+  const auto wrong = bench(server.address(), {"-o", "md"}, "not-the-token");
+  EXPECT_EQ(wrong.exit_code, 0) << wrong.err;
+  EXPECT_EQ(count(wrong.err, ": fell back to a local prefill: "), 1u) << wrong.err;
+  EXPECT_NE(wrong.err.find("wrong token"), std::string::npos) << wrong.err;
+  EXPECT_NE(wrong.err.find("check the token"), std::string::npos) << wrong.err;
+  EXPECT_EQ(wrong.err.find("not-the-token"), std::string::npos) << "the token is never printed";
+  EXPECT_NE(wrong.out.find("| pp16 | local (fallback) |"), std::string::npos) << wrong.out;
+
+  const auto ok = bench(server.address(), {"-o", "md"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.err.find("fell back"), std::string::npos) << ok.err;
+  EXPECT_NE(ok.out.find("| pp16 | remote |"), std::string::npos) << ok.out;
+
+  // What a fallback's record holds: what was measured, nothing for a transfer that never happened.
+  const json fell = parse(bench(stopped, {"-o", "json"}));
+  const json& rec = fell["results"][0]["repetitions"][0]["prefill_remote"];
+  EXPECT_EQ(rec["mode"], "local");
+  EXPECT_GT(rec["ttft_ms"].get<double>(), 0);
+  for (const char* never : {"link_mbit_s", "transfer_ms", "state_bytes", "kv_bytes_per_token", "remote_prefill_ms"})
+    EXPECT_FALSE(rec.contains(never)) << never << ": " << rec.dump();
+  const std::string csv = bench(stopped, {"-o", "csv"}).out;
+  EXPECT_NE(csv.find(",prefill,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",local (fallback),"), std::string::npos) << csv;
+
+  // Required: the fallback is the repetition's error, the run exits 3 and says why.
+  const auto required = bench(stopped, {"-o", "md", "--prefill-remote-required"});
+  EXPECT_EQ(required.exit_code, 3) << required.err;
+  EXPECT_NE(required.out.find("pp16 — error: the remote prefill at " + stopped + " failed and --prefill-remote-required"),
+            std::string::npos)
+      << required.out;
+  EXPECT_NE(required.err.find("edgeprobe: error: pp16: "), std::string::npos) << required.err;
+  const auto required_ok = bench(server.address(), {"-o", "md", "--prefill-remote-required"});
+  EXPECT_EQ(required_ok.exit_code, 0) << required_ok.err;
+
+  // A session against the stopped server: every turn falls back, one line says so.
+  const auto session = decode_node({"session", "-m", model, "--rounds", "1", "--conversations", "1", "--max-tokens", "4",
+                                    "-t", "1", "--sample-hz", "0", "--no-store", "-q", "-o", "md", "--prefill-remote",
+                                    stopped});
+  EXPECT_EQ(session.exit_code, 0) << session.err;
+  EXPECT_EQ(count(session.err, ": fell back to a local prefill: "), 1u) << session.err;
+  EXPECT_NE(session.out.find("| QES | prefill |"), std::string::npos) << session.out;
+  EXPECT_NE(session.out.find(" local (fallback) |\n"), std::string::npos) << session.out;
+
+  // Required, in a session: every turn fails, so the stored run is failed, not complete.
+  const std::string db = dir.file("r.db");
+  const auto all_failed = decode_node({"session", "-m", model, "--rounds", "1", "--conversations", "2", "--max-tokens", "4",
+                                       "-t", "1", "--sample-hz", "0", "--db", db, "-q", "-o", "md", "--prefill-remote",
+                                       stopped, "--prefill-remote-required"});
+  EXPECT_EQ(all_failed.exit_code, 3) << all_failed.err;
+  const auto runs = decode_node({"runs", "--db", db});
+  EXPECT_NE(runs.out.find("  session  failed  "), std::string::npos) << runs.out;
 }
 
 TEST(KvDisagg, MissingTokenIsBadInput) {

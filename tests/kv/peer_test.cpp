@@ -150,7 +150,8 @@ TEST(KvPeer, RemotePrefillEngineMatchesLocalAndSendsOnlyWhatTheServerLacks) {
   EXPECT_EQ(rec->tokens_sent, 4);
   EXPECT_GT(rec->state_bytes, 0u);
   EXPECT_EQ(rec->transfer, "whole");  // nothing held here yet
-  const uint64_t first_bytes = rec->state_bytes;
+  ASSERT_TRUE(rec->state_bytes);
+  const uint64_t first_bytes = *rec->state_bytes;
   ASSERT_TRUE(rec->first_token_matches_local);
   EXPECT_TRUE(*rec->first_token_matches_local);
   EXPECT_EQ(ctx->argmax_last(), 'f');
@@ -176,7 +177,7 @@ TEST(KvPeer, RemotePrefillEngineMatchesLocalAndSendsOnlyWhatTheServerLacks) {
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->mode, "remote") << rec->fallback_reason;
   EXPECT_EQ(rec->tokens_sent, 2);
-  EXPECT_EQ(rec->connect_ms, 0) << "the connection is reused";
+  EXPECT_FALSE(rec->connect_ms) << "the connection is reused: no connect time to report";
   EXPECT_EQ(ctx->n_past(), 2);
 }
 
@@ -193,7 +194,8 @@ TEST(KvPeer, WholeStateTransferSendsEverythingEachTurn) {
   ASSERT_TRUE(first && second);
   EXPECT_EQ(second->mode, "remote") << second->fallback_reason;
   EXPECT_EQ(second->transfer, "whole");
-  EXPECT_EQ(second->state_bytes, first->state_bytes + 3 * sizeof(engine::Token));
+  ASSERT_TRUE(first->state_bytes && second->state_bytes);
+  EXPECT_EQ(*second->state_bytes, *first->state_bytes + 3 * sizeof(engine::Token));
   EXPECT_EQ(ctx->save_state(), local_state_of({engine::FakeScript::kBos, 'a', 'b', 'c', 'f', 'd', 'e'}));
 }
 
@@ -250,6 +252,27 @@ TEST(KvPeer, NoServerFallsBackToLocalPrefillAndSaysWhy) {
   EXPECT_NE(rec->fallback_reason.find("cannot connect"), std::string::npos) << rec->fallback_reason;
   EXPECT_EQ(ctx->n_past(), 2);
   EXPECT_EQ(ctx->argmax_last(), 'f');
+  // Nothing crossed a link: the record holds what was measured, no zero for the rest.
+  const nlohmann::json j = rec->to_json();
+  EXPECT_GT(j["ttft_ms"].get<double>(), 0);
+  for (const char* never : {"transfer", "tokens_sent", "connect_ms", "remote_prefill_ms", "serialize_ms", "transfer_ms",
+                            "restore_ms", "first_token_ms", "state_bytes", "kv_bytes_per_token", "link_mbit_s"})
+    EXPECT_FALSE(j.contains(never)) << never << " in " << j.dump();
+  EXPECT_NE(fallback_advice(rec->fallback_reason, nowhere.to_string()).find("kv-serve"), std::string::npos);
+}
+
+TEST(KvPeer, RequiredRemotePrefillFailsInsteadOfFallingBack) {
+  Endpoint nowhere;
+  {
+    Listener l({"127.0.0.1", 0});
+    nowhere = {"127.0.0.1", l.port()};
+  }
+  DecodeNode node(nowhere, [](RemotePrefillOptions& o) { o.required = true; });
+  auto ctx = node.model->new_context({});
+  const std::string why = error_message([&] { ctx->decode({engine::FakeScript::kBos, 'a'}, true); });
+  EXPECT_NE(why.find("--prefill-remote-required"), std::string::npos) << why;
+  EXPECT_NE(why.find("cannot connect"), std::string::npos) << why;
+  EXPECT_FALSE(node.log->take_last()) << "no prefill happened, so there is no record of one";
 }
 
 TEST(KvPeer, WrongTokenIsRefusedBothWays) {

@@ -2,6 +2,7 @@
 // cut stream failing the run with every unit kept, a resumed run never recording twice.
 #include "lab/stream_recorder.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "store/store.h"
@@ -62,6 +63,33 @@ TEST(StreamRecorder, CommitsEachUnitWithTheDeviceIdentity) {
   EXPECT_EQ(run.device_id, "dev-abc");
   EXPECT_EQ(run.provenance["extra"]["lab"]["device"], "pixel8");
   EXPECT_EQ(repetitions(*s, rec.run_id()), 4u);
+}
+
+// A device's run with a failed test is partial in the controller's store, as it would be
+// in the device's own; every test failing makes it failed.
+TEST(StreamRecorder, FailedTestsMakeTheRunPartialOrFailed) {
+  auto with_errors = [](size_t failing) {
+    auto lines = bench_stream();
+    size_t seen = 0;
+    for (auto& l : lines) {
+      json e = json::parse(l);
+      if (e["event"] != "test" || seen++ >= failing) continue;
+      e["result"]["status"] = "error";
+      e["result"]["error"] = {{"kind", "bad_input"}, {"message", "llama.cpp could not create a context"}};
+      l = e.dump();
+    }
+    return lines;
+  };
+  test_support::TempDir dir;
+  auto s = store::open_store(dir.file("r.db"));
+  for (size_t failing : {1, 2}) {
+    StreamRecorder rec(*s, json::object());
+    for (const auto& l : with_errors(failing)) rec.line(l);
+    EXPECT_TRUE(rec.ended());
+    const auto run = s->get_run(rec.run_id());
+    EXPECT_EQ(run.status, failing == 1 ? "partial" : "failed") << failing;
+    EXPECT_EQ(run.error, fmt::format("{} of 2 tests failed", failing));
+  }
 }
 
 TEST(StreamRecorder, ACutStreamFailsTheRunAndKeepsWhatArrived) {

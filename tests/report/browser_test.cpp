@@ -130,6 +130,21 @@ TEST_F(Browser, BenchWithoutTelemetrySaysWhyNotMeasured) {
   EXPECT_EQ(not_measured, 5u);  // frequency, temperature, power, throttling, other processes
 }
 
+// Issue 24: a run with an error row says it is partial above its table; all ok, complete.
+TEST_F(Browser, ARunWithAFailedTestSaysPartial) {
+  json doc = report_test::bench_document(3, 8, false);
+  const auto complete = load_in_chromium("bench-complete", report::render_html_report({{"b.json", doc}}));
+  EXPECT_NE(complete.dom.find("data-run-status=\"complete\""), std::string::npos);
+  json failed = doc["results"][1];
+  failed["status"] = "error";
+  failed["error"] = {{"kind", "bad_input"}, {"message", "llama.cpp could not create a context"}};
+  doc["results"].push_back(failed);
+  const auto partial = load_in_chromium("bench-partial", report::render_html_report({{"b.json", doc}}));
+  EXPECT_EQ(body_attr(partial.dom, "data-render"), "done");
+  EXPECT_NE(partial.dom.find("data-run-status=\"partial\""), std::string::npos);
+  EXPECT_NE(partial.dom.find("run: partial: 1 of 3 tests failed"), std::string::npos);
+}
+
 TEST_F(Browser, FullSessionRendersFast) {
   const json doc = report_test::session_document(3, 50, 3, 128);
   const auto page = load_in_chromium("session", report::render_html_report({{"session.json", doc}}));

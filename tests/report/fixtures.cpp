@@ -151,12 +151,14 @@ json doctor_document(const std::string& text) {
   const json findings = json::array(
       {{{"id", "kernel.isa_fallback"}, {"severity", "critical"}, {"title", "the sse42 variant runs on an AVX2 CPU " + text},
         {"evidence", {"loaded: sse42", "CPU has: AVX2, FMA", text}}, {"affects", "prefill+decode"},
-        {"fix", "drop --cpu-variant sse42 " + text}, {"estimated_speedup", 2.5}, {"speedup_basis", "measured"}},
+        {"fix", "drop --cpu-variant sse42 " + text}, {"speedup", 2.5}, {"speedup_basis", "measured"},
+        {"speedup_detail", "measured: the best variant against sse42 " + text}},
        {{"id", "threads.oversubscribed"}, {"severity", "warning"}, {"title", "more threads than cores"},
-        {"evidence", {"8 threads on 4 cores"}}, {"affects", "decode"}, {"fix", "-t 4"}, {"estimated_speedup", 1.3},
-        {"speedup_basis", "estimated"}},
+        {"evidence", {"8 threads on 4 cores"}}, {"affects", "decode"}, {"fix", "-t 4"}, {"speedup", 1.3},
+        {"speedup_basis", "estimated"}, {"speedup_detail", "estimated: threads over cores"}},
        {{"id", "memory.footprint"}, {"severity", "info"}, {"title", "memory as declared"}, {"evidence", json::array()},
-        {"affects", "memory"}, {"fix", ""}, {"estimated_speedup", nullptr}, {"speedup_basis", ""}}});
+        {"affects", "memory"}, {"fix", ""}, {"speedup", nullptr}, {"speedup_basis", nullptr},
+        {"speedup_detail", nullptr}}});
   return {{"schema_version", 2}, {"kind", "doctor"},
           {"doctor", {{"model", "model.gguf " + text}, {"healthy", false}, {"config", {"-t", "8"}}, {"findings", findings}}}};
 }

@@ -143,6 +143,19 @@ TEST_P(Conformance, CompleteRunCannotBeResumedButAFailedOneCan) {
   EXPECT_EQ(kind_of([&] { store->get_run(999); }), ErrorKind::kBadInput);
 }
 
+// Issue 24: a run whose some units failed is partial, in both backends, and listed so.
+TEST_P(Conformance, APartialRunIsStoredAndListedAsPartial) {
+  auto store = open_store(location());
+  const RunId run = store->begin_run(RunKind::kBench, provenance(), {});
+  store->finish_run(run, finished_status(3, 1, false), "1 of 3 tests failed");
+  EXPECT_EQ(store->get_run(run).status, "partial");
+  EXPECT_EQ(store->list_runs()[0].status, "partial");
+  EXPECT_EQ(finished_status(3, 3, false), Status::kFailed);
+  EXPECT_EQ(finished_status(3, 0, false), Status::kComplete);
+  EXPECT_EQ(finished_status(3, 0, true), Status::kFailed);
+  EXPECT_EQ(finished_status(0, 0, false), Status::kComplete);
+}
+
 // The durability claim, tested with a real SIGKILL: a child process writes repetitions
 // one at a time and reports each commit through a pipe; the parent kills it mid-run,
 // then checks that every reported unit is stored intact and that a resumed writer can

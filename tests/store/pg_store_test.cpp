@@ -108,6 +108,8 @@ TEST_F(PgStoreTest, AV1DatabaseIsMigratedKeepingItsRunsAndLearningTheirDevice) {
   EXPECT_EQ(run.device_id, result::device_id_from("pixel-lab-03", "Cortex-A76"));
   EXPECT_EQ(store->load_run(1)["configurations"][0]["repetitions"][0]["result"]["t"], 21.5);
   EXPECT_NO_THROW(store->begin_run(RunKind::kDoctor, {}, {}));  // v1 allowed only bench and session
+  store->finish_run(1, Status::kPartial, "1 of 2 tests failed");  // v1's status CHECK knew no partial
+  EXPECT_EQ(store->get_run(1).status, "partial");
   EXPECT_EQ(store->list_runs().size(), 2u);
   EXPECT_EQ(store->integrity_check(), "ok");
 }

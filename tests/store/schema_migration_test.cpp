@@ -176,7 +176,7 @@ TEST(SchemaMigration, AV1FileOpensAtTheLatestVersionWithEveryRowAndUpgradedProve
 
   auto store = SqliteStore::open(path, Mode::kMustExist);
   EXPECT_EQ(store->schema_version(), SqliteStore::latest_schema_version());
-  EXPECT_EQ(store->schema_version(), 2);
+  EXPECT_EQ(store->schema_version(), 3);
   EXPECT_EQ(store->integrity_check(), "ok");
 
   const RunRecord bench = store->get_run(1);
@@ -229,6 +229,29 @@ TEST(SchemaMigration, AV1FileOpensAtTheLatestVersionWithEveryRowAndUpgradedProve
   // ON DELETE CASCADE still points at the rebuilt table.
   db.exec("PRAGMA foreign_keys = ON; DELETE FROM runs WHERE id = 1");
   EXPECT_EQ(db.rows("SELECT count(*) FROM configurations WHERE run_id = 1"), std::vector<std::string>{"0"});
+}
+
+// v3: a migrated file takes the 'partial' status its old CHECK refused, and still refuses
+// a status nobody writes.
+TEST(SchemaMigration, AMigratedFileStoresPartialRuns) {
+  TempDir dir;
+  const std::string path = dir.file("v1.db");
+  write_v1_file(path);
+  {
+    auto store = SqliteStore::open(path, Mode::kMustExist);
+    store->finish_run(3, Status::kPartial, "1 of 2 tests failed");
+    EXPECT_EQ(store->get_run(3).status, "partial");
+    EXPECT_EQ(store->get_run(3).error, "1 of 2 tests failed");
+    EXPECT_EQ(store->get_run(1).status, "complete");  // the old statuses are kept as they were
+    EXPECT_EQ(store->get_run(2).status, "failed");
+  }
+  RawDb db(path);
+  EXPECT_EQ(db.rows("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs'"),
+            std::vector<std::string>{"runs_device_id"});
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  EXPECT_NE(sqlite3_exec(raw, "UPDATE runs SET status = 'half' WHERE id = 1", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(raw);
 }
 
 TEST(SchemaMigration, AFailedMigrationLeavesTheV1FileAsItWas) {

@@ -290,3 +290,33 @@ TEST(Reporters, UnknownFormatIsBadInput) {
     EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
   }
 }
+
+// --prefill-remote: md gets a "prefill" column naming where each test's prefills ran, and
+// CSV a column of the same name; without it md keeps its columns and CSV's cell is empty.
+TEST(Reporters, RemotePrefillAndItsFallbackAreColumnsOfTheirOwn) {
+  auto report = sample_report();
+  report.provenance.extra["prefill_remote"] = "10.0.0.2:7788";
+  for (auto& rep : report.results[0].repetitions) rep.prefill_remote = {{"mode", "remote"}, {"tokens", 128}};
+  report.results[1].repetitions[0].prefill_remote = {{"mode", "local"}, {"fallback_reason", "cannot connect"}};
+  report.results[1].repetitions[1].prefill_remote = {{"mode", "remote"}};
+  report.results[1].repetitions[2].prefill_remote = {{"mode", "local"}, {"fallback_reason", "cannot connect"}};
+  std::vector<workload::TestCase> plan;
+  for (const auto& r : report.results) plan.push_back(r.config);
+  auto as = [&](const std::string& format) {
+    std::ostringstream out;
+    auto reporter = report::make_reporter(format, out);
+    reporter->begin(report.provenance, plan);
+    for (const auto& r : report.results) reporter->add(r);
+    reporter->end(report);
+    return out.str();
+  };
+  const std::string md = as("md");
+  EXPECT_NE(md.find("| test | prefill | prefill t/s |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| pp128 | remote |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tg4 | 1 remote, 2 local (fallback) |"), std::string::npos) << md;
+  const std::string csv = as("csv");
+  EXPECT_NE(csv.find(",error,prefill,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",ok,,remote,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",\"1 remote, 2 local (fallback)\","), std::string::npos) << csv;
+  EXPECT_EQ(render("md").find("| prefill |"), std::string::npos) << "no column without --prefill-remote";
+}

@@ -7,6 +7,7 @@
 
 #include "analysis/session_analysis.h"
 #include "core/error.h"
+#include "doctor/finding.h"
 #include "report/doctor_reporters.h"
 #include "report/session_reporters.h"
 #include "result/session.h"
@@ -75,6 +76,7 @@ json sample_doctor() {
                {"affects", "prefill+decode"},
                {"speedup", 2.5},
                {"speedup_basis", "measured"},
+               {"speedup_detail", "measured: haswell against sse42, median of 6 interleaved pairs x2.50"},
                {"fix", "drop --cpu-variant sse42"}},
               {{"id", "memory.footprint"},
                {"severity", "info"},
@@ -82,7 +84,8 @@ json sample_doctor() {
                {"evidence", json::array()},
                {"affects", "memory"},
                {"speedup", nullptr},
-               {"speedup_basis", ""},
+               {"speedup_basis", nullptr},
+               {"speedup_detail", nullptr},
                {"fix", ""}}}}}}};
 }
 
@@ -173,4 +176,66 @@ TEST(DoctorReporters, CsvQuotesTitlesAndJoinsEvidence) {
   EXPECT_NE(csv.find("\"the sse42 variant runs on a CPU with AVX2, \"\"fix\"\" it\""), std::string::npos) << csv;
   EXPECT_NE(csv.find("loaded: sse42; CPU has: AVX2, FMA"), std::string::npos) << csv;
   EXPECT_EQ(doctor_as("md"), "doctor's own text\n");
+}
+
+// --prefill-remote: each configuration's md row and each turn's CSV row say where the
+// prefill ran; a session without it has no md column.
+TEST(SessionReporters, RemotePrefillAndItsFallbackAreMarked) {
+  auto r = sample_session();
+  r.provenance.extra["prefill_remote"] = "10.0.0.2:7788";
+  auto& turns = r.configs[0].turns;
+  turns[0]["prefill_remote"] = {{"mode", "remote"}};
+  turns[1]["prefill_remote"] = {{"mode", "local"}, {"fallback_reason", "kv peer refused: authentication failed: wrong token"}};
+  turns[2]["prefill_remote"] = {{"mode", "remote"}};
+  std::ostringstream md, csv;
+  report::write_session_report(r, "md", md);
+  report::write_session_report(r, "csv", csv);
+  EXPECT_NE(md.str().find("| QES | prefill |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"), std::string::npos)
+      << md.str();
+  EXPECT_NE(md.str().find("| 2 remote, 1 local (fallback) |\n"), std::string::npos) << md.str();
+  EXPECT_NE(csv.str().find(",missed_frame_share_decode,prefill\n"), std::string::npos) << csv.str();
+  EXPECT_NE(csv.str().find(",local (fallback)\n"), std::string::npos) << csv.str();
+  EXPECT_EQ(session_as("md").find("prefill |"), std::string::npos);
+}
+
+// The speed-up of a finding as doctor makes it: one field in every format, with its basis.
+TEST(DoctorReporters, EveryFormatCarriesTheSpeedupAndItsBasis) {
+  doctor::Finding measured{"kernel.isa_fallback", doctor::Severity::kCritical, "sse42 on an AVX2 CPU", {}, "prefill+decode",
+                           1.8, "measured: haswell against sse42, median of 6 interleaved pairs x1.80", "drop --cpu-variant", {}};
+  doctor::Finding estimated{"contention.other_processes", doctor::Severity::kWarning, "others took the CPUs", {}, "decode",
+                            1.25, "estimated: the CPU time the other processes took", "stop them", {}};
+  doctor::Finding none{"load.no_mmap", doctor::Severity::kWarning, "no mmap", {}, "load", std::nullopt,
+                       "none: no warm load to compare the first one with", "--mmap 1", {}};
+  json findings = json::array({doctor::to_json(measured), doctor::to_json(estimated), doctor::to_json(none)});
+  EXPECT_FALSE(findings[0].contains("estimated_speedup")) << "a measured figure is not an estimate";
+  EXPECT_EQ(findings[0]["speedup"], 1.8);
+  EXPECT_EQ(findings[0]["speedup_basis"], "measured");
+  EXPECT_EQ(findings[1]["speedup_basis"], "estimated");
+  EXPECT_TRUE(findings[2]["speedup"].is_null());
+  EXPECT_EQ(findings[2]["speedup_basis"], "none");
+  const json doc = {{"schema_version", 2}, {"doctor", {{"model", "m.gguf"}, {"findings", findings}}}};
+  auto as = [&](const std::string& format) {
+    std::ostringstream out;
+    report::write_doctor_report(doc, "", format, out);
+    return out.str();
+  };
+  const std::string csv = as("csv");
+  EXPECT_NE(csv.find(",speedup,speedup_basis,speedup_detail,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",prefill+decode,1.8,measured,\"measured: haswell against sse42"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",decode,1.25,estimated,estimated: "), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",load,,none,none: no warm load"), std::string::npos) << csv;
+  const std::string jsonl = as("jsonl");
+  EXPECT_NE(jsonl.find("\"speedup\":1.8,\"speedup_basis\":\"measured\""), std::string::npos) << jsonl;
+  EXPECT_NE(as("md").find("speed-up: 1.80x (measured: haswell against sse42"), std::string::npos) << as("md");
+
+  // A diagnosis stored before: the factor as estimated_speedup, the sentence as the basis.
+  json old = findings[0];
+  old.erase("speedup");
+  old.erase("speedup_detail");
+  old["estimated_speedup"] = 1.8;
+  old["speedup_basis"] = "from an emulated run, not any device's speed: measured: haswell against sse42";
+  const json old_doc = {{"schema_version", 2}, {"doctor", {{"model", "m.gguf"}, {"findings", {old}}}}};
+  std::ostringstream out;
+  report::write_doctor_report(old_doc, "", "csv", out);
+  EXPECT_NE(out.str().find(",1.8,measured,\"from an emulated run"), std::string::npos) << out.str();
 }

@@ -242,7 +242,18 @@ function epBenchRoofline(parent, doc, key) {
   parent.appendChild(list);
 }
 
+// The run's status as the store keeps it (store::finished_status): complete, partial when
+// some of its tests or turns failed, failed when all did.
+function epRunStatus(parent, units, failed, unit) {
+  const status = failed === 0 ? 'complete' : failed >= units ? 'failed' : 'partial';
+  const text = failed === 0 ? 'complete' : failed >= units ? `failed: all ${units} ${unit} failed`
+                                                          : `partial: ${failed} of ${units} ${unit} failed`;
+  parent.appendChild(epEl('p', {class: `run-status ${status}`, 'data-run-status': status, text: `run: ${text}`}));
+}
+
 function epBench(parent, doc, key) {
+  const ran = (doc.results || []).filter(r => !(r.error && r.error.kind === 'interrupted'));
+  epRunStatus(parent, ran.length, ran.filter(r => r.error).length, 'tests');
   parent.appendChild(epEl('h3', {text: 'Summary'}));
   const mem = r => (typeof r.peak_rss_bytes === 'number' && r.peak_rss_bytes >= 0 ? r.peak_rss_bytes / 1048576 : null);
   const models = (doc.provenance || {}).models || [];
@@ -287,6 +298,13 @@ function epBenchServing(parent, doc) {
 }
 
 function epSession(parent, doc, key) {
+  let units = 0, failed = 0;
+  for (const cfg of doc.configs || []) {
+    const turns = cfg.turns || [];
+    units += turns.length; failed += turns.filter(t => t.error && typeof t.error === 'object').length;
+    if (cfg.error && !turns.length) { ++units; ++failed; }
+  }
+  epRunStatus(parent, units, failed, 'turns');
   (doc.configs || []).forEach((cfg, ci) => {
     const c = cfg.config || {}, a = cfg.analysis || {}, k = `${key}-c${ci}`;
     parent.appendChild(epEl('h3', {text: `Configuration ${ci}: ${c.model_path || ''} ctx ${c.n_ctx} max ${c.max_tokens} t${epThreads(c)}`}));
@@ -360,7 +378,9 @@ function epDoctor(parent, doc, key) {
     for (const e of f.evidence || []) ev.appendChild(epEl('li', {text: typeof e === 'string' ? e : JSON.stringify(e)}));
     box.appendChild(ev);
     const s = f.speedup ?? f.estimated_speedup;
-    if (typeof s === 'number') box.appendChild(epEl('p', {text: `speed-up: ${epNum(s)}\u00d7 (${f.speedup_basis || 'basis not stated'})`}));
+    const why = f.speedup_detail || f.speedup_basis || 'basis not stated';
+    if (typeof s === 'number') box.appendChild(epEl('p', {text: `speed-up: ${epNum(s)}\u00d7 (${why})`}));
+    else if (f.speedup_detail) box.appendChild(epEl('p', {text: `speed-up: ${f.speedup_detail}`}));
     if (f.fix) box.appendChild(epEl('p', {}, 'fix: ', epEl('code', {text: f.fix})));
     parent.appendChild(box);
   }
