@@ -20,7 +20,7 @@ if [[ ${args[0]:-} == "-h" || ${args[0]:-} == "--help" ]]; then
   exit 2
 fi
 edgeprobe=$(realpath "${args[0]:-build/src/cli/edgeprobe}")
-model=${args[1]:-${XDG_CACHE_HOME:-$HOME/.cache}/edgeprobe/models/synth-tinyllama-1.1b-q4_0-seed42.gguf}
+model=${args[1]:-${XDG_CACHE_HOME:-$HOME/.cache}/edgeprobe/models/synth-tinyllama-1.1b-q4_0-seed42-r2.gguf}
 rounds=${args[2]:-3}
 [[ -x $edgeprobe ]] || { echo "not executable: $edgeprobe (build it, or pass its path)" >&2; exit 2; }
 [[ -r $model ]] || { echo "cannot read model: $model" >&2; exit 2; }

@@ -7,7 +7,7 @@ resolve_model() {
   if [[ "$model" == synth:* ]]; then
     "$edgeprobe" bench -m "$model" -p 8 -n 0 -r 1 --no-warmup --no-hash -q -o json --no-store --ceilings off >/dev/null
     local shape_quant=${model#synth:}
-    model="${EDGEPROBE_MODEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edgeprobe/models}/synth-${shape_quant%%:*}-${shape_quant#*:}-seed42.gguf"
+    model="${EDGEPROBE_MODEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edgeprobe/models}/synth-${shape_quant%%:*}-${shape_quant#*:}-seed42-r2.gguf"
   fi
   [ -f "$model" ] || { echo "model '$model' not found" >&2; return 2; }
   echo "$model"

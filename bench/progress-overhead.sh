@@ -29,7 +29,7 @@ if [[ ${args[0]:-} == "-h" || ${args[0]:-} == "--help" ]]; then
   exit 2
 fi
 edgeprobe=${args[0]:-build/src/cli/edgeprobe}
-model=${args[1]:-${XDG_CACHE_HOME:-$HOME/.cache}/edgeprobe/models/synth-tinyllama-1.1b-q4_0-seed42.gguf}
+model=${args[1]:-${XDG_CACHE_HOME:-$HOME/.cache}/edgeprobe/models/synth-tinyllama-1.1b-q4_0-seed42-r2.gguf}
 pairs=${args[2]:-12}
 reps=${args[3]:-5}
 

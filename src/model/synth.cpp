@@ -262,7 +262,9 @@ std::string resolve_model_spec(const std::string& spec) {
   SynthOptions o;
   o.shape = named_shape(shape);
   o.quant = quant;
-  o.output_path = fmt::format("{}/synth-{}-{}-seed{}.gguf", default_model_cache_dir(), shape, quant, o.seed);
+  // "-r2": the vocabulary revision (byte-fallback tokens are never generated), so a file cached
+  // by an earlier edgeprobe is not taken for one of today's.
+  o.output_path = fmt::format("{}/synth-{}-{}-seed{}-r2.gguf", default_model_cache_dir(), shape, quant, o.seed);
   if (!std::filesystem::exists(o.output_path)) synthesize_model(o);
   return o.output_path;
 }

@@ -171,14 +171,17 @@ json to_json(const workload::TestCase& c) {
 }
 
 json to_json(const Repetition& rep) {
+  // A phase this repetition did not run (no prompt, or at most one generated token) has no
+  // time and no rate: absent, not 0.
+  const auto ran = [](double v) { return v > 0 ? json(v) : json(nullptr); };
   json j = {{"index", rep.index},
             {"start_ns", rep.start_ns},
             {"end_ns", rep.end_ns},
             {"ttft_ms", rep.ttft_ms},
-            {"prefill_ms", rep.prefill_ms},
-            {"prefill_tokens_per_s", rep.prefill_tokens_per_s},
-            {"decode_ms", rep.decode_ms},
-            {"decode_tokens_per_s", rep.decode_tokens_per_s},
+            {"prefill_ms", ran(rep.prefill_ms)},
+            {"prefill_tokens_per_s", ran(rep.prefill_tokens_per_s)},
+            {"decode_ms", ran(rep.decode_ms)},
+            {"decode_tokens_per_s", ran(rep.decode_tokens_per_s)},
             {"decode_step_ms", rep.decode_step_ms},
             {"peak_rss_bytes", rep.peak_rss_bytes < 0 ? json(nullptr) : json(rep.peak_rss_bytes)},
             {"telemetry", rep.telemetry}};
@@ -192,11 +195,13 @@ Repetition repetition_from_json(const json& j) {
   rep.index = j.at("index");
   rep.start_ns = j.value("start_ns", int64_t{0});
   rep.end_ns = j.value("end_ns", int64_t{0});
-  rep.ttft_ms = j.value("ttft_ms", 0.0);
-  rep.prefill_ms = j.value("prefill_ms", 0.0);
-  rep.prefill_tokens_per_s = j.value("prefill_tokens_per_s", 0.0);
-  rep.decode_ms = j.value("decode_ms", 0.0);
-  rep.decode_tokens_per_s = j.value("decode_tokens_per_s", 0.0);
+  // Absent or null (a phase that did not run) reads as 0, the structs' "not run".
+  const auto number = [&](const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0; };
+  rep.ttft_ms = number("ttft_ms");
+  rep.prefill_ms = number("prefill_ms");
+  rep.prefill_tokens_per_s = number("prefill_tokens_per_s");
+  rep.decode_ms = number("decode_ms");
+  rep.decode_tokens_per_s = number("decode_tokens_per_s");
   rep.decode_step_ms = j.value("decode_step_ms", std::vector<double>{});
   rep.peak_rss_bytes = j.contains("peak_rss_bytes") && j["peak_rss_bytes"].is_number() ? j["peak_rss_bytes"].get<int64_t>() : -1;
   rep.telemetry = j.value("telemetry", json(nullptr));
