@@ -24,35 +24,51 @@ std::string llama_server() {
   return env && *env ? env : EDGEPROBE_LLAMA_SERVER;
 }
 
+// One llama-server for a test suite: started before its first test, stopped after its last.
+struct SuiteServer {
+  TempDir* dir = nullptr;
+  ServerProcess* process = nullptr;
+  int port = 0;
+  bool ready = false;
+  void start(const std::string& model, const std::string& threads, const std::string& ctx, const std::string& alias) {
+    dir = new TempDir();
+    port = free_loopback_port();
+    process = new ServerProcess({llama_server(), "-m", model, "--host", "127.0.0.1", "--port", std::to_string(port),
+                                 "-t", threads, "-c", ctx, "-np", "1", "--alias", alias},
+                                dir->file("server.log"));
+    ready = wait_for_http(port, "/health", 120, *process);
+  }
+  void stop() {
+    delete process;
+    delete dir;
+    process = nullptr;
+    dir = nullptr;
+  }
+  // In a test's SetUp: skips without a llama-server, fails when it did not come up.
+  void require() const {
+    if (!std::filesystem::exists(llama_server()))
+      GTEST_SKIP() << "no llama-server at " << llama_server()
+                   << ": build llama.cpp with scripts/build-llama.sh (flavour dl-allvariants-2 or later)";
+    ASSERT_TRUE(ready) << "llama-server did not come up; its log:\n" << read_file(dir->file("server.log"));
+  }
+};
+
 class LlamaServer : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!std::filesystem::exists(llama_server())) return;
     model_ = tiny_model();
-    dir_ = new TempDir();
-    port_ = free_loopback_port();
-    server_ =
-        new ServerProcess({llama_server(), "-m", model_, "--host", "127.0.0.1", "--port",
-                           std::to_string(port_), "-t", "2", "-c", "1024", "-np", "1", "--alias", "tiny"},
-                          dir_->file("server.log"));
-    ready_ = wait_for_http(port_, "/health", 120, *server_);
+    suite_.start(model_, "2", "1024", "tiny");
+    server_ = suite_.process;
+    port_ = suite_.port;
   }
-  static void TearDownTestSuite() {
-    delete server_;
-    delete dir_;
-  }
-  void SetUp() override {
-    if (!std::filesystem::exists(llama_server()))
-      GTEST_SKIP() << "no llama-server at " << llama_server()
-                   << ": build llama.cpp with scripts/build-llama.sh (flavour dl-allvariants-2 or later)";
-    ASSERT_TRUE(ready_) << "llama-server did not come up; its log:\n" << read_file(dir_->file("server.log"));
-  }
+  static void TearDownTestSuite() { suite_.stop(); }
+  void SetUp() override { suite_.require(); }
   static std::string url() { return "http://127.0.0.1:" + std::to_string(port_); }
 
-  static inline TempDir* dir_ = nullptr;
+  static inline SuiteServer suite_;
   static inline ServerProcess* server_ = nullptr;
   static inline int port_ = 0;
-  static inline bool ready_ = false;
   static inline std::string model_;
 };
 
@@ -140,22 +156,12 @@ class DefaultVocabServer : public ::testing::Test {
     if (!std::filesystem::exists(llama_server())) return;
     model_ = synth_model("default-vocab", {"--shape", "tinyllama-1.1b", "--n-embd", "128", "--n-layer", "2",
                                            "--n-ff", "256", "--n-head", "4", "--n-head-kv", "2", "-q", "q4_0"});
-    dir_ = new TempDir();
-    port_ = free_loopback_port();
-    server_ =
-        new ServerProcess({llama_server(), "-m", model_, "--host", "127.0.0.1", "--port", std::to_string(port_),
-                           "-t", "1", "-c", "2048", "-np", "1", "--alias", "dv"},
-                          dir_->file("server.log"));
-    ready_ = wait_for_http(port_, "/health", 120, *server_);
+    suite_.start(model_, "1", "2048", "dv");
+    server_ = suite_.process;
+    port_ = suite_.port;
   }
-  static void TearDownTestSuite() {
-    delete server_;
-    delete dir_;
-  }
-  void SetUp() override {
-    if (!std::filesystem::exists(llama_server())) GTEST_SKIP() << "no llama-server at " << llama_server();
-    ASSERT_TRUE(ready_) << "llama-server did not come up; its log:\n" << read_file(dir_->file("server.log"));
-  }
+  static void TearDownTestSuite() { suite_.stop(); }
+  void SetUp() override { suite_.require(); }
   static std::vector<std::string> endpoint(bool with_pid) {
     std::vector<std::string> a = {"--endpoint", "http://127.0.0.1:" + std::to_string(port_), "--api-model", "dv"};
     if (with_pid) a.insert(a.end(), {"--server-pid", std::to_string(server_->pid())});
@@ -169,10 +175,9 @@ class DefaultVocabServer : public ::testing::Test {
     return run_edgeprobe(args, 180);
   }
 
-  static inline TempDir* dir_ = nullptr;
+  static inline SuiteServer suite_;
   static inline ServerProcess* server_ = nullptr;
   static inline int port_ = 0;
-  static inline bool ready_ = false;
   static inline std::string model_;
 };
 

@@ -123,8 +123,8 @@ result::BenchReport sample_report() {
   return r;
 }
 
-std::string render(const std::string& format) {
-  const auto report = sample_report();
+// `report` through one reporter, as a bench writes it: begin, each test, end.
+std::string render(const result::BenchReport& report, const std::string& format) {
   std::vector<workload::TestCase> plan;
   for (const auto& r : report.results) plan.push_back(r.config);
   std::ostringstream out;
@@ -134,6 +134,7 @@ std::string render(const std::string& format) {
   reporter->end(report);
   return out.str();
 }
+std::string render(const std::string& format) { return render(sample_report(), format); }
 
 void expect_golden(const std::string& format) {
   const std::string path = std::string(EDGEPROBE_TEST_DATA_DIR) + "/golden/bench." + format;
@@ -270,15 +271,9 @@ TEST(Reporters, RowsOfTwoModelsWithOneNameNameTheirFiles) {
   report.provenance.models.push_back(second);
   report.results[1].model_index = 1;
   report.results[1].config.model_path = second.path;
-  std::vector<workload::TestCase> plan;
-  for (const auto& r : report.results) plan.push_back(r.config);
-  std::ostringstream out;
-  auto reporter = report::make_reporter("md", out);
-  reporter->begin(report.provenance, plan);
-  for (const auto& r : report.results) reporter->add(r);
-  reporter->end(report);
-  EXPECT_NE(out.str().find("| model.gguf | 636 |"), std::string::npos) << out.str();
-  EXPECT_NE(out.str().find("| other.gguf | 636 |"), std::string::npos) << out.str();
+  const std::string md = render(report, "md");
+  EXPECT_NE(md.find("| model.gguf | 636 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| other.gguf | 636 |"), std::string::npos) << md;
 }
 
 TEST(Reporters, UnknownFormatIsBadInput) {
@@ -300,16 +295,7 @@ TEST(Reporters, RemotePrefillAndItsFallbackAreColumnsOfTheirOwn) {
   report.results[1].repetitions[0].prefill_remote = {{"mode", "local"}, {"fallback_reason", "cannot connect"}};
   report.results[1].repetitions[1].prefill_remote = {{"mode", "remote"}};
   report.results[1].repetitions[2].prefill_remote = {{"mode", "local"}, {"fallback_reason", "cannot connect"}};
-  std::vector<workload::TestCase> plan;
-  for (const auto& r : report.results) plan.push_back(r.config);
-  auto as = [&](const std::string& format) {
-    std::ostringstream out;
-    auto reporter = report::make_reporter(format, out);
-    reporter->begin(report.provenance, plan);
-    for (const auto& r : report.results) reporter->add(r);
-    reporter->end(report);
-    return out.str();
-  };
+  auto as = [&](const std::string& format) { return render(report, format); };
   const std::string md = as("md");
   EXPECT_NE(md.find("| test | prefill | prefill t/s |"), std::string::npos) << md;
   EXPECT_NE(md.find("| pp128 | remote |"), std::string::npos) << md;

@@ -90,7 +90,6 @@ function epTestLabel(r, doc) {
   const depth = c.n_depth && !String(r.test).includes(`d${c.n_depth}`) ? ` d${c.n_depth}` : '';
   return `${model}${r.test} t${epThreads(c)}${depth}`;
 }
-}
 
 // Telemetry reasons that apply to one kind of series ("cpufreq ...", "thermal ...").
 function epReasons(unavailable, words, fallback) {
