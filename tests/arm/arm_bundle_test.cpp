@@ -195,6 +195,11 @@ TEST_F(ArmBundle, DoctorOnCortexA76WithTheBaselineForcedNamesTheDotprodGapFirst)
 // turn is compared: a random-weight model's logits are nearly flat, and from the second turn
 // on a near-tie flips even between x86 variants (zen4 against haswell, measured on this
 // seed-42 tiny model; its first turn agreed on all of zen4, haswell, sse42, x64, armv8.2_2).
+// Since the vocabulary's byte tokens have zero output rows (synth revision r2) the first turn
+// of that model meets such near-ties: cortex-a53 agreed with zen4 on the first 12 tokens,
+// cortex-a76 (the dotprod variant) on the first 10, then each flipped its own way (measured
+// in this session's clean-clone run; one thread, so each run repeats itself). The first 10
+// tokens are compared: the same arithmetic on both architectures, up to the first tie.
 TEST_F(ArmBundle, TheArm64BundleDecodesTheGreedyTokensOfTheX86Build) {
   const auto model = dir_->file("home/tokens-tiny.gguf");
   const std::vector<std::string> session{"session", "-m", model, "--rounds", "1", "--conversations", "1", "--max-tokens", "16",
@@ -209,10 +214,14 @@ TEST_F(ArmBundle, TheArm64BundleDecodesTheGreedyTokensOfTheX86Build) {
     const json j = json::parse(r.out);
     return j["configs"][0]["turns"][0]["reply_tokens"].get<std::vector<int>>();
   };
-  const auto expected = first_turn(run_process(x86, 300, env));
+  constexpr size_t kCompared = 10;
+  auto expected = first_turn(run_process(x86, 300, env));
   ASSERT_EQ(expected.size(), 16u);
+  expected.resize(kCompared);
   for (const char* cpu : {"cortex-a53", "cortex-a76"}) {
-    const auto arm = first_turn(edgeprobe(cpu, session));
+    auto arm = first_turn(edgeprobe(cpu, session));
+    ASSERT_EQ(arm.size(), 16u) << cpu;
+    arm.resize(kCompared);
     EXPECT_EQ(arm, expected) << cpu;
   }
 }

@@ -2,7 +2,14 @@
 // as two processes on loopback. Correctness first (greedy tokens after a transfer are the
 // local ones, and a later turn's tail leaves the cache the whole state does), then
 // refusals. The timing claims run alone: two_node_test.cpp, netns_break_even_test.cpp.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include <cmath>
 
@@ -152,6 +159,24 @@ TEST(KvDisagg, RefusedPeersFallBackToLocalPrefillAndSayWhy) {
   EXPECT_EQ(ok["results"][0]["repetitions"][0]["prefill_remote"]["mode"], "remote");
 }
 
+// True once nothing accepts on 127.0.0.1:port (a server that was told to stop may still
+// accept for a moment while it exits), within timeout_ms.
+bool refuses_connections(int port, int timeout_ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < until) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool accepted = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    if (!accepted) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
 size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -167,12 +192,15 @@ TEST(KvDisagg, AFallbackIsSaidOnStderrAndInTheTableAndRequiredMakesItAnError) {
   TempDir dir;
   const std::string model = test_support::tiny_model();
   std::string stopped;
+  int stopped_port = 0;
   {
     std::filesystem::create_directories(dir.path() + "/gone");
     kv_test::KvServeNode gone(dir.path() + "/gone", {"-m", model, "-t", "1"});
     ASSERT_GT(gone.port(), 0) << gone.error();
     stopped = gone.address();
-  }  // stopped: nothing listens there now
+    stopped_port = gone.port();
+  }  // stopped: nothing listens there now (once it has exited)
+  ASSERT_TRUE(refuses_connections(stopped_port, 10000)) << "the stopped kv-serve still accepts on " << stopped;
   kv_test::KvServeNode server(dir.path(), {"-m", model, "-t", "1", "--timeout-ms", "2000"});
   ASSERT_GT(server.port(), 0) << server.error();
   auto bench = [&](const std::string& at, std::vector<std::string> extra, const std::string& token = "test-token") {
