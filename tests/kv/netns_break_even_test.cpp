@@ -25,6 +25,11 @@ using test_support::NetNamespace;
 struct Sweep {
   std::map<int, double> delta_ms;  // prompt -> median(remote TTFT - local prefill)
   std::vector<json> records;
+  // The host's steadiness during the sweep: the decode node's local prefill time per token,
+  // median per prompt length from 128 tokens on, highest over lowest. A steady host gives
+  // about 1.1-1.3 (attention grows with the prompt); this host's invisible slow stretches
+  // give 2 and more, and then no crossing means anything.
+  double local_per_token_spread = 0;
 };
 
 // One bench on the decode node: every prompt length, each repetition a local/remote pair.
@@ -40,16 +45,25 @@ Sweep measure(const std::string& prefix, const std::string& model, const std::st
   EXPECT_EQ(r.exit_code, 0) << r.err;
   Sweep s;
   const json doc = json::parse(r.out);
+  double lowest = 0, highest = 0;
   for (const auto& res : doc["results"]) {
-    std::vector<double> d;
+    std::vector<double> d, local;
+    const int n = res["config"]["n_prompt"].get<int>();
     for (const auto& rep : res["repetitions"]) {
       const auto& rec = rep["prefill_remote"];
       EXPECT_EQ(rec["mode"], "remote") << rec.value("fallback_reason", "");
       d.push_back(rec["ttft_ms"].get<double>() - rec["local_prefill_ms"].get<double>());
+      local.push_back(rec["local_prefill_ms"].get<double>() / n);
       s.records.push_back(rec);
     }
-    s.delta_ms[res["config"]["n_prompt"].get<int>()] = kv_test::median(d);
+    s.delta_ms[n] = kv_test::median(d);
+    if (n >= 128 && !local.empty()) {
+      const double per_token = kv_test::median(local);
+      lowest = lowest == 0 ? per_token : std::min(lowest, per_token);
+      highest = std::max(highest, per_token);
+    }
   }
+  s.local_per_token_spread = lowest > 0 ? highest / lowest : 0;
   EXPECT_FALSE(s.records.empty()) << r.err;
   return s;
 }
@@ -104,25 +118,41 @@ TEST(KvNetns, MeasuredBreakEvenWithin25PercentOfThePredictionAtThreeLinkRates) {
     const double rate = calib.kv_bytes_per_token * 8 / 1e3 / (gain_ms * share);
     test_support::set_rate(link, rate, 1.0);
     // This host's speed swings several-fold within a minute with no sign inside the guest,
-    // and one slow stretch in a sweep moves its crossing: a sweep that misses is measured
-    // once more, and the second is judged (both are printed).
+    // and one slow stretch in a sweep moves its crossing. A sweep the host visibly disturbed
+    // (the local prefill's time per token spread by more than 1.5x over the prompt lengths)
+    // is measured again; a steady sweep that misses gets one more try; the last steady sweep
+    // is judged. Three disturbed sweeps in a row skip the test with the figures.
+    constexpr double kSteady = 1.5;
     Sweep sweep;
     kv::DisaggInputs in;
     std::optional<double> predicted, measured;
-    for (int attempt = 1; attempt <= 2; ++attempt) {
-      sweep = measure(decode_prefix, model, server.address(), {16, 32, 64, 128, 256, 512, 1024}, slow_variant);
+    int steady = 0;
+    std::string disturbed;
+    for (int attempt = 1; attempt <= 3 && steady < 2; ++attempt) {
+      Sweep s = measure(decode_prefix, model, server.address(), {16, 32, 64, 128, 256, 512, 1024}, slow_variant);
+      if (s.local_per_token_spread > kSteady) {
+        disturbed += " " + std::to_string(s.local_per_token_spread);
+        std::cout << "  attempt " << attempt << " at " << rate << " Mbit/s: the host disturbed it (local prefill per "
+                  << "token spread " << s.local_per_token_spread << "x); measuring again\n";
+        continue;
+      }
+      ++steady;
+      sweep = std::move(s);
       in = kv::fit_inputs(sweep.records);
       predicted = kv::break_even(in).prompt_tokens;
       measured = crossing(sweep.delta_ms);
       if (predicted && measured && std::abs(*measured - *predicted) <= 0.25 * *predicted) break;
-      if (attempt == 1)
-        std::cout << "  attempt 1 at " << rate << " Mbit/s: measured "
-                  << (measured ? std::to_string(*measured) : "none") << ", predicted "
-                  << (predicted ? std::to_string(*predicted) : "never") << "; measuring again\n";
+      std::cout << "  attempt " << attempt << " at " << rate << " Mbit/s: measured "
+                << (measured ? std::to_string(*measured) : "none") << ", predicted "
+                << (predicted ? std::to_string(*predicted) : "never") << "\n";
     }
+    if (steady == 0)
+      GTEST_SKIP() << "host too noisy at " << rate << " Mbit/s: the local prefill's time per token spread by" << disturbed
+                   << "x over the prompt lengths in three sweeps (a steady host: under " << kSteady << "x)";
     for (const auto& [n, d] : sweep.delta_ms)
       std::cout << "  " << n << " tokens: remote - local " << d << " ms\n";
-    std::cout << "tbf " << rate << " Mbit/s (link measured " << in.link_mbit_s << ", fixed " << in.fixed_ms
+    std::cout << "tbf " << rate << " Mbit/s (host spread " << sweep.local_per_token_spread << "x, link measured "
+              << in.link_mbit_s << ", fixed " << in.fixed_ms
               << " ms, local fixed " << in.local_fixed_ms << " ms): break-even measured "
               << (measured ? std::to_string(*measured) : "none") << ", predicted "
               << (predicted ? std::to_string(*predicted) : "never") << " tokens\n";
