@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <tuple>
 
 #include "analysis/compare_internal.h"
 #include "core/stats.h"
