@@ -1,5 +1,7 @@
 #include "core/text.h"
 
+#include <fmt/format.h>
+
 namespace edgeprobe {
 
 std::string csv_field(std::string_view field) {
@@ -10,6 +12,29 @@ std::string csv_field(std::string_view field) {
     out += c;
   }
   return out + "\"";
+}
+
+std::string one_line(std::string_view text, size_t max_bytes) {
+  std::string out;
+  size_t i = 0;
+  for (; i < text.size() && out.size() < max_bytes; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
+    else if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+             static_cast<unsigned char>(text[i + 1]) <= 0x9f)
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[++i]));  // a C1 control (CSI is U+009B)
+    else out += static_cast<char>(c);
+  }
+  if (i < text.size()) {
+    // Not inside a UTF-8 sequence: drop continuation bytes of the last character cut.
+    while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xc0) == 0x80) out.pop_back();
+    if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xc0) out.pop_back();
+    out += fmt::format("… ({} bytes)", text.size());
+  }
+  return out;
 }
 
 std::string shell_quote(std::string_view word) {

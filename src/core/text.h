@@ -1,4 +1,5 @@
 #pragma once
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -8,6 +9,12 @@ namespace edgeprobe {
 // One CSV field (RFC 4180): quoted when it holds a comma, a double quote, CR or LF, with
 // each inner double quote doubled; any other field is written as it is.
 std::string csv_field(std::string_view field);
+
+// Text from outside (a server's message, a peer's refusal, a name in its reply) as one line
+// a terminal shows as it is: line breaks, tabs and every other C0/C1 control (ESC included,
+// and UTF-8's U+0080..U+009F) are written as escapes (\n, \t, \x1b), and text longer than
+// max_bytes is cut at a character boundary with the size it had ("… (900000 bytes)").
+std::string one_line(std::string_view text, size_t max_bytes = 300);
 
 // One word for a POSIX shell: left bare when it is made only of [A-Za-z0-9_@%+=:,./-],
 // else single-quoted, with each ' inside written as '\''. The empty word is ''.

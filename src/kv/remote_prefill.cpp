@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "kv/protocol.h"
 
 namespace edgeprobe::kv {
@@ -44,16 +45,19 @@ class RemotePrefillContext : public engine::Context {
       client_.reset();
       synced_ = 0;
       const std::string server = options_.client.server.to_string();
+      // The reason can hold a peer's own words (its error frame): one bounded, escaped line
+      // wherever it goes (stderr, the table, the store).
+      const std::string reason = one_line(e.what());
       if (options_.required)
         throw_environment("the remote prefill at {} failed and --prefill-remote-required forbids a local one: {}; {}",
-                          server, e.what(), fallback_advice(e.what(), server));
+                          server, reason, fallback_advice(reason, server));
       // Whatever the failed attempt had timed is not a figure of this prefill.
       PrefillRecord fallback;
       fallback.tokens = rec.tokens;
       fallback.local_prefill_ms = rec.local_prefill_ms;
       rec = std::move(fallback);
       rec.mode = "local";
-      rec.fallback_reason = e.what();
+      rec.fallback_reason = reason;
       local(tokens, logits_for_last);
     }
     rec.ttft_ms = ms_since(t0);

@@ -234,7 +234,8 @@ class MarkdownReporter : public Reporter {
       out_ << fmt::format(
           "Endpoint: the server ran the model ({}); threads {}; load ms and peak RSS are the server's, which it "
           "does not report, so they are empty (this client's own would say nothing of the server).\n",
-          at(ss, "/model_path").is_string() ? "its model " + scalar(at(ss, "/model_path")) : "its model file unknown",
+          at(ss, "/model_path").is_string() ? "its model " + one_line(scalar(at(ss, "/model_path")), 200)
+                                             : "its model file unknown",
           threads.is_number_integer() ? fmt::format("{} ({})", scalar(threads), scalar(at(ss, "/threads_source")))
                                       : "n/a (the server did not say; --server-pid reads a local llama-server's)");
     }

@@ -65,3 +65,15 @@ TEST(ShellJoin, RoundTripsThroughARealShell) {
   ASSERT_EQ(back.size(), words.size()) << line;
   for (size_t i = 0; i < words.size(); ++i) EXPECT_EQ(back[i], words[i]) << "word " << i << " in: " << line;
 }
+
+// A peer's refusal or a server's name reaches the terminal as one line with no control code.
+TEST(OneLine, ControlsAreEscapedAndLongTextIsCutAtACharacter) {
+  EXPECT_EQ(one_line("refused"), "refused");
+  EXPECT_EQ(one_line("two\nlines\r\tand \x1b[2Jclear"), "two\\nlines\\r\\tand \\x1b[2Jclear");
+  EXPECT_EQ(one_line("csi \xc2\x9b" "31m"), "csi \\u009b31m");  // the C1 control introducer
+  EXPECT_EQ(one_line("模型 ok"), "模型 ok");                          // text beyond ASCII stays
+  const std::string huge(900000, 'x');
+  EXPECT_EQ(one_line(huge, 10), "xxxxxxxxxx… (900000 bytes)");
+  // Cut inside a 3-byte character: the partial character is dropped, not left dangling.
+  EXPECT_EQ(one_line("ab模型", 4), "ab… (8 bytes)");
+}
