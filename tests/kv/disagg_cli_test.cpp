@@ -177,12 +177,6 @@ bool refuses_connections(int port, int timeout_ms) {
   return false;
 }
 
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 // Issue 24: a fallback is never silent. Against a stopped server and with a wrong token the
 // run warns once per reason on stderr with what to do, the table's prefill column says
 // "local (fallback)" and the exit code is 0 (the local figures are honest ones); with
@@ -212,7 +206,7 @@ TEST(KvDisagg, AFallbackIsSaidOnStderrAndInTheTableAndRequiredMakesItAnError) {
 
   const auto down = bench(stopped, {"-o", "md"});
   EXPECT_EQ(down.exit_code, 0) << down.err;
-  EXPECT_EQ(count(down.err, "warning: --prefill-remote " + stopped + ": fell back to a local prefill"), 1u)
+  EXPECT_EQ(test_support::count_of(down.err, "warning: --prefill-remote " + stopped + ": fell back to a local prefill"), 1u)
       << "one line for one reason, not one per repetition:\n" << down.err;
   EXPECT_NE(down.err.find("is kv-serve running there?"), std::string::npos) << down.err;
   EXPECT_NE(down.out.find("| test | prefill |"), std::string::npos) << down.out;
@@ -221,7 +215,7 @@ TEST(KvDisagg, AFallbackIsSaidOnStderrAndInTheTableAndRequiredMakesItAnError) {
 
   const auto wrong = bench(server.address(), {"-o", "md"}, "not-the-token");
   EXPECT_EQ(wrong.exit_code, 0) << wrong.err;
-  EXPECT_EQ(count(wrong.err, ": fell back to a local prefill: "), 1u) << wrong.err;
+  EXPECT_EQ(test_support::count_of(wrong.err, ": fell back to a local prefill: "), 1u) << wrong.err;
   EXPECT_NE(wrong.err.find("wrong token"), std::string::npos) << wrong.err;
   EXPECT_NE(wrong.err.find("check the token"), std::string::npos) << wrong.err;
   EXPECT_EQ(wrong.err.find("not-the-token"), std::string::npos) << "the token is never printed";
@@ -258,7 +252,7 @@ TEST(KvDisagg, AFallbackIsSaidOnStderrAndInTheTableAndRequiredMakesItAnError) {
                                     "-t", "1", "--sample-hz", "0", "--no-store", "-q", "-o", "md", "--prefill-remote",
                                     stopped});
   EXPECT_EQ(session.exit_code, 0) << session.err;
-  EXPECT_EQ(count(session.err, ": fell back to a local prefill: "), 1u) << session.err;
+  EXPECT_EQ(test_support::count_of(session.err, ": fell back to a local prefill: "), 1u) << session.err;
   EXPECT_NE(session.out.find("| QES | prefill |"), std::string::npos) << session.out;
   EXPECT_NE(session.out.find(" local (fallback) |\n"), std::string::npos) << session.out;
 

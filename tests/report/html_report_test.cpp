@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "report/fixtures.h"
 #include "report/html_report.h"
+#include "support/run_process.h"
 
 using namespace edgeprobe;
 using nlohmann::json;
@@ -22,12 +23,6 @@ std::string data_block(const std::string& page) {
   return page.substr(start + kOpen.size(), end - start - kOpen.size());
 }
 
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 }  // namespace
 
 TEST(HtmlReport, KindsAreRecognized) {
@@ -43,9 +38,9 @@ TEST(HtmlReport, PageIsSelfContainedWithOneParsableDataBlock) {
   const json doc = report_test::bench_document(3, 16, true);
   const std::string page = report::render_html_report({{"bench.json", doc}});
   EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
-  EXPECT_EQ(count(page, kOpen), 1u);
-  EXPECT_EQ(count(page, "<script"), 2u);  // the data block and the inline script, nothing loaded
-  EXPECT_EQ(count(page, "<style>"), 1u);
+  EXPECT_EQ(test_support::count_of(page, kOpen), 1u);
+  EXPECT_EQ(test_support::count_of(page, "<script"), 2u);  // the data block and the inline script, nothing loaded
+  EXPECT_EQ(test_support::count_of(page, "<style>"), 1u);
   EXPECT_EQ(page.find("src="), std::string::npos);
   EXPECT_EQ(page.find("<link"), std::string::npos);
   EXPECT_EQ(page.find("http://"), std::string::npos);
@@ -71,7 +66,7 @@ TEST(HtmlReport, HostileStringsStayInsideTheDataBlock) {
   for (const char* bad : {"<", ">", "&", "\xe2\x80\xa8", "\xe2\x80\xa9", "\xff"}) {
     EXPECT_EQ(block.find(bad), std::string::npos) << bad;
   }
-  EXPECT_EQ(count(page, "<script"), 2u);
+  EXPECT_EQ(test_support::count_of(page, "<script"), 2u);
   EXPECT_EQ(page.find("<img"), std::string::npos);
   // JSON.parse gives the strings back: the valid UTF-8 as it was, the bad bytes as U+FFFD.
   const json data = json::parse(block);

@@ -24,12 +24,6 @@ std::vector<std::string> bench_args(const std::string& url) {
           "--ceilings", "off", "--sample-hz", "0", "-o", "json", "-q", "--db", url};
 }
 
-size_t count_of(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 TEST(PgCli, BenchRunsExportAndCompareShareOnePostgresqlStore) {
   PgServer server;
   if (!server.skip_reason().empty()) GTEST_SKIP() << server.skip_reason();
@@ -51,8 +45,8 @@ TEST(PgCli, BenchRunsExportAndCompareShareOnePostgresqlStore) {
 
   const ProcessResult runs = run_edgeprobe({"runs", "--db", url}, 60);
   ASSERT_EQ(runs.exit_code, 0) << runs.err;
-  EXPECT_EQ(count_of(runs.out, " bench "), 3u) << runs.out;
-  EXPECT_EQ(count_of(runs.out, " complete "), 3u) << runs.out;
+  EXPECT_EQ(test_support::count_of(runs.out, " bench "), 3u) << runs.out;
+  EXPECT_EQ(test_support::count_of(runs.out, " complete "), 3u) << runs.out;
   EXPECT_NE(runs.out.find("tiny"), std::string::npos) << runs.out;
 
   // Every run holds its two tests (pp8, tg4) with three repetitions each, exactly.
@@ -82,7 +76,7 @@ TEST(PgCli, ABadUrlExitsTwoAndAnUnreachableServerThreeOnOneLineWithoutThePasswor
   EXPECT_NE(away.err.find(empty.path()), std::string::npos) << away.err;
   for (const ProcessResult* r : {&bad, &away}) {
     EXPECT_EQ(r->err.find("s3cret"), std::string::npos) << r->err;
-    EXPECT_EQ(count_of(r->err, "\n"), 1u) << r->err;
+    EXPECT_EQ(test_support::count_of(r->err, "\n"), 1u) << r->err;
   }
 }
 

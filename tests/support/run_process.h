@@ -93,6 +93,8 @@ std::string error_message(const std::function<void()>& f);
 // dist/edgeprobe-*-linux-aarch64-linux-gnu.tar.gz (scripts/setup-arm.sh); "" when none.
 std::string arm64_bundle();
 
+// How many times `what` occurs in `text` (overlapping occurrences count).
+size_t count_of(const std::string& text, const std::string& what);
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& data);
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/progress.h"
+#include "support/run_process.h"
 
 using namespace edgeprobe;
 
@@ -24,12 +25,6 @@ bool has_control_characters(const std::string& text) {
     const auto u = static_cast<unsigned char>(c);
     return (u < 0x20 && c != '\n') || u == 0x7f;
   });
-}
-
-size_t count_of(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
 }
 
 size_t code_points(const std::string& text) {
@@ -146,7 +141,7 @@ TEST(ProgressDisplay, TerminalRedrawsAtMostFiveTimesASecondAndAlwaysShowsTheEnd)
     d.units(i, 100, "repetitions");
   }
   const std::string text = out.str();
-  const size_t draws = count_of(text, "\r\x1b[K");
+  const size_t draws = test_support::count_of(text, "\r\x1b[K");
   EXPECT_GE(draws, 5u);
   EXPECT_LE(draws, 8u);  // the first, about 5 in the second, and the last
   EXPECT_NE(text.find("[####################] 100/100 repetitions  1s  0s left  repetition 100"), std::string::npos)
@@ -189,7 +184,7 @@ TEST(ProgressDisplay, PlainLinesComeAtAModestRateWithoutControlCharacters) {
   d.clear();
   const std::string text = out.str();
   EXPECT_FALSE(has_control_characters(text)) << text;
-  const size_t lines = count_of(text, "\n");
+  const size_t lines = test_support::count_of(text, "\n");
   // 2 setup lines, the start, one every 5 s over 20 s, the end, the warning.
   EXPECT_GE(lines, 7u) << text;
   EXPECT_LE(lines, 9u) << text;
