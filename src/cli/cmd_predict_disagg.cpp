@@ -44,7 +44,9 @@ int run(const PredictFlags& f, const CLI::App& cmd) {
                           {"link_mbit_s", in.link_mbit_s},
                           {"fixed_ms", in.fixed_ms},
                           {"local_fixed_ms", in.local_fixed_ms},
-                          {"per_token_overhead_ms", in.per_token_overhead_ms}}},
+                          {"per_token_overhead_ms", in.per_token_overhead_ms},
+                          {"local_ms_per_token_squared", in.local_ms_per_token_squared},
+                          {"remote_ms_per_token_squared", in.remote_ms_per_token_squared}}},
                         {"break_even", be.to_json()},
                         {"ttft_ms", nlohmann::json::array()}};
   for (double n : f.prompts)
@@ -59,11 +61,18 @@ int run(const PredictFlags& f, const CLI::App& cmd) {
       "{:.1f} ms fixed remote, {:.1f} ms local; {:.3f} ms/token serialize+restore\n",
       in.local_tokens_per_s, in.remote_tokens_per_s, in.kv_bytes_per_token, in.link_mbit_s, in.fixed_ms,
       in.local_fixed_ms, in.per_token_overhead_ms);
+  if (in.local_ms_per_token_squared > 0 || in.remote_ms_per_token_squared > 0)
+    std::cout << fmt::format("attention's growth: {:.3g} ms/token^2 here, {:.3g} remote\n",
+                             in.local_ms_per_token_squared, in.remote_ms_per_token_squared);
   if (be.prompt_tokens)
     std::cout << fmt::format("remote prefill wins above {:.0f} prompt tokens\n", *be.prompt_tokens);
   else
     std::cout << "remote prefill never wins at this link rate\n";
-  if (be.min_link_mbit)
+  const bool attention_helps = in.local_ms_per_token_squared > in.remote_ms_per_token_squared;
+  if (be.min_link_mbit && attention_helps)
+    std::cout << fmt::format("at or below {:.1f} Mbit/s only this node's faster-growing attention makes it win\n",
+                             *be.min_link_mbit);
+  else if (be.min_link_mbit)
     std::cout << fmt::format("at or below {:.1f} Mbit/s it never wins\n", *be.min_link_mbit);
   else
     std::cout << "it never wins at any link rate (the remote node is not faster here)\n";
@@ -90,6 +99,12 @@ void register_predict_disagg(CLI::App& app) {
   cmd->add_option("--fixed-ms", f->in.fixed_ms, "Per-request cost: round trip and framing, ms")
       ->capture_default_str();
   cmd->add_option("--per-token-overhead-ms", f->in.per_token_overhead_ms, "Serialize + restore per token, ms")
+      ->capture_default_str();
+  cmd->add_option("--local-ms-per-token2", f->in.local_ms_per_token_squared,
+                  "Attention's growth here: ms per token^2")
+      ->capture_default_str();
+  cmd->add_option("--remote-ms-per-token2", f->in.remote_ms_per_token_squared,
+                  "Attention's growth on the prefill node: ms per token^2")
       ->capture_default_str();
   cmd->add_option("--prompts", f->prompts, "Prompt lengths to show TTFTs for");
   cmd->add_option("-o,--output-format", f->format, "text or json")

@@ -1,6 +1,7 @@
 #include "kv/break_even.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "core/error.h"
@@ -21,6 +22,9 @@ void check(const DisaggInputs& in) {
   if (in.fixed_ms < 0 || in.per_token_overhead_ms < 0)
     throw_bad_input("overheads cannot be negative (got {} ms fixed, {} ms per token)", in.fixed_ms,
                     in.per_token_overhead_ms);
+  if (in.local_ms_per_token_squared < 0 || in.remote_ms_per_token_squared < 0)
+    throw_bad_input("attention terms cannot be negative (got {} and {} ms per token^2)",
+                    in.local_ms_per_token_squared, in.remote_ms_per_token_squared);
 }
 
 // Least squares y = a + b x; nullopt with fewer than two distinct x.
@@ -39,6 +43,38 @@ std::optional<std::pair<double, double>> fit_line(const std::vector<double>& x, 
   return std::make_pair((sy - b * sx) / n, b);
 }
 
+// Least squares y = a + b x + c x^2 (normal equations on x scaled to [0, 1], which keeps
+// them well conditioned for prompt lengths in the thousands); nullopt with fewer than three
+// distinct x.
+struct Quadratic {
+  double a, b, c;
+};
+std::optional<Quadratic> fit_quadratic(const std::vector<double>& x, const std::vector<double>& y) {
+  if (x.size() < 3) return std::nullopt;
+  const double scale = *std::max_element(x.begin(), x.end());
+  if (!(scale > 0)) return std::nullopt;
+  double s[5] = {}, t[3] = {};  // sums of u^k and of y u^k
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double u = x[i] / scale;
+    double p = 1;
+    for (int k = 0; k < 5; ++k, p *= u) {
+      s[k] += p;
+      if (k < 3) t[k] += y[i] * p;
+    }
+  }
+  // Cramer's rule on [[s0 s1 s2] [s1 s2 s3] [s2 s3 s4]] (a b c)' = t.
+  auto det3 = [](double m00, double m01, double m02, double m10, double m11, double m12, double m20, double m21,
+                 double m22) {
+    return m00 * (m11 * m22 - m12 * m21) - m01 * (m10 * m22 - m12 * m20) + m02 * (m10 * m21 - m11 * m20);
+  };
+  const double d = det3(s[0], s[1], s[2], s[1], s[2], s[3], s[2], s[3], s[4]);
+  if (!(std::abs(d) > 1e-12 * s[0] * s[2] * s[4])) return std::nullopt;
+  const double a = det3(t[0], s[1], s[2], t[1], s[2], s[3], t[2], s[3], s[4]) / d;
+  const double b = det3(s[0], t[0], s[2], s[1], t[1], s[3], s[2], t[2], s[4]) / d;
+  const double c = det3(s[0], s[1], t[0], s[1], s[2], t[1], s[2], s[3], t[2]) / d;
+  return Quadratic{a, b / scale, c / (scale * scale)};
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
@@ -47,12 +83,12 @@ double median(std::vector<double> v) {
 }  // namespace
 
 double local_ttft_ms(const DisaggInputs& in, double n) {
-  return in.local_fixed_ms + n / in.local_tokens_per_s * 1e3;
+  return in.local_fixed_ms + n / in.local_tokens_per_s * 1e3 + in.local_ms_per_token_squared * n * n;
 }
 
 double remote_ttft_ms(const DisaggInputs& in, double n) {
-  return in.fixed_ms + n / in.remote_tokens_per_s * 1e3 + n * in.kv_bytes_per_token / link_bytes_per_ms(in) +
-         n * in.per_token_overhead_ms;
+  return in.fixed_ms + n / in.remote_tokens_per_s * 1e3 + in.remote_ms_per_token_squared * n * n +
+         n * in.kv_bytes_per_token / link_bytes_per_ms(in) + n * in.per_token_overhead_ms;
 }
 
 BreakEven break_even(const DisaggInputs& in) {
@@ -63,7 +99,14 @@ BreakEven break_even(const DisaggInputs& in) {
   const double link_ms = in.kv_bytes_per_token / link_bytes_per_ms(in);
   BreakEven out;
   if (gain_ms > 0) out.min_link_mbit = in.kv_bytes_per_token / gain_ms * 8 / 1e3;
-  if (gain_ms - link_ms > 0) out.prompt_tokens = std::max(0.0, in.fixed_ms - in.local_fixed_ms) / (gain_ms - link_ms);
+  // remote - local = A + B n + C n^2; its first root above 0, written 2A / (-B + sqrt(B^2 -
+  // 4AC)) so that C -> 0 gives the linear A / -B without cancelling (and no root when the
+  // denominator is not positive: B >= 0 without attention, or the parabola never dips).
+  const double a = std::max(0.0, in.fixed_ms - in.local_fixed_ms);
+  const double b = link_ms - gain_ms;
+  const double c = in.remote_ms_per_token_squared - in.local_ms_per_token_squared;
+  const double disc = b * b - 4 * a * c;
+  if (disc >= 0 && -b + std::sqrt(disc) > 0) out.prompt_tokens = 2 * a / (-b + std::sqrt(disc));
   return out;
 }
 
@@ -103,11 +146,13 @@ DisaggInputs fit_inputs(const std::vector<nlohmann::json>& records) {
     local_ys.push_back(median(at.local_ms));
     remote_ys.push_back(median(at.remote_ms));
   }
-  // A prefill is a line in n: slope 1/rate, intercept its own cost. With one length, the
-  // rate goes through 0. A prefill that grows faster than linearly over the lengths
-  // measured (attention) fits a line with a negative intercept; it is kept, because the
-  // prediction is the crossing of two lines fitted over the same lengths, and clamping
-  // one intercept moves that crossing (by a quarter, measured on a 20 ms link).
+  // A prefill is its own cost, plus 1/rate per token, plus attention's growth per token^2.
+  // A line through lengths where attention matters has a negative intercept and a slope
+  // too steep for the short prompts: on a 20 ms link the lines' crossing came out at 53-58
+  // tokens where the measured one was 37-43 (CI, 2026-12-01). So: the quadratic with three
+  // lengths or more while its terms are physical (slope and n^2 term positive), else the
+  // line (its intercept kept whatever its sign: clamping it moved the crossing by a
+  // quarter), else, with one length, the rate through 0.
   auto rate_through_zero = [&](const std::vector<double>& ys) {
     double ms = 0, n = 0;
     for (size_t i = 0; i < xs.size(); ++i) {
@@ -116,15 +161,25 @@ DisaggInputs fit_inputs(const std::vector<nlohmann::json>& records) {
     }
     return ms > 0 ? n / (ms / 1e3) : 0;
   };
+  struct Prefill {
+    double fixed_ms = 0, tokens_per_s = 0, ms_per_token_squared = 0;
+  };
+  auto fit_prefill = [&](const std::vector<double>& ys) {
+    Prefill p;
+    p.tokens_per_s = rate_through_zero(ys);
+    if (const auto q = fit_quadratic(xs, ys); q && q->b > 0 && q->c > 0)
+      p = {q->a, 1e3 / q->b, q->c};
+    else if (const auto line = fit_line(xs, ys); line && line->second > 0)
+      p = {line->first, 1e3 / line->second, 0};
+    return p;
+  };
   DisaggInputs in;
-  in.local_tokens_per_s = rate_through_zero(local_ys);
-  if (const auto line = fit_line(xs, local_ys); line && line->second > 0) {
-    in.local_fixed_ms = line->first;
-    in.local_tokens_per_s = 1e3 / line->second;
-  }
-  in.remote_tokens_per_s = rate_through_zero(remote_ys);
-  if (const auto line = fit_line(xs, remote_ys); line && line->second > 0)
-    in.remote_tokens_per_s = 1e3 / line->second;  // its intercept joins the fixed cost below
+  const Prefill local = fit_prefill(local_ys), remote = fit_prefill(remote_ys);
+  in.local_fixed_ms = local.fixed_ms;
+  in.local_tokens_per_s = local.tokens_per_s;
+  in.local_ms_per_token_squared = local.ms_per_token_squared;
+  in.remote_tokens_per_s = remote.tokens_per_s;  // its intercept joins the fixed cost below
+  in.remote_ms_per_token_squared = remote.ms_per_token_squared;
   in.kv_bytes_per_token = median(bytes_per_token);
   // All bytes over all their time: a rate limiter's burst lets a small state through at
   // line speed, and only the large ones show the sustained rate.

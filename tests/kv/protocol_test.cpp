@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <cstring>
 
 #include "core/error.h"
@@ -211,12 +213,12 @@ TEST(KvBreakEven, FitsInputsFromRecords) {
   EXPECT_EQ(prefill_records(doc).size(), 1u);
 }
 
-TEST(KvBreakEven, AFasterThanLinearPrefillKeepsItsNegativeIntercept) {
+TEST(KvBreakEven, AFasterThanLinearPrefillIsFittedWithItsAttentionTerm) {
   // Both prefills grow faster than linearly (attention), shaped like a measured pair:
   // 0.48 ms + n/25000 per token here, 0.1 ms + n/30000 there, a 20 ms round trip and
-  // 0.3 ms per token on the link (1000 bytes at 26.7 Mbit/s). The fitted lines must cross
-  // within 10 % of where the curves do (245 tokens); clamping the local line's negative
-  // intercept to 0 predicted 194.
+  // 0.3 ms per token on the link (1000 bytes at 26.7 Mbit/s). The fit finds the n^2 terms
+  // and the prediction is where the curves cross (245 tokens) to 1 %; lines through these
+  // lengths missed by 7 %, and with the local line's negative intercept clamped, by 21 %.
   auto local = [](double n) { return n * (0.48 + n / 25000); };
   auto remote_prefill = [](double n) { return n * (0.1 + n / 30000); };
   auto ttft = [&](double n) { return 20 + remote_prefill(n) + 0.3 * n; };
@@ -231,11 +233,46 @@ TEST(KvBreakEven, AFasterThanLinearPrefillKeepsItsNegativeIntercept) {
                        {"link_mbit_s", 8 / 0.3},
                        {"ttft_ms", ttft(n)}});
   const auto in = fit_inputs(records);
-  EXPECT_LT(in.local_fixed_ms, 0);
-  double crossing = 1;  // where the remote path first beats the local one, to 0.1 token
-  while (ttft(crossing) > local(crossing)) crossing += 0.1;
+  EXPECT_NEAR(in.local_fixed_ms, 0, 1e-6);
+  EXPECT_NEAR(in.local_tokens_per_s, 1e3 / 0.48, 1e-3);
+  EXPECT_NEAR(in.local_ms_per_token_squared, 1.0 / 25000, 1e-9);
+  EXPECT_NEAR(in.remote_ms_per_token_squared, 1.0 / 30000, 1e-9);
+  EXPECT_NEAR(in.fixed_ms, 20, 1e-6);
+  double crossing = 1;  // where the remote path first beats the local one, to 0.01 token
+  while (ttft(crossing) > local(crossing)) crossing += 0.01;
   ASSERT_TRUE(break_even(in).prompt_tokens);
-  EXPECT_NEAR(*break_even(in).prompt_tokens, crossing, 0.1 * crossing) << "true crossing " << crossing;
+  EXPECT_NEAR(*break_even(in).prompt_tokens, crossing, 0.01 * crossing) << "true crossing " << crossing;
+  // A prefill that grows slower than linearly (an n^2 term below 0 is not attention) is
+  // fitted as a line.
+  for (auto& r : records) {
+    const double n = r.value("tokens_sent", 0.0);
+    r["local_prefill_ms"] = 0.5 * n - 1e-5 * n * n;
+  }
+  const auto linear = fit_inputs(records);
+  EXPECT_EQ(linear.local_ms_per_token_squared, 0);
+  EXPECT_GT(linear.local_tokens_per_s, 2000);
+}
+
+TEST(KvBreakEven, AttentionMakesALongPromptWinBelowTheLinearLinkRate) {
+  DisaggInputs in;
+  in.local_tokens_per_s = 100;  // 10 ms/token here
+  in.remote_tokens_per_s = 1000;
+  in.kv_bytes_per_token = 1000;
+  in.link_mbit_s = 0.8;  // 10 ms/token on the link: the per-token gain (9 ms) is eaten
+  in.fixed_ms = 80;
+  EXPECT_FALSE(break_even(in).prompt_tokens);
+  in.local_ms_per_token_squared = 0.01;  // each token here costs 0.01 ms more than the last
+  const auto be = break_even(in);
+  ASSERT_TRUE(be.prompt_tokens);
+  // 80 + 1 n - 0.01 n^2 = 0 at n = (1 + sqrt(1 + 3.2)) / 0.02
+  EXPECT_NEAR(*be.prompt_tokens, (1 + std::sqrt(4.2)) / 0.02, 1e-6);
+  EXPECT_NEAR(local_ttft_ms(in, *be.prompt_tokens), remote_ttft_ms(in, *be.prompt_tokens), 1e-6);
+  ASSERT_TRUE(be.min_link_mbit);  // still the linear terms' figure
+  EXPECT_NEAR(*be.min_link_mbit, 8.0 / 9.0, 1e-9);
+  in.remote_ms_per_token_squared = 0.02;  // the remote node's attention grows faster: never
+  EXPECT_FALSE(break_even(in).prompt_tokens);
+  in.local_ms_per_token_squared = -1;
+  EXPECT_THROW(break_even(in), Error);
 }
 
 }  // namespace
