@@ -93,13 +93,21 @@ void collect_errors(const std::vector<result::TestResult>& results, JobOutcome& 
 
 std::string test_summary_phase(size_t case_index) { return "test" + std::to_string(case_index); }
 
-json test_level_json(const result::TestResult& r) {
-  return {{"load_ms", r.load_ms},
-          {"page_cache_resident_share", r.page_cache_resident_share},
-          {"telemetry", r.telemetry},
-          {"roofline", r.roofline},
-          {"serving", r.serving},
-          {"error", r.error ? json{{"kind", r.error->kind}, {"message", r.error->message}} : json(nullptr)}};
+void record_test(store::Store& store, int64_t run, size_t case_index, const json& r) {
+  const bool failed = r.value("status", "ok") != "ok";
+  const json& error = r.contains("error") ? r["error"] : json(nullptr);
+  store.finish_configuration(run, static_cast<int64_t>(case_index),
+                             failed ? store::Status::kFailed : store::Status::kComplete,
+                             failed && error.is_object() ? error.value("message", "") : "");
+  const json& load = r.contains("load") && r["load"].is_object() ? r["load"] : json::object();
+  const json share = load.value("page_cache_resident_share_before", json(nullptr));
+  store.record_run_summary(run, test_summary_phase(case_index),
+                           {{"load_ms", load.value("samples_ms", json::array())},
+                            {"page_cache_resident_share", share.is_number() ? share : json(-1.0)},
+                            {"telemetry", r.value("telemetry", json(nullptr))},
+                            {"roofline", r.value("roofline", json(nullptr))},
+                            {"serving", r.value("serving", json(nullptr))},
+                            {"error", error.is_object() ? error : json(nullptr)}});
 }
 
 BenchPlan stored_bench_plan(store::Store& store, int64_t run) {
@@ -218,16 +226,12 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   };
   size_t finished_cases = 0;
   callbacks.enrich = [&](result::TestResult& r, const std::vector<PhaseEvent>&) {
-    if (ctx.store)
-      ctx.store->finish_configuration(run_id, static_cast<int64_t>(finished_cases),
-                                      r.error ? store::Status::kFailed : store::Status::kComplete,
-                                      r.error ? r.error->message : "");
     ++finished_cases;
     recorder.enrich(r);
     const auto i = static_cast<size_t>(r.model_index);
     if (i < ceilings.size() && ceilings[i]) r.roofline = runner::roofline_json(r, models.info(i), *ceilings[i]);
     // What a test has beyond its repetitions, so the stored run loads back whole.
-    if (ctx.store) ctx.store->record_run_summary(run_id, test_summary_phase(finished_cases - 1), test_level_json(r));
+    if (ctx.store) record_test(*ctx.store, run_id, finished_cases - 1, result::to_json(r));
   };
   callbacks.result = [&](const result::TestResult& r) {
     if (ctx.sink) ctx.sink->bench_result(r);

@@ -67,22 +67,12 @@ void StreamRecorder::event(const json& e) {
     if (!run_id_) throw Error(ErrorKind::kBug, "a test result before the provenance");
     const json& r = e.at("result");
     const auto ordinal = static_cast<int64_t>(tests_seen_++);
-    const bool failed = r.value("status", "ok") != "ok";
     ++units_;
-    failed_units_ += failed;
-    const std::string message = failed && r["error"].is_object() ? r["error"].value("message", "") : "";
-    store_.finish_configuration(run_id_, ordinal, failed ? store::Status::kFailed : store::Status::kComplete,
-                                message);
-    // What a test has beyond its repetitions (load times, telemetry, roofline), once.
+    failed_units_ += r.value("status", "ok") != "ok";
+    // A test stored before the resume keeps its one record of what it had beyond its
+    // repetitions; the rest are written as the device's own store writes them.
     if (!done_.complete_configurations.contains(ordinal)) {
-      const json& load = r.value("load", json::object());
-      const json share = load.value("page_cache_resident_share_before", json(nullptr));
-      store_.record_run_summary(run_id_, app::test_summary_phase(static_cast<size_t>(ordinal)),
-                                {{"load_ms", load.value("samples_ms", json::array())},
-                                 {"page_cache_resident_share", share.is_number() ? share : json(-1.0)},
-                                 {"telemetry", r.value("telemetry", json(nullptr))},
-                                 {"roofline", r.value("roofline", json(nullptr))},
-                                 {"error", r.value("error", json(nullptr))}});
+      app::record_test(store_, run_id_, static_cast<size_t>(ordinal), r);
       done_.complete_configurations.insert(ordinal);
     }
   } else if (ev == "turn") {

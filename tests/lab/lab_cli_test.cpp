@@ -135,6 +135,45 @@ TEST_F(LabCli, LocalTransportStoresTheSameUnitsAsBench) {
   EXPECT_EQ(lab_run.status, "complete");
 }
 
+// A bench plan with load levels (in-process completion requests) run through the lab
+// stores its serving table, as the same plan run by bench does: the lab once wrote
+// test-level data with its own field list, which left the table out.
+TEST_F(LabCli, APlanWithLoadLevelsKeepsItsServingTableInTheLabStore) {
+  const json plan = {
+      {"kind", "bench"},
+      {"sweep", {{"models", {tiny_model()}}, {"n_prompt", {8}}, {"n_gen", {4}}, {"threads", {1}}}},
+      {"repetitions", 1},
+      {"ceilings", "off"},
+      {"env", {{"sample_hz", 0}, {"api", "completions"}}},
+      {"load", {{"concurrency", {1, 2}}, {"num_requests", 4}}}};
+  write_file(dir_.file("load.json"), plan.dump());
+  const auto direct = run_process({EDGEPROBE_BINARY, "run", "--plan", dir_.file("load.json"), "--db",
+                                   dir_.file("bench.db")},
+                                  300, {{"XDG_CACHE_HOME", std::string(EDGEPROBE_BUILD_DIR) + "/test-home/cache"}});
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  const auto r = lab({"run", "-i", inventory("    pc: {transport: local, workdir: " + dir_.file("pc") + "}\n"),
+                      dir_.file("load.json"), "--db", dir_.file("lab.db"), "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto labdb = store::open_store(dir_.file("lab.db"), store::Mode::kMustExist);
+  const store::RunId run = device_runs(*labdb).at("pc");
+  auto exported = [&](const std::string& db, store::RunId id) {
+    const auto e = run_process({EDGEPROBE_BINARY, "export", std::to_string(id), "-o", "json", "--db", db}, 60);
+    EXPECT_EQ(e.exit_code, 0) << e.err;
+    return json::parse(e.out)["results"][0];
+  };
+  const json got = exported(dir_.file("lab.db"), run), want = exported(dir_.file("bench.db"), 1);
+  ASSERT_TRUE(want["serving"].is_array()) << want.dump().substr(0, 400);
+  ASSERT_TRUE(got.contains("serving")) << "the lab store lost the serving table";
+  ASSERT_EQ(got["serving"].size(), 2u) << got["serving"].dump();
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(got["serving"][i]["concurrency"], want["serving"][i]["concurrency"]);
+    EXPECT_EQ(got["serving"][i]["completed"], 4);
+  }
+  // The markdown export has the Serving table too.
+  const auto md = run_process({EDGEPROBE_BINARY, "export", std::to_string(run), "-o", "md", "--db", dir_.file("lab.db")}, 60);
+  EXPECT_NE(md.out.find("Serving"), std::string::npos) << md.out;
+}
+
 TEST_F(LabCli, AdbStandInDeploysVerifiesAndSkipsWhatIsThere) {
   const std::string dist = fake_dist();
   const std::string inv = inventory("    phone: {transport: adb, serial: emulator-5554}\n");
