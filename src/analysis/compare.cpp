@@ -9,6 +9,7 @@
 
 #include "analysis/compare_internal.h"
 #include "core/stats.h"
+#include "result/migrate.h"
 
 namespace edgeprobe::analysis {
 namespace {
@@ -175,10 +176,11 @@ std::optional<std::string> workload_signature(const nlohmann::json& doc) {
   const nlohmann::json provenance = extract_provenance(doc);
   if (provenance.is_object() && provenance.contains("workload")) return value_text(provenance["workload"]);
   nlohmann::json configs = nlohmann::json::array();
-  if (doc.contains("results") && doc["results"].is_array()) {
+  const std::string kind = result::document_kind(doc);
+  if (kind == "bench") {
     for (const nlohmann::json& r : doc["results"])
       if (r.is_object()) configs.push_back({{"test", r.value("test", "")}, {"config", r.value("config", nlohmann::json())}});
-  } else if (doc.contains("configs") && doc["configs"].is_array()) {
+  } else if (kind == "session") {
     // A session: the configurations without the model path (the SHA-256 check covers it).
     for (const nlohmann::json& c : doc["configs"]) {
       nlohmann::json config = c.is_object() ? c.value("config", nlohmann::json::object()) : nlohmann::json::object();
@@ -193,8 +195,9 @@ std::optional<std::string> workload_signature(const nlohmann::json& doc) {
 MetricSamples extract_metric_samples(const nlohmann::json& doc) {
   MetricSamples out;
   if (!doc.is_object()) return out;
+  const std::string kind = result::document_kind(doc);
   // `edgeprobe bench -o json`: {"results": [{"test", "repetitions": [...], "turns": [...]}]}
-  if (doc.contains("results") && doc["results"].is_array()) {
+  if (kind == "bench") {
     const std::vector<std::string> labels = result_labels(doc["results"]);
     for (size_t i = 0; i < labels.size(); ++i) {
       const nlohmann::json& r = doc["results"][i];
@@ -206,7 +209,7 @@ MetricSamples extract_metric_samples(const nlohmann::json& doc) {
   }
   // `edgeprobe session -o json` (and a stored session loaded back): {"configs": [{"ordinal",
   // "config", "turns": [...]}]}; each configuration is one "test", its turns the samples.
-  if (doc.contains("configs") && doc["configs"].is_array()) {
+  if (kind == "session") {
     for (const nlohmann::json& c : doc["configs"]) {
       if (!c.is_object()) continue;
       const std::string test = config_label(c.value("config", nlohmann::json()), c.value("ordinal", nlohmann::json()));

@@ -7,6 +7,7 @@
 
 #include "analysis/compare.h"
 #include "analysis/compare_internal.h"
+#include "result/migrate.h"
 
 namespace edgeprobe::analysis {
 namespace {
@@ -169,10 +170,11 @@ std::string setting_text(const nlohmann::json& v) {
 // Each configuration field's values over the document's tests, in order, without repeats.
 std::map<std::string, std::string> config_values(const nlohmann::json& doc) {
   std::vector<nlohmann::json> configs;
-  if (doc.is_object() && doc.contains("results") && doc["results"].is_array())
+  const std::string kind = result::document_kind(doc);
+  if (kind == "bench")
     for (const nlohmann::json& r : doc["results"])
       if (r.is_object() && r.contains("config") && r["config"].is_object()) configs.push_back(r["config"]);
-  if (doc.is_object() && doc.contains("configs") && doc["configs"].is_array())
+  if (kind == "session")
     for (const nlohmann::json& c : doc["configs"])
       if (c.is_object() && c.contains("config") && c["config"].is_object()) configs.push_back(c["config"]);
   std::map<std::string, std::vector<std::string>> seen;

@@ -41,6 +41,7 @@ nlohmann::json to_json(const Diagnosis& d) {
   int warnings = 0;
   for (const auto& f : d.findings) warnings += f.severity != Severity::kInfo;
   return {{"schema_version", result::kSchemaVersion},
+          {"kind", "doctor"},
           {"doctor",
            {{"model", e.options.model_path},
             {"config", e.options.config.bench_args()},

@@ -3,23 +3,16 @@
 #include "analysis/compare.h"
 #include "core/error.h"
 #include "report/html/assets.h"
+#include "result/migrate.h"
 
 namespace edgeprobe::report {
 
 using nlohmann::json;
 
-std::string document_kind(const json& d) {
-  if (!d.is_object()) return "";
-  if (d.contains("doctor") && d["doctor"].is_object()) return "doctor";
-  if (d.value("kind", "") == "session" || (d.contains("configs") && d["configs"].is_array())) return "session";
-  if (d.contains("results") && d["results"].is_array()) return "bench";
-  return "";
-}
-
 json html_report_data(const std::vector<HtmlInput>& inputs) {
   json data{{"edgeprobe_report", 1}, {"inputs", json::array()}, {"comparisons", json::array()}};
   for (const HtmlInput& in : inputs) {
-    const std::string kind = document_kind(in.document);
+    const std::string kind = result::document_kind(in.document);
     if (kind.empty()) throw_bad_input("{}: not a bench, session or doctor result (nothing to report)", in.label);
     data["inputs"].push_back({{"label", in.label}, {"kind", kind}, {"document", in.document}});
   }

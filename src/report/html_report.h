@@ -13,9 +13,6 @@ struct HtmlInput {
   nlohmann::json document;
 };
 
-// "bench", "session" or "doctor"; "" when the document is none of them.
-std::string document_kind(const nlohmann::json& document);
-
 // Everything the page draws, as one JSON value: each input with its kind, and for two or
 // more inputs the comparison of each against the first (analysis::compare_documents).
 nlohmann::json html_report_data(const std::vector<HtmlInput>& inputs);

@@ -101,4 +101,18 @@ json upgrade_report(const json& report) {
   return out;
 }
 
+std::string document_kind(const nlohmann::json& d) {
+  if (!d.is_object()) return "";
+  if (d.contains("kind") && d["kind"].is_string()) {
+    const std::string kind = d["kind"];
+    return kind == "bench" || kind == "session" || kind == "doctor" ? kind : "";
+  }
+  // Before the kind was written: a doctor report wraps its findings in "doctor", a session
+  // lists "configs", a bench lists "results".
+  if (d.contains("doctor") && d["doctor"].is_object()) return "doctor";
+  if (d.contains("configs") && d["configs"].is_array()) return "session";
+  if (d.contains("results") && d["results"].is_array()) return "bench";
+  return "";
+}
+
 }  // namespace edgeprobe::result

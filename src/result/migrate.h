@@ -30,4 +30,10 @@ nlohmann::json upgrade_provenance(const nlohmann::json& provenance);
 // upgraded; documents at version 2 or later, or without a version, pass through.
 nlohmann::json upgrade_report(const nlohmann::json& report);
 
+// Which result a document is: "bench", "session" or "doctor"; "" for anything else. Every
+// document edgeprobe writes names its kind ("kind" at the top, a stored run's export too);
+// one written before bench and doctor documents did is told by its shape, here and
+// nowhere else, so that no reader guesses on its own.
+std::string document_kind(const nlohmann::json& document);
+
 }  // namespace edgeprobe::result

@@ -275,6 +275,7 @@ json to_json(const BenchReport& report) {
   json results = json::array();
   for (const auto& r : report.results) results.push_back(to_json(r));
   return {{"schema_version", report.schema_version},
+          {"kind", "bench"},
           {"provenance", to_json(report.provenance)},
           {"results", results}};
 }

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "report/fixtures.h"
 #include "report/html_report.h"
+#include "result/migrate.h"
 #include "support/run_process.h"
 
 using namespace edgeprobe;
@@ -26,10 +27,20 @@ std::string data_block(const std::string& page) {
 }  // namespace
 
 TEST(HtmlReport, KindsAreRecognized) {
-  EXPECT_EQ(report::document_kind(report_test::bench_document(2, 4, false)), "bench");
-  EXPECT_EQ(report::document_kind(report_test::session_document(1, 2, 2, 4)), "session");
-  EXPECT_EQ(report::document_kind(report_test::doctor_document()), "doctor");
-  EXPECT_EQ(report::document_kind(json{{"schema_version", 2}}), "");
+  EXPECT_EQ(result::document_kind(report_test::bench_document(2, 4, false)), "bench");
+  EXPECT_EQ(result::document_kind(report_test::session_document(1, 2, 2, 4)), "session");
+  EXPECT_EQ(result::document_kind(report_test::doctor_document()), "doctor");
+  EXPECT_EQ(result::document_kind(json{{"schema_version", 2}}), "");
+  // The kind a document names wins over its shape; one it does not know is no kind.
+  EXPECT_EQ(result::document_kind(json{{"kind", "session"}, {"results", json::array()}}), "session");
+  EXPECT_EQ(result::document_kind(json{{"kind", "lab"}, {"results", json::array()}}), "");
+  // Documents written before bench and doctor named their kind are told by their shape.
+  json old_bench = report_test::bench_document(2, 4, false);
+  old_bench.erase("kind");
+  EXPECT_EQ(result::document_kind(old_bench), "bench");
+  json old_doctor = report_test::doctor_document();
+  old_doctor.erase("kind");
+  EXPECT_EQ(result::document_kind(old_doctor), "doctor");
   EXPECT_THROW(report::render_html_report({{"x.json", json{{"a", 1}}}}), Error);
   EXPECT_THROW(report::render_html_report({}), Error);
 }
