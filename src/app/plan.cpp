@@ -1,5 +1,6 @@
 #include "app/plan.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -495,6 +496,66 @@ DoctorPlan doctor_plan_of(const doctor::DoctorOptions& o, bool tune) {
   p.baseline_name = o.baseline_path;
   p.baseline = o.baseline;
   return p;
+}
+
+Plan plan_from_json(const json& j) {
+  const std::string kind = plan_kind(j);
+  if (kind == "bench") return bench_plan_from_json(j);
+  if (kind == "session") return session_plan_from_json(j);
+  return doctor_plan_from_json(j);
+}
+
+json to_json(const Plan& plan) {
+  return std::visit([](const auto& p) { return to_json(p); }, plan);
+}
+
+std::string kind_of(const Plan& plan) {
+  static constexpr const char* kKinds[] = {"bench", "session", "doctor"};  // in the variant's order
+  return kKinds[plan.index()];
+}
+
+void validate(Plan& plan, int default_threads) {
+  std::visit([&](auto& p) { validate(p, default_threads); }, plan);
+}
+
+namespace {
+
+// Calls f on every model spec field of the plan, in order: the built-in default made
+// explicit where a plan lists no model, so it is mapped (resolved, deployed) too.
+void each_model(Plan& plan, const std::function<void(std::string&)>& f) {
+  if (auto* b = std::get_if<BenchPlan>(&plan)) {
+    if (b->cases.empty() && b->sweep.models.empty()) b->sweep.models = {""};
+    if (b->cases.empty())
+      for (auto& m : b->sweep.models) f(m);
+    for (auto& c : b->cases) f(c.model_path);
+  } else if (auto* s = std::get_if<SessionPlan>(&plan)) {
+    if (s->configs.empty() && s->models.empty()) s->models = {""};
+    if (s->configs.empty())
+      for (auto& m : s->models) f(m);
+    for (auto& c : s->configs) f(c.model_path);
+  } else {
+    f(std::get<DoctorPlan>(plan).model);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> plan_models(const Plan& plan_in) {
+  Plan plan = plan_in;
+  std::vector<std::string> out;
+  each_model(plan, [&](std::string& m) {
+    if (std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
+  });
+  return out;
+}
+
+void map_plan_models(Plan& plan, const std::function<std::string(const std::string&)>& map) {
+  each_model(plan, [&](std::string& m) { m = map(m); });
+}
+
+std::string plan_prompts(const Plan& plan) {
+  const auto* s = std::get_if<SessionPlan>(&plan);
+  return s ? s->prompts : "";
 }
 
 }  // namespace edgeprobe::app

@@ -2,7 +2,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "doctor/doctor.h"
@@ -112,6 +114,21 @@ BenchPlan bench_plan_from_json(const nlohmann::json& j);
 SessionPlan session_plan_from_json(const nlohmann::json& j);
 DoctorPlan doctor_plan_from_json(const nlohmann::json& j);
 std::string plan_kind(const nlohmann::json& j);  // "bench", "session", "doctor"; throws for anything else
+
+// Any plan a job runs: the one closed set every frontend (`run --plan`, the lab) holds and
+// dispatches on, so no caller walks plan JSON or compares kind strings of its own.
+using Plan = std::variant<BenchPlan, SessionPlan, DoctorPlan>;
+Plan plan_from_json(const nlohmann::json& j);  // by its "kind"; throws kBadInput
+nlohmann::json to_json(const Plan& plan);
+std::string kind_of(const Plan& plan);  // "bench", "session", "doctor"
+void validate(Plan& plan, int default_threads);
+// The model specs a plan names (a bench's sweep models or cases, a session's models or
+// configurations, doctor's model), distinct and in order; "" is the built-in default,
+// which a plan without models runs. map_plan_models passes every one through `map`.
+std::vector<std::string> plan_models(const Plan& plan);
+void map_plan_models(Plan& plan, const std::function<std::string(const std::string&)>& map);
+// A session's own conversations file ("" for the built-in set and for other plans).
+std::string plan_prompts(const Plan& plan);
 
 // The options doctor runs with, once the plan's model spec is a file; and back (what a
 // doctor run stores as its plan).

@@ -4,13 +4,13 @@
 #include <iostream>
 #include <mutex>
 
+#include "app/plan.h"
 #include "cli/common.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "lab/check.h"
 #include "lab/deploy.h"
 #include "lab/lab_run.h"
-#include "lab/plan_models.h"
 #include "store/store.h"
 #include "workload/plan.h"
 
@@ -21,10 +21,11 @@ using nlohmann::json;
 
 struct LabFlags {
   std::string inventory = "inventory.yml", devices, group, format = "md", dist = "dist", db, cooldown;
-  std::vector<std::string> plans, models, n_prompt{"512"}, n_gen{"128"}, threads;
-  int repetitions = 5;
-  std::string ceilings = "auto";
-  double sample_hz = 20, job_timeout_s = 6 * 3600, max_wait_s = 900;
+  // The bench flags fill a bench plan that starts from bench's own defaults.
+  app::BenchPlan bench;
+  std::vector<std::string> plans, models, n_prompt = ints_as_text(bench.sweep.n_prompt),
+                                          n_gen = ints_as_text(bench.sweep.n_gen), threads;
+  double job_timeout_s = 6 * 3600, max_wait_s = 900;
   std::optional<double> thermal_limit;
   int64_t resume = 0;
   bool quiet = false;
@@ -35,28 +36,31 @@ std::vector<lab::Device> selected(const LabFlags& f) {
 }
 
 // Plan files, or a bench plan from the bench flags lab run takes.
-std::vector<json> plans_of(const LabFlags& f) {
-  std::vector<json> plans;
+std::vector<app::Plan> plans_of(const LabFlags& f) {
+  std::vector<app::Plan> plans;
   for (const auto& p : f.plans) {
+    json j;
     try {
-      plans.push_back(json::parse(read_file_or_throw(p, "plan")));
+      j = json::parse(read_file_or_throw(p, "plan"));
     } catch (const json::parse_error& e) {
       throw_bad_input("{}: not a JSON plan: {}", p, e.what());
     }
+    try {
+      plans.push_back(app::plan_from_json(j));
+    } catch (const Error& e) {
+      throw_bad_input("{}: {}", p, e.what());
+    }
   }
   if (!plans.empty()) return plans;
-  json sweep = {{"n_prompt", workload::parse_int_lists(f.n_prompt, "-p")},
-                {"n_gen", workload::parse_int_lists(f.n_gen, "-n")},
-                {"threads", workload::parse_int_lists(f.threads, "-t")}};
+  app::BenchPlan bench = f.bench;
+  bench.sweep.n_prompt = workload::parse_int_lists(f.n_prompt, "-p");
+  bench.sweep.n_gen = workload::parse_int_lists(f.n_gen, "-n");
+  bench.sweep.threads = workload::parse_int_lists(f.threads, "-t");
   std::vector<std::string> models;
   for (const auto& m : f.models)
     for (const auto& item : workload::split_list(m)) models.push_back(item);
-  if (!models.empty()) sweep["models"] = models;
-  return {{{"kind", "bench"},
-           {"sweep", sweep},
-           {"repetitions", f.repetitions},
-           {"ceilings", f.ceilings},
-           {"env", {{"sample_hz", f.sample_hz}}}}};
+  if (!models.empty()) bench.sweep.models = models;
+  return {bench};
 }
 
 std::function<void(const std::string&)> sayer(bool quiet) {
@@ -82,8 +86,8 @@ int check(const LabFlags& f) {
 
 int deploy(const LabFlags& f) {
   std::vector<std::string> models;
-  for (const auto& p : f.plans.empty() && f.models.empty() ? std::vector<json>{} : plans_of(f))
-    for (const auto& m : lab::plan_models(lab::prepare_plan(p))) models.push_back(m);
+  for (const auto& p : f.plans.empty() && f.models.empty() ? std::vector<app::Plan>{} : plans_of(f))
+    for (const auto& m : app::plan_models(lab::prepare_plan(p))) models.push_back(m);
   lab::DeployOptions options;
   options.dist_dir = f.dist;
   const auto results = lab::deploy_devices(selected(f), models, options);
@@ -170,11 +174,11 @@ void register_lab(CLI::App& app, const std::vector<std::string>& command_line) {
   run_cmd->add_option("-n,--n-gen", f->n_gen, "Bench: generation lengths")->capture_default_str();
   run_cmd->add_option("-t,--threads", f->threads,
                       "Bench: thread counts (default: each device's physical cores)");
-  run_cmd->add_option("-r,--repetitions", f->repetitions, "Bench: timed repetitions per test")
+  run_cmd->add_option("-r,--repetitions", f->bench.run.repetitions, "Bench: timed repetitions per test")
       ->capture_default_str();
-  run_cmd->add_option("--ceilings", f->ceilings, "Bench: device ceilings auto, refresh, replace or off")
+  run_cmd->add_option("--ceilings", f->bench.ceilings, "Bench: device ceilings auto, refresh, replace or off")
       ->capture_default_str();
-  run_cmd->add_option("--sample-hz", f->sample_hz, "Telemetry sampling rate on the device (0 = off)")
+  run_cmd->add_option("--sample-hz", f->bench.env.sample_hz, "Telemetry sampling rate on the device (0 = off)")
       ->capture_default_str();
   run_cmd->add_option("--db", f->db,
                       "Central results store (path or URL; default: $XDG_DATA_HOME/edgeprobe/results.db)");

@@ -44,30 +44,23 @@ int run(const RunFlags& f, const std::string& command_line) {
   Output output(f.output);
   app::StreamSink sink(output.stream());
   try {
-    const nlohmann::json plan_json = read_plan(f.plan);
-    const std::string kind = app::plan_kind(plan_json);
+    app::Plan plan = app::plan_from_json(read_plan(f.plan));
+    app::validate(plan, workload::default_thread_count());
     // A plan streams its results; it is stored here only when asked (a lab controller
     // stores what it receives in its own store).
     std::unique_ptr<store::Store> store;
     if (!f.db.empty()) store = store::open_store(f.db, store::Mode::kCreate);
     const app::JobContext ctx{store.get(), 0, &sink, command_line, f.trace};
+    sink.start(app::kind_of(plan), app::to_json(plan));
     app::JobOutcome outcome;
-    if (kind == "bench") {
-      auto plan = app::bench_plan_from_json(plan_json);
-      app::validate(plan, workload::default_thread_count());
-      sink.start(kind, app::to_json(plan));
-      outcome = app::run_bench(std::move(plan), ctx).outcome;
-    } else if (kind == "session") {
-      auto plan = app::session_plan_from_json(plan_json);
-      app::validate(plan, workload::default_thread_count());
-      sink.start(kind, app::to_json(plan));
-      outcome = app::run_session(std::move(plan), ctx).outcome;
+    if (auto* bench = std::get_if<app::BenchPlan>(&plan)) {
+      outcome = app::run_bench(std::move(*bench), ctx).outcome;
+    } else if (auto* session = std::get_if<app::SessionPlan>(&plan)) {
+      outcome = app::run_session(std::move(*session), ctx).outcome;
     } else {
-      auto plan = app::doctor_plan_from_json(plan_json);
-      app::validate(plan, workload::default_thread_count());
-      sink.start(kind, app::to_json(plan));
-      const auto options = app::doctor_options(plan, app::ModelSet::resolve(plan.model, &sink));
-      outcome = plan.tune ? app::run_tune(options, ctx).outcome : app::run_doctor(options, ctx).outcome;
+      const auto& doctor = std::get<app::DoctorPlan>(plan);
+      const auto options = app::doctor_options(doctor, app::ModelSet::resolve(doctor.model, &sink));
+      outcome = doctor.tune ? app::run_tune(options, ctx).outcome : app::run_doctor(options, ctx).outcome;
     }
     sink.end(outcome);
     for (const auto& e : outcome.errors) std::cerr << "edgeprobe: error: " << e << "\n";

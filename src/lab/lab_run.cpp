@@ -20,7 +20,6 @@
 #include "lab/deploy.h"
 #include "lab/device_state.h"
 #include "lab/locked_store.h"
-#include "lab/plan_models.h"
 #include "lab/stream_recorder.h"
 #include "lab/transport.h"
 #include "runner/bench_runner.h"
@@ -60,7 +59,7 @@ json completed_list(const store::Store& store, store::RunId run, const std::stri
 
 class DeviceRunner {
  public:
-  DeviceRunner(store::Store& store, store::RunId lab_run, Device device, const std::vector<json>& plans,
+  DeviceRunner(store::Store& store, store::RunId lab_run, Device device, const std::vector<app::Plan>& plans,
                std::vector<DeviceJob> previous, const LabRunOptions& options)
       : store_(store),
         lab_run_(lab_run),
@@ -81,8 +80,8 @@ class DeviceRunner {
       say("{} {}, {}; deploying", state.arch, state.os, state.soc.empty() ? state.cpu : state.soc);
       std::vector<std::string> models;
       for (const auto& p : plans_) {
-        for (const auto& m : plan_models(p)) models.push_back(m);
-        if (!p.value("prompts", "").empty()) models.push_back(p["prompts"]);  // a session's own conversations
+        for (const auto& m : app::plan_models(p)) models.push_back(m);
+        if (!app::plan_prompts(p).empty()) models.push_back(app::plan_prompts(p));  // a session's own conversations
       }
       DeployOptions dopt;
       dopt.dist_dir = options_.dist_dir;
@@ -150,8 +149,8 @@ class DeviceRunner {
   }
 
   DeviceJob run_job(size_t k) {
-    const json& plan = plans_[k];
-    const std::string kind = plan.at("kind");
+    const app::Plan& plan = plans_[k];
+    const std::string kind = app::kind_of(plan);
     const store::RunId resume = previous_run(k);
     DeviceState before = read_state(*transport_, device_);
     if (!before.reachable) throw_environment("unreachable: {}", before.why_not);
@@ -163,16 +162,21 @@ class DeviceRunner {
         if (local == m) return remote;
       return m;
     };
-    json device_plan = map_plan_models(plan, on_device);
-    if (!device_plan.value("prompts", "").empty()) device_plan["prompts"] = on_device(device_plan["prompts"]);
-    // A doctor job is one unit: resumed, it runs again whole.
-    if (resume && kind != "doctor") device_plan["completed"] = completed_list(store_, resume, kind);
+    app::Plan device_plan = plan;
+    app::map_plan_models(device_plan, on_device);
+    // What the store already holds; a doctor job is one unit: resumed, it runs again whole.
+    if (auto* b = std::get_if<app::BenchPlan>(&device_plan); b && resume)
+      b->completed = completed_list(store_, resume, kind);
+    if (auto* s = std::get_if<app::SessionPlan>(&device_plan)) {
+      if (!s->prompts.empty()) s->prompts = on_device(s->prompts);
+      if (resume) s->completed = completed_list(store_, resume, kind);
+    }
     const std::string name = fmt::format("lab{}-job{}.json", lab_run_, k);
     const fs::path local =
         fs::temp_directory_path() / fmt::format("edgeprobe-{}-{}-{}", getpid(), device_.name, name);
     {
       std::ofstream f(local);
-      f << device_plan.dump();
+      f << app::to_json(device_plan).dump();
       if (!f) throw_environment("cannot write {}", local.string());
     }
     const ProcessResult mk =
@@ -268,7 +272,7 @@ class DeviceRunner {
   store::Store& store_;
   store::RunId lab_run_;
   Device device_;
-  const std::vector<json>& plans_;
+  const std::vector<app::Plan>& plans_;
   std::vector<DeviceJob> previous_;
   const LabRunOptions& options_;
   std::unique_ptr<Transport> transport_;
@@ -276,7 +280,7 @@ class DeviceRunner {
 };
 
 LabRunResult run_devices(store::Store& raw_store, store::RunId lab_run, const std::vector<Device>& devices,
-                         const std::vector<json>& plans,
+                         const std::vector<app::Plan>& plans,
                          const std::map<std::string, std::vector<DeviceJob>>& previous,
                          const LabRunOptions& options) {
   LockedStore store(raw_store);
@@ -313,28 +317,17 @@ LabRunResult run_devices(store::Store& raw_store, store::RunId lab_run, const st
 
 // A plan checked as `run --plan` will check it, with its models made local files (a
 // synthesized model is written here once, so every device gets the same bytes).
-json prepare_plan(const json& plan) {
-  const std::string kind = app::plan_kind(plan);
-  json resolved = map_plan_models(plan, [](const std::string& spec) {
+app::Plan prepare_plan(app::Plan plan) {
+  app::map_plan_models(plan, [](const std::string& spec) {
     // Absolute: a local device runs in its workdir, not in the controller's directory.
     return fs::absolute(app::ModelSet::resolve(spec, nullptr)).lexically_normal().string();
   });
-  if (resolved.contains("prompts") && resolved["prompts"].is_string() &&
-      !resolved["prompts"].get<std::string>().empty())
-    resolved["prompts"] = fs::absolute(resolved["prompts"].get<std::string>()).lexically_normal().string();
-  // Checked with this machine's thread count; a plan that leaves threads to the device
-  // keeps them unset, so each device resolves its own.
-  if (kind == "bench") {
-    auto p = app::bench_plan_from_json(resolved);
-    app::validate(p, workload::default_thread_count());
-  } else if (kind == "session") {
-    auto p = app::session_plan_from_json(resolved);
-    app::validate(p, workload::default_thread_count());
-  } else {
-    auto p = app::doctor_plan_from_json(resolved);
-    app::validate(p, workload::default_thread_count());
-  }
-  return resolved;
+  if (auto* s = std::get_if<app::SessionPlan>(&plan); s && !s->prompts.empty())
+    s->prompts = fs::absolute(s->prompts).lexically_normal().string();
+  // Checked as this machine would run it, on a copy: the devices resolve their own threads.
+  app::Plan checked = plan;
+  app::validate(checked, workload::default_thread_count());
+  return plan;
 }
 
 Cooldown Cooldown::parse(const std::string& text) {
@@ -367,15 +360,19 @@ std::string DeviceOutcome::error() const {
 
 LabRunResult run_lab(store::Store& store, const std::vector<Device>& devices, const LabRunOptions& options) {
   if (options.plans.empty()) throw_bad_input("lab run: no plan to run");
-  std::vector<json> plans;
-  for (const auto& p : options.plans) plans.push_back(prepare_plan(p));
+  std::vector<app::Plan> plans;
+  json plans_json = json::array();
+  for (const auto& p : options.plans) {
+    plans.push_back(prepare_plan(p));
+    plans_json.push_back(app::to_json(plans.back()));
+  }
   json device_list = json::array();
   for (const auto& d : devices) device_list.push_back(to_json(d));
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   const json provenance = {{"controller", {{"host", host}, {"edgeprobe", kVersion}}},
                            {"command_line", options.command_line}};
-  const json lab_plan = {{"plans", plans}, {"devices", device_list}};
+  const json lab_plan = {{"plans", plans_json}, {"devices", device_list}};
   const store::RunId lab_run = store.begin_run("lab", provenance, lab_plan);
   return run_devices(store, lab_run, devices, plans, {}, options);
 }
@@ -384,7 +381,8 @@ LabRunResult resume_lab(store::Store& store, store::RunId lab_run, const LabRunO
   const store::RunRecord record = store.get_run(lab_run);
   if (record.kind != "lab") throw_bad_input("run {} is a {} run, not a lab run", lab_run, record.kind);
   if (record.status == "complete") throw_bad_input("lab run {} is already complete", lab_run);
-  std::vector<json> plans = record.plan.at("plans").get<std::vector<json>>();
+  std::vector<app::Plan> plans;
+  for (const auto& p : record.plan.at("plans")) plans.push_back(app::plan_from_json(p));
   std::vector<Device> devices;
   for (const auto& d : record.plan.at("devices")) devices.push_back(device_from_json(d));
   // The latest word on each device's jobs.

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "app/plan.h"
 #include "lab/inventory.h"
 #include "store/store.h"
 
@@ -18,7 +19,7 @@ struct Cooldown {
 };
 
 struct LabRunOptions {
-  std::vector<nlohmann::json> plans;  // bench/session plans (JSON), run in order on every device
+  std::vector<app::Plan> plans;  // run in order on every device
   std::string dist_dir = "dist";
   Cooldown cooldown;
   std::optional<double> thermal_limit_c;  // a device at or above this pauses before a job
@@ -65,8 +66,9 @@ nlohmann::json to_json(const LabRunResult& result);
 std::string run_table(const LabRunResult& result);  // markdown: device, status, runs, units, error
 
 // A plan checked as `run --plan` checks it, with its model specs made local files (a
-// synthesized model is written here once, so every device gets the same bytes).
-// Throws Error(kBadInput) for a bad plan, before any device is touched.
-nlohmann::json prepare_plan(const nlohmann::json& plan);
+// synthesized model is written here once, so every device gets the same bytes). Returned
+// unexpanded: a plan that leaves threads to the device keeps them unset, so each device
+// resolves its own. Throws Error(kBadInput) for a bad plan, before any device is touched.
+app::Plan prepare_plan(app::Plan plan);
 
 }  // namespace edgeprobe::lab

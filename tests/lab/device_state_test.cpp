@@ -6,7 +6,6 @@
 
 #include "core/error.h"
 #include "lab/lab_run.h"
-#include "lab/plan_models.h"
 
 using namespace edgeprobe;
 using namespace edgeprobe::lab;
@@ -61,18 +60,4 @@ TEST(Cooldown, ParsesSecondsOrATemperature) {
   EXPECT_EQ(*Cooldown::parse("temp:42.5").until_c, 42.5);
   for (const char* bad : {"-1", "abc", "temp:", "temp:500", "30s", "7200"})
     EXPECT_THROW(Cooldown::parse(bad), Error) << bad;
-}
-
-TEST(PlanModels, FindsAndMapsEveryModelField) {
-  using nlohmann::json;
-  const json bench = {{"kind", "bench"}, {"sweep", {{"models", {"a.gguf", "synth:tiny", "a.gguf"}}}}};
-  EXPECT_EQ(plan_models(bench), (std::vector<std::string>{"a.gguf", "synth:tiny"}));
-  EXPECT_EQ(plan_models(json{{"kind", "bench"}}), std::vector<std::string>{""});  // the built-in default
-  const json cases = {{"kind", "bench"}, {"cases", {{{"model_path", "x.gguf"}, {"config", json::object()}}}}};
-  EXPECT_EQ(
-      map_plan_models(cases, [](const std::string& m) { return "/dev/" + m; })["cases"][0]["model_path"],
-      "/dev/x.gguf");
-  const json session = {{"kind", "session"}, {"configs", {{{"model_path", "s.gguf"}}}}};
-  EXPECT_EQ(plan_models(session), std::vector<std::string>{"s.gguf"});
-  EXPECT_EQ(plan_models(json{{"kind", "session"}}), std::vector<std::string>{""});
 }

@@ -213,3 +213,41 @@ TEST(DoctorPlan, BadValuesAndUnknownKeysAreBadInput) {
             std::string::npos);
   EXPECT_NE(test_support::error_message([] { app::plan_kind({{"kind", "diagnose"}}); }).find("\"doctor\""), std::string::npos);
 }
+
+TEST(AnyPlan, ReadsByKindAndRoundTrips) {
+  using nlohmann::json;
+  const app::Plan bench = app::plan_from_json({{"kind", "bench"}, {"repetitions", 2}});
+  EXPECT_EQ(app::kind_of(bench), "bench");
+  EXPECT_EQ(std::get<app::BenchPlan>(bench).run.repetitions, 2);
+  EXPECT_EQ(app::kind_of(app::plan_from_json({{"kind", "session"}})), "session");
+  EXPECT_EQ(app::kind_of(app::plan_from_json({{"kind", "doctor"}})), "doctor");
+  EXPECT_EQ(app::to_json(app::plan_from_json(app::to_json(bench))), app::to_json(bench));
+  EXPECT_THROW(app::plan_from_json({{"kind", "lab"}}), Error);
+  // validate goes to the plan's own: a bad value is refused whatever the kind.
+  app::Plan bad = app::plan_from_json({{"kind", "bench"}, {"repetitions", 0}});
+  EXPECT_THROW(app::validate(bad, 2), Error);
+}
+
+TEST(AnyPlan, FindsAndMapsEveryModelField) {
+  using nlohmann::json;
+  const app::Plan bench =
+      app::plan_from_json({{"kind", "bench"}, {"sweep", {{"models", {"a.gguf", "synth:tiny", "a.gguf"}}}}});
+  EXPECT_EQ(app::plan_models(bench), (std::vector<std::string>{"a.gguf", "synth:tiny"}));
+  // A plan that names no model runs the built-in default: "" is listed, and mapped.
+  EXPECT_EQ(app::plan_models(app::plan_from_json({{"kind", "bench"}, {"sweep", json::object()}})),
+            std::vector<std::string>{""});
+  app::BenchPlan with_cases;
+  with_cases.cases.emplace_back();
+  with_cases.cases[0].model_path = "x.gguf";
+  app::Plan cases = app::plan_from_json(app::to_json(with_cases));
+  app::map_plan_models(cases, [](const std::string& m) { return "/dev/" + m; });
+  EXPECT_EQ(std::get<app::BenchPlan>(cases).cases.at(0).model_path, "/dev/x.gguf");
+  EXPECT_EQ(app::plan_models(cases), std::vector<std::string>{"/dev/x.gguf"});
+  app::Plan session = app::plan_from_json({{"kind", "session"}, {"models", json::array()}, {"prompts", "c.jsonl"}});
+  EXPECT_EQ(app::plan_models(session), std::vector<std::string>{""});
+  EXPECT_EQ(app::plan_prompts(session), "c.jsonl");
+  app::Plan doctor = app::plan_from_json({{"kind", "doctor"}, {"model", "d.gguf"}});
+  app::map_plan_models(doctor, [](const std::string& m) { return m + ".x"; });
+  EXPECT_EQ(std::get<app::DoctorPlan>(doctor).model, "d.gguf.x");
+  EXPECT_EQ(app::plan_prompts(doctor), "");
+}
