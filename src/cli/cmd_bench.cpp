@@ -65,7 +65,7 @@ void fill_sweep(const BenchFlags& f, workload::SweepSpec& s) {
 }
 
 int run(const BenchFlags& f, app::BenchPlan plan, const std::string& command_line) {
-  Output output(f.output.file);
+  OutputTarget output(f.output.file);
   auto store = open_store(f.store);
   if (f.store.resume) {
     // The stored plan runs the rest as it was planned (same tests, variant, telemetry);
@@ -85,6 +85,7 @@ int run(const BenchFlags& f, app::BenchPlan plan, const std::string& command_lin
   app::JobContext ctx{store.get(), f.store.resume, &sink, command_line, f.trace_file};
   const auto result = app::run_bench(std::move(plan), ctx);
   sink.done();
+  output.commit();
   return finish_job(result.outcome, store.get(), "bench", sink);
 }
 
@@ -134,7 +135,7 @@ void register_bench(CLI::App& app, const std::vector<std::string>& command_line)
                   "keeping a higher stored figure), replace (store what is measured) or off")
       ->capture_default_str();
   add_store_flags(cmd, f->store, "Finish an interrupted bench run from the store (its stored plan)");
-  add_output_flags(cmd, f->output, "md, csv, json or jsonl");
+  add_output_flags(cmd, f->output, {report::reporter_formats()});
   add_prefill_remote_flags(cmd, plan->env);
   cmd->add_flag("-v,--verbose", plan->env.verbose_engine_log, "Echo llama.cpp's log to stderr");
   cmd->callback([f, plan, command_line] {

@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "app/stored_run.h"
-#include "cli/cmd_runs.h"
+#include "cli/shared_flags.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "store/store.h"
@@ -81,16 +81,16 @@ nlohmann::json compare_report_json(const analysis::CompareReport& r) { return an
 
 void register_compare(CLI::App& app) {
   struct Args {
-    std::string a, b, db, format = "md";
+    std::string a, b, db;
+    OutputFlags output;
     bool force = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("compare", "Compare two runs metric by metric (B against A)");
   cmd->add_option("A", args->a, "Baseline: run id or result JSON file")->required();
   cmd->add_option("B", args->b, "Candidate: run id or result JSON file")->required();
-  cmd->add_option("--db", args->db, "Results database for run ids (default: $XDG_DATA_HOME/edgeprobe/results.db)");
-  cmd->add_option("-o,--output-format", args->format, "md or json")->capture_default_str()->check(
-      CLI::IsMember({"md", "json"}));
+  add_db_option(cmd, args->db);
+  add_output_options(cmd, args->output, {{"md", "json"}});
   cmd->add_flag("--force", args->force, "Show the ratios even when the runs are not comparable");
   cmd->callback([args] {
     const nlohmann::json a = app::load_result_document(args->a, args->db);
@@ -102,11 +102,9 @@ void register_compare(CLI::App& app) {
       fmt::print("{}", differences_markdown(report));
       throw_bad_input("{} and {} are not comparable; pass --force to see the ratios anyway", args->a, args->b);
     }
-    if (args->format == "json") {
-      fmt::print("{}\n", compare_report_json(report).dump(2));
-    } else {
-      fmt::print("{}", render_compare_markdown(report, args->a, args->b));
-    }
+    write_output(args->output.file, args->output.format == "json"
+                                        ? compare_report_json(report).dump(2) + "\n"
+                                        : render_compare_markdown(report, args->a, args->b));
   });
 }
 

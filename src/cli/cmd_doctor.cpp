@@ -63,9 +63,8 @@ void register_doctor(CLI::App& app, const std::vector<std::string>& command_line
       ->check(CLI::Range(1.0, 86400.0));
   cmd->add_flag("--no-experiments", a->no_experiments, "Diagnose from the one run; do not measure the fixes");
   cmd->add_flag("--tune", p.tune, "Search threads, CPU mask, placement, polling, batch sizes and flash attention for the fastest configuration");
-  cmd->add_option("--db", a->store.db, "Results store for the diagnosis (default: ~/.local/share/edgeprobe/results.db)");
-  cmd->add_flag("--no-store", a->store.no_store, "Do not record the diagnosis in the results store");
-  add_output_flags(cmd, a->output, "md (text), csv, json or jsonl");
+  add_store_flags(cmd, a->store, nullptr);
+  add_output_flags(cmd, a->output, {report::reporter_formats(), true});
   cmd->callback([a, command_line] {
     auto& plan = a->plan;
     plan.config.use_mmap = a->mmap == "1";
@@ -80,9 +79,7 @@ void register_doctor(CLI::App& app, const std::vector<std::string>& command_line
                           : doctor::baseline_from_json(app::load_result_document(a->baseline, a->store.db),
                                                        "run " + a->baseline);
     }
-    if (a->output.format == "text") a->output.format = "md";  // the name doctor's text had before
-    check_format(a->output);
-    Output output(a->output.file);
+    OutputTarget output(a->output.file);
     auto store = open_store(a->store);
     TerminalSink sink(!a->output.quiet);
     const doctor::DoctorOptions options = app::doctor_options(plan, app::ModelSet::resolve(plan.model, &sink));
@@ -92,6 +89,7 @@ void register_doctor(CLI::App& app, const std::vector<std::string>& command_line
       sink.done();
       const auto j = doctor::to_json(result.tune);
       report::write_doctor_report(j, doctor::to_text(result.tune), a->output.format, output.stream());
+      output.commit();
       finish_job(result.outcome, store.get(), "doctor", sink);
       return;
     }
@@ -99,6 +97,7 @@ void register_doctor(CLI::App& app, const std::vector<std::string>& command_line
     sink.done();
     report::write_doctor_report(doctor::to_json(result.diagnosis), doctor::to_text(result.diagnosis), a->output.format,
                                 output.stream());
+    output.commit();
     finish_job(result.outcome, store.get(), "doctor", sink);
   });
 }

@@ -3,7 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "app/stored_run.h"
-#include "cli/job_options.h"
+#include "cli/shared_flags.h"
 #include "core/error.h"
 #include "report/doctor_reporters.h"
 #include "report/reporter.h"
@@ -34,20 +34,19 @@ void register_export(CLI::App& app) {
   struct Args {
     int64_t run = 0;
     std::string db;
-    OutputFlags output{"json", "", false};
+    OutputFlags output{"json", "", false};  // export's default is the document, not the table
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("export", "Write one stored run in any output format, as its subcommand did");
   cmd->add_option("run", a->run, "Run id (see 'edgeprobe runs')")->required();
-  cmd->add_option("--db", a->db, "Results store (default: ~/.local/share/edgeprobe/results.db)");
-  add_output_flags(cmd, a->output, "md, csv, json or jsonl");
+  add_db_option(cmd, a->db);
+  add_output_options(cmd, a->output, {report::reporter_formats()});
   cmd->callback([a] {
-    check_format(a->output);
-    const auto store = store::open_store(a->db.empty() ? store::default_db_path() : a->db, store::Mode::kMustExist);
+    OutputTarget output(a->output.file);
+    const auto store = store::open_store(resolve_db_path(a->db), store::Mode::kMustExist);
     const auto run = app::load_stored_run(*store, a->run);
-    Output output(a->output.file);
     write_export(run, a->output.format, output.stream());
-    if (!output.stream().flush()) throw_environment("cannot write {}", a->output.file);
+    output.commit();
   });
 }
 

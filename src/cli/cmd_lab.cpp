@@ -6,6 +6,7 @@
 
 #include "app/plan.h"
 #include "cli/common.h"
+#include "cli/shared_flags.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "lab/check.h"
@@ -20,7 +21,8 @@ namespace {
 using nlohmann::json;
 
 struct LabFlags {
-  std::string inventory = "inventory.yml", devices, group, format = "md", dist = "dist", db, cooldown;
+  std::string inventory = "inventory.yml", devices, group, dist = "dist", db, cooldown;
+  OutputFlags output;
   // The bench flags fill a bench plan that starts from bench's own defaults.
   app::BenchPlan bench;
   std::vector<std::string> plans, models, n_prompt = ints_as_text(bench.sweep.n_prompt),
@@ -73,12 +75,14 @@ std::function<void(const std::string&)> sayer(bool quiet) {
 }
 
 std::unique_ptr<store::Store> lab_store(const LabFlags& f, store::Mode mode) {
-  return store::open_store(f.db.empty() ? store::default_db_path() : f.db, mode);
+  return store::open_store(resolve_db_path(f.db), mode);
 }
 
 int check(const LabFlags& f) {
+  OutputTarget output(f.output.file);
   const auto rows = lab::check_devices(selected(f));
-  std::cout << (f.format == "json" ? lab::to_json(rows).dump(2) + "\n" : lab::check_table(rows));
+  output.stream() << (f.output.format == "json" ? lab::to_json(rows).dump(2) + "\n" : lab::check_table(rows));
+  output.commit();
   for (const auto& r : rows)
     if (!r.state.reachable) return static_cast<int>(ErrorKind::kEnvironment);
   return 0;
@@ -90,11 +94,10 @@ int deploy(const LabFlags& f) {
     for (const auto& m : app::plan_models(lab::prepare_plan(p))) models.push_back(m);
   lab::DeployOptions options;
   options.dist_dir = f.dist;
+  OutputTarget output(f.output.file);
   const auto results = lab::deploy_devices(selected(f), models, options);
-  if (f.format == "json")
-    std::cout << lab::to_json(results).dump(2) << "\n";
-  else
-    std::cout << lab::deploy_table(results);
+  output.stream() << (f.output.format == "json" ? lab::to_json(results).dump(2) + "\n" : lab::deploy_table(results));
+  output.commit();
   for (const auto& r : results)
     if (!r.error.empty()) std::cerr << "edgeprobe: error: " << r.error << "\n";
   for (const auto& r : results)
@@ -111,6 +114,7 @@ int run(const LabFlags& f, const std::string& command_line) {
   o.job_timeout_s = f.job_timeout_s;
   o.command_line = command_line;
   o.say = sayer(f.quiet);
+  OutputTarget output(f.output.file);
   lab::LabRunResult r;
   if (f.resume) {
     auto store = lab_store(f, store::Mode::kMustExist);
@@ -121,7 +125,8 @@ int run(const LabFlags& f, const std::string& command_line) {
     auto store = lab_store(f, store::Mode::kCreate);
     r = lab::run_lab(*store, devices, o);
   }
-  std::cout << (f.format == "json" ? lab::to_json(r).dump(2) + "\n" : lab::run_table(r));
+  output.stream() << (f.output.format == "json" ? lab::to_json(r).dump(2) + "\n" : lab::run_table(r));
+  output.commit();
   if (r.exit_code != 0)
     std::cerr << "edgeprobe: lab run " << r.lab_run
               << " did not finish everywhere; continue it with: edgeprobe lab run --resume " << r.lab_run
@@ -134,9 +139,7 @@ CLI::App* with_selection(CLI::App* cmd, LabFlags& f) {
       ->capture_default_str();
   cmd->add_option("--devices", f.devices, "Only these devices (comma list of inventory names)");
   cmd->add_option("--group", f.group, "Only the devices of these groups (comma list)");
-  cmd->add_option("-o,--output-format", f.format, "md or json")
-      ->check(CLI::IsMember({"md", "json"}))
-      ->capture_default_str();
+  add_output_options(cmd, f.output, {{"md", "json"}});
   return cmd;
 }
 
@@ -180,8 +183,7 @@ void register_lab(CLI::App& app, const std::vector<std::string>& command_line) {
       ->capture_default_str();
   run_cmd->add_option("--sample-hz", f->bench.env.sample_hz, "Telemetry sampling rate on the device (0 = off)")
       ->capture_default_str();
-  run_cmd->add_option("--db", f->db,
-                      "Central results store (path or URL; default: $XDG_DATA_HOME/edgeprobe/results.db)");
+  add_db_option(run_cmd, f->db);
   run_cmd->add_option("--dist", f->dist, "Where scripts/package.sh wrote the bundles")->capture_default_str();
   run_cmd->add_option("--cooldown", f->cooldown,
                       "Before each job: none, SECONDS, or temp:CELSIUS (wait until that cool)");

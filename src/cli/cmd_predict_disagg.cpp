@@ -4,8 +4,8 @@
 
 #include <CLI/CLI.hpp>
 #include <fstream>
-#include <iostream>
 
+#include "cli/shared_flags.h"
 #include "core/error.h"
 #include "kv/break_even.h"
 
@@ -13,7 +13,8 @@ namespace edgeprobe::cli {
 namespace {
 
 struct PredictFlags {
-  std::string result, format = "text";
+  std::string result;
+  OutputFlags output;
   kv::DisaggInputs in;
   std::vector<double> prompts{128, 512, 2048};
 };
@@ -35,6 +36,8 @@ kv::DisaggInputs inputs(const PredictFlags& f, const CLI::App& cmd) {
 }
 
 int run(const PredictFlags& f, const CLI::App& cmd) {
+  OutputTarget output(f.output.file);
+  std::ostream& print = output.stream();
   const kv::DisaggInputs in = inputs(f, cmd);
   const kv::BreakEven be = kv::break_even(in);
   nlohmann::json out = {{"inputs",
@@ -52,34 +55,36 @@ int run(const PredictFlags& f, const CLI::App& cmd) {
   for (double n : f.prompts)
     out["ttft_ms"].push_back(
         {{"prompt_tokens", n}, {"local", kv::local_ttft_ms(in, n)}, {"remote", kv::remote_ttft_ms(in, n)}});
-  if (f.format == "json") {
-    std::cout << out.dump(2) << "\n";
+  if (f.output.format == "json") {
+    print << out.dump(2) << "\n";
+    output.commit();
     return 0;
   }
-  std::cout << fmt::format(
+  print << fmt::format(
       "prefill: {:.1f} tokens/s here, {:.1f} tokens/s remote; {:.0f} KV bytes/token; link {:.1f} Mbit/s; "
       "{:.1f} ms fixed remote, {:.1f} ms local; {:.3f} ms/token serialize+restore\n",
       in.local_tokens_per_s, in.remote_tokens_per_s, in.kv_bytes_per_token, in.link_mbit_s, in.fixed_ms,
       in.local_fixed_ms, in.per_token_overhead_ms);
   if (in.local_ms_per_token_squared > 0 || in.remote_ms_per_token_squared > 0)
-    std::cout << fmt::format("attention's growth: {:.3g} ms/token^2 here, {:.3g} remote\n",
-                             in.local_ms_per_token_squared, in.remote_ms_per_token_squared);
+    print << fmt::format("attention's growth: {:.3g} ms/token^2 here, {:.3g} remote\n",
+                         in.local_ms_per_token_squared, in.remote_ms_per_token_squared);
   if (be.prompt_tokens)
-    std::cout << fmt::format("remote prefill wins above {:.0f} prompt tokens\n", *be.prompt_tokens);
+    print << fmt::format("remote prefill wins above {:.0f} prompt tokens\n", *be.prompt_tokens);
   else
-    std::cout << "remote prefill never wins at this link rate\n";
+    print << "remote prefill never wins at this link rate\n";
   const bool attention_helps = in.local_ms_per_token_squared > in.remote_ms_per_token_squared;
   if (be.min_link_mbit && attention_helps)
-    std::cout << fmt::format("at or below {:.1f} Mbit/s only this node's faster-growing attention makes it win\n",
-                             *be.min_link_mbit);
+    print << fmt::format("at or below {:.1f} Mbit/s only this node's faster-growing attention makes it win\n",
+                         *be.min_link_mbit);
   else if (be.min_link_mbit)
-    std::cout << fmt::format("at or below {:.1f} Mbit/s it never wins\n", *be.min_link_mbit);
+    print << fmt::format("at or below {:.1f} Mbit/s it never wins\n", *be.min_link_mbit);
   else
-    std::cout << "it never wins at any link rate (the remote node is not faster here)\n";
+    print << "it never wins at any link rate (the remote node is not faster here)\n";
   for (const auto& row : out["ttft_ms"])
-    std::cout << fmt::format("  {:>6.0f} tokens: TTFT {:.1f} ms local, {:.1f} ms remote\n",
-                             row["prompt_tokens"].get<double>(), row["local"].get<double>(),
-                             row["remote"].get<double>());
+    print << fmt::format("  {:>6.0f} tokens: TTFT {:.1f} ms local, {:.1f} ms remote\n",
+                         row["prompt_tokens"].get<double>(), row["local"].get<double>(),
+                         row["remote"].get<double>());
+  output.commit();
   return 0;
 }
 
@@ -107,9 +112,7 @@ void register_predict_disagg(CLI::App& app) {
                   "Attention's growth on the prefill node: ms per token^2")
       ->capture_default_str();
   cmd->add_option("--prompts", f->prompts, "Prompt lengths to show TTFTs for");
-  cmd->add_option("-o,--output-format", f->format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
+  add_output_options(cmd, f->output, {{"md", "json"}, true});
   cmd->callback([f, cmd] {
     const int rc = run(*f, *cmd);
     if (rc != 0) throw CLI::RuntimeError(rc);

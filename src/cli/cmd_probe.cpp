@@ -3,7 +3,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -26,7 +25,7 @@ void register_probe(CLI::App& app) {
     std::string model;
     int threads = 0;
     std::string sysfs_root = "/";
-    std::string output = "text";
+    OutputFlags output;
     std::string cpu_variant;
     uint64_t buffer_mib = 0;
     bool no_compute = false;
@@ -46,9 +45,7 @@ void register_probe(CLI::App& app) {
   cmd->add_option("--sysfs-root", args->sysfs_root,
                   "Read topology and CPU features from this tree instead of / (nothing is measured then)")
       ->capture_default_str();
-  cmd->add_option("-o,--output-format", args->output, "Output format")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
+  add_output_options(cmd, args->output, {{"md", "json"}, true});
   cmd->add_option("--cpu-variant", args->cpu_variant, "ggml CPU variant to load (default: the best for this CPU)");
   cmd->add_option("--buffer-mib", args->buffer_mib, "Bandwidth buffer size in MiB (default: 8x LLC, 512-1024 MiB)");
   cmd->add_flag("--no-compute", args->no_compute, "Skip the compute probe (no ggml backend is loaded)");
@@ -58,6 +55,7 @@ void register_probe(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("-q,--quiet", args->quiet, "No progress display on stderr");
   cmd->callback([args] {
+    OutputTarget output(args->output.file);  // a bad path fails before minutes of measuring
     const FsRoot fs(args->sysfs_root);
     const bool live = fs.root() == "/";
     const std::string model_name = platform::cpu_model_name(fs);
@@ -119,10 +117,8 @@ void register_probe(CLI::App& app) {
       out["ceilings"]["refresh_kept"] = ceilings.kept_notes;
       text += probe::to_text(ceilings);
     }
-    if (args->output == "json")
-      std::cout << out.dump(2) << "\n";
-    else
-      std::cout << text;
+    output.stream() << (args->output.format == "json" ? out.dump(2) + "\n" : text);
+    output.commit();
   });
 }
 

@@ -3,12 +3,11 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include "app/stored_run.h"
-#include "core/error.h"
+#include "cli/shared_flags.h"
 #include "report/html_report.h"
 
 namespace edgeprobe::cli {
@@ -22,24 +21,19 @@ void register_report(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("report", "Write one self-contained HTML report of runs or result files");
   cmd->add_option("inputs", args->inputs, "Run ids or result JSON files (bench, session, doctor); 2+ are compared "
                                           "against the first")->required();
-  cmd->add_option("--output", args->output, "HTML file to write ('-' for stdout)")->capture_default_str();
-  cmd->add_option("--db", args->db, "Results database for run ids (default: $XDG_DATA_HOME/edgeprobe/results.db)");
+  add_output_file_option(cmd, args->output, "the HTML page", "report.html");
+  add_db_option(cmd, args->db);
   cmd->callback([args] {
+    OutputTarget output(args->output);
     std::vector<report::HtmlInput> inputs;
     for (const std::string& in : args->inputs) {
       const bool run_id = !in.empty() && in.find_first_not_of("0123456789") == std::string::npos;
       inputs.push_back({run_id ? "run " + in : in, app::load_result_document(in, args->db)});
     }
     const std::string page = report::render_html_report(inputs);
-    if (args->output == "-") {
-      std::cout << page;
-      if (!std::cout.flush()) throw_environment("cannot write the report to stdout");
-      return;
-    }
-    std::ofstream out(args->output, std::ios::binary | std::ios::trunc);
-    if (!out) throw_bad_input("cannot write --output '{}'", args->output);
-    out << page;
-    if (!out.flush()) throw_environment("cannot write {}", args->output);
+    output.stream() << page;
+    output.commit();
+    if (args->output == "-") return;
     std::cerr << fmt::format("wrote {} ({:.0f} KB)\n", args->output, static_cast<double>(page.size()) / 1024);
   });
 }

@@ -12,7 +12,7 @@
 #include "app/session_job.h"
 #include "app/stream_sink.h"
 #include "cli/common.h"
-#include "cli/job_options.h"
+#include "cli/shared_flags.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "store/store.h"
@@ -41,7 +41,7 @@ struct RunFlags {
 };
 
 int run(const RunFlags& f, const std::string& command_line) {
-  Output output(f.output);
+  OutputTarget output(f.output);
   app::StreamSink sink(output.stream());
   try {
     app::Plan plan = app::plan_from_json(read_plan(f.plan));
@@ -63,10 +63,13 @@ int run(const RunFlags& f, const std::string& command_line) {
       outcome = doctor.tune ? app::run_tune(options, ctx).outcome : app::run_doctor(options, ctx).outcome;
     }
     sink.end(outcome);
+    output.commit();
     for (const auto& e : outcome.errors) std::cerr << "edgeprobe: error: " << e << "\n";
     return outcome.exit_code;
   } catch (const Error& e) {
+    // The fatal event ends the stream as a reader expects it, so the file is kept too.
     sink.fatal(error_kind_name(e.kind()), e.what());
+    output.commit();
     throw;
   }
 }
@@ -78,8 +81,8 @@ void register_run(CLI::App& app, const std::vector<std::string>& command_line) {
   CLI::App* cmd = app.add_subcommand(
       "run", "Execute a bench or session plan (JSON) and stream JSON Lines: progress, each unit, the result");
   cmd->add_option("--plan", f->plan, "Plan file, or - for stdin (format: docs/wire-format.md)")->required();
-  cmd->add_option("--db", f->db, "Also record the run in this results store (default: not stored)");
-  cmd->add_option("--output", f->output, "Write the stream to FILE instead of stdout");
+  add_db_option(cmd, f->db, "not stored: a lab controller stores what it receives");
+  add_output_file_option(cmd, f->output, "the stream", "stdout");
   cmd->add_option("--trace", f->trace, "Write a Chrome/Perfetto trace of the run");
   cmd->callback([f, command_line] {
     const int rc = run(*f, join_command_line(command_line));

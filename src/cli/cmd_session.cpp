@@ -6,6 +6,7 @@
 #include "cli/cmd_kv_serve.h"
 #include "cli/common.h"
 #include "cli/job_options.h"
+#include "report/reporter.h"
 #include "report/session_reporters.h"
 #include "store/store.h"
 #include "workload/plan.h"
@@ -23,8 +24,7 @@ struct SessionFlags {
 };
 
 int run(const SessionFlags& f, app::SessionPlan plan, const std::string& command_line) {
-  Output output(f.output.file);
-  check_format(f.output);
+  OutputTarget output(f.output.file);
   auto store = open_store(f.store);
   if (f.store.resume) {
     auto stored = app::stored_session_plan(*store, f.store.resume);
@@ -44,6 +44,7 @@ int run(const SessionFlags& f, app::SessionPlan plan, const std::string& command
   const auto result = app::run_session(std::move(plan), ctx);
   sink.done();
   report::write_session_report(result.report, f.output.format, output.stream());
+  output.commit();
   return finish_job(result.outcome, store.get(), "session", sink);
 }
 
@@ -71,7 +72,7 @@ void register_session(CLI::App& app, const std::vector<std::string>& command_lin
   cmd->add_option("--sysfs-root", plan->env.sysfs_root, "Read sysfs/procfs under this root")->capture_default_str();
   cmd->add_option("--cpu-variant", plan->env.cpu_variant, "Load this ggml CPU variant instead of the best one for this CPU");
   add_store_flags(cmd, f->store, "Continue an interrupted session run where it stopped");
-  add_output_flags(cmd, f->output, "md, csv, json or jsonl");
+  add_output_flags(cmd, f->output, {report::reporter_formats()});
   add_prefill_remote_flags(cmd, plan->env);
   cmd->add_flag("-v,--verbose", plan->env.verbose_engine_log, "Echo llama.cpp's log to stderr");
   cmd->callback([f, plan, command_line] {

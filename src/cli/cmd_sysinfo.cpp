@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/shared_flags.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "engine/backend.h"
@@ -17,7 +18,7 @@ namespace edgeprobe::cli {
 namespace {
 struct SysinfoOptions {
   std::string sysfs_root = "/";
-  std::string output = "text";
+  OutputFlags output;
 };
 }  // namespace
 
@@ -27,8 +28,9 @@ void register_sysinfo(CLI::App& app) {
   sub->add_option("--sysfs-root", options->sysfs_root,
                    "Read /sys and /proc under this directory (a fixture tree), default /")
       ->check(CLI::ExistingDirectory);
-  sub->add_option("-o,--output-format", options->output, "Output format")->check(CLI::IsMember({"text", "json"}));
+  add_output_options(sub, options->output, {{"md", "json"}, true});
   sub->callback([options] {
+    OutputTarget output(options->output.file);
     const FsRoot fs(options->sysfs_root);
     const auto info = telemetry::describe_device(fs);
     // The device's ceilings, from the probe cache (sysinfo measures nothing itself);
@@ -43,14 +45,15 @@ void register_sysinfo(CLI::App& app) {
       ceilings = probe::load_cached(po);
       if (!ceilings) ceilings_note = "not measured yet for this device and build: run 'edgeprobe probe'";
     }
-    if (options->output == "json") {
+    if (options->output.format == "json") {
       auto j = telemetry::to_json(info);
       j["ceilings"] = ceilings ? probe::to_json(*ceilings) : nlohmann::json(ceilings_note);
-      std::cout << j.dump(2) << "\n";
+      output.stream() << j.dump(2) << "\n";
     } else {
-      std::cout << telemetry::render_text(info);
-      std::cout << (ceilings ? probe::to_text(*ceilings) : "Ceilings: " + ceilings_note + "\n");
+      output.stream() << telemetry::render_text(info);
+      output.stream() << (ceilings ? probe::to_text(*ceilings) : "Ceilings: " + ceilings_note + "\n");
     }
+    output.commit();
   });
 }
 

@@ -6,7 +6,7 @@ class App;
 
 namespace edgeprobe::cli {
 
-// `edgeprobe sysinfo [--sysfs-root DIR] [-o text|json]`: what the device offers for
+// `edgeprobe sysinfo [--sysfs-root DIR] [-o md|json] [--output FILE]`: what the device offers for
 // telemetry (clusters, frequencies, governor, thermal zones, power sources, cgroup
 // limits) and what it does not, with the reason.
 void register_sysinfo(CLI::App& app);

@@ -16,9 +16,9 @@
 namespace edgeprobe::cli {
 
 void add_store_flags(CLI::App* cmd, StoreFlags& f, const char* resume_help) {
-  cmd->add_option("--db", f.db, "Results store: a SQLite file (path or sqlite:PATH) or a PostgreSQL URL postgresql://... (default: ~/.local/share/edgeprobe/results.db)");
+  add_db_option(cmd, f.db);
   cmd->add_flag("--no-store", f.no_store, "Do not record the run in the results store");
-  cmd->add_option("--resume", f.resume, resume_help);
+  if (resume_help) cmd->add_option("--resume", f.resume, resume_help);
 }
 
 void add_endpoint_flags(CLI::App* cmd, app::Environment& env, const char* unit, const char* default_api) {
@@ -39,29 +39,13 @@ std::unique_ptr<store::Store> open_store(const StoreFlags& f) {
   if (f.no_store && f.resume) throw_bad_input("--resume needs the results store; drop --no-store");
   if (f.resume < 0) throw_bad_input("--resume {}: run ids are positive", f.resume);
   if (f.no_store) return nullptr;
-  return store::open_store(f.db.empty() ? store::default_db_path() : f.db,
-                           f.resume ? store::Mode::kMustExist : store::Mode::kCreate);
+  return store::open_store(resolve_db_path(f.db), f.resume ? store::Mode::kMustExist : store::Mode::kCreate);
 }
 
-void add_output_flags(CLI::App* cmd, OutputFlags& f, const char* formats_help) {
-  cmd->add_option("-o,--output-format", f.format, formats_help)->capture_default_str();
-  cmd->add_option("--output", f.file, "Write the results to FILE instead of stdout");
+void add_output_flags(CLI::App* cmd, OutputFlags& f, const Formats& formats) {
+  add_output_options(cmd, f, formats);
   cmd->add_flag("-q,--quiet", f.quiet, "No progress on stderr");
 }
-
-void check_format(const OutputFlags& f) {
-  const auto formats = report::reporter_formats();
-  if (std::find(formats.begin(), formats.end(), f.format) == formats.end())
-    throw_bad_input("unknown output format '{}'; use md, csv, json or jsonl", f.format);
-}
-
-Output::Output(const std::string& file) : to_file_(!file.empty()) {
-  if (!to_file_) return;
-  file_.open(file, std::ios::trunc);
-  if (!file_) throw_bad_input("cannot write --output '{}'", file);
-}
-
-std::ostream& Output::stream() { return to_file_ ? file_ : std::cout; }
 
 TerminalSink::TerminalSink(bool show_progress, std::unique_ptr<report::Reporter> bench_reporter)
     : display_(std::cerr, {progress_mode(show_progress, STDERR_FILENO), [] { return terminal_columns(STDERR_FILENO); }}),

@@ -1,12 +1,11 @@
 #pragma once
-#include <fstream>
-#include <iosfwd>
 #include <memory>
 #include <string>
 
 #include "app/job.h"
 #include "app/plan.h"
 #include "cli/common.h"
+#include "cli/shared_flags.h"
 #include "core/progress.h"
 #include "report/reporter.h"
 
@@ -25,6 +24,7 @@ struct StoreFlags {
   bool no_store = false;
   int64_t resume = 0;
 };
+// --db and --no-store; --resume too where resume_help is given (doctor does not resume).
 void add_store_flags(CLI::App* cmd, StoreFlags& flags, const char* resume_help);
 // Null with --no-store; the default store or --db otherwise (it must exist to resume).
 std::unique_ptr<store::Store> open_store(const StoreFlags& flags);
@@ -34,26 +34,8 @@ std::unique_ptr<store::Store> open_store(const StoreFlags& flags);
 // endpoint gets without --api.
 void add_endpoint_flags(CLI::App* cmd, app::Environment& env, const char* unit, const char* default_api);
 
-struct OutputFlags {
-  std::string format = "md";
-  std::string file;  // "" = stdout
-  bool quiet = false;
-};
-void add_output_flags(CLI::App* cmd, OutputFlags& flags, const char* formats_help);
-// Throws kBadInput for a format no reporter writes (before anything is measured).
-void check_format(const OutputFlags& flags);
-
-// --output FILE or stdout; the file is opened before any measuring, so a bad path fails
-// in a second.
-class Output {
- public:
-  explicit Output(const std::string& file);
-  std::ostream& stream();
-
- private:
-  std::ofstream file_;
-  bool to_file_;
-};
+// -o FORMAT and --output FILE (shared_flags.h) with -q: a job shows progress on stderr.
+void add_output_flags(CLI::App* cmd, OutputFlags& flags, const Formats& formats);
 
 // The job's progress display on stderr (core/progress.h: a bar on a terminal, plain lines
 // otherwise, nothing with -q) and bench rows through the chosen reporter as they complete.

@@ -82,5 +82,22 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"UnknownShape", {"synth", "--shape", "llama-900b", "--output", "DIR/x.gguf"}, "unknown model shape"},
         BadCase{"UnknownQuant", {"synth", "-q", "q9_k", "--output", "DIR/x.gguf"}, "unknown quantization type"},
         BadCase{"SynthOldDashO", {"synth", "--shape", "tiny", "-o", "DIR/x.gguf"}, "use --output"},
-        BadCase{"SysinfoOutputIsNotAFormat", {"sysinfo", "--output", "json"}, "--output"}),
+        BadCase{"SysinfoOutputIsNotAFormat", {"sysinfo", "--output", "json"}, "--output"},
+        // -o and --output are one declaration (src/cli/shared_flags.h): every subcommand
+        // refuses a format it does not write and a file it cannot write the same way.
+        BadCase{"RunsBadFormat", {"runs", "-o", "xml"}, "unknown output format 'xml'; use md, json or csv"},
+        BadCase{"SysinfoBadFormat", {"sysinfo", "-o", "csv"}, "unknown output format 'csv'; use md or json"},
+        BadCase{"ProbeBadFormat", {"probe", "-o", "jsonl"}, "unknown output format 'jsonl'"},
+        BadCase{"PredictBadFormat", {"predict-disagg", "-o", "html"}, "unknown output format 'html'"},
+        BadCase{"CompareBadFormat", {"compare", "1", "2", "-o", "csv"}, "unknown output format 'csv'"},
+        BadCase{"ExportBadFormat", {"export", "1", "-o", "text"}, "unknown output format 'text'"},
+        BadCase{"LabBadFormat", {"lab", "check", "-o", "text"}, "unknown output format 'text'"},
+        BadCase{"DoctorBadFormat", {"doctor", "-q", "-o", "xml"}, "unknown output format 'xml'"},
+        BadCase{"RunsUnwritableOutput", {"runs", "--output", "/nonexistent/dir/runs.json"}, "--output"},
+        BadCase{"SysinfoUnwritableOutput", {"sysinfo", "--output", "/nonexistent/dir/s.md"}, "--output"},
+        BadCase{"PredictUnwritableOutput", {"predict-disagg", "--output", "/nonexistent/dir/p.md"}, "--output"},
+        BadCase{"ExportUnwritableOutput", {"export", "1", "--output", "/nonexistent/dir/e.json"}, "--output"},
+        BadCase{"LabUnwritableOutput", {"lab", "check", "--output", "/nonexistent/dir/l.md"}, "--output"},
+        BadCase{"ReportUnwritableOutput", {"report", "1", "--output", "/nonexistent/dir/r.html"}, "--output"},
+        BadCase{"OutputIsADirectory", {"sysinfo", "--output", "DIR/"}, "is a directory"}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return info.param.name; });

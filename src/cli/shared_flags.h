@@ -1,0 +1,74 @@
+#pragma once
+#include <fstream>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
+
+namespace edgeprobe::cli {
+
+// What a subcommand prints: -o FORMAT and --output FILE, declared by add_output_options
+// so every subcommand spells, checks and documents them the same way.
+struct OutputFlags {
+  std::string format = "md";
+  std::string file;    // "" or "-" = stdout
+  bool quiet = false;  // only where the command shows progress (job_options.h)
+};
+
+// The formats a subcommand writes. `text_alias`: the subcommand
+// called its human-readable format `text` before it was `md`; old scripts still pass it.
+struct Formats {
+  std::vector<std::string> names;
+  bool text_alias = false;
+};
+
+// "md, csv, json or jsonl", as help and errors list them.
+std::string format_list(const Formats& formats);
+
+// -o,--output-format FORMAT, by default flags.format as given, else the first of
+// `formats` (checked while parsing: an unknown one is one line, exit 2,
+// before anything runs; `text` becomes `md` where text_alias) and --output FILE.
+void add_output_options(CLI::App* cmd, OutputFlags& flags, const Formats& formats);
+
+// --output FILE alone, for a subcommand whose file has one format (report's HTML, run's
+// stream); `what` names it in the help ("the HTML page"), `default_text` where it goes
+// without the flag.
+CLI::Option* add_output_file_option(CLI::App* cmd, std::string& file, const std::string& what,
+                                    const std::string& default_text);
+
+// --db, one help text for every subcommand. `default_text` says what happens without it
+// where that is not the per-user store (run: "not stored").
+CLI::Option* add_db_option(CLI::App* cmd, std::string& db, const std::string& default_text = "");
+// --db as given, else the per-user default store (store::default_db_path).
+std::string resolve_db_path(const std::string& db_option);
+
+// Where rendered output goes: stdout, or FILE written whole. The file is written as
+// FILE.tmp, opened at once (an unwritable path fails in a second, exit 2, before any
+// measuring) and renamed over FILE by commit(); a render that throws before commit
+// leaves FILE as it was and no FILE.tmp. A FILE that is not a regular file (/dev/stdout,
+// a pipe) is written in place.
+class OutputTarget {
+ public:
+  explicit OutputTarget(const std::string& file);
+  ~OutputTarget();
+  OutputTarget(const OutputTarget&) = delete;
+  OutputTarget& operator=(const OutputTarget&) = delete;
+
+  std::ostream& stream();
+  // Flushes and puts the file in place; a write that failed (disk full) throws, exit 3.
+  void commit();
+
+ private:
+  std::string file_, temp_;
+  std::ofstream out_;
+  bool to_file_ = false, committed_ = false;
+};
+
+// The whole rendered text to stdout or --output FILE, as OutputTarget writes it.
+void write_output(const std::string& file, const std::string& text);
+
+}  // namespace edgeprobe::cli
