@@ -15,6 +15,7 @@
 #include "model/gguf_info.h"
 #include "probe/ceilings.h"
 #include "probe/roofline.h"
+#include "core/context_defaults.h"
 
 namespace edgeprobe::cli {
 
@@ -29,7 +30,7 @@ void register_probe(CLI::App& app) {
     std::string cpu_variant;
     uint64_t buffer_mib = 0;
     bool no_compute = false;
-    int ubatch = 512;
+    int ubatch = kDefaultUbatch;
     bool quiet = false;
   };
   auto args = std::make_shared<Args>();

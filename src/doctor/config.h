@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/text.h"  // shell_join: the commands doctor prints
+#include "core/context_defaults.h"
 
 namespace edgeprobe::doctor {
 
@@ -12,11 +13,11 @@ struct RunConfig {
   int threads = 0;           // resolved before use; 0 only before resolution
   std::string cpu_mask;      // hex, "" = no mask
   int cpu_strict = 0;
-  int poll = 50;
-  int n_batch = 2048;
-  int n_ubatch = 512;
+  int poll = kDefaultPoll;
+  int n_batch = kDefaultBatch;
+  int n_ubatch = kDefaultUbatch;
   std::string flash_attn = "auto";  // "0", "1" or "auto"
-  std::string type_k = "f16", type_v = "f16";
+  std::string type_k = kDefaultCacheType, type_v = kDefaultCacheType;
   bool use_mmap = true;
   std::string cpu_variant;   // "" = the best for this CPU
 

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/stats.h"
+#include "core/context_defaults.h"
 
 namespace edgeprobe::doctor {
 namespace {
@@ -134,10 +135,10 @@ TuneResult tune(const DoctorOptions& options, const ProgressFn& progress_fn, con
         [](const std::string& v) { return nlohmann::json(v == "1"); }},
        {"0", "1"}},
       {{"poll", "--poll", "poll", [](const RunConfig& c) { return std::to_string(c.poll); },
-        [](RunConfig& c, const std::string& v) { c.poll = v.empty() ? 50 : std::stoi(v); }, int_value},
+        [](RunConfig& c, const std::string& v) { c.poll = v.empty() ? kDefaultPoll : std::stoi(v); }, int_value},
        {"0", "50", "100"}},
       {{"ubatch", "-ub", "n_ubatch", [](const RunConfig& c) { return std::to_string(c.n_ubatch); },
-        [](RunConfig& c, const std::string& v) { c.n_ubatch = v.empty() ? 512 : std::stoi(v); }, int_value},
+        [](RunConfig& c, const std::string& v) { c.n_ubatch = v.empty() ? kDefaultUbatch : std::stoi(v); }, int_value},
        {"128", "256", "512"}},
       {{"flash attention", "-fa", "flash_attn", [](const RunConfig& c) { return c.flash_attn; },
         [](RunConfig& c, const std::string& v) { c.flash_attn = v.empty() ? "auto" : v; },

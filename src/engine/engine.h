@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
+#include "core/context_defaults.h"
 
 // The engine seam: what a runner needs from an inference engine, and nothing of how one
 // works. Implementations: llama.cpp in-process (llama_engine.h), a scripted fake for
@@ -25,14 +26,14 @@ struct ModelOptions {
 
 struct ContextOptions {
   int n_ctx = 0;  // 0 = from the model
-  int n_batch = 2048;
-  int n_ubatch = 512;
+  int n_batch = kDefaultBatch;
+  int n_ubatch = kDefaultUbatch;
   int n_threads = 1;
   std::vector<bool> cpu_mask;  // empty = default affinity; else one flag per CPU
   bool cpu_strict = false;
-  int poll = 50;
+  int poll = kDefaultPoll;
   int flash_attn = -1;  // -1 auto, 0 off, 1 on
-  std::string type_k = "f16";
+  std::string type_k = kDefaultCacheType;
   std::string type_v = "f16";
   // Room for a scratch sequence beside the cache's own, so that a tail of the cache can be
   // saved and appended (save_tail/restore_tail: a later turn's KV delta).

@@ -7,6 +7,7 @@
 
 #include "model/gguf_info.h"
 #include "probe/ceilings.h"
+#include "core/context_defaults.h"
 
 namespace edgeprobe::probe {
 
@@ -132,8 +133,8 @@ constexpr double kKernelBoundShare = 0.9;
 // logits, and which prefill kernel points apply).
 Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& ceilings, int64_t n_prompt, int64_t n_gen,
                           int64_t depth, double measured_pp_tps, double measured_tg_tps, double load_ms,
-                          int n_threads = 0, double kv_bytes_per_element = 2.0, int64_t n_batch = 2048,
-                          int64_t n_ubatch = 512);
+                          int n_threads = 0, double kv_bytes_per_element = 2.0, int64_t n_batch = kDefaultBatch,
+                          int64_t n_ubatch = kDefaultUbatch);
 
 // What the roofline of a set of bench tests needs from the kernel probe.
 struct KernelNeeds {

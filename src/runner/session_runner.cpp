@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "runner/bench_runner.h"
 #include "runner/request_path.h"
+#include "core/context_defaults.h"
 
 namespace edgeprobe::runner {
 namespace {
@@ -312,7 +313,7 @@ void run_session(engine::Engine& engine, const std::vector<SessionConfig>& confi
       engine::ContextOptions co;
       co.n_ctx = cfg.n_ctx;
       co.n_batch = cfg.n_batch;
-      co.n_ubatch = std::min(cfg.n_batch, 512);
+      co.n_ubatch = std::min(cfg.n_batch, kDefaultUbatch);
       co.n_threads = cfg.n_threads;
       try {
         if (requests) completer = model->new_completer(co);

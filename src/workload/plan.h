@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+#include "core/context_defaults.h"
 
 namespace edgeprobe::workload {
 
@@ -29,12 +30,12 @@ struct TestCase {
   int n_threads = 1;
   std::string cpu_mask;  // "" = default affinity
   bool cpu_strict = false;
-  int poll = 50;
-  int n_batch = 2048;
-  int n_ubatch = 512;
+  int poll = kDefaultPoll;
+  int n_batch = kDefaultBatch;
+  int n_ubatch = kDefaultUbatch;
   int flash_attn = -1;
-  std::string type_k = "f16";
-  std::string type_v = "f16";
+  std::string type_k = kDefaultCacheType;
+  std::string type_v = kDefaultCacheType;
 
   std::string name() const;  // "pp512", "tg128", "pp512+tg128", with " @ d512" at depth
   bool same_model(const TestCase& other) const { return model_path == other.model_path && use_mmap == other.use_mmap; }
@@ -50,12 +51,12 @@ struct SweepSpec {
   std::vector<int> threads;                     // empty = default thread count
   std::vector<std::string> cpu_masks{""};
   std::vector<int> cpu_strict{0};
-  std::vector<int> poll{50};
-  std::vector<int> n_batch{2048};
-  std::vector<int> n_ubatch{512};
+  std::vector<int> poll{kDefaultPoll};
+  std::vector<int> n_batch{kDefaultBatch};
+  std::vector<int> n_ubatch{kDefaultUbatch};
   std::vector<int> flash_attn{-1};
-  std::vector<std::string> type_k{"f16"};
-  std::vector<std::string> type_v{"f16"};
+  std::vector<std::string> type_k{kDefaultCacheType};
+  std::vector<std::string> type_v{kDefaultCacheType};
   std::vector<int> use_mmap{1};
 };
 
