@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/stop_token.h"
 #include "lab/inventory.h"
 #include "store/store.h"
 
@@ -27,6 +28,9 @@ struct LabRunOptions {
   std::string command_line;
   // One line for a person per device as it goes ("[pixel8] ..."); unset = silent.
   std::function<void(const std::string&)> say;
+  // A stop request ends every device's job in flight (its stream is cut, what it sent is
+  // kept) and starts no other; the process's token (Ctrl-C) by default.
+  StopToken stop = StopToken::process();
 };
 
 struct DeviceJob {
