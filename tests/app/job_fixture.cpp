@@ -8,14 +8,16 @@ namespace edgeprobe::app_test {
 
 using nlohmann::json;
 
-app::JobContext fake_context(std::shared_ptr<engine::FakeEngine> fake, store::Store* store, app::JobSink* sink,
-                             StopToken stop) {
+app::JobContext fake_context(std::shared_ptr<engine::FakeEngine> fake, store::Store* store,
+                             app::JobSink* sink, StopToken stop) {
   app::JobContext ctx;
   ctx.store = store;
   ctx.sink = sink;
   ctx.command_line = "app_tests";
   ctx.stop = std::move(stop);
-  ctx.engine = [fake](const app::Environment&) { return app::engine_handle(std::make_unique<BorrowedEngine>(fake)); };
+  ctx.engine = [fake](const app::Environment&) {
+    return app::engine_handle(std::make_unique<BorrowedEngine>(fake));
+  };
   return ctx;
 }
 
@@ -23,7 +25,8 @@ void RecordingSink::count_unit() {
   if (stop_after > 0 && ++seen_ == stop_after) stop.request_stop();
 }
 
-void RecordingSink::bench_repetition(size_t case_index, const workload::TestCase&, const result::Repetition& rep) {
+void RecordingSink::bench_repetition(size_t case_index, const workload::TestCase&,
+                                     const result::Repetition& rep) {
   repetitions.emplace_back(case_index, rep.index);
   count_unit();
 }

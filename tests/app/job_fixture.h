@@ -36,8 +36,8 @@ class BorrowedEngine : public engine::Engine {
 
 // A job context whose engine is `fake` and whose stop token is `stop` (never the
 // process's, so one test's stop cannot leak into another).
-app::JobContext fake_context(std::shared_ptr<engine::FakeEngine> fake, store::Store* store, app::JobSink* sink,
-                             StopToken stop);
+app::JobContext fake_context(std::shared_ptr<engine::FakeEngine> fake, store::Store* store,
+                             app::JobSink* sink, StopToken stop);
 
 // Keeps what a job handed its sink, and asks the job to stop once `stop_after` units
 // (repetitions or turns) have arrived (0: never).
@@ -53,7 +53,9 @@ class RecordingSink : public app::JobSink {
 
   void units(size_t done, size_t total, const std::string&) override { last_units = {done, total}; }
   void bench_repetition(size_t case_index, const workload::TestCase&, const result::Repetition& rep) override;
-  void bench_result(const result::TestResult& r) override { result_statuses.push_back(r.error ? r.error->kind : "ok"); }
+  void bench_result(const result::TestResult& r) override {
+    result_statuses.push_back(r.error ? r.error->kind : "ok");
+  }
   void bench_end(const result::BenchReport&) override { ended = true; }
   void session_turn(size_t config_index, const nlohmann::json& turn) override;
   void session_end(const nlohmann::json&) override { ended = true; }

@@ -51,7 +51,7 @@ class LabStream : public JobTest {
 
 TEST_F(LabStream, ABenchJobsStreamStoresWhatTheJobStored) {
   auto plan = bench_plan(2);
-  plan.env.sample_hz = 50;  // telemetry too: the test summaries carry it
+  plan.env.sample_hz = 50;          // telemetry too: the test summaries carry it
   plan.run.load.concurrency = {2};  // a serving table per test
   plan.run.load.num_requests = 4;
   const auto rt = round_trip("bench", plan, [](app::BenchPlan p, const app::JobContext& c) {

@@ -82,8 +82,9 @@ TEST_F(Resume, ASessionStoppedThroughItsTokenRunsOnlyTheMissingTurns) {
 
   EXPECT_FALSE(resumed.outcome.interrupted);
   // The stored turn is replayed into the cache untimed, not measured or handed on again.
-  EXPECT_EQ(second.turns, (std::vector<json>{{{"config", 0}, {"round", 0}, {"conversation", "c1"}, {"turn", 1}},
-                                             {{"config", 0}, {"round", 0}, {"conversation", "c2"}, {"turn", 0}}}));
+  EXPECT_EQ(second.turns,
+            (std::vector<json>{{{"config", 0}, {"round", 0}, {"conversation", "c1"}, {"turn", 1}},
+                               {{"config", 0}, {"round", 0}, {"conversation", "c2"}, {"turn", 0}}}));
   EXPECT_EQ(second.last_units, (std::pair<size_t, size_t>{3, 3}));
   const auto after = stored_units(*store, stopped.outcome.run_id);
   EXPECT_EQ(after.size(), 3u);

@@ -22,9 +22,10 @@ TEST_F(SessionJob, RunsEveryTurnOnTheEngineTheContextChoseAndStoresEach) {
   ASSERT_EQ(out.report.configs.size(), 1u);
   const auto& turns = out.report.configs[0].turns;
   ASSERT_EQ(turns.size(), 3u);
-  EXPECT_EQ(sink.turns, (std::vector<json>{{{"config", 0}, {"round", 0}, {"conversation", "c1"}, {"turn", 0}},
-                                          {{"config", 0}, {"round", 0}, {"conversation", "c1"}, {"turn", 1}},
-                                          {{"config", 0}, {"round", 0}, {"conversation", "c2"}, {"turn", 0}}}));
+  EXPECT_EQ(sink.turns,
+            (std::vector<json>{{{"config", 0}, {"round", 0}, {"conversation", "c1"}, {"turn", 0}},
+                               {{"config", 0}, {"round", 0}, {"conversation", "c1"}, {"turn", 1}},
+                               {{"config", 0}, {"round", 0}, {"conversation", "c2"}, {"turn", 0}}}));
   for (const auto& t : turns) {
     EXPECT_TRUE(t["error"].is_null()) << t.dump();
     EXPECT_EQ(t["stop_reason"], "max_tokens");  // the fake's reply never ends by itself
