@@ -72,6 +72,33 @@ TEST_F(LabStream, ABenchJobsStreamStoresWhatTheJobStored) {
       << json::diff(rt.job_store_run, rt.lab_store_run).dump(1);
 }
 
+TEST_F(LabStream, ABenchJobWithAFailedTestStoresTheSameErrorRowThroughTheLab) {
+  engine::FakeScript script;
+  script.fail_context_at = 1;  // pp8 fails, pp16 runs
+  fake_ = std::make_shared<engine::FakeEngine>(script);
+  const auto rt = round_trip("bench", bench_plan(2), [](app::BenchPlan p, const app::JobContext& c) {
+    return app::run_bench(std::move(p), c);
+  });
+  ASSERT_TRUE(rt.lab_ended);
+  EXPECT_EQ(rt.job_store_run["run"]["status"], "partial");
+  EXPECT_EQ(rt.job_store_run["configurations"][0]["status"], "failed");
+  EXPECT_EQ(rt.lab_store_run["configurations"][0]["status"], "failed");
+  EXPECT_EQ(rt.lab_store_run["telemetry"][0]["summary"]["error"],
+            rt.job_store_run["telemetry"][0]["summary"]["error"]);
+  const auto paths = differing_paths(rt.job_store_run, rt.lab_store_run);
+  // KNOWN DRIFT (issue 23, two writers of one store), as above: `serving` is left out
+  // even when null, and the run's error is the recorder's own sentence ("1 of 2 tests
+  // failed") where the job's names the first failure ("...; the first: pp8: ...").
+  EXPECT_EQ(
+      rt.job_store_run["run"]["error"].get<std::string>().rfind("1 of 2 tests failed; the first: pp8: ", 0),
+      0u)
+      << rt.job_store_run["run"]["error"];
+  EXPECT_EQ(rt.lab_store_run["run"]["error"], "1 of 2 tests failed");
+  EXPECT_EQ(paths, (std::vector<std::string>{"/run/error", "/telemetry/0/summary/serving",
+                                             "/telemetry/1/summary/serving"}))
+      << json::diff(rt.job_store_run, rt.lab_store_run).dump(1);
+}
+
 TEST_F(LabStream, ASessionJobsStreamStoresWhatTheJobStored) {
   const auto rt = round_trip("session", session_plan(), [](app::SessionPlan p, const app::JobContext& c) {
     return app::run_session(std::move(p), c);
