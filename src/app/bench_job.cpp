@@ -116,7 +116,7 @@ BenchPlan stored_bench_plan(store::Store& store, int64_t run) {
 
 BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   validate(plan, workload::default_thread_count());
-  const EngineHandle engine = make_engine(plan.env);
+  const EngineHandle engine = make_engine(plan.env, ctx);
 
   // Models first: a bad file must fail before minutes of probing.
   ModelSet models;
@@ -203,6 +203,7 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   const RunClock clock;
   runner::TelemetryRecorder recorder(plan.env.sample_hz, plan.env.sysfs_root, clock, plan.env.server_pid);
   runner::RunnerCallbacks callbacks;
+  callbacks.stop = ctx.stop;
   callbacks.progress = [&](const std::string& s) { progress(ctx, s); };
   callbacks.event = [&](const PhaseEvent& e) { recorder.on_event(e); };
   callbacks.stored_repetition = [&](size_t i, int r) -> std::optional<result::Repetition> {
@@ -235,7 +236,7 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   };
   callbacks.result = [&](const result::TestResult& r) {
     if (ctx.sink) ctx.sink->bench_result(r);
-    if (r.error && !runner::stop_requested()) {
+    if (r.error && !ctx.stop.stop_requested()) {
       reps_done[finished_cases - 1] = reps;
       report_units();
     }
@@ -249,7 +250,7 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   if (ctx.sink) ctx.sink->bench_end(report);
   recorder.write_trace(ctx.trace_file);
 
-  out.outcome.interrupted = runner::stop_requested();
+  out.outcome.interrupted = ctx.stop.stop_requested();
   collect_errors(report.results, out.outcome);
   if (ctx.store) {
     size_t failed = 0;

@@ -47,6 +47,17 @@ EngineHandle make_engine(const Environment& env) {
   return h;
 }
 
+EngineHandle make_engine(const Environment& env, const JobContext& context) {
+  return context.engine ? context.engine(env) : make_engine(env);
+}
+
+EngineHandle engine_handle(std::unique_ptr<engine::Engine> engine) {
+  EngineHandle h;
+  h.engine = std::move(engine);
+  h.identity = result::engine_from_json(h.engine->provenance());
+  return h;
+}
+
 nlohmann::json engine_log_json() {
   nlohmann::json lines = nlohmann::json::array();
   for (const auto& line : engine::captured_log(engine::LogLevel::kInfo))

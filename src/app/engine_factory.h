@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "app/job.h"
 #include "app/plan.h"
 #include "engine/backend.h"
 #include "engine/engine.h"
@@ -26,6 +27,11 @@ struct EngineHandle {
   std::shared_ptr<kv::PrefillLog> prefill_log;
 };
 EngineHandle make_engine(const Environment& env);
+// The engine a job runs on: the context's choice when it makes one (a test's fake
+// engine), else make_engine(env).
+EngineHandle make_engine(const Environment& env, const JobContext& context);
+// A handle around an engine made elsewhere (the fake one in tests), its identity filled in.
+EngineHandle engine_handle(std::unique_ptr<engine::Engine> engine);
 
 // llama.cpp's own log lines at info level and above (the debug lines, one per tensor, say
 // nothing doctor looks for), as provenance.llama_log.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/stop_token.h"
 #include "result/result.h"
 
 namespace edgeprobe::store {
@@ -15,6 +16,9 @@ enum class Status;
 }
 
 namespace edgeprobe::app {
+
+struct EngineHandle;  // app/engine_factory.h
+struct Environment;   // app/plan.h
 
 // Where a running job says what it is doing and hands over each unit as it completes.
 // The CLI prints tables through a reporter; `edgeprobe run` writes JSON Lines; a lab
@@ -55,8 +59,13 @@ struct JobContext {
   JobSink* sink = nullptr;          // null: silent
   std::string command_line;         // for provenance
   std::string trace_file;           // Chrome/Perfetto trace of the run; "" = none
-  // Stopping: runner::request_stop() (Ctrl-C, SIGTERM) ends a job after the unit in
-  // flight, with everything measured kept and stored.
+  // A stop request ends the job after the unit in flight, with everything measured kept
+  // and stored. The process's token by default, which Ctrl-C and SIGTERM set.
+  StopToken stop = StopToken::process();
+  // The engine the plan runs on. Unset: the plan's own (llama.cpp in process, or the
+  // server behind --endpoint). A test sets the fake engine here, as hyperfine's debug
+  // mode swaps its command executor for a mock one.
+  std::function<EngineHandle(const Environment&)> engine = nullptr;
 };
 
 // How a job ended, for the caller's exit code and its last words.

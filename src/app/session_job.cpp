@@ -12,7 +12,6 @@
 #include "app/models.h"
 #include "app/stored_run.h"
 #include "core/error.h"
-#include "runner/bench_runner.h"
 #include "runner/enrich.h"
 #include "runner/provenance.h"
 #include "runner/session_runner.h"
@@ -28,7 +27,7 @@ SessionPlan stored_session_plan(store::Store& store, int64_t run) {
 
 SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
   validate(plan, workload::default_thread_count());
-  const EngineHandle engine = make_engine(plan.env);
+  const EngineHandle engine = make_engine(plan.env, ctx);
   ModelSet models;
   // Bad files fail here, before anything runs.
   const bool endpoint = !plan.env.endpoint.empty();
@@ -102,6 +101,7 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
   report_units();
 
   runner::SessionCallbacks cb;
+  cb.stop = ctx.stop;
   cb.progress = [&](const std::string& s) {
     if (ctx.sink) ctx.sink->progress(s);
   };
@@ -173,7 +173,7 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
   frames.stop();
   recorder.stop();
 
-  out.outcome.interrupted = runner::stop_requested();
+  out.outcome.interrupted = ctx.stop.stop_requested();
   report.telemetry_unavailable = recorder.unavailable();
   for (size_t i = 0; i < plan.configs.size(); ++i) {
     result::SessionConfigResult c;

@@ -8,6 +8,7 @@
 #include "app/models.h"
 #include "app/plan.h"
 #include "core/error.h"
+#include "core/stop_token.h"
 #include "kv/server.h"
 #include "runner/bench_runner.h"
 #include "workload/plan.h"
@@ -53,7 +54,7 @@ int run(KvServeFlags f) {
     std::ofstream(f.port_file + ".tmp") << server.port() << "\n";
     std::rename((f.port_file + ".tmp").c_str(), f.port_file.c_str());
   }
-  server.serve([] { return runner::stop_requested(); });
+  server.serve([] { return StopToken::process().stop_requested(); });
   return 0;
 }
 

@@ -22,12 +22,14 @@
 #include "cli/cmd_sysinfo.h"
 #include "cli/common.h"
 #include "core/error.h"
+#include "core/stop_token.h"
 #include "edgeprobe_version.h"
-#include "runner/bench_runner.h"
 
 namespace {
 
-void on_interrupt(int) { edgeprobe::runner::request_stop(); }
+// Async-signal-safe (one store to a lock-free atomic): sets the process's StopToken, which
+// every job and lab run holds unless its caller gave it another.
+void on_interrupt(int) { edgeprobe::request_process_stop(); }
 
 }  // namespace
 

@@ -22,7 +22,6 @@
 #include "lab/locked_store.h"
 #include "lab/stream_recorder.h"
 #include "lab/transport.h"
-#include "runner/bench_runner.h"
 #include "workload/plan.h"
 
 namespace edgeprobe::lab {
@@ -35,9 +34,9 @@ std::string job_phase(const std::string& device, size_t job) {
   return fmt::format("device:{}:job{}", device, job);
 }
 
-void sleep_s(double s) {
+void sleep_s(double s, const StopToken& stop) {
   const double end = steady_seconds() + s;
-  while (steady_seconds() < end && !runner::stop_requested())
+  while (steady_seconds() < end && !stop.stop_requested())
     std::this_thread::sleep_for(
         std::chrono::milliseconds(std::min(200, static_cast<int>((end - steady_seconds()) * 1000) + 1)));
 }
@@ -86,7 +85,7 @@ class DeviceRunner {
       DeployOptions dopt;
       dopt.dist_dir = options_.dist_dir;
       deploy_ = deploy(*transport_, device_, state, models, dopt);
-      for (; next < plans_.size() && !runner::stop_requested(); ++next) {
+      for (; next < plans_.size() && !options_.stop.stop_requested(); ++next) {
         if (next < previous_.size() && previous_[next].status == "complete") {  // resumed: done before
           out.jobs[next] = previous_[next];
           out.jobs[next].committed = 0;
@@ -112,7 +111,7 @@ class DeviceRunner {
     for (size_t k = next; k < out.jobs.size(); ++k)
       if (out.jobs[k].status.empty())
         out.jobs[k] = {previous_run(k), "not run", "an earlier job failed", 0, 0};
-    if (runner::stop_requested())
+    if (options_.stop.stop_requested())
       for (auto& j : out.jobs)
         if (j.status == "not run") j.error = "interrupted";
     return out;
@@ -132,13 +131,13 @@ class DeviceRunner {
     const double t0 = steady_seconds();
     if (options_.cooldown.seconds > 0) {
       say("cooling down {}s", options_.cooldown.seconds);
-      sleep_s(options_.cooldown.seconds);
+      sleep_s(options_.cooldown.seconds, options_.stop);
     }
     auto wait_below = [&](double limit_c, const char* why) {
       while (state.max_temp_c && *state.max_temp_c > limit_c && steady_seconds() - t0 < options_.max_wait_s &&
-             !runner::stop_requested()) {
+             !options_.stop.stop_requested()) {
         say("{}: {:.1f} C > {:.1f} C, waiting", why, *state.max_temp_c, limit_c);
-        sleep_s(5);
+        sleep_s(5, options_.stop);
         state = read_state(*transport_, device_);
       }
     };
@@ -200,7 +199,7 @@ class DeviceRunner {
     double last_said = steady_seconds();
     ProcessOptions po;
     po.timeout_s = options_.job_timeout_s;
-    po.cancel = [] { return runner::stop_requested(); };
+    po.cancel = [stop = options_.stop] { return stop.stop_requested(); };
     po.on_line = [&](std::string_view line) {
       recorder.line(line);
       if (steady_seconds() - last_said >= 5) {
@@ -304,7 +303,7 @@ LabRunResult run_devices(store::Store& raw_store, store::RunId lab_run, const st
     if (!d.ok()) failed.push_back(d.device.name + ": " + d.error());
   }
   if (!failed.empty() && result.exit_code == 0) result.exit_code = 3;
-  const bool interrupted = runner::stop_requested();
+  const bool interrupted = options.stop.stop_requested();
   store.finish_run(lab_run,
                    failed.empty() && !interrupted ? store::Status::kComplete : store::Status::kFailed,
                    interrupted      ? "interrupted"

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "app/plan.h"
+#include "core/stop_token.h"
 #include "lab/inventory.h"
 #include "store/store.h"
 
@@ -28,6 +29,9 @@ struct LabRunOptions {
   std::string command_line;
   // One line for a person per device as it goes ("[pixel8] ..."); unset = silent.
   std::function<void(const std::string&)> say;
+  // A stop request ends every device's job in flight (its stream is cut, what it sent is
+  // kept) and starts no other; the process's token (Ctrl-C) by default.
+  StopToken stop = StopToken::process();
 };
 
 struct DeviceJob {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "app/bench_job.h"
+#include "app/job.h"
 #include "core/error.h"
 
 namespace edgeprobe::lab {
@@ -109,12 +110,14 @@ void StreamRecorder::event(const json& e) {
     const bool interrupted = e.value("interrupted", false);
     // As the device's own store would: partial or failed when tests or turns failed.
     const auto status = store::finished_status(units_, failed_units_, interrupted);
+    // The run's error in the job's own words (app::finished_error), from the end event.
+    app::JobOutcome outcome;
+    outcome.errors = errors_;
     if (run_id_)
       store_.finish_run(run_id_, status,
                         interrupted ? "interrupted on the device"
-                        : status == store::Status::kComplete
-                            ? ""
-                            : fmt::format("{} of {} {} failed", failed_units_, units_, kind_ == "session" ? "turns" : "tests"));
+                                    : app::finished_error(status, outcome, failed_units_, units_,
+                                                          kind_ == "session" ? "turns" : "tests"));
     stopped_ = true;
   } else if (ev == "error") {
     exit_code_ = e.value("kind", "") == "bad_input" ? 2 : 3;

@@ -15,8 +15,6 @@
 namespace edgeprobe::runner {
 namespace {
 
-std::atomic<bool> g_stop{false};
-
 const result::ErrorInfo kInterrupted{"interrupted", "not run: the sweep was interrupted"};
 
 double ms_between(int64_t start_ns, int64_t end_ns) { return static_cast<double>(end_ns - start_ns) / 1e6; }
@@ -165,7 +163,7 @@ LoadedGroup load_group(engine::Engine& engine, const workload::TestCase& test, c
   const bool in_process = engine.capabilities().in_process;
   try {
     const int loads = in_process ? std::max(1, options.repetitions) : 1;
-    for (int l = 0; l < loads && !stop_requested(); ++l) {
+    for (int l = 0; l < loads && !callbacks.stop.stop_requested(); ++l) {
       if (callbacks.progress) callbacks.progress(fmt::format("loading {} ({}/{})", test.model_path, l + 1, loads));
       g.model.reset();
       const int64_t t0 = clock.now_ns();
@@ -237,7 +235,7 @@ void run_case(engine::Engine& engine, const engine::LoadedModel& model, size_t i
     progress(label + ": warm-up");
     run_once(-1, options.seed ^ 0xabcdefULL);
   }
-  for (int r = 0; r < options.repetitions && !stop_requested(); ++r) {
+  for (int r = 0; r < options.repetitions && !callbacks.stop.stop_requested(); ++r) {
     if (callbacks.stored_repetition) {
       if (auto stored = callbacks.stored_repetition(i, r)) {
         res.repetitions.push_back(std::move(*stored));
@@ -249,25 +247,21 @@ void run_case(engine::Engine& engine, const engine::LoadedModel& model, size_t i
     if (callbacks.repetition) callbacks.repetition(i, test, res.repetitions.back());
   }
   if (res.repetitions.empty()) res.error = result::ErrorInfo{"interrupted", "interrupted before any repetition"};
-  if (!options.load.enabled() || stop_requested()) return;
+  if (!options.load.enabled() || callbacks.stop.stop_requested()) return;
   auto co = context_options(test);
   co.n_ctx = std::max(1, test.n_prompt) + std::max(1, test.n_gen);
   std::vector<int> levels = options.load.concurrency;
   if (options.load.request_rate > 0) levels.push_back(0);  // 0: the open loop
   res.serving = nlohmann::json::array();
   for (int c : levels) {
-    if (stop_requested()) break;
+    if (callbacks.stop.stop_requested()) break;
     progress(c > 0 ? fmt::format("{}: {} requests at concurrency {}", label, options.load.num_requests, c)
                    : fmt::format("{}: {} requests at {}/s", label, options.load.num_requests, options.load.request_rate));
-    res.serving.push_back(run_load_level(model, co, test, options.api, options.load, c, options.seed, clock));
+    res.serving.push_back(run_load_level(model, co, test, options.api, options.load, c, options.seed, clock, callbacks.stop));
   }
 }
 
 }  // namespace
-
-void request_stop() { g_stop.store(true); }
-bool stop_requested() { return g_stop.load(); }
-void clear_stop_request() { g_stop.store(false); }
 
 result::ErrorInfo to_error_info(const std::exception& e) {
   if (const auto* err = dynamic_cast<const Error*>(&e)) return {error_kind_name(err->kind()), err->what()};
@@ -287,7 +281,7 @@ std::vector<result::TestResult> run_bench(engine::Engine& engine, const std::vec
     res.model_index = model_index(test.model_path);
     std::vector<PhaseEvent> events;
 
-    if (stop_requested()) {
+    if (callbacks.stop.stop_requested()) {
       res.error = kInterrupted;
     } else {
       if (i == 0 || !test.same_model(cases[i - 1])) {

@@ -1,5 +1,4 @@
 #pragma once
-#include <atomic>
 #include <exception>
 #include <functional>
 #include <optional>
@@ -7,6 +6,7 @@
 
 #include "core/clock.h"
 #include "core/events.h"
+#include "core/stop_token.h"
 #include "engine/engine.h"
 #include "result/result.h"
 #include "runner/load_runner.h"
@@ -41,6 +41,9 @@ struct RunnerCallbacks {
   // Called when a test is complete (or failed), before it is handed on.
   std::function<void(result::TestResult&, const std::vector<PhaseEvent>&)> enrich;
   std::function<void(const result::TestResult&)> result;
+  // Asked to stop, the sweep ends after the repetition (or load level) in flight; the
+  // tests not reached become "interrupted" rows.
+  StopToken stop;
 };
 
 // Runs every test case in order on `engine`. A model loads once per group of consecutive
@@ -52,12 +55,6 @@ std::vector<result::TestResult> run_bench(engine::Engine& engine, const std::vec
                                           const RunnerOptions& options, const RunClock& clock,
                                           const std::function<int(const std::string&)>& model_index,
                                           const RunnerCallbacks& callbacks);
-
-// Ask a running sweep (bench or session) to stop after the repetition or turn in flight
-// (from a signal handler). clear_stop_request() readies the process for another sweep.
-void request_stop();
-bool stop_requested();
-void clear_stop_request();
 
 // An exception as a result's error: Error keeps its kind, anything else is a bug.
 result::ErrorInfo to_error_info(const std::exception& e);

@@ -10,7 +10,6 @@
 
 #include "core/error.h"
 #include "core/stats.h"
-#include "runner/bench_runner.h"
 #include "runner/request_path.h"
 
 namespace edgeprobe::runner {
@@ -111,7 +110,7 @@ nlohmann::json summarize_load(const std::vector<RequestRecord>& records,
 nlohmann::json run_load_level(const engine::LoadedModel& model, const engine::ContextOptions& context,
                               const workload::TestCase& test, const std::string& api,
                               const LoadOptions& options, int concurrency, uint64_t seed,
-                              const RunClock& clock) {
+                              const RunClock& clock, const StopToken& stop) {
   const bool open_loop = concurrency == 0;
   const int workers =
       open_loop ? (options.max_concurrency > 0 ? options.max_concurrency : kDefaultOpenLoopCap) : concurrency;
@@ -133,7 +132,7 @@ nlohmann::json run_load_level(const engine::LoadedModel& model, const engine::Co
   std::atomic<int> next{0};
   const double t0 = static_cast<double>(clock.now_ns()) / 1e9;
   auto worker = [&](std::unique_ptr<engine::Completer> completer) {
-    for (int i = next++; i < n && !stop_requested(); i = next++) {
+    for (int i = next++; i < n && !stop.stop_requested(); i = next++) {
       const double due = t0 + arrival_s[static_cast<size_t>(i)];
       if (due - t0 > options.max_duration_s) return;
       const double now = static_cast<double>(clock.now_ns()) / 1e9;

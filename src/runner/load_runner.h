@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/stop_token.h"
 #include "engine/engine.h"
 #include "workload/plan.h"
 
@@ -32,10 +33,11 @@ void validate(const LoadOptions& options);
 // "request_throughput", "output_throughput", "goodput", "mean_ttft_ms",
 // "median_ttft_ms", "p90_ttft_ms", "p99_ttft_ms", ... for ttft, tpot, itl, e2el, "errors"}.
 // Each worker gets its own completer (a server connection, or an in-process context).
+// Asked to stop, no further request is sent; those in flight finish and are counted.
 nlohmann::json run_load_level(const engine::LoadedModel& model, const engine::ContextOptions& context,
                               const workload::TestCase& test, const std::string& api,
                               const LoadOptions& options, int concurrency, uint64_t seed,
-                              const RunClock& clock);
+                              const RunClock& clock, const StopToken& stop);
 
 // Summary of one level from its per-request records (pure; exposed for tests).
 struct RequestRecord {

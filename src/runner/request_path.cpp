@@ -125,7 +125,7 @@ void run_request_conversation(engine::Completer& completer, size_t ci, const Ses
                               const std::string& where, const RunClock& clock, const SessionCallbacks& cb) {
   std::vector<engine::ChatMessage> history;
   for (int ti = 0; ti < static_cast<int>(conv.turns.size()); ++ti) {
-    if (stop_requested()) return;
+    if (cb.stop.stop_requested()) return;
     if (cb.progress) cb.progress(fmt::format("{} turn {}/{}", where, ti + 1, conv.turns.size()));
     TurnResult t;
     t.round = round;

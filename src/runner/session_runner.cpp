@@ -72,7 +72,7 @@ class ConfigRun {
     std::vector<engine::ChatMessage> history;
     size_t formatted_len = 0;  // the history's text already in the KV cache
     for (int ti = 0; ti < static_cast<int>(conv.turns.size()); ++ti) {
-      if (stop_requested()) return;  // after every turn: the one in flight was finished
+      if (cb_.stop.stop_requested()) return;  // after every turn: the one in flight was finished
       if (cb_.progress) cb_.progress(fmt::format("{} turn {}/{}", where, ti + 1, conv.turns.size()));
       TurnResult t;
       t.round = round;
@@ -293,7 +293,7 @@ void run_session(engine::Engine& engine, const std::vector<SessionConfig>& confi
   std::unique_ptr<engine::LoadedModel> model;
   std::optional<result::ErrorInfo> load_error;
   for (size_t ci = 0; ci < configs.size(); ++ci) {
-    if (stop_requested()) return;
+    if (cb.stop.stop_requested()) return;
     const SessionConfig& cfg = configs[ci];
     if (ci == 0 || cfg.model_path != configs[ci - 1].model_path) {
       model.reset();
@@ -328,9 +328,9 @@ void run_session(engine::Engine& engine, const std::vector<SessionConfig>& confi
     }
     if (requests) {
       for (int round = 0; round < options.rounds; ++round) {
-        if (stop_requested()) return;
+        if (cb.stop.stop_requested()) return;
         if (round > 0) cool_down(options.cooldown, start_temp_c, cb);
-        for (size_t k = 0; k < n_conv && !stop_requested(); ++k)
+        for (size_t k = 0; k < n_conv && !cb.stop.stop_requested(); ++k)
           run_request_conversation(*completer, ci, cfg, options.api, round, conversations[k],
                                    fmt::format("config {}/{} round {}/{} conversation {}/{} ({})", ci + 1,
                                                configs.size(), round + 1, options.rounds, k + 1, n_conv,
@@ -342,10 +342,10 @@ void run_session(engine::Engine& engine, const std::vector<SessionConfig>& confi
 
     ConfigRun run(engine, *model, *ctx, ci, cfg, options, clock, cb);
     for (int round = 0; round < options.rounds; ++round) {
-      if (stop_requested()) return;
+      if (cb.stop.stop_requested()) return;
       if (round > 0) cool_down(options.cooldown, start_temp_c, cb);
       for (size_t k = 0; k < n_conv; ++k) {
-        if (stop_requested()) return;
+        if (cb.stop.stop_requested()) return;
         const Conversation& conv = conversations[k];
         run.run_conversation(round, conv, fmt::format("config {}/{} round {}/{} conversation {}/{} ({})", ci + 1,
                                                       configs.size(), round + 1, options.rounds, k + 1, n_conv,

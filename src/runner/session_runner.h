@@ -9,6 +9,7 @@
 
 #include "core/clock.h"
 #include "core/events.h"
+#include "core/stop_token.h"
 #include "engine/engine.h"
 #include "result/result.h"
 
@@ -90,13 +91,15 @@ struct SessionCallbacks {
   // the stored result, replayed untimed to rebuild the history.
   std::function<std::optional<TurnResult>(size_t, int, const std::string&, int)> completed_turn;
   std::function<double()> current_max_temp_c;  // for --cooldown temp; nullopt-like NaN when unknown
+  // Asked to stop, the session ends after the turn in flight.
+  StopToken stop;
 };
 
 // Runs every configuration on `engine`: rounds x conversations, turn by turn through the
 // chat template, keeping each conversation's history in the KV cache so a turn prefills
 // only its new tokens. Nothing that fails stops the sweep: a configuration that cannot
 // run goes to config_failed, a failing turn ends its conversation with the error in its
-// TurnResult. After every turn a stop request (request_stop) ends the session; every
+// TurnResult. After every turn a stop request (callbacks.stop) ends the session; every
 // finished turn has been handed to turn_done by then.
 void run_session(engine::Engine& engine, const std::vector<SessionConfig>& configs,
                  const std::vector<Conversation>& conversations, const SessionOptions& options,

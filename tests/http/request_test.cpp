@@ -134,7 +134,7 @@ TEST(LoadLevel, ClosedLoopRunsEveryRequestOnTheInProcessCompleter) {
   runner::LoadOptions options;
   options.num_requests = 6;
   const RunClock clock;
-  const auto j = runner::run_load_level(*model, co, test, "completions", options, 2, 1, clock);
+  const auto j = runner::run_load_level(*model, co, test, "completions", options, 2, 1, clock, StopToken());
   EXPECT_EQ(j["completed"], 6);
   EXPECT_EQ(j["failed"], 0);
   EXPECT_EQ(j["concurrency"], 2);
@@ -142,7 +142,7 @@ TEST(LoadLevel, ClosedLoopRunsEveryRequestOnTheInProcessCompleter) {
   EXPECT_GT(j["request_throughput"].get<double>(), 0);
   options.request_rate = 1000;
   options.max_concurrency = 3;
-  const auto open = runner::run_load_level(*model, co, test, "completions", options, 0, 1, clock);
+  const auto open = runner::run_load_level(*model, co, test, "completions", options, 0, 1, clock, StopToken());
   EXPECT_EQ(open["completed"], 6);
   EXPECT_EQ(open["request_rate"], 1000);
   EXPECT_EQ(open["max_concurrency"], 3);

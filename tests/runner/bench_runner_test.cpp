@@ -35,9 +35,6 @@ RunnerOptions options(int repetitions, bool warmup) {
 
 class BenchRunner : public ::testing::Test {
  protected:
-  void SetUp() override { clear_stop_request(); }
-  void TearDown() override { clear_stop_request(); }
-
   std::vector<result::TestResult> run(FakeEngine& engine, const std::vector<TestCase>& cases,
                                       const RunnerOptions& o, RunnerCallbacks cb = {}) {
     return run_bench(engine, cases, o, clock_, [](const std::string&) { return 0; }, cb);
@@ -226,7 +223,7 @@ TEST_F(BenchRunner, AStopRequestEndsTheSweepAfterTheRepetitionInFlight) {
   RunnerCallbacks cb;
   cb.repetition = [&](size_t, const TestCase&, result::Repetition& rep) {
     ++seen;
-    if (rep.index == 1) request_stop();
+    if (rep.index == 1) cb.stop.request_stop();
   };
   const auto results = run(engine, {make_case(4, 2), make_case(4, 2)}, options(5, false), cb);
   ASSERT_EQ(results.size(), 2u);

@@ -45,8 +45,6 @@ struct Turns {
 
 class SessionRunner : public ::testing::Test {
  protected:
-  void SetUp() override { clear_stop_request(); }
-  void TearDown() override { clear_stop_request(); }
   const RunClock clock_;
 };
 
@@ -240,7 +238,7 @@ TEST_F(SessionRunner, AStopRequestEndsTheSessionAfterTheTurnInFlight) {
   const auto record = cb.turn_done;
   cb.turn_done = [&](size_t ci, TurnResult& t) {
     record(ci, t);
-    request_stop();
+    cb.stop.request_stop();
   };
   SessionOptions o;
   o.rounds = 3;

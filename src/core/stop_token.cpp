@@ -1,0 +1,20 @@
+#include "core/stop_token.h"
+
+namespace edgeprobe {
+namespace {
+
+// A signal handler may touch only a lock-free atomic; constinit: it exists before main,
+// so a signal that comes early finds it.
+static_assert(std::atomic<bool>::is_always_lock_free);
+constinit std::atomic<bool> g_process_stop{false};
+
+}  // namespace
+
+StopToken StopToken::process() {
+  // Non-owning (aliasing an empty owner): the flag has static storage and outlives every token.
+  return StopToken(std::shared_ptr<std::atomic<bool>>(std::shared_ptr<void>(), &g_process_stop));
+}
+
+void request_process_stop() noexcept { g_process_stop.store(true); }
+
+}  // namespace edgeprobe

@@ -1,0 +1,31 @@
+#pragma once
+#include <atomic>
+#include <memory>
+
+namespace edgeprobe {
+
+// A request to stop a job after the unit in flight (a repetition, a turn, a lab job):
+// what was measured is kept. Copies share one flag, so the job context, the runners and
+// whoever asks (a signal handler, a test, a lab controller) all see the same request.
+class StopToken {
+ public:
+  // A flag of its own, not set: a job that only its holder can stop.
+  StopToken() : flag_(std::make_shared<std::atomic<bool>>(false)) {}
+  // The process's flag, which Ctrl-C and SIGTERM set (request_process_stop).
+  static StopToken process();
+
+  void request_stop() const noexcept { flag_->store(true); }
+  bool stop_requested() const noexcept { return flag_->load(); }
+  // Readies the flag for another sweep in the same process.
+  void reset() const noexcept { flag_->store(false); }
+
+ private:
+  explicit StopToken(std::shared_ptr<std::atomic<bool>> flag) : flag_(std::move(flag)) {}
+  std::shared_ptr<std::atomic<bool>> flag_;
+};
+
+// Sets the process's flag; async-signal-safe (one store to a lock-free atomic of static
+// storage: no allocation, no lock, no reference count), so a signal handler may call it.
+void request_process_stop() noexcept;
+
+}  // namespace edgeprobe
