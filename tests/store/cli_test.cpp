@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "result/migrate.h"
 #include "result/result.h"
+#include "store/sqlite_store.h"
 #include "store/store.h"
 
 namespace edgeprobe::cli {
@@ -291,6 +292,28 @@ TEST(ExportCli, UnknownRunIsBadInput) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
   }
+}
+
+// A store written by the previous release (tests/fixtures/previous-release: edgeprobe
+// c6c1049, store schema 2; make.sh says how it was made and how its expected exports
+// differ from that release's own) opens with this one, is upgraded in place, and every
+// run exports the same bytes in every format, and `runs` lists them the same.
+TEST(PreviousRelease, AStoreItWroteOpensUpgradedAndExportsTheSameBytes) {
+  const std::string fixture = std::string(EDGEPROBE_TEST_DATA_DIR) + "/fixtures/previous-release";
+  TempDir dir;
+  const std::string db = dir.file("store.db");
+  std::filesystem::copy_file(fixture + "/store.db", db);
+  for (int run : {1, 2, 3})
+    for (const char* format : {"md", "csv", "json", "jsonl"}) {
+      const std::string name = "run" + std::to_string(run) + "." + format;
+      EXPECT_EQ(run_cli({"export", std::to_string(run), "-o", format, "--db", db}),
+                edgeprobe::test_support::read_file(fixture + "/expected/" + name))
+          << name << " differs from what this store exported when it was first upgraded";
+    }
+  EXPECT_EQ(run_cli({"runs", "--db", db}), edgeprobe::test_support::read_file(fixture + "/expected/runs.md"));
+  auto store = edgeprobe::store::SqliteStore::open(db, edgeprobe::store::Mode::kMustExist);
+  EXPECT_EQ(store->schema_version(), edgeprobe::store::SqliteStore::latest_schema_version());
+  EXPECT_GT(store->schema_version(), 2);  // it was written at 2
 }
 
 }  // namespace
