@@ -17,7 +17,7 @@
 #include "probe/ceilings.h"
 #include "probe/roofline.h"
 #include "runner/bench_runner.h"
-#include "runner/enrich.h"
+#include "runner/telemetry_recorder.h"
 #include "runner/provenance.h"
 #include "store/store.h"
 
@@ -242,7 +242,7 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
     }
   };
   report_units();
-  report.results = runner::run_bench(*engine.engine, plan.cases, plan.run, clock,
+  report.results = runner::run_test_cases(*engine.engine, plan.cases, plan.run, clock,
                                      model_index, callbacks);
   recorder.stop();
   // For doctor: llama.cpp's own words about fallbacks, repacking and buffer types.

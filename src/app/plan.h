@@ -10,7 +10,7 @@
 #include "doctor/doctor.h"
 #include "runner/bench_runner.h"
 #include "runner/session_runner.h"
-#include "workload/plan.h"
+#include "workload/sweep.h"
 
 namespace edgeprobe::app {
 

@@ -12,7 +12,7 @@
 #include "app/models.h"
 #include "app/stored_run.h"
 #include "core/error.h"
-#include "runner/enrich.h"
+#include "runner/telemetry_recorder.h"
 #include "runner/provenance.h"
 #include "runner/session_runner.h"
 #include "store/store.h"

@@ -9,7 +9,7 @@
 #include "cli/job_options.h"
 #include "core/error.h"
 #include "store/store.h"
-#include "workload/plan.h"
+#include "workload/sweep.h"
 
 namespace edgeprobe::cli {
 namespace {

@@ -19,7 +19,7 @@
 #include "engine/llama_engine.h"
 #include "report/doctor_reporters.h"
 #include "store/store.h"
-#include "workload/plan.h"
+#include "workload/sweep.h"
 
 namespace edgeprobe::cli {
 

@@ -11,7 +11,7 @@
 #include "core/stop_token.h"
 #include "kv/server.h"
 #include "runner/bench_runner.h"
-#include "workload/plan.h"
+#include "workload/sweep.h"
 
 namespace edgeprobe::cli {
 namespace {

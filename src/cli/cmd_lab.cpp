@@ -13,7 +13,7 @@
 #include "lab/deploy.h"
 #include "lab/lab_run.h"
 #include "store/store.h"
-#include "workload/plan.h"
+#include "workload/sweep.h"
 
 namespace edgeprobe::cli {
 namespace {

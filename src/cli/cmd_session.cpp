@@ -9,7 +9,7 @@
 #include "report/reporter.h"
 #include "report/session_reporters.h"
 #include "store/store.h"
-#include "workload/plan.h"
+#include "workload/sweep.h"
 
 namespace edgeprobe::cli {
 namespace {

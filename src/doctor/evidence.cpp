@@ -12,7 +12,7 @@
 #include <set>
 #include <sstream>
 
-#include "workload/plan.h"
+#include "workload/sweep.h"
 
 namespace edgeprobe::doctor {
 namespace {

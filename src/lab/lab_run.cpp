@@ -22,7 +22,7 @@
 #include "lab/locked_store.h"
 #include "lab/stream_recorder.h"
 #include "lab/transport.h"
-#include "workload/plan.h"
+#include "workload/sweep.h"
 
 namespace edgeprobe::lab {
 namespace {

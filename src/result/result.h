@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/stats.h"
-#include "workload/plan.h"
+#include "workload/sweep.h"
 
 namespace edgeprobe::result {
 

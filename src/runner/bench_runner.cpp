@@ -268,7 +268,7 @@ result::ErrorInfo to_error_info(const std::exception& e) {
   return {"bug", e.what()};
 }
 
-std::vector<result::TestResult> run_bench(engine::Engine& engine, const std::vector<workload::TestCase>& cases,
+std::vector<result::TestResult> run_test_cases(engine::Engine& engine, const std::vector<workload::TestCase>& cases,
                                           const RunnerOptions& options, const RunClock& clock,
                                           const std::function<int(const std::string&)>& model_index,
                                           const RunnerCallbacks& callbacks) {

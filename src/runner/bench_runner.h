@@ -51,7 +51,7 @@ struct RunnerCallbacks {
 // does not load, a decode that fails, a setting the engine cannot honour) becomes an
 // error row and the sweep goes on. `model_index(path)` maps a case to its
 // Provenance::models entry.
-std::vector<result::TestResult> run_bench(engine::Engine& engine, const std::vector<workload::TestCase>& cases,
+std::vector<result::TestResult> run_test_cases(engine::Engine& engine, const std::vector<workload::TestCase>& cases,
                                           const RunnerOptions& options, const RunClock& clock,
                                           const std::function<int(const std::string&)>& model_index,
                                           const RunnerCallbacks& callbacks);

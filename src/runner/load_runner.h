@@ -7,7 +7,7 @@
 #include "core/clock.h"
 #include "core/stop_token.h"
 #include "engine/engine.h"
-#include "workload/plan.h"
+#include "workload/sweep.h"
 
 // Load on a server (or the in-process engine through its request path): many requests
 // of one bench test, closed-loop at fixed concurrency or open-loop at a Poisson rate,

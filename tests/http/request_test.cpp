@@ -158,7 +158,7 @@ TEST(RequestPath, BenchRunsEachRepetitionAsOneRequestWhenAsked) {
   o.repetitions = 2;
   o.api = "completions";
   const RunClock clock;
-  const auto results = runner::run_bench(fake, {test}, o, clock, [](const std::string&) { return 0; }, {});
+  const auto results = runner::run_test_cases(fake, {test}, o, clock, [](const std::string&) { return 0; }, {});
   ASSERT_EQ(results.size(), 1u);
   ASSERT_FALSE(results[0].error) << results[0].error->message;
   ASSERT_EQ(results[0].repetitions.size(), 2u);
@@ -172,7 +172,7 @@ TEST(RequestPath, BenchRunsEachRepetitionAsOneRequestWhenAsked) {
   EXPECT_EQ(fake.counters().prefills, 3);
   EXPECT_EQ(fake.counters().decode_steps, 15);
   test.n_depth = 8;  // a depth needs the token level
-  const auto refused = runner::run_bench(fake, {test}, o, clock, [](const std::string&) { return 0; }, {});
+  const auto refused = runner::run_test_cases(fake, {test}, o, clock, [](const std::string&) { return 0; }, {});
   ASSERT_TRUE(refused[0].error);
   EXPECT_EQ(refused[0].error->kind, "bad_input");
 }

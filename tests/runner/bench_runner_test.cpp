@@ -1,4 +1,4 @@
-// run_bench driven through the scripted fake engine: every path of a sweep, with no
+// runner::run_test_cases driven through the scripted fake engine: every path of a sweep, with no
 // model file. Timings are checked from below only (the fake waits at least as long as
 // scripted; a busy host only adds).
 #include <gtest/gtest.h>
@@ -37,7 +37,7 @@ class BenchRunner : public ::testing::Test {
  protected:
   std::vector<result::TestResult> run(FakeEngine& engine, const std::vector<TestCase>& cases,
                                       const RunnerOptions& o, RunnerCallbacks cb = {}) {
-    return run_bench(engine, cases, o, clock_, [](const std::string&) { return 0; }, cb);
+    return run_test_cases(engine, cases, o, clock_, [](const std::string&) { return 0; }, cb);
   }
   const RunClock clock_;
 };

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "workload/plan.h"
+#include "workload/sweep.h"
 
 using namespace edgeprobe;
 using workload::parse_int_list;

@@ -1,4 +1,4 @@
-#include "workload/plan.h"
+#include "workload/sweep.h"
 
 #include <sched.h>
 

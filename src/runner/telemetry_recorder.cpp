@@ -1,4 +1,4 @@
-#include "runner/enrich.h"
+#include "runner/telemetry_recorder.h"
 
 #include <cmath>
 #include <fstream>
