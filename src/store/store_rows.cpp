@@ -1,5 +1,7 @@
 #include "store/store_rows.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 
 #include "core/error.h"
@@ -48,6 +50,37 @@ std::string model_label(const nlohmann::json& provenance) {
     out = label_of(provenance["model"]);
   }
   return out;
+}
+
+RunListQuery list_runs_query(const RunFilter& filter, Dialect dialect) {
+  RunListQuery q;
+  const bool sqlite = dialect == Dialect::kSqlite;
+  auto placeholder = [&](std::string value) {
+    q.params.push_back(std::move(value));
+    return fmt::format("{}{}", sqlite ? '?' : '$', q.params.size());
+  };
+  std::string where;
+  if (!filter.kind.empty()) where += " AND r.kind = " + placeholder(filter.kind);
+  if (!filter.device.empty()) {
+    const std::string p = placeholder(filter.device);
+    where += filter.device_exact ? " AND r.device_id = " + p
+                                 : fmt::format(" AND r.device_id IN (SELECT d.device_id FROM runs d WHERE {}(d.device_id, {}) > 0)",
+                                               sqlite ? "instr" : "strpos", p);
+  }
+  if (!filter.model.empty()) where += " AND r.model = " + placeholder(filter.model);
+  q.sql =
+      "SELECT r.id, r.created_at, r.finished_at, r.kind, r.status, r.device_id, r.model, "
+      "(SELECT count(*) FROM configurations c WHERE c.run_id = r.id), "
+      "(SELECT count(*) FROM repetitions p JOIN configurations c ON p.configuration_id = c.id "
+      " WHERE c.run_id = r.id), "
+      "(SELECT count(*) FROM turns t WHERE t.run_id = r.id) "
+      "FROM runs r WHERE 1 = 1" +
+      where;
+  if (filter.last > 0)
+    q.sql += " ORDER BY r.id DESC LIMIT " + std::to_string(filter.last);  // a number: no quoting to get wrong
+  else
+    q.sql += " ORDER BY r.id";
+  return q;
 }
 
 }  // namespace edgeprobe::store::rows

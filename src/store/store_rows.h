@@ -4,6 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <vector>
+
+#include "store/store.h"
 
 namespace edgeprobe::store::rows {
 
@@ -25,5 +28,17 @@ DeviceColumns device_columns(const nlohmann::json& provenance);
 
 // "tiny.gguf" or "a.gguf,b.gguf" for `runs`: the model file names in a provenance.
 std::string model_label(const nlohmann::json& provenance);
+
+// list_runs() for both backends, with only the conditions the filter uses, so each
+// can be answered from an index (runs_kind, runs_device_id, runs_model) instead of a
+// scan of every run; a part of a device id is looked up in the device index, which
+// holds no JSON. Columns: id, created_at, finished_at, kind, status, device_id, model,
+// configurations, repetitions, turns. With filter.last the rows come newest first.
+enum class Dialect { kSqlite, kPostgresql };
+struct RunListQuery {
+  std::string sql;
+  std::vector<std::string> params;  // text, for ?1.. / $1.. in order
+};
+RunListQuery list_runs_query(const RunFilter& filter, Dialect dialect);
 
 }  // namespace edgeprobe::store::rows
