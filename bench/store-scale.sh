@@ -9,7 +9,8 @@
 # (one committed transaction per repetition) next to the fill's batched rate.
 #
 #   bench/store-scale.sh [--keep DIR] [--before EDGEPROBE] [--after EDGEPROBE] [--samples N]
-#                        [--runs N] [--configs K] [--reps M] [--decode-steps S] [--fill-schema V]
+#                        [--limit S] [--no-warm-up] [--runs N] [--configs K] [--reps M]
+#                        [--decode-steps S] [--fill-schema V]
 #
 # The stores are filled at schema v--fill-schema (default 3, the schema before the
 # indexes). With --before (an edgeprobe built before them) that store is timed first;
@@ -17,24 +18,28 @@
 # everything is timed again. --keep DIR keeps the stores and the cluster in DIR and reuses
 # what an earlier run filled there (a migrated store is timed "after" only). Every figure
 # is the median of --samples runs (default 5), commands and backends interleaved, since
-# the machine's speed drifts; compare medians and ratios, not one absolute time.
+# the machine's speed drifts; compare medians and ratios, not one absolute time. A command
+# still running after --limit seconds (default 60) is stopped, recorded as "timeout>S",
+# and not run again in that phase.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-keep="" before="" after=build/src/cli/edgeprobe samples=5
+keep="" before="" after=build/src/cli/edgeprobe samples=5 limit=60 warm=yes
 runs=100000 configs=10 reps=10 decode_steps=32 fill_schema=3
 while [[ $# -gt 0 ]]; do
+  if [[ $1 == --no-warm-up ]]; then warm="" && shift && continue; fi
   case $1 in
     --keep) keep=$2 ;;
     --before) before=$2 ;;
     --after) after=$2 ;;
     --samples) samples=$2 ;;
+    --limit) limit=$2 ;;
     --runs) runs=$2 ;;
     --configs) configs=$2 ;;
     --reps) reps=$2 ;;
     --decode-steps) decode_steps=$2 ;;
     --fill-schema) fill_schema=$2 ;;
-    -h | --help) sed -n '2,20p' "$0" >&2; exit 2 ;;
+    -h | --help) sed -n '2,24p' "$0" >&2; exit 2 ;;
     *) echo "store-scale.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   [[ $# -ge 2 ]] || { echo "store-scale.sh: $1 needs a value" >&2; exit 2; }
@@ -111,8 +116,14 @@ sqlite_version() { sqlite3 "file:$db?mode=ro" "PRAGMA user_version"; }
 pg_version() { psql_scale "SELECT version FROM edgeprobe_schema"; }
 
 # ---- timing ------------------------------------------------------------------------------
-# A run in the middle of the store, another of its device, and that device's id.
-run_a=$((runs / 2)) run_b=$((runs / 2 + 200 <= runs ? runs / 2 + 200 : runs / 2 + 1))
+# A run in the middle of the store and a later one of the same device and model
+# (store_fill: run i is on device i % 200, of model (i / 7) % 30; compare refuses runs of
+# different models).
+run_a=$((runs / 2)) run_b=""
+for ((j = run_a + 200; j <= runs; j += 200)); do
+  if (((j - 1) / 7 % 30 == (run_a - 1) / 7 % 30)); then run_b=$j && break; fi
+done
+[[ -n $run_b ]] || run_b=$((run_a + 1 <= runs ? run_a + 1 : run_a))
 device=$(sqlite3 "file:$db?mode=ro" "SELECT device_id FROM runs WHERE id = $run_a")
 model=$(sqlite3 "file:$db?mode=ro" "SELECT json_extract(provenance_json, '\$.models[0].path') FROM runs WHERE id = $run_a")
 model=${model##*/}
@@ -135,35 +146,61 @@ seconds() {
     model-latest-50) cmd=("$fill" list --store "$store" --last 50 --model "$model") ;;
   esac
   t0=$(date +%s%N)
-  "${cmd[@]}" >/dev/null || { echo "store-scale.sh: failed: ${cmd[*]}" >&2; exit 1; }
+  local rc=0
+  timeout "$limit" "${cmd[@]}" >/dev/null || rc=$?
   t1=$(date +%s%N)
+  if [[ $rc == 124 ]]; then echo "timeout>${limit}s"; return; fi
+  [[ $rc == 0 ]] || { echo "store-scale.sh: failed ($rc): ${cmd[*]}" >&2; exit 1; }
   echo "scale=3; ($t1 - $t0) / 1000000000" | bc
 }
 
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
-# phase NAME BINARY CASES...: every case on both backends, $samples rounds, interleaved;
-# one "PHASE BACKEND CASE MEDIAN_S" line per case into $dir/figures.
+# phase NAME BINARY CASES...: every case on both backends, $samples rounds, interleaved,
+# after one untimed round (the page cache then holds what each command reads; cold
+# figures on a slow disk measure the disk, see warm_up); one "PHASE BACKEND CASE
+# MEDIAN_S" line per case into $dir/figures.
 phase() {
   local name=$1 bin=$2 i c backend store
   shift 2
-  local -A times=()
+  local -A times=() over=()
+  local t
+  for c in "$@"; do
+    for backend in sqlite postgresql; do
+      [[ $backend == sqlite ]] && store=$db || store=$url
+      t=$(seconds "$bin" "$c" "$store")
+      [[ $t != timeout* ]] || over[$backend/$c]=$t
+    done
+  done
   for ((i = 0; i < samples; i++)); do
     for c in "$@"; do
       for backend in sqlite postgresql; do
+        [[ -z ${over[$backend/$c]:-} ]] || continue
         [[ $backend == sqlite ]] && store=$db || store=$url
-        times[$backend/$c]+="$(seconds "$bin" "$c" "$store") "
+        t=$(seconds "$bin" "$c" "$store")
+        if [[ $t == timeout* ]]; then over[$backend/$c]=$t; else times[$backend/$c]+="$t "; fi
       done
     done
   done
   for c in "$@"; do
     for backend in sqlite postgresql; do
-      echo "$name $backend $c $(tr ' ' '\n' <<<"${times[$backend/$c]}" | grep . | median)" | tee -a "$dir/figures"
+      if [[ -n ${over[$backend/$c]:-} ]]; then t=${over[$backend/$c]}; else
+        t=$(tr ' ' '\n' <<<"${times[$backend/$c]}" | grep . | median); fi
+      echo "$name $backend $c $t" | tee -a "$dir/figures"
     done
   done
 }
 
+# Read both stores once, in file order: listing 100,000 runs from a cold cache is
+# random reads across the whole file (pages of all tables interleave), minutes on a
+# disk that serves a few hundred reads a second; in order it is one pass.
+warm_up() {
+  local t0=$(date +%s)
+  cat "$db" "$pgdata"/base/*/* >/dev/null 2>&1 || true
+  echo "warm-up: read both stores in $(($(date +%s) - t0)) s" >&2
+}
 : >"$dir/figures"
+[[ -z $warm ]] || warm_up
 echo "load before timing: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 # What export writes for one run, per backend and format, into $dir/export-SIDE-*.
 save_exports() {
@@ -218,8 +255,8 @@ echo "load after timing: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 # Before/after side by side, with the ratio before/after.
 awk '$1 == "before" {b[$2 " " $3] = $4} $1 == "after" {a[$2 " " $3] = $4}
-     END {printf "%-11s %-17s %9s %9s %7s\n", "backend", "case", "before_s", "after_s", "ratio";
-          for (k in a) {split(k, p, " "); r = (k in b && a[k] > 0) ? sprintf("%.1f", b[k] / a[k]) : "-";
-                        printf "%-11s %-17s %9s %9s %7s\n", p[1], p[2], (k in b) ? b[k] : "-", a[k], r}}' \
+     END {printf "%-11s %-17s %14s %14s %7s\n", "backend", "case", "before_s", "after_s", "ratio";
+          for (k in a) {split(k, p, " "); r = (k in b && a[k] > 0 && b[k] !~ /timeout/ && a[k] !~ /timeout/) ? sprintf("%.1f", b[k] / a[k]) : "-";
+                        printf "%-11s %-17s %14s %14s %7s\n", p[1], p[2], (k in b) ? b[k] : "-", a[k], r}}' \
   "$dir/figures" | sort
 echo "figures: $dir/figures" >&2

@@ -160,7 +160,12 @@ void PgStore::finish_run(RunId run, Status status, const std::string& error) {
 }
 
 std::vector<RunSummary> PgStore::list_runs(const RunFilter& filter) const {
-  const rows::RunListQuery query = rows::list_runs_query(filter, rows::Dialect::kPostgresql);
+  std::vector<std::string> devices;
+  if (!filter.device.empty() && !filter.device_exact) {
+    const Result d = conn_->exec(rows::matching_devices_sql(rows::Dialect::kPostgresql).c_str(), {param(filter.device)});
+    for (int i = 0; i < d.rows(); ++i) devices.push_back(d.text(i, 0));
+  }
+  const rows::RunListQuery query = rows::list_runs_query(filter, rows::Dialect::kPostgresql, devices);
   std::vector<pg::Param> params(query.params.begin(), query.params.end());
   const Result r = conn_->exec(query.sql.c_str(), params);
   std::vector<RunSummary> runs;

@@ -230,7 +230,13 @@ void SqliteStore::finish_run(RunId run, Status status, const std::string& error)
 }
 
 std::vector<RunSummary> SqliteStore::list_runs(const RunFilter& filter) const {
-  const rows::RunListQuery query = rows::list_runs_query(filter, rows::Dialect::kSqlite);
+  std::vector<std::string> devices;
+  if (!filter.device.empty() && !filter.device_exact) {
+    Statement d(db_, path_, rows::matching_devices_sql(rows::Dialect::kSqlite).c_str());
+    d.bind(1, filter.device);
+    while (d.step()) devices.push_back(d.text(0));
+  }
+  const rows::RunListQuery query = rows::list_runs_query(filter, rows::Dialect::kSqlite, devices);
   Statement s(db_, path_, query.sql.c_str());
   for (size_t i = 0; i < query.params.size(); ++i) s.bind(static_cast<int>(i + 1), query.params[i]);
   std::vector<RunSummary> runs;

@@ -52,20 +52,24 @@ std::string model_label(const nlohmann::json& provenance) {
   return out;
 }
 
-RunListQuery list_runs_query(const RunFilter& filter, Dialect dialect) {
+std::string matching_devices_sql(Dialect dialect) {
+  return dialect == Dialect::kSqlite ? "SELECT DISTINCT device_id FROM runs WHERE instr(device_id, ?1) > 0"
+                                     : "SELECT DISTINCT device_id FROM runs WHERE strpos(device_id, $1) > 0";
+}
+
+RunListQuery list_runs_query(const RunFilter& filter, Dialect dialect, const std::vector<std::string>& device_ids) {
   RunListQuery q;
-  const bool sqlite = dialect == Dialect::kSqlite;
   auto placeholder = [&](std::string value) {
     q.params.push_back(std::move(value));
-    return fmt::format("{}{}", sqlite ? '?' : '$', q.params.size());
+    return fmt::format("{}{}", dialect == Dialect::kSqlite ? '?' : '$', q.params.size());
   };
   std::string where;
   if (!filter.kind.empty()) where += " AND r.kind = " + placeholder(filter.kind);
-  if (!filter.device.empty()) {
-    const std::string p = placeholder(filter.device);
-    where += filter.device_exact ? " AND r.device_id = " + p
-                                 : fmt::format(" AND r.device_id IN (SELECT d.device_id FROM runs d WHERE {}(d.device_id, {}) > 0)",
-                                               sqlite ? "instr" : "strpos", p);
+  if (!filter.device.empty() && filter.device_exact) where += " AND r.device_id = " + placeholder(filter.device);
+  if (!filter.device.empty() && !filter.device_exact) {
+    std::string list;
+    for (const std::string& id : device_ids) list += (list.empty() ? "" : ", ") + placeholder(id);
+    where += list.empty() ? " AND 0 = 1" : " AND r.device_id IN (" + list + ")";  // no device matched
   }
   if (!filter.model.empty()) where += " AND r.model = " + placeholder(filter.model);
   q.sql =

@@ -385,6 +385,8 @@ TEST_P(Conformance, RunsNewestFirstAndByModelCombineWithTheOtherFilters) {
   EXPECT_EQ(ids("", "aaaa", "tiny.gguf", 1), std::vector<RunId>{d});
   EXPECT_EQ(ids("bench", "bbbb", "", 5), std::vector<RunId>{e});
   EXPECT_EQ(ids("session", "", "tiny.gguf", 1), std::vector<RunId>{c});
+  EXPECT_TRUE(ids("", "zzzz", "", 0).empty());  // a part of no device id
+  EXPECT_EQ(ids("", "a", "", 0), (std::vector<RunId>{a, b, d}));  // one part, one device, three runs
   const std::vector<RunSummary> newest = store->list_runs(RunFilter{"", "", false, "", 1});
   ASSERT_EQ(newest.size(), 1u);
   EXPECT_EQ(newest[0].model, "tiny.gguf,draft.gguf");

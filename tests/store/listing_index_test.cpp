@@ -162,11 +162,16 @@ TEST(ListingIndexes, AV3FileGainsTheIndexesAndTheModelColumnAndReadsBackAsBefore
 // ORDER BY) where an index gives them in order. An unfiltered "newest N" walks the
 // primary key backwards and stops after N: the one scan of runs that is allowed.
 std::vector<std::string> plan_problems(Db& db, const RunFilter& filter) {
-  const rows::RunListQuery query = rows::list_runs_query(filter, rows::Dialect::kSqlite);
   const bool unfiltered = filter.kind.empty() && filter.device.empty() && filter.model.empty();
   const bool any_device = !filter.device.empty() && !filter.device_exact;  // ids matched in a set
+  std::vector<std::string> steps;
+  if (any_device)
+    steps = db.column("EXPLAIN QUERY PLAN " + rows::matching_devices_sql(rows::Dialect::kSqlite), {filter.device}, 3);
+  const rows::RunListQuery query =
+      rows::list_runs_query(filter, rows::Dialect::kSqlite, any_device ? db.column(rows::matching_devices_sql(rows::Dialect::kSqlite), {filter.device}) : std::vector<std::string>{});
+  for (const std::string& step : db.column("EXPLAIN QUERY PLAN " + query.sql, query.params, 3)) steps.push_back(step);
   std::vector<std::string> problems;
-  for (const std::string& step : db.column("EXPLAIN QUERY PLAN " + query.sql, query.params, 3)) {
+  for (const std::string& step : steps) {
     const bool table_scan = step.starts_with("SCAN ") && step.find("INDEX") == std::string::npos;
     if (table_scan && !(unfiltered && filter.last > 0 && step == "SCAN r")) problems.push_back(step);
     if (filter.last > 0 && !any_device && step.find("TEMP B-TREE FOR ORDER BY") != std::string::npos)
