@@ -23,11 +23,14 @@
 #include <libpq-fe.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <exception>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
