@@ -104,9 +104,36 @@ ALTER TABLE runs ADD CONSTRAINT runs_status_v3 CHECK (status IN ('running', 'com
 )sql");
 }
 
+// v4, as in SQLite: indexes for listing by kind, device and model, newest first
+// (PostgreSQL does not append the id by itself, so it is in each key), and the model
+// label as a column. The backfill reads the runs in pages by id, not all at once.
+void index_runs_for_listing(const Connection& conn) {
+  conn.exec(R"sql(
+ALTER TABLE runs ADD COLUMN model TEXT;
+DROP INDEX runs_device_id;
+CREATE INDEX runs_device_id_id ON runs (device_id, id);
+CREATE INDEX runs_kind_id ON runs (kind, id);
+)sql");
+  constexpr int64_t kPage = 2000;
+  for (int64_t after = 0;;) {
+    const Result page = conn.exec("SELECT id, provenance_json FROM runs WHERE id > $1 ORDER BY id LIMIT $2",
+                                  {param(after), param(kPage)});
+    for (int i = 0; i < page.rows(); ++i) {
+      after = page.integer(i, 0);
+      const nlohmann::json provenance = nlohmann::json::parse(page.text(i, 1), nullptr, false);
+      if (provenance.is_discarded()) continue;  // get_run reports it, as in SQLite
+      conn.exec("UPDATE runs SET model = $1 WHERE id = $2",
+                {param_or_null(rows::model_label(provenance)), param(after)});
+    }
+    if (page.rows() < kPage) break;
+  }
+  conn.exec("CREATE INDEX runs_model_id ON runs (model, id)");
+}
+
 // Ordered like SQLite's list; never edit a shipped one, append instead.
 using Migration = void (*)(const Connection&);
-constexpr std::array<Migration, 3> kMigrations{create_v1, open_kinds_and_devices, allow_partial_runs};
+constexpr std::array<Migration, 4> kMigrations{create_v1, open_kinds_and_devices, allow_partial_runs,
+                                               index_runs_for_listing};
 
 constexpr std::array<const char*, 5> kTables{"runs", "configurations", "repetitions", "turns",
                                              "telemetry_summaries"};
@@ -141,7 +168,11 @@ int schema_version(const Connection& conn) {
   return static_cast<int>(version);
 }
 
-void migrate(const Connection& conn, Mode mode) {
+void migrate(const Connection& conn, Mode mode) { migrate_to(conn, mode, latest_schema_version()); }
+
+void migrate_to(const Connection& conn, Mode mode, int target) {
+  if (target < 1 || target > latest_schema_version())
+    throw Error(ErrorKind::kBug, fmt::format("no PostgreSQL store schema v{} to migrate to", target));
   Transaction tx(conn);
   // Everything below runs one controller at a time; a second one waits here and then,
   // its next statement seeing the first one's commit, finds nothing left to do.
@@ -149,13 +180,13 @@ void migrate(const Connection& conn, Mode mode) {
   const int version = schema_version(conn);
   if (version == 0 && mode == Mode::kMustExist)
     throw_bad_input("{}: no edgeprobe results in this database (nothing recorded yet?)", conn.shown());
-  if (version < latest_schema_version()) {
+  if (version < target) {
     if (version == 0) {
       conn.exec("CREATE TABLE edgeprobe_schema (application TEXT NOT NULL, version INTEGER NOT NULL)");
       conn.exec("INSERT INTO edgeprobe_schema VALUES ($1, 0)", {param(std::string(kApplication))});
     }
-    for (int v = version; v < latest_schema_version(); ++v) kMigrations[static_cast<size_t>(v)](conn);
-    conn.exec("UPDATE edgeprobe_schema SET version = $1", {param(int64_t{latest_schema_version()})});
+    for (int v = version; v < target; ++v) kMigrations[static_cast<size_t>(v)](conn);
+    conn.exec("UPDATE edgeprobe_schema SET version = $1", {param(int64_t{target})});
   }
   tx.commit();
 }

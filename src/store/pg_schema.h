@@ -20,6 +20,8 @@ int schema_version(const Connection& conn);
 // lock, so several controllers opening one new database at once create it exactly once.
 // With Mode::kMustExist an empty database is Error(kBadInput), and stays empty.
 void migrate(const Connection& conn, Mode mode);
+// The same up to schema v`target` only (tests, bench/store-scale.sh: an older store).
+void migrate_to(const Connection& conn, Mode mode, int target);
 
 // "ok", or one line per problem: a missing table, telemetry whose unit is gone.
 std::string integrity_check(const Connection& conn);

@@ -1,5 +1,6 @@
 #include "store/pg_store.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -42,10 +43,10 @@ RunId PgStore::begin_run(const std::string& kind, const nlohmann::json& provenan
   const rows::DeviceColumns device = rows::device_columns(provenance);
   // One statement: its own committed transaction.
   return conn_
-      ->exec("INSERT INTO runs (kind, status, device_id, device, provenance_json, plan_json) "
-            "VALUES ($1, 'running', $2, $3, $4, $5) RETURNING id",
-            {param(kind), param_or_null(device.id), param_or_null(device.json), param(to_text(provenance)),
-             param(to_text(plan))})
+      ->exec("INSERT INTO runs (kind, status, device_id, device, model, provenance_json, plan_json) "
+            "VALUES ($1, 'running', $2, $3, $4, $5, $6) RETURNING id",
+            {param(kind), param_or_null(device.id), param_or_null(device.json),
+             param_or_null(rows::model_label(provenance)), param(to_text(provenance)), param(to_text(plan))})
       .integer(0, 0);
 }
 
@@ -159,17 +160,14 @@ void PgStore::finish_run(RunId run, Status status, const std::string& error) {
 }
 
 std::vector<RunSummary> PgStore::list_runs(const RunFilter& filter) const {
-  const Result r = conn_->exec(
-      "SELECT r.id, r.created_at, r.finished_at, r.kind, r.status, r.device_id, r.provenance_json, "
-      "(SELECT count(*) FROM configurations c WHERE c.run_id = r.id), "
-      "(SELECT count(*) FROM repetitions p JOIN configurations c ON p.configuration_id = c.id "
-      " WHERE c.run_id = r.id), "
-      "(SELECT count(*) FROM turns t WHERE t.run_id = r.id) "
-      "FROM runs r "
-      "WHERE ($1 = '' OR r.kind = $1) "
-      "AND ($2 = '' OR ($3 AND r.device_id = $2) OR (NOT $3 AND strpos(r.device_id, $2) > 0)) "
-      "ORDER BY r.id",
-      {param(filter.kind), param(filter.device), param(filter.device_exact)});
+  std::vector<std::string> devices;
+  if (!filter.device.empty() && !filter.device_exact) {
+    const Result d = conn_->exec(rows::matching_devices_sql(rows::Dialect::kPostgresql).c_str(), {param(filter.device)});
+    for (int i = 0; i < d.rows(); ++i) devices.push_back(d.text(i, 0));
+  }
+  const rows::RunListQuery query = rows::list_runs_query(filter, rows::Dialect::kPostgresql, devices);
+  std::vector<pg::Param> params(query.params.begin(), query.params.end());
+  const Result r = conn_->exec(query.sql.c_str(), params);
   std::vector<RunSummary> runs;
   for (int i = 0; i < r.rows(); ++i) {
     RunSummary s;
@@ -179,12 +177,13 @@ std::vector<RunSummary> PgStore::list_runs(const RunFilter& filter) const {
     s.kind = r.text(i, 3);
     s.status = r.text(i, 4);
     s.device_id = r.text(i, 5);
-    s.model = rows::model_label(parse_stored(r.text(i, 6), location(), "provenance"));
+    s.model = r.text(i, 6);
     s.configurations = r.integer(i, 7);
     s.repetitions = r.integer(i, 8);
     s.turns = r.integer(i, 9);
     runs.push_back(std::move(s));
   }
+  if (filter.last > 0) std::reverse(runs.begin(), runs.end());  // the query takes the newest first
   return runs;
 }
 

@@ -137,10 +137,36 @@ CREATE INDEX runs_device_id ON runs (device_id);
 )sql");
 }
 
+// v4: a lab's years in one store (bench/store-scale.sh: 100,000 runs, 10 million
+// repetitions). `runs` lists by kind, device and model, newest first: each gets an index
+// (SQLite appends the rowid, so each is ordered by id within its key), and the model
+// label becomes a column, so listing reads neither the provenance JSON nor every run.
+// Every child table is already reached through its UNIQUE index (run_id, ...).
+void index_runs_for_listing(sqlite3* db, const std::string& path) {
+  exec(db, path, R"sql(
+ALTER TABLE runs ADD COLUMN model TEXT;
+CREATE INDEX runs_kind ON runs (kind);
+)sql");
+  std::vector<std::pair<int64_t, std::string>> labels;
+  {
+    Statement s(db, path, "SELECT id, provenance_json FROM runs");
+    while (s.step()) {
+      // Unreadable provenance: no label, as list_runs showed before; get_run reports it.
+      const nlohmann::json provenance = nlohmann::json::parse(s.text(1), nullptr, false);
+      if (!provenance.is_discarded()) labels.emplace_back(s.integer(0), rows::model_label(provenance));
+    }
+  }
+  Statement u(db, path, "UPDATE runs SET model = ?1 WHERE id = ?2");
+  for (const auto& [id, label] : labels) u.bind_or_null(1, label).bind(2, id).step(), u.reset();
+  // After the backfill: one sort instead of an index update per row.
+  exec(db, path, "CREATE INDEX runs_model ON runs (model)");
+}
+
 // Ordered: migration i takes user_version i to i + 1. Never edit a shipped one; append a
 // new one instead, so every older file can be brought forward.
 using Migration = void (*)(sqlite3*, const std::string&);
-constexpr std::array<Migration, 3> kMigrations{create_v1, open_kinds_and_devices, allow_partial_runs};
+constexpr std::array<Migration, 4> kMigrations{create_v1, open_kinds_and_devices, allow_partial_runs,
+                                               index_runs_for_listing};
 
 constexpr std::array<const char*, 5> kTables{"runs", "configurations", "repetitions", "turns",
                                              "telemetry_summaries"};
@@ -174,8 +200,12 @@ void check_is_ours(sqlite3* db, const std::string& path) {
         path, version, latest_schema_version());
 }
 
-void migrate(sqlite3* db, const std::string& path) {
-  if (pragma_integer(db, path, "PRAGMA user_version") >= latest_schema_version()) return;
+void migrate(sqlite3* db, const std::string& path) { migrate_to(db, path, latest_schema_version()); }
+
+void migrate_to(sqlite3* db, const std::string& path, int target) {
+  if (target < 1 || target > latest_schema_version())
+    throw Error(ErrorKind::kBug, fmt::format("no SQLite store schema v{} to migrate to", target));
+  if (pragma_integer(db, path, "PRAGMA user_version") >= target) return;
   // The pragma is a no-op inside a transaction, so it is switched around it.
   exec(db, path, "PRAGMA foreign_keys = OFF");
   {
@@ -183,15 +213,15 @@ void migrate(sqlite3* db, const std::string& path) {
     // Read inside the write transaction: two processes opening an old file at once must
     // not both apply the same migration.
     const int64_t version = pragma_integer(db, path, "PRAGMA user_version");
-    if (version < latest_schema_version()) {
-      for (int64_t v = version; v < latest_schema_version(); ++v) kMigrations[static_cast<size_t>(v)](db, path);
+    if (version < target) {
+      for (int64_t v = version; v < target; ++v) kMigrations[static_cast<size_t>(v)](db, path);
       // A rebuilt table must leave every child row with its parent.
       if (Statement fk(db, path, "PRAGMA foreign_key_check"); fk.step())
         throw_bad_input("{}: not an edgeprobe results database, or a damaged one (table {} row {} lost its parent "
                         "while migrating from schema v{})",
                         path, fk.text(0), fk.integer(1), version);
       exec(db, path, fmt::format("PRAGMA application_id = {}", kApplicationId).c_str());
-      exec(db, path, fmt::format("PRAGMA user_version = {}", latest_schema_version()).c_str());
+      exec(db, path, fmt::format("PRAGMA user_version = {}", target).c_str());
       tx.commit();
     }
   }

@@ -17,6 +17,9 @@ void check_is_ours(sqlite3* db, const std::string& path);
 // Brings the file to latest_schema_version(): every pending migration in one
 // transaction, so a file is at its old version or the new one, never half-way.
 void migrate(sqlite3* db, const std::string& path);
+// The same up to schema v`target` only: for tests and bench/store-scale.sh, which build a
+// store of an older version to see what the later migrations do to it.
+void migrate_to(sqlite3* db, const std::string& path, int target);
 
 // Every table we read is there (the file may have passed check_is_ours and still have
 // lost one to a hand edit).

@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <system_error>
@@ -100,10 +101,10 @@ RunId SqliteStore::begin_run(const std::string& kind, const nlohmann::json& prov
   const rows::DeviceColumns device = rows::device_columns(provenance);
   Transaction tx(db_, path_);
   Statement s(db_, path_,
-              "INSERT INTO runs (kind, status, device_id, device, provenance_json, plan_json) "
-              "VALUES (?1, 'running', ?2, ?3, ?4, ?5)");
-  s.bind(1, kind).bind_or_null(2, device.id).bind_or_null(3, device.json);
-  s.bind(4, to_text(provenance)).bind(5, to_text(plan)).step();
+              "INSERT INTO runs (kind, status, device_id, device, model, provenance_json, plan_json) "
+              "VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6)");
+  s.bind(1, kind).bind_or_null(2, device.id).bind_or_null(3, device.json).bind_or_null(4, model_label(provenance));
+  s.bind(5, to_text(provenance)).bind(6, to_text(plan)).step();
   const RunId id = sqlite3_last_insert_rowid(db_);
   tx.commit();
   return id;
@@ -229,17 +230,15 @@ void SqliteStore::finish_run(RunId run, Status status, const std::string& error)
 }
 
 std::vector<RunSummary> SqliteStore::list_runs(const RunFilter& filter) const {
-  Statement s(db_, path_,
-              "SELECT r.id, r.created_at, r.finished_at, r.kind, r.status, r.device_id, r.provenance_json, "
-              "(SELECT count(*) FROM configurations c WHERE c.run_id = r.id), "
-              "(SELECT count(*) FROM repetitions p JOIN configurations c ON p.configuration_id = c.id "
-              " WHERE c.run_id = r.id), "
-              "(SELECT count(*) FROM turns t WHERE t.run_id = r.id) "
-              "FROM runs r "
-              "WHERE (?1 = '' OR r.kind = ?1) "
-              "AND (?2 = '' OR (?3 AND r.device_id = ?2) OR (NOT ?3 AND instr(r.device_id, ?2) > 0)) "
-              "ORDER BY r.id");
-  s.bind(1, filter.kind).bind(2, filter.device).bind(3, int64_t{filter.device_exact});
+  std::vector<std::string> devices;
+  if (!filter.device.empty() && !filter.device_exact) {
+    Statement d(db_, path_, rows::matching_devices_sql(rows::Dialect::kSqlite).c_str());
+    d.bind(1, filter.device);
+    while (d.step()) devices.push_back(d.text(0));
+  }
+  const rows::RunListQuery query = rows::list_runs_query(filter, rows::Dialect::kSqlite, devices);
+  Statement s(db_, path_, query.sql.c_str());
+  for (size_t i = 0; i < query.params.size(); ++i) s.bind(static_cast<int>(i + 1), query.params[i]);
   std::vector<RunSummary> runs;
   while (s.step()) {
     RunSummary r;
@@ -249,12 +248,13 @@ std::vector<RunSummary> SqliteStore::list_runs(const RunFilter& filter) const {
     r.kind = s.text(3);
     r.status = s.text(4);
     r.device_id = s.text(5);
-    r.model = model_label(parse_stored(s.text(6), path_, "provenance"));
+    r.model = s.text(6);
     r.configurations = s.integer(7);
     r.repetitions = s.integer(8);
     r.turns = s.integer(9);
     runs.push_back(std::move(r));
   }
+  if (filter.last > 0) std::reverse(runs.begin(), runs.end());  // the query takes the newest first
   return runs;
 }
 

@@ -34,6 +34,8 @@ class Statement {
   }
 
   bool step();  // true while there is a row
+  // Ready to bind and step again (a statement reused for many rows).
+  Statement& reset() { return check(sqlite3_reset(stmt_)); }
   int64_t integer(int column) const { return sqlite3_column_int64(stmt_, column); }
   std::string text(int column) const;
   bool is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }

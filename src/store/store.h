@@ -103,6 +103,8 @@ struct RunFilter {
   std::string kind;
   std::string device;         // matched against device_id
   bool device_exact = false;  // false: `device` may be any part of the id ("3fa2")
+  std::string model;          // the whole model label as `runs` shows it ("tiny.gguf")
+  size_t last = 0;            // > 0: only the newest `last` matching runs (still oldest first)
 };
 
 class Store {

@@ -354,5 +354,44 @@ TEST_P(Conformance, RunsByDeviceFilterMatchesPartOrAllOfTheDeviceId) {
   EXPECT_EQ(store->list_runs(filter("", "aaaa", false))[0].device_id, "dev-aaaa1111bbbb2222");
 }
 
+// `runs` at a lab's scale: the newest N, and by model (the label `runs` shows), alone or
+// with the other filters; rows stay oldest first either way.
+TEST_P(Conformance, RunsNewestFirstAndByModelCombineWithTheOtherFilters) {
+  auto store = open_store(location());
+  auto on = [](const std::string& device, const std::string& model_path) {
+    nlohmann::json p = provenance_on(device);
+    p["models"][0]["path"] = model_path;
+    return p;
+  };
+  const RunId a = store->begin_run(RunKind::kBench, on("dev-aaaa", "/m/tiny.gguf"), {});
+  const RunId b = store->begin_run(RunKind::kBench, on("dev-aaaa", "/m/big.gguf"), {});
+  const RunId c = store->begin_run(RunKind::kSession, on("dev-bbbb", "/m/tiny.gguf"), {});
+  const RunId d = store->begin_run(RunKind::kBench, on("dev-aaaa", "/srv/tiny.gguf"), {});
+  nlohmann::json two = on("dev-bbbb", "/m/tiny.gguf");
+  two["models"].push_back({{"path", "/m/draft.gguf"}});
+  const RunId e = store->begin_run(RunKind::kBench, two, {});
+
+  auto ids = [&](const std::string& kind, const std::string& device, const std::string& model, size_t last) {
+    std::vector<RunId> out;
+    for (const RunSummary& r : store->list_runs(RunFilter{kind, device, false, model, last})) out.push_back(r.id);
+    return out;
+  };
+  EXPECT_EQ(ids("", "", "", 2), (std::vector<RunId>{d, e}));
+  EXPECT_EQ(ids("", "", "", 50), (std::vector<RunId>{a, b, c, d, e}));
+  EXPECT_EQ(ids("", "", "tiny.gguf", 0), (std::vector<RunId>{a, c, d}));
+  EXPECT_EQ(ids("", "", "tiny.gguf", 2), (std::vector<RunId>{c, d}));
+  EXPECT_EQ(ids("", "", "tiny.gguf,draft.gguf", 0), std::vector<RunId>{e});
+  EXPECT_TRUE(ids("", "", "tiny", 0).empty());  // the whole label, not a part
+  EXPECT_EQ(ids("", "aaaa", "tiny.gguf", 1), std::vector<RunId>{d});
+  EXPECT_EQ(ids("bench", "bbbb", "", 5), std::vector<RunId>{e});
+  EXPECT_EQ(ids("session", "", "tiny.gguf", 1), std::vector<RunId>{c});
+  EXPECT_TRUE(ids("", "zzzz", "", 0).empty());  // a part of no device id
+  EXPECT_EQ(ids("", "a", "", 0), (std::vector<RunId>{a, b, d}));  // one part, one device, three runs
+  const std::vector<RunSummary> newest = store->list_runs(RunFilter{"", "", false, "", 1});
+  ASSERT_EQ(newest.size(), 1u);
+  EXPECT_EQ(newest[0].model, "tiny.gguf,draft.gguf");
+  EXPECT_EQ(newest[0].device_id, "dev-bbbb");
+}
+
 }  // namespace
 }  // namespace edgeprobe::store

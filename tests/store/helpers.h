@@ -34,7 +34,7 @@ inline std::string message_of(const std::function<void()>& f) {
 // A RunFilter with every field given (designated initializers that leave some out warn
 // under -Wextra).
 inline RunFilter filter(std::string kind, std::string device, bool device_exact) {
-  return RunFilter{std::move(kind), std::move(device), device_exact};
+  return RunFilter{std::move(kind), std::move(device), device_exact, "", 0};
 }
 
 // A provenance in the result schema v1 shape with one model.

@@ -8,6 +8,8 @@
 #include "core/error.h"
 #include "helpers.h"
 #include "result/migrate.h"
+#include "store/pg_conn.h"
+#include "store/pg_schema.h"
 #include "store/pg_store.h"
 #include "store/store.h"
 #include "support/pg_server.h"
@@ -111,6 +113,49 @@ TEST_F(PgStoreTest, AV1DatabaseIsMigratedKeepingItsRunsAndLearningTheirDevice) {
   store->finish_run(1, Status::kPartial, "1 of 2 tests failed");  // v1's status CHECK knew no partial
   EXPECT_EQ(store->get_run(1).status, "partial");
   EXPECT_EQ(store->list_runs().size(), 2u);
+  EXPECT_EQ(store->integrity_check(), "ok");
+}
+
+// v4: a database of the previous version (v3) gains the listing indexes, with the id in
+// each key for "newest first", and every run its model label, and reads back as before.
+TEST_F(PgStoreTest, AV3DatabaseGainsTheListingIndexesAndItsRunsReadBackAsBefore) {
+  {
+    const pg::Connection conn(url_, url_);
+    pg::migrate_to(conn, Mode::kCreate, 3);
+  }
+  const nlohmann::json provenance = {{"device", {{"id", "dev-aa"}}},
+                                     {"models", {{{"path", "/m/tiny.gguf"}}, {{"path", "/m/draft.gguf"}}}}};
+  server_.psql("lab", "INSERT INTO runs (kind, status, device_id, provenance_json, plan_json) VALUES "
+                      "('bench', 'complete', 'dev-aa', '" + provenance.dump() + "', '{\"repetitions\":1}'), "
+                      "('bench', 'failed', NULL, 'not json', '{}');"
+                      "INSERT INTO configurations (run_id, ordinal, config_json) VALUES (1, 0, '{\"test\":\"tg64\"}');"
+                      "INSERT INTO repetitions (configuration_id, ordinal, recorded_at, result_json) "
+                      "VALUES (1, 0, '2025-03-01T10:01:00.000Z', '{\"t\":21.5}');"
+                      "INSERT INTO telemetry_summaries (owner_kind, owner_id, phase, summary_json) "
+                      "VALUES ('run', 1, 'test0', '{\"load_ms\":[14.5]}')");
+  ASSERT_EQ(server_.psql("lab", "SELECT version FROM edgeprobe_schema"), "3\n");
+
+  auto store = open_store(url_, Mode::kMustExist);
+  EXPECT_EQ(store->schema_version(), 4);
+  const nlohmann::json doc = store->load_run(1);
+  EXPECT_EQ(doc["run"]["provenance"], provenance);
+  EXPECT_EQ(doc["run"]["plan"], nlohmann::json({{"repetitions", 1}}));
+  EXPECT_EQ(doc["configurations"][0]["config"], nlohmann::json({{"test", "tg64"}}));
+  EXPECT_EQ(doc["configurations"][0]["repetitions"][0],
+            nlohmann::json({{"ordinal", 0}, {"recorded_at", "2025-03-01T10:01:00.000Z"}, {"result", {{"t", 21.5}}},
+                            {"telemetry", nlohmann::json::array()}}));
+  EXPECT_EQ(doc["telemetry"], nlohmann::json::parse(R"([{"phase":"test0","summary":{"load_ms":[14.5]}}])"));
+  const std::vector<RunSummary> runs = store->list_runs();
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].model, "tiny.gguf,draft.gguf");
+  EXPECT_EQ(runs[0].repetitions, 1);
+  EXPECT_EQ(runs[1].model, "");  // unreadable provenance: no label, still listed
+  EXPECT_EQ(store->list_runs(RunFilter{"", "", false, "tiny.gguf,draft.gguf", 1}).size(), 1u);
+  EXPECT_EQ(server_.psql("lab", "SELECT indexname || ' ' || indexdef FROM pg_indexes WHERE tablename = 'runs' "
+                                "AND indexname LIKE 'runs\\_%' AND indexname <> 'runs_pkey' ORDER BY indexname"),
+            "runs_device_id_id CREATE INDEX runs_device_id_id ON public.runs USING btree (device_id, id)\n"
+            "runs_kind_id CREATE INDEX runs_kind_id ON public.runs USING btree (kind, id)\n"
+            "runs_model_id CREATE INDEX runs_model_id ON public.runs USING btree (model, id)\n");
   EXPECT_EQ(store->integrity_check(), "ok");
 }
 

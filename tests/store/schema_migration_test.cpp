@@ -176,7 +176,7 @@ TEST(SchemaMigration, AV1FileOpensAtTheLatestVersionWithEveryRowAndUpgradedProve
 
   auto store = SqliteStore::open(path, Mode::kMustExist);
   EXPECT_EQ(store->schema_version(), SqliteStore::latest_schema_version());
-  EXPECT_EQ(store->schema_version(), 3);
+  EXPECT_EQ(store->schema_version(), 4);
   EXPECT_EQ(store->integrity_check(), "ok");
 
   const RunRecord bench = store->get_run(1);
@@ -222,8 +222,8 @@ TEST(SchemaMigration, AV1FileOpensAtTheLatestVersionWithEveryRowAndUpgradedProve
   after.pop_back();  // the doctor run, last by id
   EXPECT_EQ(after, before);
   EXPECT_TRUE(db.rows("PRAGMA foreign_key_check").empty());
-  EXPECT_EQ(db.rows("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs'"),
-            std::vector<std::string>{"runs_device_id"});
+  EXPECT_EQ(db.rows("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs' ORDER BY name"),
+            (std::vector<std::string>{"runs_device_id", "runs_kind", "runs_model"}));
   EXPECT_EQ(db.rows("SELECT count(*) FROM sqlite_master WHERE name LIKE 'runs_v%' AND type = 'table'"),
             std::vector<std::string>{"0"});
   // ON DELETE CASCADE still points at the rebuilt table.
@@ -246,8 +246,8 @@ TEST(SchemaMigration, AMigratedFileStoresPartialRuns) {
     EXPECT_EQ(store->get_run(2).status, "failed");
   }
   RawDb db(path);
-  EXPECT_EQ(db.rows("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs'"),
-            std::vector<std::string>{"runs_device_id"});
+  EXPECT_EQ(db.rows("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs' ORDER BY name"),
+            (std::vector<std::string>{"runs_device_id", "runs_kind", "runs_model"}));
   sqlite3* raw = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
   EXPECT_NE(sqlite3_exec(raw, "UPDATE runs SET status = 'half' WHERE id = 1", nullptr, nullptr, nullptr), SQLITE_OK);
