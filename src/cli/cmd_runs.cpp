@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -76,7 +77,7 @@ void write_runs(const std::vector<store::RunSummary>& runs, const std::string& f
 void register_runs(CLI::App& app) {
   struct Args {
     std::string db;
-    store::RunFilter filter;
+    store::RunFilter filter{.last = 50};  // a lab's store holds years: the newest by default
     OutputFlags output;
   };
   auto a = std::make_shared<Args>();
@@ -84,6 +85,9 @@ void register_runs(CLI::App& app) {
   add_db_option(cmd, a->db);
   cmd->add_option("--device", a->filter.device, "Only runs of this device (its id, or any part of it)");
   cmd->add_option("--kind", a->filter.kind, "Only runs of this kind (bench, session, doctor)");
+  cmd->add_option("--model", a->filter.model, "Only runs of this model (the label the table shows, e.g. tiny-q4_0.gguf)");
+  cmd->add_option("--last", a->filter.last, "Only the newest N matching runs, oldest first (0 = all)")
+      ->capture_default_str();
   add_output_options(cmd, a->output, {{"md", "json", "csv"}});
   cmd->callback([a] {
     const std::string path = resolve_db_path(a->db);
@@ -96,6 +100,9 @@ void register_runs(CLI::App& app) {
       }
     } else {
       runs = store::open_store(path, store::Mode::kMustExist)->list_runs(a->filter);
+      // On stderr, so that json and csv stay what they are: there may be more.
+      if (a->filter.last > 0 && runs.size() == a->filter.last)
+        std::cerr << fmt::format("edgeprobe: the newest {} runs; --last 0 lists them all\n", runs.size());
     }
     std::ostringstream text;
     write_runs(runs, a->output.format, text);

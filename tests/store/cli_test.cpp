@@ -316,5 +316,25 @@ TEST(PreviousRelease, AStoreItWroteOpensUpgradedAndExportsTheSameBytes) {
   EXPECT_GT(store->schema_version(), 2);  // it was written at 2
 }
 
+// `runs` on a store that may hold years: the newest N (50 unless --last says otherwise),
+// and filters by model and kind; listed oldest first, as ever.
+TEST(RunsCli, TheNewestRunsAndFiltersByModelAndKind) {
+  const std::string fixture = std::string(EDGEPROBE_TEST_DATA_DIR) + "/fixtures/previous-release";
+  TempDir dir;
+  const std::string db = dir.file("store.db");
+  std::filesystem::copy_file(fixture + "/store.db", db);  // three runs: bench, bench, session
+  auto ids = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"runs", "-o", "json", "--db", db});
+    std::vector<int64_t> out;
+    for (const auto& r : nlohmann::json::parse(run_cli(args))) out.push_back(r["id"]);
+    return out;
+  };
+  EXPECT_EQ(ids({}), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(ids({"--last", "2"}), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(ids({"--last", "0"}), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(ids({"--model", "tiny-q4_0.gguf", "--kind", "bench"}), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(ids({"--model", "other.gguf"}), std::vector<int64_t>{});
+}
+
 }  // namespace
 }  // namespace edgeprobe::cli
