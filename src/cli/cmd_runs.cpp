@@ -100,13 +100,13 @@ void register_runs(CLI::App& app) {
       }
     } else {
       runs = store::open_store(path, store::Mode::kMustExist)->list_runs(a->filter);
-      // On stderr, so that json and csv stay what they are: there may be more.
-      if (a->filter.last > 0 && runs.size() == a->filter.last)
-        std::cerr << fmt::format("edgeprobe: the newest {} runs; --last 0 lists them all\n", runs.size());
     }
     std::ostringstream text;
     write_runs(runs, a->output.format, text);
     write_output(a->output.file, text.str());
+    // Once the list is out, on stderr, so that json and csv stay what they are: there may be more.
+    if (a->filter.last > 0 && runs.size() == a->filter.last)
+      std::cerr << fmt::format("edgeprobe: the newest {} runs; --last 0 lists them all\n", runs.size());
   });
 }
 
