@@ -2,9 +2,14 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iostream>
+#include <fstream>
+#include <cstring>
+#include <cerrno>
 #include <set>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "engine/llama_engine.h"
 #include "http/http_engine.h"
 #include "result/result.h"
@@ -503,6 +508,36 @@ Plan plan_from_json(const json& j) {
   if (kind == "bench") return bench_plan_from_json(j);
   if (kind == "session") return session_plan_from_json(j);
   return doctor_plan_from_json(j);
+}
+
+Plan read_plan(const std::string& source) {
+  const std::string name = source == "-" ? "stdin" : source;
+  std::ifstream file;
+  if (source != "-") {
+    file.open(source, std::ios::binary);
+    if (!file) throw_bad_input("cannot read plan '{}': {}", one_line(source), std::strerror(errno));
+  }
+  std::istream& in = source == "-" ? std::cin : file;
+  std::string text(kMaxPlanBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxPlanBytes)
+    throw_bad_input("{}: a plan of over {} MiB is not a plan edgeprobe writes", one_line(name), kMaxPlanBytes >> 20);
+  json j;
+  try {
+    j = json::parse(text, [&](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxPlanDepth)
+        throw_bad_input("{}: nested deeper than {} levels; not a plan", one_line(name), kMaxPlanDepth);
+      return true;
+    });
+  } catch (const json::parse_error& e) {
+    throw_bad_input("{}: not a JSON plan (byte {}): {}", one_line(name), e.byte, one_line(e.what()));
+  }
+  try {
+    return plan_from_json(j);
+  } catch (const Error& e) {
+    throw_bad_input("{}: {}", one_line(name), e.what());
+  }
 }
 
 json to_json(const Plan& plan) {

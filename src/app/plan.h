@@ -119,6 +119,12 @@ std::string plan_kind(const nlohmann::json& j);  // "bench", "session", "doctor"
 // dispatches on, so no caller walks plan JSON or compares kind strings of its own.
 using Plan = std::variant<BenchPlan, SessionPlan, DoctorPlan>;
 Plan plan_from_json(const nlohmann::json& j);  // by its "kind"; throws kBadInput
+// A plan file, or "-" for stdin: at most kMaxPlanBytes and kMaxPlanDepth levels of
+// nesting (a plan is outside bytes: a lab's, a user's, a pipe's); every refusal is one
+// line naming the source. Throws kBadInput.
+inline constexpr size_t kMaxPlanBytes = 64u << 20;  // a doctor plan carries a baseline result
+inline constexpr int kMaxPlanDepth = 64;
+Plan read_plan(const std::string& source);
 nlohmann::json to_json(const Plan& plan);
 std::string kind_of(const Plan& plan);  // "bench", "session", "doctor"
 void validate(Plan& plan, int default_threads);

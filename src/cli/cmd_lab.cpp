@@ -8,7 +8,6 @@
 #include "cli/common.h"
 #include "cli/shared_flags.h"
 #include "core/error.h"
-#include "core/fs.h"
 #include "lab/check.h"
 #include "lab/deploy.h"
 #include "lab/lab_run.h"
@@ -40,19 +39,7 @@ std::vector<lab::Device> selected(const LabFlags& f) {
 // Plan files, or a bench plan from the bench flags lab run takes.
 std::vector<app::Plan> plans_of(const LabFlags& f) {
   std::vector<app::Plan> plans;
-  for (const auto& p : f.plans) {
-    json j;
-    try {
-      j = json::parse(read_file_or_throw(p, "plan"));
-    } catch (const json::parse_error& e) {
-      throw_bad_input("{}: not a JSON plan: {}", p, e.what());
-    }
-    try {
-      plans.push_back(app::plan_from_json(j));
-    } catch (const Error& e) {
-      throw_bad_input("{}: {}", p, e.what());
-    }
-  }
+  for (const auto& p : f.plans) plans.push_back(app::read_plan(p));
   if (!plans.empty()) return plans;
   app::BenchPlan bench = f.bench;
   bench.sweep.n_prompt = workload::parse_int_lists(f.n_prompt, "-p");

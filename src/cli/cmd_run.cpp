@@ -2,9 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "app/bench_job.h"
 #include "app/doctor_job.h"
@@ -14,27 +12,10 @@
 #include "cli/common.h"
 #include "cli/shared_flags.h"
 #include "core/error.h"
-#include "core/fs.h"
 #include "store/store.h"
 
 namespace edgeprobe::cli {
 namespace {
-
-nlohmann::json read_plan(const std::string& source) {
-  std::string text;
-  if (source == "-") {
-    std::ostringstream s;
-    s << std::cin.rdbuf();
-    text = s.str();
-  } else {
-    text = read_file_or_throw(source, "plan");
-  }
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw_bad_input("{}: not a JSON plan (byte {}): {}", source == "-" ? "stdin" : source, e.byte, e.what());
-  }
-}
 
 struct RunFlags {
   std::string plan, db, output, trace;
@@ -44,7 +25,7 @@ int run(const RunFlags& f, const std::string& command_line) {
   OutputTarget output(f.output);
   app::StreamSink sink(output.stream());
   try {
-    app::Plan plan = app::plan_from_json(read_plan(f.plan));
+    app::Plan plan = app::read_plan(f.plan);
     app::validate(plan, workload::default_thread_count());
     // A plan streams its results; it is stored here only when asked (a lab controller
     // stores what it receives in its own store).

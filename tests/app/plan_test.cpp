@@ -251,3 +251,27 @@ TEST(AnyPlan, FindsAndMapsEveryModelField) {
   EXPECT_EQ(std::get<app::DoctorPlan>(doctor).model, "d.gguf.x");
   EXPECT_EQ(app::plan_prompts(doctor), "");
 }
+
+// A plan is outside bytes: too big, too deep, not JSON or a file that is not there is one
+// line naming the source (with the outside text escaped), never a crash.
+TEST(AnyPlan, ReadPlanRefusesHostileFilesInOneLine) {
+  test_support::TempDir dir;
+  auto refusal = [](const std::string& path) {
+    const std::string m = test_support::error_message([&] { app::read_plan(path); });
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    EXPECT_EQ(m.find('\x1b'), std::string::npos) << m;
+    EXPECT_NE(m.find(path), std::string::npos) << m;
+    return m;
+  };
+  test_support::write_file(dir.file("ok.json"), R"({"kind": "bench", "repetitions": 3})");
+  EXPECT_EQ(std::get<app::BenchPlan>(app::read_plan(dir.file("ok.json"))).run.repetitions, 3);
+  EXPECT_NE(refusal(dir.file("missing.json")).find("cannot read plan"), std::string::npos);
+  test_support::write_file(dir.file("deep.json"), std::string(100000, '[') + std::string(100000, ']'));
+  EXPECT_NE(refusal(dir.file("deep.json")).find("nested deeper than 64"), std::string::npos);
+  test_support::write_file(dir.file("big.json"), std::string(app::kMaxPlanBytes + 1, ' '));
+  EXPECT_NE(refusal(dir.file("big.json")).find("over 64 MiB"), std::string::npos);
+  test_support::write_file(dir.file("garbage.json"), "{\"kind\": \x1b[31m\n\x01");
+  EXPECT_NE(refusal(dir.file("garbage.json")).find("not a JSON plan"), std::string::npos);
+  test_support::write_file(dir.file("lab.json"), R"({"kind": "lab"})");
+  EXPECT_NE(refusal(dir.file("lab.json")).find("\"doctor\""), std::string::npos);
+}
