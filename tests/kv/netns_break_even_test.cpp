@@ -114,6 +114,16 @@ TEST(KvNetns, MeasuredBreakEvenWithin25PercentOfThePredictionAtThreeLinkRates) {
   if (gain_ms < 0.05)
     GTEST_SKIP() << "host too busy: the remote prefill saves " << gain_ms << " ms per token ("
                  << calib.local_tokens_per_s << " tokens/s here, " << calib.remote_tokens_per_s << " there)";
+  // A rate aimed from the two-length calibration can land where remote prefill no longer
+  // pays within the longest prompt (attention's growth, which those two lengths cannot
+  // show; seen in CI: no crossing up to 1,024 tokens, predicted 2,210 and 2,583). A sweep
+  // without a crossing whose prediction also lies past its longest prompt agrees with the
+  // model, but judges no crossing; at least two of the three rates must be judged.
+  const std::vector<int> lengths = {16, 32, 64, 128, 256, 512, 1024};
+  auto both_beyond = [&](const std::optional<double>& measured, const std::optional<double>& predicted) {
+    return !measured && (!predicted || *predicted > lengths.back());
+  };
+  int judged = 0;
   for (double share : {0.3, 0.5, 0.7}) {
     const double rate = calib.kv_bytes_per_token * 8 / 1e3 / (gain_ms * share);
     test_support::set_rate(link, rate, 1.0);
@@ -130,7 +140,7 @@ TEST(KvNetns, MeasuredBreakEvenWithin25PercentOfThePredictionAtThreeLinkRates) {
     std::string disturbed;
     std::vector<double> missed, missed_predicted;  // steady sweeps that missed: crossing, prediction
     for (int attempt = 1; attempt <= 3 && steady < 2; ++attempt) {
-      Sweep s = measure(decode_prefix, model, server.address(), {16, 32, 64, 128, 256, 512, 1024}, slow_variant);
+      Sweep s = measure(decode_prefix, model, server.address(), lengths, slow_variant);
       if (s.local_per_token_spread > kSteady) {
         disturbed += " " + std::to_string(s.local_per_token_spread);
         std::cout << "  attempt " << attempt << " at " << rate << " Mbit/s: the host disturbed it (local prefill per "
@@ -143,6 +153,7 @@ TEST(KvNetns, MeasuredBreakEvenWithin25PercentOfThePredictionAtThreeLinkRates) {
       predicted = kv::break_even(in).prompt_tokens;
       measured = crossing(sweep.delta_ms);
       if (predicted && measured && std::abs(*measured - *predicted) <= 0.25 * *predicted) break;
+      if (both_beyond(measured, predicted)) break;
       if (measured && predicted) missed.push_back(*measured), missed_predicted.push_back(*predicted);
       std::cout << "  attempt " << attempt << " at " << rate << " Mbit/s: measured "
                 << (measured ? std::to_string(*measured) : "none") << ", predicted "
@@ -167,6 +178,11 @@ TEST(KvNetns, MeasuredBreakEvenWithin25PercentOfThePredictionAtThreeLinkRates) {
               << " ms, local fixed " << in.local_fixed_ms << " ms): break-even measured "
               << (measured ? std::to_string(*measured) : "none") << ", predicted "
               << (predicted ? std::to_string(*predicted) : "never") << " tokens\n";
+    if (both_beyond(measured, predicted)) {
+      std::cout << "  no crossing up to " << lengths.back() << " tokens, and the model agrees\n";
+      continue;
+    }
+    ++judged;
     // The short prompt does not pay over this link, the long one does, and the model
     // says so; then the crossing itself.
     EXPECT_GT(sweep.delta_ms.begin()->second, 0) << "at " << rate << " Mbit/s";
@@ -176,6 +192,7 @@ TEST(KvNetns, MeasuredBreakEvenWithin25PercentOfThePredictionAtThreeLinkRates) {
     EXPECT_LT(*predicted, sweep.delta_ms.rbegin()->first);
     EXPECT_NEAR(*measured, *predicted, 0.25 * *predicted) << "at " << rate << " Mbit/s";
   }
+  EXPECT_GE(judged, 2) << "too few rates had a crossing within " << lengths.back() << " tokens to judge";
 }
 
 }  // namespace
