@@ -264,6 +264,13 @@ TEST(DoctorFaults, UnderAPeriodicDisturbanceTheLowestVariantIsStillNamedFirst) {
     EXPECT_NE(f->value("speedup_detail", "").find("inconclusive"), std::string::npos) << f->dump();
     return;
   }
+  // Too few undisturbed pairs: the estimate is over every pair, disturbed ones too, and the
+  // finding must say so (CI saw 4.7-10.6 from four such pairs against a quiet 20.6); the
+  // claim below is about an estimate from undisturbed pairs.
+  if (measured.value("includes_disturbed", false)) {
+    EXPECT_NE(f->dump().find("disturbed pairs included"), std::string::npos) << f->dump();
+    return;
+  }
   // Two 87.5 % intervals from a few pairs each: the disturbed one must hold the quiet
   // median, give or take 15 % for the spread of a median of four to ten pairs.
   const double low = measured["estimate"]["low"].get<double>(), high = measured["estimate"]["high"].get<double>();
