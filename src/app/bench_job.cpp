@@ -14,6 +14,8 @@
 #include "core/fs.h"
 #include "platform/cpu_features.h"
 #include "platform/isa_gap.h"
+#include "app/predict_job.h"
+#include "app/step_costs.h"
 #include "probe/ceilings.h"
 #include "probe/roofline.h"
 #include "runner/bench_runner.h"
@@ -59,11 +61,18 @@ std::vector<std::optional<probe::DeviceCeilings>> device_ceilings(const BenchPla
       probe::KernelNeeds needs;
       for (const auto& c : plan.cases) {
         if (c.model_path != info.path) continue;
-        if (c.n_prompt > 0) needs.prefill_tokens.insert(probe::prefill_kernel_tokens(c.n_prompt, c.n_ubatch));
+        if (c.n_prompt > 0) {
+          needs.prefill_tokens.insert(probe::prefill_kernel_tokens(c.n_prompt, c.n_ubatch));
+          needs.prefill_threads.insert(c.n_threads);  // the prediction's rate at the test's count
+        }
         if (c.n_gen > 0) needs.decode_threads.insert(c.n_threads);
       }
       progress(ctx, "measuring the model's kernels (cached after the first run)");
       probe::ensure_model_kernels(*ceilings[i], info, needs, po);
+      // What a token costs beyond its matmuls, for the prediction each result carries.
+      std::set<int> threads;
+      for (const auto& c : plan.cases) threads.insert(c.n_threads);
+      ensure_step_costs(*ceilings[i], threads, plan.env, po, ctx);
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::kBadInput) throw;
       if (ctx.sink) ctx.sink->warning(fmt::format("ceilings unavailable: {}", e.what()));
@@ -230,7 +239,12 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
     ++finished_cases;
     recorder.enrich(r);
     const auto i = static_cast<size_t>(r.model_index);
-    if (i < ceilings.size() && ceilings[i]) r.roofline = runner::roofline_json(r, models.info(i), *ceilings[i]);
+    if (i < ceilings.size() && ceilings[i]) {
+      r.roofline = runner::roofline_json(r, models.info(i), *ceilings[i]);
+      // The prediction from the same ceilings next to the measurement: every stored run
+      // checks the model (predict --check).
+      if (r.roofline.is_object()) r.roofline["prediction"] = bench_prediction(r, models.info(i), *ceilings[i]);
+    }
     // What a test has beyond its repetitions, so the stored run loads back whole.
     if (ctx.store) record_test(*ctx.store, run_id, finished_cases - 1, result::to_json(r));
   };

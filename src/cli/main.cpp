@@ -11,6 +11,7 @@
 #include "cli/cmd_doctor.h"
 #include "cli/cmd_export.h"
 #include "cli/cmd_kv_serve.h"
+#include "cli/cmd_predict.h"
 #include "cli/cmd_predict_disagg.h"
 #include "cli/cmd_lab.h"
 #include "cli/cmd_probe.h"
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
   cli::register_run(app, command_line);
   cli::register_report(app);
   cli::register_kv_serve(app);
+  cli::register_predict(app);
   cli::register_predict_disagg(app);
   cli::register_lab(app, command_line);
 

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <string_view>
 
 #include "core/error.h"
 
@@ -124,8 +125,11 @@ void validate(const SynthShape& s) {
 }
 
 // Writes an f16 (or f32) llama GGUF, streaming one tensor at a time so that even a 7B
-// shape needs memory for one tensor only.
-void write_float_model(const SynthShape& s, ggml_type type, uint64_t seed, const std::string& path) {
+// shape needs memory for one tensor only. Without `with_data` the tensor data is a hole
+// (the file is extended to its full size, which takes no disk space): enough for readers
+// of the header and for llama.cpp's quantizer in dry-run mode, which reads no weights.
+void write_float_model(const SynthShape& s, ggml_type type, uint64_t seed, const std::string& path,
+                       bool with_data = true) {
   std::unique_ptr<gguf_context, GgufDeleter> gguf(gguf_init_empty());
   gguf_context* g = gguf.get();
   gguf_set_val_str(g, "general.architecture", "llama");
@@ -190,6 +194,14 @@ void write_float_model(const SynthShape& s, ggml_type type, uint64_t seed, const
   }
 
   if (!gguf_write_to_file(g, path.c_str(), /*only_meta=*/true)) throw_environment("cannot write '{}'", path);
+  if (!with_data) {
+    const int64_t last = gguf_get_n_tensors(g) - 1;
+    const size_t data_bytes = gguf_get_tensor_offset(g, last) + gguf_get_tensor_size(g, last);
+    std::error_code ec;
+    std::filesystem::resize_file(path, std::filesystem::file_size(path) + data_bytes, ec);
+    if (ec) throw_environment("cannot extend '{}': {}", path, ec.message());
+    return;
+  }
   std::unique_ptr<FILE, decltype(&std::fclose)> out(std::fopen(path.c_str(), "ab"), &std::fclose);
   if (!out) throw_environment("cannot append to '{}'", path);
 
@@ -259,12 +271,16 @@ std::string resolve_model_spec(const std::string& spec) {
     shape = rest.substr(0, colon);
     if (colon != std::string::npos) quant = rest.substr(colon + 1);
   }
+  return synthesized_model(named_shape(shape), quant);
+}
+
+std::string synthesized_model(const SynthShape& shape, const std::string& quant) {
   SynthOptions o;
-  o.shape = named_shape(shape);
+  o.shape = shape;
   o.quant = quant;
   // "-r2": the vocabulary revision (byte-fallback tokens are never generated), so a file cached
   // by an earlier edgeprobe is not taken for one of today's.
-  o.output_path = fmt::format("{}/synth-{}-{}-seed{}-r2.gguf", default_model_cache_dir(), shape, quant, o.seed);
+  o.output_path = fmt::format("{}/synth-{}-{}-seed{}-r2.gguf", default_model_cache_dir(), shape.name, quant, o.seed);
   if (!std::filesystem::exists(o.output_path)) synthesize_model(o);
   return o.output_path;
 }
@@ -275,6 +291,8 @@ std::vector<SynthShape> named_shapes() {
       {{"llama", 4096, 2048, 256, 4, 768, 4, 2}, "tiny"},
       // TinyLlama-1.1B (TinyLlama/TinyLlama-1.1B-Chat-v1.0 config.json).
       {{"llama", 32000, 2048, 2048, 22, 5632, 32, 4}, "tinyllama-1.1b"},
+      // Llama-3.2-3B (meta-llama/Llama-3.2-3B config.json: GQA 24/8, a 128k vocabulary).
+      {{"llama", 128256, 131072, 3072, 28, 8192, 24, 8}, "llama-3.2-3b"},
       // LLaMA-7B (Touvron et al. 2023, table 2; HF config).
       {{"llama", 32000, 4096, 4096, 32, 11008, 32, 32}, "llama-7b"},
   };
@@ -330,6 +348,93 @@ void synthesize_model(const SynthOptions& options) {
     throw_environment("llama.cpp failed to quantize the synthesized model to {}", options.quant);
   }
   fs::rename(tmp, out);
+}
+
+namespace {
+
+// llama.cpp's quantizer reports each tensor's choice in two log calls: "[ i/ n] NAME - [shape],
+// type = f16, " then "size = A MiB -> B MiB (q6_K)" (converted) or "size = A MiB" (kept).
+struct QuantizerLog {
+  std::string text;
+  static void callback(ggml_log_level, const char* piece, void* user) {
+    if (piece) static_cast<QuantizerLog*>(user)->text += piece;
+  }
+};
+
+// tensor name -> the type the dry run chose (kept tensors are absent: they keep theirs).
+std::map<std::string, std::string> parse_dry_run(const std::string& log) {
+  std::map<std::string, std::string> chosen;
+  size_t start = 0;
+  while (start < log.size()) {
+    size_t end = log.find('\n', start);
+    if (end == std::string::npos) end = log.size();
+    const std::string_view line(log.data() + start, end - start);
+    start = end + 1;
+    const size_t close = line.find("] ");
+    const size_t dash = line.find(" - [");
+    if (line.empty() || line[0] != '[' || close == std::string_view::npos || dash == std::string_view::npos) continue;
+    std::string_view name = line.substr(close + 2, dash - close - 2);
+    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);  // "%-36s" pads it
+    const size_t arrow = line.find(" -> ", dash);
+    const size_t open = line.rfind('(');
+    if (arrow == std::string_view::npos || open == std::string_view::npos || open < arrow || line.back() != ')') continue;
+    chosen[std::string(name)] = std::string(line.substr(open + 1, line.size() - open - 2));
+  }
+  return chosen;
+}
+
+}  // namespace
+
+GgufInfo planned_layout(const SynthShape& shape, const std::string& quant) {
+  validate(shape);
+  const auto it = quant_ftypes().find(quant);
+  if (it == quant_ftypes().end()) {
+    std::string known;
+    for (const auto& n : synth_quant_types()) known += (known.empty() ? "" : ", ") + n;
+    throw_bad_input("unknown quantization type '{}'; choose one of: {}", quant, known);
+  }
+  namespace fs = std::filesystem;
+  const std::string base = (fs::temp_directory_path() / fmt::format("edgeprobe-layout-{}-{}", getpid(), quant)).string();
+  const std::string f16_path = base + ".gguf";
+  struct Remove {
+    std::string path;
+    ~Remove() { std::error_code ec; fs::remove(path, ec); }
+  } remove_f16{f16_path};
+  const ggml_type float_type = quant == "f32" ? GGML_TYPE_F32 : GGML_TYPE_F16;
+  write_float_model(shape, float_type, /*seed=*/42, f16_path, /*with_data=*/false);
+  GgufInfo info = read_gguf_info(f16_path);
+  const uint64_t header_bytes = info.file_bytes - info.weight_bytes();
+  if (quant != "f32" && quant != "f16") {
+    QuantizerLog log;
+    ggml_log_callback previous = nullptr;
+    void* previous_user = nullptr;
+    llama_log_get(&previous, &previous_user);
+    llama_log_set(&QuantizerLog::callback, &log);
+    llama_model_quantize_params qp = llama_model_quantize_default_params();
+    qp.ftype = it->second;
+    qp.dry_run = true;
+    const uint32_t rc = llama_model_quantize(f16_path.c_str(), (base + ".out.gguf").c_str(), &qp);
+    llama_log_set(previous, previous_user);
+    if (rc != 0) throw_environment("llama.cpp's quantizer could not plan {} for this shape", quant);
+    const auto chosen = parse_dry_run(log.text);
+    if (chosen.empty()) throw_environment("llama.cpp's quantizer reported no tensor types for {} (its log format changed?)", quant);
+    for (auto& t : info.tensors) {
+      const auto c = chosen.find(t.name);
+      if (c == chosen.end()) continue;
+      ggml_type type = GGML_TYPE_COUNT;
+      for (int k = 0; k < GGML_TYPE_COUNT; ++k)
+        if (const char* n = ggml_type_name(static_cast<ggml_type>(k)); n && c->second == n) type = static_cast<ggml_type>(k);
+      if (type == GGML_TYPE_COUNT) throw_environment("llama.cpp's quantizer chose an unknown type '{}' for {}", c->second, t.name);
+      t.type = c->second;
+      t.n_bytes = ggml_row_size(type, t.shape[0]) * static_cast<uint64_t>(t.n_elements / t.shape[0]);
+    }
+    info.file_type = it->second;
+  }
+  info.path.clear();
+  info.name = fmt::format("{} {} (planned layout, no file)", shape.name, quant);
+  info.file_bytes = header_bytes + info.weight_bytes();
+  return info;
 }
 
 }  // namespace edgeprobe::model

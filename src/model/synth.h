@@ -35,7 +35,17 @@ void synthesize_model(const SynthOptions& options);
 // "synth:SHAPE[:QUANT]" or "" (the built-in default, synth:tinyllama-1.1b:q4_0) -> the
 // path of that model in the model cache, synthesized on first use. Other specs are
 // returned unchanged (they are paths).
+// The tensors a model of this shape quantized to `quant` holds, without writing one: the
+// per-tensor types come from llama.cpp's own quantizer in dry-run mode (run on an f16
+// header whose data is a hole), so q4_k_m's q6_k tensors are where llama-quantize puts them.
+// path is empty; file_bytes is what the file would be. Throws kBadInput for an unknown
+// quantization (listing the known ones) or a bad shape.
+GgufInfo planned_layout(const SynthShape& shape, const std::string& quant);
+
 std::string resolve_model_spec(const std::string& spec);
+// The path of that shape in that quantization in the model cache, synthesized on first use
+// (named by shape.name: give custom shapes a name of their own).
+std::string synthesized_model(const SynthShape& shape, const std::string& quant);
 std::string default_model_cache_dir();
 
 }  // namespace edgeprobe::model

@@ -100,6 +100,12 @@ const KernelPoint* DeviceCeilings::decode_kernel(const std::string& model_signat
   return best;
 }
 
+const StepCosts* DeviceCeilings::step_cost(int threads) const {
+  for (const auto& c : step_costs)
+    if (c.threads == threads) return &c;
+  return nullptr;
+}
+
 double DeviceCeilings::prefill_kernel_gflop_per_s(const MatrixShape& shape, int64_t tokens, int threads) const {
   double best = 0;
   for (const auto& k : kernels)
@@ -107,6 +113,16 @@ double DeviceCeilings::prefill_kernel_gflop_per_s(const MatrixShape& shape, int6
         k.tokens == tokens && k.threads == threads && k.usable())
       best = std::max(best, k.best_gflop_per_s);
   return best;
+}
+
+uint64_t memory_total_bytes(const std::string& sysfs_root) {
+  const std::string kb = mem_total_kb(FsRoot(sysfs_root));
+  if (kb.empty() || kb == "?") return 0;
+  try {
+    return std::stoull(kb) * 1024;
+  } catch (const std::exception&) {
+    return 0;
+  }
 }
 
 std::string default_cache_dir() {
@@ -146,6 +162,7 @@ DeviceCeilings measure_ceilings(const ProbeOptions& options) {
   c.measured_at_utc = utc_now_iso();
   const auto topo = platform::detect_topology(fs);
   c.llc_total_bytes = topo.llc_total_bytes();
+  c.memory_bytes = memory_total_bytes(options.sysfs_root);
   c.threads = options.max_threads > 0 ? options.max_threads : std::max(1, topo.n_cores);
 
   const size_t total = 1 + options.measure_compute + !options.model_path.empty();
@@ -270,6 +287,8 @@ DeviceCeilings keep_higher(const DeviceCeilings& stored, DeviceCeilings fresh) {
   // The model's kernel points are measured again by ensure_model_kernels, which keeps the
   // better of the stored and the fresh point itself.
   fresh.kernels = stored.kernels;
+  // Step costs are not ceilings: they stay as measured until predict --remeasure.
+  fresh.step_costs = stored.step_costs;
   if (!fresh.storage && stored.storage) fresh.storage = stored.storage;
   return fresh;
 }
@@ -308,6 +327,7 @@ nlohmann::json to_json(const DeviceCeilings& c) {
                       {"probe_seconds", c.probe_seconds},
                       {"threads", c.threads},
                       {"llc_total_bytes", c.llc_total_bytes},
+                      {"memory_bytes", c.memory_bytes},
                       {"bandwidth_gb_per_s", c.bandwidth_gb_per_s()},
                       {"bandwidth", to_json(c.bandwidth)},
                       {"compute_status", c.compute_status},
@@ -316,6 +336,20 @@ nlohmann::json to_json(const DeviceCeilings& c) {
   nlohmann::json kernels = nlohmann::json::array();
   for (const auto& k : c.kernels) kernels.push_back(to_json(k));
   j["model_kernels"] = kernels;
+  nlohmann::json costs = nlohmann::json::array();
+  for (const auto& sc : c.step_costs)
+    costs.push_back({{"threads", sc.threads},
+                     {"decode_fixed_ms", sc.decode_fixed_ms},
+                     {"decode_layer_ms", sc.decode_layer_ms},
+                     {"decode_attention_ns", sc.decode_attention_ns},
+                     {"prefill_fixed_ms", sc.prefill_fixed_ms},
+                     {"prefill_layer_ms", sc.prefill_layer_ms},
+                     {"prefill_attention_ns", sc.prefill_attention_ns},
+                     {"decode_residual", sc.decode_residual},
+                     {"prefill_residual", sc.prefill_residual},
+                     {"basis", sc.basis},
+                     {"measured_at_utc", sc.measured_at_utc}});
+  j["step_costs"] = costs;
   return j;
 }
 
@@ -328,12 +362,30 @@ DeviceCeilings ceilings_from_json(const nlohmann::json& j) {
   c.probe_seconds = j.value("probe_seconds", 0.0);
   c.threads = j.value("threads", 0);
   c.llc_total_bytes = j.value("llc_total_bytes", uint64_t{0});
+  c.memory_bytes = j.value("memory_bytes", uint64_t{0});
   if (j.contains("bandwidth")) c.bandwidth = bandwidth_from_json(j["bandwidth"]);
   c.compute_status = j.value("compute_status", "");
   if (j.contains("compute")) c.compute = compute_from_json(j["compute"]);
   if (j.contains("storage") && j["storage"].is_object()) c.storage = storage_from_json(j["storage"]);
   if (j.contains("model_kernels") && j["model_kernels"].is_array())
     for (const auto& k : j["model_kernels"]) c.kernels.push_back(kernel_point_from_json(k));
+  if (j.contains("step_costs") && j["step_costs"].is_array())
+    for (const auto& e : j["step_costs"]) {
+      if (!e.is_object()) continue;
+      StepCosts sc;
+      sc.threads = e.value("threads", 0);
+      sc.decode_fixed_ms = e.value("decode_fixed_ms", 0.0);
+      sc.decode_layer_ms = e.value("decode_layer_ms", 0.0);
+      sc.decode_attention_ns = e.value("decode_attention_ns", 0.0);
+      sc.prefill_fixed_ms = e.value("prefill_fixed_ms", 0.0);
+      sc.prefill_layer_ms = e.value("prefill_layer_ms", 0.0);
+      sc.prefill_attention_ns = e.value("prefill_attention_ns", 0.0);
+      sc.decode_residual = e.value("decode_residual", 0.0);
+      sc.prefill_residual = e.value("prefill_residual", 0.0);
+      sc.basis = e.value("basis", "");
+      sc.measured_at_utc = e.value("measured_at_utc", "");
+      if (sc.threads > 0) c.step_costs.push_back(sc);
+    }
   return c;
 }
 

@@ -10,6 +10,25 @@
 
 namespace edgeprobe::probe {
 
+// What a token costs beyond its weight matrices' multiplications, measured through the
+// engine on two small synthesized models that differ only in depth (app/step_costs.h):
+// graph and sampling work per step, per layer (norms, RoPE, adds, the thread barriers
+// between ops) and attention per position of context. With the kernel probe's matmul
+// times these make a prediction (src/predict); bench's ceilings leave them out.
+struct StepCosts {
+  int threads = 0;
+  double decode_fixed_ms = 0;          // per generated token
+  double decode_layer_ms = 0;          // per generated token and layer
+  double decode_attention_ns = 0;      // per token, layer, n_embd element and context position
+  double prefill_fixed_ms = 0;         // per ubatch
+  double prefill_layer_ms = 0;         // per ubatch and layer
+  double prefill_attention_ns = 0;     // per prompt token, layer, n_embd element and context position
+  double decode_residual = 0;          // largest relative misfit of these figures on the runs' non-matmul time
+  double prefill_residual = 0;
+  std::string basis;                   // which models and runs they come from
+  std::string measured_at_utc;
+};
+
 // The device's own measured ceilings: memory bandwidth bounds decode, matrix compute
 // bounds prefill, storage read bounds load. Cached per device and build.
 struct DeviceCeilings {
@@ -21,6 +40,7 @@ struct DeviceCeilings {
   double probe_seconds = 0;
   int threads = 0;              // max threads the probe used
   uint64_t llc_total_bytes = 0;
+  uint64_t memory_bytes = 0;    // MemTotal (0 unknown): what a prediction's "will not fit" uses
   BandwidthResult bandwidth;
   ComputeResult compute;
   std::string compute_status;   // "measured" or "unavailable: ..."
@@ -28,6 +48,10 @@ struct DeviceCeilings {
   // A model's own matmuls (prefill shapes, decode matvecs), measured the first time a bench
   // or `probe -m` needs them; absent from caches written before they existed.
   std::vector<KernelPoint> kernels;
+  // Costs beyond the matmuls, per thread count (measured the first time a bench or
+  // predict needs them; absent from older caches).
+  std::vector<StepCosts> step_costs;
+  const StepCosts* step_cost(int threads) const;
   // Figures a refresh measured lower than the stored ones, which were kept (keep_higher).
   std::vector<std::string> kept_notes;  // not stored
   bool from_cache = false;      // not stored: set by load_or_measure
@@ -81,6 +105,8 @@ void save_cache(const DeviceCeilings& ceilings);
 DeviceCeilings keep_higher(const DeviceCeilings& stored, DeviceCeilings fresh);
 
 std::string default_cache_dir();
+// /proc/meminfo's MemTotal under the root, in bytes; 0 when unreadable.
+uint64_t memory_total_bytes(const std::string& sysfs_root);
 std::string device_key(const std::string& sysfs_root);
 std::string build_key(const std::string& variant);
 

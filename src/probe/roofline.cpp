@@ -201,19 +201,25 @@ int ensure_model_kernels(DeviceCeilings& c, const model::GgufInfo& info, const K
       }
     c.kernels.push_back(std::move(fresh));
   };
-  // Prefill at the device's thread count: the ceiling is the device's, as for bandwidth.
-  for (int64_t tokens : needs.prefill_tokens) {
-    if (tokens < 1) continue;
-    for (const auto& shape : prefill_shapes(info)) {
-      auto same = [&](const KernelPoint& k) {
-        return k.phase == "prefill" && k.type == shape.type && k.rows == shape.rows && k.cols == shape.cols &&
-               k.tokens == tokens && k.threads == c.threads;
-      };
-      const auto it = std::find_if(c.kernels.begin(), c.kernels.end(), same);
-      if (it != c.kernels.end() && it->usable() && !options.remeasure_kernels) continue;
-      ko.threads = c.threads;
-      keep_better(measure_uncontended([&] { return measure_prefill_kernel(shape, tokens, ko); }), same);
-      ++measured;
+  // Prefill at the device's thread count: the ceiling is the device's, as for bandwidth;
+  // and at the counts a prediction asks for.
+  std::set<int> prefill_threads = needs.prefill_threads;
+  prefill_threads.insert(c.threads);
+  for (int threads : prefill_threads) {
+    if (threads < 1) continue;
+    for (int64_t tokens : needs.prefill_tokens) {
+      if (tokens < 1) continue;
+      for (const auto& shape : prefill_shapes(info)) {
+        auto same = [&](const KernelPoint& k) {
+          return k.phase == "prefill" && k.type == shape.type && k.rows == shape.rows && k.cols == shape.cols &&
+                 k.tokens == tokens && k.threads == threads;
+        };
+        const auto it = std::find_if(c.kernels.begin(), c.kernels.end(), same);
+        if (it != c.kernels.end() && it->usable() && !options.remeasure_kernels) continue;
+        ko.threads = threads;
+        keep_better(measure_uncontended([&] { return measure_prefill_kernel(shape, tokens, ko); }), same);
+        ++measured;
+      }
     }
   }
   if (!needs.decode_threads.empty()) {

@@ -140,6 +140,9 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
 struct KernelNeeds {
   std::set<int64_t> prefill_tokens;  // prefill_kernel_tokens of each test with a prompt
   std::set<int> decode_threads;      // thread counts of the tests that generate
+  // Prefill points at these thread counts too (the ceiling uses the device's own count; a
+  // prediction for a test with fewer threads needs the rate at its count).
+  std::set<int> prefill_threads;
 };
 
 // Measures the model's kernel points that `ceilings` lacks, or has only contended (all of

@@ -1,0 +1,419 @@
+#include "app/predict_job.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "app/step_costs.h"
+#include "engine/backend.h"
+#include "app/stored_run.h"
+#include "core/error.h"
+#include "core/fs.h"
+#include "core/stats.h"
+#include "model/synth.h"
+#include "platform/cpu_features.h"
+#include "probe/roofline.h"
+#include "result/migrate.h"
+#include "runner/provenance.h"
+#include "store/store.h"
+#include "workload/sweep.h"
+
+namespace edgeprobe::app {
+namespace {
+
+using nlohmann::json;
+
+std::string known_shapes() {
+  std::string out;
+  for (const auto& s : model::named_shapes()) out += (out.empty() ? "" : ", ") + s.name;
+  return out;
+}
+
+bool is_named_shape(const std::string& name) {
+  const auto shapes = model::named_shapes();
+  return std::any_of(shapes.begin(), shapes.end(), [&](const auto& s) { return s.name == name; });
+}
+
+// How far measurements fell from predictions on this device: the 10th and 90th percentile
+// of measured (best repetition) / predicted over the newest stored bench runs that carry a
+// prediction; an interval only from at least 3.
+constexpr size_t kMinChecks = 3;
+constexpr size_t kChecksFromRuns = 50;
+
+struct Checks {
+  std::vector<double> decode, prefill;
+};
+
+Checks stored_checks(const store::Store* store, const std::string& device_id) {
+  Checks c;
+  if (!store || device_id.empty()) return c;
+  store::RunFilter filter;
+  filter.kind = "bench";
+  filter.device = device_id;
+  filter.device_exact = true;
+  filter.last = kChecksFromRuns;
+  for (const auto& summary : store->list_runs(filter)) {
+    json doc;
+    try {
+      doc = load_stored_run(*store, summary.id).document();
+    } catch (const Error&) {
+      continue;  // a run that does not load back is no evidence either way
+    }
+    if (!doc.contains("results") || !doc["results"].is_array()) continue;
+    for (const auto& r : doc["results"]) {
+      const json* p = r.contains("roofline") && r["roofline"].is_object() && r["roofline"].contains("prediction")
+                          ? &r["roofline"]["prediction"]
+                          : nullptr;
+      if (!p || !p->is_object()) continue;
+      for (const auto& [phase, out] : {std::pair{"decode", &c.decode}, std::pair{"prefill", &c.prefill}}) {
+        const auto it = p->find(phase);
+        if (it == p->end() || !it->is_object()) continue;
+        const auto ratio = it->find("best_over_predicted");
+        if (ratio != it->end() && ratio->is_number() && ratio->get<double>() > 0) out->push_back(ratio->get<double>());
+      }
+    }
+  }
+  return c;
+}
+
+// The spread of a kernel probe's runs (median / best) stands in until the store holds checks.
+predict::Spread probe_spread(const probe::DeviceCeilings& c, const model::GgufInfo& info, int threads, bool decode) {
+  predict::Spread s;
+  double worst = 1;
+  int points = 0;
+  const std::string signature = probe::matrices_signature(probe::decode_matrices(info));
+  for (const auto& k : c.kernels) {
+    if (!k.usable() || k.threads != threads || k.phase != (decode ? "decode" : "prefill")) continue;
+    if (decode && k.model != signature) continue;
+    const double best = decode ? k.best_gb_per_s : k.best_gflop_per_s;
+    const double median = decode ? k.median_gb_per_s : k.median_gflop_per_s;
+    if (best <= 0 || median <= 0) continue;
+    worst = std::min(worst, median / best);
+    ++points;
+  }
+  s.low = worst;
+  s.high = 1;
+  s.basis = points > 0 ? fmt::format("the kernel probe's run-to-run spread (median / best run over {} point(s)); no "
+                                     "checked runs on this device yet",
+                                     points)
+                       : "none: no kernel probe points and no checked runs";
+  return s;
+}
+
+predict::Spread check_spread(const std::vector<double>& ratios, const predict::Spread& fallback) {
+  if (ratios.size() < kMinChecks) return fallback;
+  predict::Spread s;
+  s.low = std::min(1.0, stats::quantile(ratios, 0.1));
+  s.high = std::max(1.0, stats::quantile(ratios, 0.9));
+  s.basis = fmt::format("measured / predicted over {} checked test(s) on this device (10th-90th percentile)", ratios.size());
+  return s;
+}
+
+// Efficiencies stored runs reached against their roofs (bandwidth for decode, compute for
+// prefill), the basis of a spec-only prediction.
+std::pair<predict::Efficiency, predict::Efficiency> stored_efficiencies(const store::Store* store) {
+  std::vector<double> de, pe;
+  std::set<std::string> ddev, pdev;
+  if (store) {
+    store::RunFilter filter;
+    filter.kind = "bench";
+    filter.last = kChecksFromRuns;
+    for (const auto& summary : store->list_runs(filter)) {
+      json doc;
+      try {
+        doc = load_stored_run(*store, summary.id).document();
+      } catch (const Error&) {
+        continue;
+      }
+      if (!doc.contains("results") || !doc["results"].is_array()) continue;
+      for (const auto& r : doc["results"]) {
+        if (!r.contains("roofline") || !r["roofline"].is_object()) continue;
+        const json& roof = r["roofline"];
+        auto take = [&](const char* key, std::vector<double>& out, std::set<std::string>& devices) {
+          const auto it = roof.find(key);
+          if (it != roof.end() && it->is_number() && it->get<double>() > 0) {
+            out.push_back(it->get<double>());
+            devices.insert(summary.device_id);
+          }
+        };
+        take("decode_bandwidth_efficiency", de, ddev);
+        take("prefill_efficiency", pe, pdev);
+      }
+    }
+  }
+  auto summarize = [](const std::vector<double>& v, const std::set<std::string>& devices) {
+    predict::Efficiency e;
+    e.runs = static_cast<int>(v.size());
+    e.devices = static_cast<int>(devices.size());
+    if (v.empty()) return e;
+    e.median = stats::quantile(v, 0.5);
+    e.low = stats::quantile(v, 0.1);
+    e.high = stats::quantile(v, 0.9);
+    return e;
+  };
+  return {summarize(de, ddev), summarize(pe, pdev)};
+}
+
+std::unique_ptr<store::Store> open_existing_store(const std::string& db) {
+  if (db.empty()) return nullptr;
+  if (!db.starts_with("postgres") && !std::filesystem::exists(db)) return nullptr;
+  return store::open_store(db, store::Mode::kMustExist);
+}
+
+std::vector<predict::Config> configs(const PredictPlan& plan, const std::vector<int>& threads) {
+  std::vector<predict::Config> out;
+  for (int t : threads)
+    for (int p : plan.n_prompt)
+      for (int n : plan.n_gen)
+        for (int d : plan.n_depth)
+          for (int ub : plan.n_ubatch)
+            for (const auto& tk : plan.type_k) {
+              predict::Config c;
+              c.threads = t;
+              c.n_prompt = p;
+              c.n_gen = n;
+              c.depth = d;
+              c.n_ubatch = ub;
+              c.type_k = c.type_v = tk;
+              out.push_back(c);
+            }
+  return out;
+}
+
+void validate(const PredictPlan& plan, size_t models, size_t thread_counts) {
+  auto positive = [](const std::vector<int>& v, const char* flag, bool zero_ok) {
+    for (int x : v)
+      if (x < (zero_ok ? 0 : 1)) throw_bad_input("invalid value {} for {}: {}", x, flag, zero_ok ? "must be 0 or more" : "must be at least 1");
+  };
+  positive(plan.n_prompt, "-p", true);
+  positive(plan.n_gen, "-n", true);
+  positive(plan.n_depth, "-d", true);
+  positive(plan.n_ubatch, "-ub", false);
+  positive(plan.threads, "-t", false);
+  for (const auto& t : plan.type_k)
+    if (probe::kv_type_bytes_per_element(t) <= 0)
+      throw_bad_input("unknown KV cache type '{}' for -ctk (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl)", t);
+  // The size first, in floating point, so an absurd sweep cannot overflow the count.
+  const double rows = static_cast<double>(models) * static_cast<double>(thread_counts) *
+                      static_cast<double>(plan.n_prompt.size()) * static_cast<double>(plan.n_gen.size()) *
+                      static_cast<double>(plan.n_depth.size()) * static_cast<double>(plan.n_ubatch.size()) *
+                      static_cast<double>(plan.type_k.size());
+  if (rows > static_cast<double>(kMaxPredictRows))
+    throw_bad_input("this sweep would predict {:.0f} configurations; the most one predict prints is {} (fewer values "
+                    "per flag)",
+                    rows, kMaxPredictRows);
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, model::GgufInfo>> predict_models(const std::string& spec,
+                                                                    const std::vector<std::string>& quants) {
+  std::vector<std::pair<std::string, model::GgufInfo>> out;
+  std::string shape_name = spec;
+  std::vector<std::string> qs = quants;
+  if (spec.starts_with("synth:")) {
+    const std::string rest = spec.substr(6);
+    const auto colon = rest.find(':');
+    shape_name = rest.substr(0, colon);
+    if (colon != std::string::npos) {
+      if (!quants.empty())
+        throw_bad_input("'{}' names its quantization; -q applies to a shape alone (write synth:{} -q ...)", spec, shape_name);
+      qs = {rest.substr(colon + 1)};
+    }
+  } else if (!is_named_shape(spec)) {
+    if (!std::filesystem::exists(spec))
+      throw_bad_input("'{}' is neither a model file nor a known shape ({}); give a GGUF path, synth:SHAPE[:QUANT], "
+                      "or a shape with -q",
+                      spec, known_shapes());
+    if (!quants.empty())
+      throw_bad_input("-q applies to a shape; the file '{}' holds its own quantization", spec);
+    out.emplace_back(spec, model::read_gguf_info(spec));
+    return out;
+  }
+  if (!is_named_shape(shape_name)) throw_bad_input("unknown model shape '{}'; known shapes: {}", shape_name, known_shapes());
+  if (qs.empty()) qs = {"q4_0"};
+  for (const auto& q : qs)
+    out.emplace_back(fmt::format("{} {}", shape_name, q), model::planned_layout(model::named_shape(shape_name), q));
+  return out;
+}
+
+PredictReport run_predict(const PredictPlan& plan, const JobContext& ctx) {
+  PredictReport report;
+  engine::start_log_capture(false);  // llama.cpp's and ggml's lines stay out of the report
+  if (plan.spec && !plan.device_id.empty()) throw_bad_input("give a device as --device or as a spec, not both");
+  if (plan.spec && plan.spec->bandwidth_gb_per_s <= 0)
+    throw_bad_input("a device spec needs its memory bandwidth: --bandwidth GB/s (the figure decode scales with)");
+  std::vector<std::pair<std::string, model::GgufInfo>> models;
+  validate(plan, plan.models.size() * std::max<size_t>(1, plan.quants.size()),
+           std::max<size_t>(1, plan.threads.size()));
+  for (const auto& m : plan.models)
+    for (auto& entry : predict_models(m, plan.quants)) models.push_back(std::move(entry));
+
+  const auto store = open_existing_store(plan.db);
+  auto progress = [&](const std::string& s) {
+    if (ctx.sink) ctx.sink->progress(s);
+  };
+
+  if (plan.spec) {
+    const auto [de, pe] = stored_efficiencies(store.get());
+    const std::vector<int> threads = plan.threads.empty() ? std::vector<int>{std::max(1, plan.spec->cores)} : plan.threads;
+    report.device = fmt::format("spec: {:g} GB/s{}", plan.spec->bandwidth_gb_per_s,
+                                plan.spec->matmul_gflop_per_s > 0 ? fmt::format(", {:g} GFLOP/s", plan.spec->matmul_gflop_per_s) : "");
+    report.device_basis = fmt::format("not measured: efficiencies from {} decode and {} prefill test(s) in {}", de.runs,
+                                      pe.runs, store ? store->location() : std::string("no store"));
+    if (de.runs == 0)
+      report.notes.push_back("the store holds no run with a bandwidth efficiency: run edgeprobe bench on any device "
+                             "first, so a spec has measured efficiencies to scale by");
+    for (const auto& [label, info] : models)
+      for (const auto& c : configs(plan, threads))
+        report.rows.push_back({label, info.dominant_type(), predict::predict_from_spec(info, *plan.spec, c, de, pe)});
+    return report;
+  }
+
+  probe::DeviceCeilings ceilings;
+  uint64_t memory_bytes = 0;
+  std::string device_id;
+  if (!plan.device_id.empty()) {
+    if (!store) throw_bad_input("--device {}: no results store at '{}' (lab and bench runs record devices there)", plan.device_id, plan.db);
+    store::RunFilter filter;
+    filter.kind = "bench";
+    filter.device = plan.device_id;
+    filter.device_exact = true;
+    const auto runs = store->list_runs(filter);
+    bool found = false;
+    for (auto it = runs.rbegin(); it != runs.rend() && !found; ++it) {
+      const auto record = store->get_run(it->id);
+      // A provenance document holds its extras (ceilings, emulated) at the top level.
+      const json& extra = record.provenance;
+      if (!extra.is_object() || !extra.contains("ceilings") || !extra["ceilings"].is_object()) continue;
+      ceilings = probe::ceilings_from_json(extra["ceilings"]);
+      report.device = fmt::format("{} ({})", plan.device_id, ceilings.cpu_model);
+      memory_bytes = ceilings.memory_bytes;
+      report.device_basis = fmt::format("ceilings stored with bench run {} ({})", it->id, record.created_at);
+      report.emulated = extra.value("emulated", false);
+      found = true;
+    }
+    if (!found) {
+      if (runs.empty())
+        throw_bad_input("no device '{}' in {} (edgeprobe runs lists the stored runs and their devices)", plan.device_id,
+                        store->location());
+      throw_bad_input("device '{}' has no bench run with ceilings in {}: run edgeprobe bench there (with --ceilings auto)",
+                      plan.device_id, store->location());
+    }
+    device_id = plan.device_id;
+  } else {
+    const FsRoot fs(plan.sysfs_root);
+    const auto features = platform::detect_cpu_features(fs);
+    report.emulated = features.emulated;
+    if (features.emulated) report.notes.push_back(platform::emulation_warning(features));
+    device_id = runner::detect_device(fs).id;
+    probe::ProbeOptions po;
+    po.sysfs_root = plan.sysfs_root;
+    po.variant = plan.cpu_variant;
+    po.progress = [&](const std::string& step, size_t, size_t) {
+      if (step != "done") progress("measuring the device's ceilings: " + step);
+    };
+    progress("measuring the device's ceilings (cached after the first run)");
+    ceilings = probe::load_or_measure(po, false);
+    if (ceilings.compute_status != "measured")
+      throw_environment("this machine's compute could not be probed ({}): predict needs the kernel probe",
+                        ceilings.compute_status);
+    memory_bytes = ceilings.memory_bytes > 0 ? ceilings.memory_bytes : probe::memory_total_bytes(plan.sysfs_root);
+    report.device = fmt::format("this machine: {} ({})", ceilings.cpu_model, device_id);
+    report.device_basis = fmt::format("ceilings {} {}", ceilings.from_cache ? "cached in" : "measured now, cached in",
+                                      ceilings.cache_path);
+  }
+  const std::vector<int> threads = plan.threads.empty() ? std::vector<int>{std::max(1, ceilings.threads)} : plan.threads;
+
+  if (plan.device_id.empty()) {
+    probe::ProbeOptions po;
+    po.sysfs_root = plan.sysfs_root;
+    po.variant = plan.cpu_variant;
+    for (const auto& [label, info] : models) {
+      probe::KernelNeeds needs;
+      for (int p : plan.n_prompt)
+        for (int ub : plan.n_ubatch)
+          if (p > 0) needs.prefill_tokens.insert(probe::prefill_kernel_tokens(p, ub));
+      needs.prefill_threads.insert(threads.begin(), threads.end());
+      needs.decode_threads.insert(threads.begin(), threads.end());
+      progress(fmt::format("measuring {}'s kernels (cached after the first run)", label));
+      probe::ensure_model_kernels(ceilings, info, needs, po);
+    }
+    if (plan.remeasure) ceilings.step_costs.clear();
+    Environment env;
+    env.cpu_variant = plan.cpu_variant;
+    env.sysfs_root = plan.sysfs_root;
+    ensure_step_costs(ceilings, std::set<int>(threads.begin(), threads.end()), env, po, ctx);
+  }
+
+  const Checks checks = stored_checks(store.get(), device_id);
+  for (const auto& [label, info] : models)
+    for (const auto& c : configs(plan, threads)) {
+      const auto ds = check_spread(checks.decode, probe_spread(ceilings, info, c.threads, true));
+      const auto ps = check_spread(checks.prefill, probe_spread(ceilings, info, c.threads, false));
+      report.rows.push_back({label, info.dominant_type(), predict::predict(info, ceilings, c, ds, ps, memory_bytes)});
+    }
+  return report;
+}
+
+json to_json(const PredictReport& r) {
+  json rows = json::array();
+  for (const auto& row : r.rows) {
+    json j = predict::to_json(row.prediction);
+    j["model"] = row.model;
+    j["quant"] = row.quant;
+    rows.push_back(std::move(j));
+  }
+  return {{"kind", "predict"},  {"schema_version", 1},   {"device", r.device}, {"device_basis", r.device_basis},
+          {"emulated", r.emulated}, {"notes", r.notes}, {"rows", rows}};
+}
+
+json bench_prediction(const result::TestResult& r, const model::GgufInfo& info, const probe::DeviceCeilings& c) {
+  if (r.error) return nullptr;
+  predict::Config cfg;
+  cfg.threads = r.config.n_threads;
+  cfg.n_prompt = r.config.n_prompt;
+  cfg.n_gen = r.config.n_gen;
+  cfg.depth = r.config.n_depth;
+  cfg.n_batch = r.config.n_batch;
+  cfg.n_ubatch = r.config.n_ubatch;
+  cfg.type_k = r.config.type_k;
+  cfg.type_v = r.config.type_v;
+  const auto p = predict::predict(info, c, cfg, probe_spread(c, info, cfg.threads, true),
+                                  probe_spread(c, info, cfg.threads, false), 0);
+  const result::TestSummary s = result::summarize(r);
+  return predict::check_json(p, {s.prefill_tokens_per_s.max, s.prefill_tokens_per_s.median},
+                             {s.decode_tokens_per_s.max, s.decode_tokens_per_s.median});
+}
+
+json check_stored_run(const std::string& run_or_file, const std::string& db) {
+  const json doc = load_result_document(run_or_file, db);
+  const std::string kind = result::document_kind(doc);
+  if (kind != "bench") throw_bad_input("predict --check takes a bench result; {} is a {} result", run_or_file, kind);
+  json rows = json::array();
+  size_t with_prediction = 0;
+  for (const auto& r : doc.value("results", json::array())) {
+    const std::string test = r.value("test", "");
+    const json roof = r.value("roofline", json());
+    const json pred = roof.is_object() ? roof.value("prediction", json()) : json();
+    for (const char* phase : {"prefill", "decode"}) {
+      json row = {{"test", test}, {"phase", phase}};
+      const json ph = pred.is_object() ? pred.value(phase, json()) : json();
+      if (!ph.is_object()) {
+        if (!pred.is_object()) row["note"] = "no prediction stored (a run from before predict, or without ceilings)";
+        else continue;  // the test has no such phase
+      } else {
+        row.update(ph);
+        ++with_prediction;
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  return {{"kind", "predict-check"}, {"source", run_or_file}, {"checked", with_prediction}, {"rows", rows}};
+}
+
+}  // namespace edgeprobe::app

@@ -1,0 +1,67 @@
+#pragma once
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/job.h"
+#include "model/gguf_info.h"
+#include "predict/predict.h"
+#include "result/result.h"
+
+namespace edgeprobe::app {
+
+// What `edgeprobe predict` is asked: models, the configurations (bench's sweep lists) and
+// the device (this machine, a device in the store, or a spec).
+struct PredictPlan {
+  // A GGUF file, synth:SHAPE[:QUANT], or a named shape alone (then each of `quants`).
+  std::vector<std::string> models{"synth:tinyllama-1.1b"};
+  std::vector<std::string> quants;  // with shapes; empty = the spec's own, else q4_0
+  std::vector<int> threads;         // empty = the device's default thread count
+  std::vector<int> n_prompt{512}, n_gen{128}, n_depth{0}, n_ubatch{512};
+  std::vector<std::string> type_k{"f16"};
+  std::string cpu_variant;          // this machine: the ggml CPU variant ("" = the best)
+  std::string device_id;            // a device in the store ("" = this machine)
+  std::optional<predict::DeviceSpec> spec;  // a device never measured
+  std::string db;                   // the store: checks, stored devices, efficiencies
+  bool remeasure = false;           // measure this machine's step costs again
+  std::string sysfs_root = "/";
+};
+
+// The most rows one predict prints: a larger sweep is refused with its size.
+inline constexpr size_t kMaxPredictRows = 1000;
+
+struct PredictRow {
+  std::string model;  // as given, with the quantization a shape was given in
+  std::string quant;  // the dominant weight type
+  predict::Prediction prediction;
+};
+
+struct PredictReport {
+  std::string device;        // "this machine (cpu)", "dev-… from run 12", "spec: 25 GB/s"
+  std::string device_basis;  // where its figures come from
+  bool emulated = false;     // qemu-user: the figures describe the emulator, not a device
+  std::vector<PredictRow> rows;
+  std::vector<std::string> notes;
+};
+
+// Resolves one -m value into the tensors a prediction reads (no file is written for a
+// shape: llama.cpp's quantizer plans the layout). Throws kBadInput for an unknown shape or
+// quantization, listing the known ones.
+std::vector<std::pair<std::string, model::GgufInfo>> predict_models(const std::string& spec,
+                                                                    const std::vector<std::string>& quants);
+
+PredictReport run_predict(const PredictPlan& plan, const JobContext& context);
+
+nlohmann::json to_json(const PredictReport& report);
+
+// What a bench test carries next to its measurement (roofline.prediction): the prediction
+// from the run's own ceilings, with the measured best and median repetitions' ratios to it.
+nlohmann::json bench_prediction(const result::TestResult& result, const model::GgufInfo& info,
+                                const probe::DeviceCeilings& ceilings);
+
+// measured / predicted for each test of a stored bench run (predict --check): rows of
+// {test, phase, predicted, measured_best, error} in JSON.
+nlohmann::json check_stored_run(const std::string& run_or_file, const std::string& db);
+
+}  // namespace edgeprobe::app

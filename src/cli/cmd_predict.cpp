@@ -1,0 +1,117 @@
+#include "cli/cmd_predict.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "app/predict_job.h"
+#include "cli/job_options.h"
+#include "cli/shared_flags.h"
+#include "core/error.h"
+#include "report/predict_reporters.h"
+#include "workload/sweep.h"
+
+namespace edgeprobe::cli {
+namespace {
+
+struct PredictFlags {
+  std::vector<std::string> models, quants, threads, n_prompt{"512"}, n_gen{"128"}, n_depth{"0"}, n_ubatch{"512"},
+      type_k{"f16"};
+  std::string check;
+  double bandwidth = 0, gflops = 0, storage = 0, memory_gb = 0;
+  int cores = 0;
+  std::string db;
+  bool quiet = false;
+  OutputFlags output;
+  app::PredictPlan plan;
+};
+
+std::vector<std::string> split_all(const std::vector<std::string>& texts) {
+  std::vector<std::string> out;
+  for (const auto& t : texts)
+    for (auto& item : workload::split_list(t)) out.push_back(item);
+  return out;
+}
+
+int run(PredictFlags& f, const CLI::App& cmd) {
+  OutputTarget output(f.output.file);
+  if (!f.check.empty()) {
+    const auto doc = app::check_stored_run(f.check, f.db);
+    report::write_predict_check(doc, f.output.format, output.stream());
+    output.commit();
+    return 0;
+  }
+  app::PredictPlan& plan = f.plan;
+  if (!f.models.empty()) plan.models = split_all(f.models);
+  plan.quants = split_all(f.quants);
+  plan.threads = workload::parse_int_lists(f.threads, "-t");
+  plan.n_prompt = workload::parse_int_lists(f.n_prompt, "-p");
+  plan.n_gen = workload::parse_int_lists(f.n_gen, "-n");
+  plan.n_depth = workload::parse_int_lists(f.n_depth, "-d");
+  plan.n_ubatch = workload::parse_int_lists(f.n_ubatch, "-ub");
+  plan.type_k = split_all(f.type_k);
+  plan.db = resolve_db_path(f.db);
+  const bool spec = cmd.count("--bandwidth") || cmd.count("--gflops") || cmd.count("--cores") ||
+                    cmd.count("--memory-gb") || cmd.count("--storage-mb-per-s");
+  if (spec) {
+    if (!cmd.count("--bandwidth"))
+      throw_bad_input("a device spec needs --bandwidth GB/s (its memory bandwidth: the figure decode scales with)");
+    predict::DeviceSpec s;
+    s.bandwidth_gb_per_s = f.bandwidth;
+    s.matmul_gflop_per_s = f.gflops;
+    s.storage_mb_per_s = f.storage;
+    s.memory_bytes = static_cast<uint64_t>(f.memory_gb * 1e9);
+    s.cores = f.cores;
+    plan.spec = s;
+  }
+  TerminalSink sink(!f.quiet);
+  app::JobContext ctx;
+  ctx.sink = &sink;
+  const auto report = app::run_predict(plan, ctx);
+  sink.done();
+  report::write_predict_report(app::to_json(report), f.output.format, output.stream());
+  output.commit();
+  return 0;
+}
+
+}  // namespace
+
+void register_predict(CLI::App& app) {
+  auto f = std::make_shared<PredictFlags>();
+  CLI::App* cmd = app.add_subcommand("predict", "Predict prefill, decode, memory and load of a model on a device "
+                                                "from its measured ceilings, before running it there");
+  cmd->add_option("-m,--model", f->models, "GGUF file(s), synth:SHAPE[:QUANT], or a shape name (tiny, tinyllama-1.1b, "
+                                           "llama-7b) with -q; comma list (default: synth:tinyllama-1.1b)");
+  cmd->add_option("-q,--quant", f->quants, "Quantizations of a shape, comma list (e.g. q4_0,q4_k_m,q3_k_m); "
+                                           "planned by llama.cpp's quantizer, no file written");
+  cmd->add_option("-t,--threads", f->threads, "Thread counts (default: the device's)");
+  cmd->add_option("-p,--n-prompt", f->n_prompt, "Prompt lengths")->capture_default_str();
+  cmd->add_option("-n,--n-gen", f->n_gen, "Generation lengths")->capture_default_str();
+  cmd->add_option("-d,--n-depth", f->n_depth, "Context depth before the prompt")->capture_default_str();
+  cmd->add_option("--ubatch-size", f->n_ubatch, "Physical batch sizes (alias -ub)")->capture_default_str();
+  cmd->add_option("--cache-type-k", f->type_k, "KV cache types (K and V alike; alias -ctk)")->capture_default_str();
+  cmd->add_option("--cpu-variant", f->plan.cpu_variant, "This machine: the ggml CPU variant to predict for");
+  cmd->add_option("--device", f->plan.device_id, "A device in the store (its id, as `edgeprobe runs` shows it) "
+                                                 "instead of this machine");
+  cmd->add_option("--bandwidth", f->bandwidth, "A device not measured: its memory bandwidth, GB/s")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--gflops", f->gflops, "A device not measured: its matmul rate, GFLOP/s (for prefill)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--cores", f->cores, "A device not measured: its cores (the default thread count)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--memory-gb", f->memory_gb, "A device not measured: its memory, GB (for 'will not fit')")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--storage-mb-per-s", f->storage, "A device not measured: its storage read rate, MB/s (load time)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--check", f->check, "Print how far a stored bench run (id or result file) fell from its predictions");
+  cmd->add_flag("--remeasure", f->plan.remeasure, "Measure this machine's per-step costs again");
+  cmd->add_option("--sysfs-root", f->plan.sysfs_root, "Read sysfs/procfs under this root")->capture_default_str();
+  add_db_option(cmd, f->db);
+  add_output_options(cmd, f->output, {{"md", "csv", "json"}});
+  cmd->add_flag("--quiet", f->quiet, "No progress on stderr (-q is --quant here)");
+  cmd->callback([f, cmd] {
+    const int rc = run(*f, *cmd);
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace edgeprobe::cli
