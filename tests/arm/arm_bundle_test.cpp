@@ -135,6 +135,21 @@ TEST_F(ArmBundle, CortexA76WithTheBaselineForcedShowsTheDotprodGap) {
   EXPECT_NE(std::find(unused.begin(), unused.end(), "DOTPROD"), unused.end()) << gap.dump();
 }
 
+// predict runs in the bundle (its probe, its per-step costs, a planned layout through the
+// bundle's own llama.cpp quantizer) and says its figures describe the emulator.
+TEST_F(ArmBundle, PredictRunsUnderEmulationAndLabelsItself) {
+  const auto r = edgeprobe("cortex-a76", {"predict", "-m", "tiny", "-q", "q4_0", "-p", "16", "-n", "4", "-t", "1",
+                                          "-o", "json", "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["emulated"], true);
+  EXPECT_NE(j.dump().find("emulat"), std::string::npos);
+  ASSERT_EQ(j["rows"].size(), 1u);
+  EXPECT_EQ(j["rows"][0]["quant"], "q4_0");
+  EXPECT_GT(j["rows"][0]["memory"]["weights_bytes"].get<double>(), 0);
+}
+
 TEST_F(ArmBundle, MaxLoadsTheBestVariantInTheBundle) {
   const json j = bench("max");
   // qemu's "max" has SVE2 and i8mm; the armv9.2 (SME) variants are not in a g++ 12 build.
