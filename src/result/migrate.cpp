@@ -7,7 +7,10 @@
 #include <memory>
 #include <string_view>
 
+#include "core/bounded_input.h"
 #include "core/error.h"
+#include "core/text.h"
+#include "result/result.h"
 
 namespace edgeprobe::result {
 namespace {
@@ -113,6 +116,29 @@ std::string document_kind(const nlohmann::json& d) {
   if (d.contains("configs") && d["configs"].is_array()) return "session";
   if (d.contains("results") && d["results"].is_array()) return "bench";
   return "";
+}
+
+void check_schema_version(const json& document, std::string_view name) {
+  if (!document.is_object() || !document.contains("schema_version")) return;  // the oldest files carry none
+  const json& v = document["schema_version"];
+  if (!v.is_number_integer())
+    throw_bad_input("{}: schema_version must be an integer, got {}", name,
+                    one_line(v.dump(-1, ' ', false, json::error_handler_t::replace), 80));
+  const bool newer = v.is_number_unsigned() ? v.get<uint64_t>() > static_cast<uint64_t>(kSchemaVersion)
+                                            : v.get<int64_t>() > kSchemaVersion;
+  if (newer)
+    throw_bad_input("{}: result schema_version {} is newer than this edgeprobe reads (1 to {}): read it with the "
+                    "edgeprobe that wrote it, or a newer one",
+                    name, v.dump(), kSchemaVersion);
+  if (v.get<int64_t>() < 1)
+    throw_bad_input("{}: result schema_version {} is not one edgeprobe ever wrote (1 to {})", name, v.dump(),
+                    kSchemaVersion);
+}
+
+json read_result_file(const std::string& path, std::string_view what) {
+  const json document = read_json_bounded(path, what, kMaxResultBytes, kMaxResultDepth);
+  check_schema_version(document, source_name(path));
+  return upgrade_report(document);
 }
 
 }  // namespace edgeprobe::result

@@ -1,10 +1,23 @@
 #include "store/sqlite_util.h"
 
+#include <cerrno>
+
 namespace edgeprobe::store::sqlite {
 
 void fail(sqlite3* db, int rc, const std::string& path, const std::string& what) {
   const std::string detail = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
   const int primary = rc & 0xff;
+  // The cause a user can act on, named first: SQLite says "disk I/O error" when the shared
+  // memory file of a full filesystem cannot grow, and "attempt to write a readonly database"
+  // for a read-only mount; the OS error behind it tells which.
+  const int os_errno = db ? sqlite3_system_errno(db) : 0;
+  if (primary == SQLITE_FULL || os_errno == ENOSPC || os_errno == EDQUOT)
+    throw_environment("{}: results database: disk full ({}: {}): free some space or give another --db; runs stored "
+                      "so far are kept",
+                      path, what, detail);
+  if (primary == SQLITE_READONLY || os_errno == EROFS)
+    throw_environment("{}: results database is read-only here ({}: {}): give a writable --db, or --no-store", path,
+                      what, detail);
   if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT || primary == SQLITE_FORMAT)
     throw_bad_input("{}: not an edgeprobe results database, or a damaged one ({}: {})", path, what, detail);
   if (primary == SQLITE_CONSTRAINT) throw Error(ErrorKind::kBug, fmt::format("{}: {}: {}", path, what, detail));
@@ -26,6 +39,10 @@ bool Statement::step() {
 std::string Statement::text(int column) const {
   const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
   return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, column))) : std::string();
+}
+
+void rollback_if_open(sqlite3* db) {
+  if (!sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
 }
 
 void exec(sqlite3* db, const std::string& path, const char* sql) {
