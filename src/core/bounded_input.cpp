@@ -52,6 +52,8 @@ nlohmann::json parse_json_bounded(std::string_view text, std::string_view name, 
     });
   } catch (const nlohmann::json::parse_error& e) {
     throw_bad_input("{}: not a JSON {} (byte {}): {}", name, what, e.byte, one_line(e.what()));
+  } catch (const nlohmann::json::exception& e) {  // a number past a double's range (1e400): out_of_range
+    throw_bad_input("{}: not a JSON {} edgeprobe can read: {}", name, what, one_line(e.what()));
   }
 }
 

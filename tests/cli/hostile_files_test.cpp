@@ -179,6 +179,7 @@ TEST(HostileResultFile, DeepNestingFutureVersionsAndWrongTypesAreOneLineExitTwo)
   version_string["schema_version"] = "2";
   write_file(dir.file("vstring.json"), version_string.dump());
   write_file(dir.file("nan.json"), R"({"schema_version": 2, "kind": "bench", "results": [NaN]})");
+  write_file(dir.file("huge.json"), R"({"schema_version": 2, "kind": "bench", "results": [{"ttft_ms": 1e400}]})");
 
   const std::string good_path = dir.file("good.json");
   struct Case {
@@ -192,6 +193,7 @@ TEST(HostileResultFile, DeepNestingFutureVersionsAndWrongTypesAreOneLineExitTwo)
       {"steps.json", "results[0].repetitions[1].decode_step_ms[1] must be a number"},
       {"reps.json", "results[0].repetitions must be a list"},
       {"nan.json", "not a JSON"},
+      {"huge.json", "number overflow parsing '1e400'"},
   };
   for (const auto& c : cases) {
     const std::string path = dir.file(c.file);
