@@ -17,7 +17,11 @@ std::string to_text(const nlohmann::json& j) {
 nlohmann::json parse_stored(const std::string& text, const std::string& location, const char* what) {
   // Bounded like a result file: a row written by another program (or a relay's run) can
   // nest deep enough to overflow the stack of whatever copies it next.
-  return parse_json_bounded(text, location, fmt::format("stored {}", what), result::kMaxResultDepth);
+  try {
+    return parse_json_bounded(text, fmt::format("stored {}", what), "value", result::kMaxResultDepth);
+  } catch (const Error& e) {
+    throw_bad_input("{}: not an edgeprobe results database, or a damaged one ({})", location, e.what());
+  }
 }
 
 DeviceColumns device_columns(const nlohmann::json& provenance) {
