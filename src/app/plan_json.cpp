@@ -12,8 +12,8 @@
 
 #include "app/plan.h"
 #include "core/bounded_input.h"
-#include "core/json_number.h"
 #include "core/error.h"
+#include "core/json_number.h"
 #include "core/text.h"
 
 namespace edgeprobe::app {
@@ -26,8 +26,10 @@ namespace {
 // what that type cannot hold is refused rather than wrapped or truncated (a repetition
 // count of 2^32 + 1 is not 1, 2.5 repetitions are not 2). Refusals name the key and echo
 // at most a short escaped prefix of the value.
-[[noreturn]] void refuse_value(std::string_view where, const std::string& key, const json& v, std::string_view why) {
-  throw_bad_input("{}: '{}' {}, got {}", where, key, why, one_line(v.dump(-1, ' ', false, json::error_handler_t::replace), 80));
+[[noreturn]] void refuse_value(std::string_view where, const std::string& key, const json& v,
+                               std::string_view why) {
+  throw_bad_input("{}: '{}' {}, got {}", where, key, why,
+                  one_line(v.dump(-1, ' ', false, json::error_handler_t::replace), 80));
 }
 
 template <typename T>
@@ -43,11 +45,13 @@ T value_as(const json& v, std::string_view where, const std::string& key) {
   } else if constexpr (std::is_integral_v<T>) {
     if (!v.is_number()) refuse_value(where, key, v, "must be an integer");
     const std::optional<T> n = exact_integer<T>(v);
-    if (!n && v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() != std::floor(v.get<double>()))
+    if (!n && v.is_number_float() && std::isfinite(v.get<double>()) &&
+        v.get<double>() != std::floor(v.get<double>()))
       refuse_value(where, key, v, "must be a whole number");
     if (!n)
       refuse_value(where, key, v,
-                   fmt::format("is out of range {}..{}", std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
+                   fmt::format("is out of range {}..{}", std::numeric_limits<T>::min(),
+                               std::numeric_limits<T>::max()));
     return *n;
   } else if constexpr (std::is_floating_point_v<T>) {
     if (!v.is_number()) refuse_value(where, key, v, "must be a number");
@@ -71,7 +75,8 @@ T value_as(const json& v, std::string_view where, const std::string& key) {
     static_assert(std::is_same_v<T, std::map<std::string, double>>);
     if (!v.is_object()) refuse_value(where, key, v, "must be an object of numbers");
     T out;
-    for (const auto& [k, item] : v.items()) out[value_as<std::string>(json(k), where, key)] = value_as<double>(item, where, key + "." + k);
+    for (const auto& [k, item] : v.items())
+      out[value_as<std::string>(json(k), where, key)] = value_as<double>(item, where, key + "." + k);
     return out;
   }
 }
@@ -98,9 +103,10 @@ void reject_unknown_keys(const json& j, std::initializer_list<const char*> known
 }
 
 void read_environment(const json& j, Environment& e) {
-  reject_unknown_keys(j, {"cpu_variant", "sample_hz", "sysfs_root", "prefill_remote", "prefill_token_file",
-                          "prefill_compare_local", "prefill_transfer", "prefill_remote_required", "endpoint",
-                          "api_model", "api", "request_timeout_s", "server_pid"},
+  reject_unknown_keys(j,
+                      {"cpu_variant", "sample_hz", "sysfs_root", "prefill_remote", "prefill_token_file",
+                       "prefill_compare_local", "prefill_transfer", "prefill_remote_required", "endpoint",
+                       "api_model", "api", "request_timeout_s", "server_pid"},
                       "plan env");
   read(j, "cpu_variant", e.cpu_variant, "plan env");
   read(j, "sample_hz", e.sample_hz, "plan env");
@@ -119,18 +125,22 @@ void read_environment(const json& j, Environment& e) {
 
 workload::SweepSpec sweep_from_json(const json& j) {
   if (!j.is_object()) throw_bad_input("plan: 'sweep' must be an object");
-  reject_unknown_keys(j, {"models", "n_prompt", "n_gen", "prompt_gen", "n_depth", "threads", "cpu_masks", "cpu_strict",
-                          "poll", "n_batch", "n_ubatch", "flash_attn", "type_k", "type_v", "use_mmap"},
-                      "plan sweep");
+  reject_unknown_keys(
+      j,
+      {"models", "n_prompt", "n_gen", "prompt_gen", "n_depth", "threads", "cpu_masks", "cpu_strict", "poll",
+       "n_batch", "n_ubatch", "flash_attn", "type_k", "type_v", "use_mmap"},
+      "plan sweep");
   workload::SweepSpec s = BenchPlan::default_sweep();
   read(j, "models", s.models, "plan sweep");
   read(j, "n_prompt", s.n_prompt, "plan sweep");
   read(j, "n_gen", s.n_gen, "plan sweep");
   if (j.contains("prompt_gen")) {
     s.prompt_gen.clear();
-    for (const auto& pair : value_as<std::vector<std::vector<int>>>(j["prompt_gen"], "plan sweep", "prompt_gen")) {
+    for (const auto& pair :
+         value_as<std::vector<std::vector<int>>>(j["prompt_gen"], "plan sweep", "prompt_gen")) {
       if (pair.size() != 2)
-        throw_bad_input("plan sweep: prompt_gen entries are [prompt, generate] pairs, got a list of {}", pair.size());
+        throw_bad_input("plan sweep: prompt_gen entries are [prompt, generate] pairs, got a list of {}",
+                        pair.size());
       s.prompt_gen.emplace_back(pair[0], pair[1]);
     }
   }
@@ -210,9 +220,11 @@ json completed_units(const json& j, const char* index_key, const char* unit_key)
       required_as<int>(unit, "index", kWhere, e);
       for (const char* key : {"start_ns", "end_ns", "peak_rss_bytes"})
         if (unit.contains(key) && !unit[key].is_null()) required_as<int64_t>(unit, key, kWhere, e);
-      for (const char* key : {"ttft_ms", "prefill_ms", "prefill_tokens_per_s", "decode_ms", "decode_tokens_per_s"})
+      for (const char* key :
+           {"ttft_ms", "prefill_ms", "prefill_tokens_per_s", "decode_ms", "decode_tokens_per_s"})
         if (unit.contains(key) && !unit[key].is_null()) required_as<double>(unit, key, kWhere, e);
-      if (unit.contains("decode_step_ms")) required_as<std::vector<double>>(unit, "decode_step_ms", kWhere, e);
+      if (unit.contains("decode_step_ms"))
+        required_as<std::vector<double>>(unit, "decode_step_ms", kWhere, e);
     } else {
       required_as<int>(unit, "round", kWhere, e);
       required_as<std::string>(unit, "conversation_id", kWhere, e);
@@ -241,20 +253,32 @@ std::string plan_kind(const json& j) {
   int64_t version = kPlanVersion;
   read(j, "plan_version", version);
   if (version != kPlanVersion)
-    throw_bad_input("plan_version {} is not supported by this edgeprobe (it reads version {})", version, kPlanVersion);
+    throw_bad_input("plan_version {} is not supported by this edgeprobe (it reads version {})", version,
+                    kPlanVersion);
   return kind;
 }
 
+namespace {
+
+// A plan of `kind` (plan_kind's checks) with none but the `known` keys at its top.
+void check_kind_and_keys(const json& j, const char* kind, std::initializer_list<const char*> known) {
+  if (const std::string k = plan_kind(j); k != kind)
+    throw_bad_input("expected a {} plan, got a {} plan", kind, k);
+  reject_unknown_keys(j, known, fmt::format("{} plan", kind).c_str());
+}
+
+}  // namespace
+
 BenchPlan bench_plan_from_json(const json& j) {
-  if (const std::string kind = plan_kind(j); kind != "bench") throw_bad_input("expected a bench plan, got a {} plan", kind);
-  reject_unknown_keys(j, {"kind", "plan_version", "sweep", "cases", "repetitions", "delay_s", "warmup", "seed",
-                          "hash_models", "keep_engine_log", "ceilings", "env", "load", "completed"},
-                      "bench plan");
+  check_kind_and_keys(j, "bench",
+                      {"kind", "plan_version", "sweep", "cases", "repetitions", "delay_s", "warmup", "seed",
+                       "hash_models", "keep_engine_log", "ceilings", "env", "load", "completed"});
   BenchPlan p;
   if (j.contains("sweep")) p.sweep = sweep_from_json(j["sweep"]);
   if (j.contains("cases")) {
     const json& cases = list_at(j, "cases", "bench plan");
-    for (size_t i = 0; i < cases.size(); ++i) p.cases.push_back(case_from_json(cases[i], fmt::format("cases[{}]", i)));
+    for (size_t i = 0; i < cases.size(); ++i)
+      p.cases.push_back(case_from_json(cases[i], fmt::format("cases[{}]", i)));
   }
   read(j, "repetitions", p.run.repetitions);
   read(j, "delay_s", p.run.delay_s);
@@ -266,8 +290,9 @@ BenchPlan bench_plan_from_json(const json& j) {
   if (j.contains("env")) read_environment(object_at(j, "env", "plan"), p.env);
   if (j.contains("load")) {
     const json& l = object_at(j, "load", "bench plan");
-    reject_unknown_keys(l, {"concurrency", "request_rate", "max_concurrency", "num_requests", "max_duration_s", "slo"},
-                        "plan load");
+    reject_unknown_keys(
+        l, {"concurrency", "request_rate", "max_concurrency", "num_requests", "max_duration_s", "slo"},
+        "plan load");
     read(l, "concurrency", p.run.load.concurrency, "plan load");
     read(l, "request_rate", p.run.load.request_rate, "plan load");
     read(l, "max_concurrency", p.run.load.max_concurrency, "plan load");
@@ -280,10 +305,10 @@ BenchPlan bench_plan_from_json(const json& j) {
 }
 
 SessionPlan session_plan_from_json(const json& j) {
-  if (const std::string kind = plan_kind(j); kind != "session") throw_bad_input("expected a session plan, got a {} plan", kind);
-  reject_unknown_keys(j, {"kind", "plan_version", "models", "n_ctx", "max_tokens", "n_batch", "threads", "configs",
-                          "rounds", "conversations", "on_overflow", "cooldown", "seed", "prompts", "env", "completed"},
-                      "session plan");
+  check_kind_and_keys(
+      j, "session",
+      {"kind", "plan_version", "models", "n_ctx", "max_tokens", "n_batch", "threads", "configs", "rounds",
+       "conversations", "on_overflow", "cooldown", "seed", "prompts", "env", "completed"});
   SessionPlan p;
   read(j, "models", p.models);
   read(j, "n_ctx", p.n_ctx);
@@ -296,9 +321,10 @@ SessionPlan session_plan_from_json(const json& j) {
       constexpr std::string_view kWhere = "session plan";
       const json& c = configs[i];
       const std::string entry = fmt::format("configs[{}]", i);
-      p.configs.push_back({required_as<std::string>(c, "model_path", kWhere, entry),
-                           required_as<int>(c, "n_ctx", kWhere, entry), required_as<int>(c, "max_tokens", kWhere, entry),
-                           required_as<int>(c, "n_batch", kWhere, entry), required_as<int>(c, "n_threads", kWhere, entry)});
+      p.configs.push_back(
+          {required_as<std::string>(c, "model_path", kWhere, entry),
+           required_as<int>(c, "n_ctx", kWhere, entry), required_as<int>(c, "max_tokens", kWhere, entry),
+           required_as<int>(c, "n_batch", kWhere, entry), required_as<int>(c, "n_threads", kWhere, entry)});
     }
   }
   read(j, "rounds", p.options.rounds);
@@ -313,16 +339,17 @@ SessionPlan session_plan_from_json(const json& j) {
 }
 
 DoctorPlan doctor_plan_from_json(const json& j) {
-  if (const std::string kind = plan_kind(j); kind != "doctor") throw_bad_input("expected a doctor plan, got a {} plan", kind);
-  reject_unknown_keys(j, {"kind", "plan_version", "model", "config", "n_prompt", "n_gen", "repetitions", "sysfs_root",
-                          "sample_hz", "budget_s", "experiments", "tune", "baseline_name", "baseline"},
-                      "doctor plan");
+  check_kind_and_keys(
+      j, "doctor",
+      {"kind", "plan_version", "model", "config", "n_prompt", "n_gen", "repetitions", "sysfs_root",
+       "sample_hz", "budget_s", "experiments", "tune", "baseline_name", "baseline"});
   DoctorPlan p;
   read(j, "model", p.model);
   if (j.contains("config")) {
     const json& c = object_at(j, "config", "doctor plan");
-    reject_unknown_keys(c, {"threads", "cpu_mask", "cpu_strict", "poll", "n_batch", "n_ubatch", "flash_attn", "type_k",
-                            "type_v", "use_mmap", "cpu_variant"},
+    reject_unknown_keys(c,
+                        {"threads", "cpu_mask", "cpu_strict", "poll", "n_batch", "n_ubatch", "flash_attn",
+                         "type_k", "type_v", "use_mmap", "cpu_variant"},
                         "doctor plan config");
     read(c, "threads", p.config.threads, "doctor plan config");
     read(c, "cpu_mask", p.config.cpu_mask, "doctor plan config");

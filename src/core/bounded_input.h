@@ -1,7 +1,6 @@
 #pragma once
-#include <nlohmann/json_fwd.hpp>
-
 #include <cstddef>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 
@@ -20,10 +19,12 @@ std::string read_bounded(const std::string& source, size_t max_bytes, std::strin
 
 // `text` as JSON, at most max_depth levels of arrays and objects; `name` is where it came
 // from, for the error line.
-nlohmann::json parse_json_bounded(std::string_view text, std::string_view name, std::string_view what, int max_depth);
+nlohmann::json parse_json_bounded(std::string_view text, std::string_view name, std::string_view what,
+                                  int max_depth);
 
 // read_bounded and parse_json_bounded together.
-nlohmann::json read_json_bounded(const std::string& source, std::string_view what, size_t max_bytes, int max_depth);
+nlohmann::json read_json_bounded(const std::string& source, std::string_view what, size_t max_bytes,
+                                 int max_depth);
 
 // The name a source has in error lines: "stdin" for "-", else the path, one line and bounded.
 std::string source_name(const std::string& source);

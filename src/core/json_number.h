@@ -1,10 +1,9 @@
 #pragma once
 // Numbers from outside JSON, read exactly: nlohmann's get<int>() wraps 2^32 + 1 to 1 and
 // truncates 2.5 to 2 without a word, so readers of plans and result files go through here.
-#include <nlohmann/json.hpp>
-
 #include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <type_traits>
 #include <utility>

@@ -13,8 +13,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace edgeprobe;
   try {
-    const auto j = parse_json_bounded(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz", "plan",
-                                      app::kMaxPlanDepth);
+    const auto j = parse_json_bounded(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz",
+                                      "plan", app::kMaxPlanDepth);
     (void)app::plan_from_json(j);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kBadInput) __builtin_trap();  // bad bytes are bad input, nothing else

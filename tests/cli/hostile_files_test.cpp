@@ -3,13 +3,13 @@
 // process did not crash or hang (run_process kills at the timeout), and, for stores, that
 // the runs stored before still export byte for byte the same.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sqlite3.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "support/run_process.h"
 
@@ -19,7 +19,8 @@ using nlohmann::json;
 namespace {
 
 // One line on stderr, the edgeprobe error prefix, and `fragment` in it.
-void expect_one_line(const ProcessResult& r, int exit_code, const std::string& fragment, const std::string& label) {
+void expect_one_line(const ProcessResult& r, int exit_code, const std::string& fragment,
+                     const std::string& label) {
   EXPECT_EQ(r.exit_code, exit_code) << label << ": " << r.err.substr(0, 2000);
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << label << ": " << r.err.substr(0, 2000);
   EXPECT_EQ(r.err.rfind("edgeprobe: error: ", 0), 0u) << label << ": " << r.err.substr(0, 2000);
@@ -42,8 +43,8 @@ void sql(const std::string& db, const std::string& statement) {
 // One small bench result, measured once per binary and shared by the result-file cases.
 const json& bench_result() {
   static const json doc = [] {
-    const auto r = run_edgeprobe({"bench", "-q", "-m", tiny_model(), "-p", "8", "-n", "4", "-r", "2", "-t", "1",
-                                  "--ceilings", "off", "--sample-hz", "0", "--no-store", "-o", "json"},
+    const auto r = run_edgeprobe({"bench", "-q", "-m", tiny_model(), "-p", "8", "-n", "4", "-r", "2", "-t",
+                                  "1", "--ceilings", "off", "--sample-hz", "0", "--no-store", "-o", "json"},
                                  300);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return json::parse(r.out);
@@ -73,47 +74,61 @@ TEST_P(HostilePlan, OneLineExitTwo) {
 INSTANTIATE_TEST_SUITE_P(
     Table, HostilePlan,
     ::testing::Values(
-        PlanCase{"RepetitionsPastInt", R"({"kind": "bench", "repetitions": 4294967297})", "'repetitions' is out of range"},
-        PlanCase{"FractionalRepetitions", R"({"kind": "bench", "repetitions": 2.5})", "'repetitions' must be a whole number"},
+        PlanCase{"RepetitionsPastInt", R"({"kind": "bench", "repetitions": 4294967297})",
+                 "'repetitions' is out of range"},
+        PlanCase{"FractionalRepetitions", R"({"kind": "bench", "repetitions": 2.5})",
+                 "'repetitions' must be a whole number"},
         PlanCase{"PromptLengthPastInt", R"({"kind": "bench", "sweep": {"n_prompt": [4294967808]}})",
                  "'n_prompt[0]' is out of range"},
         PlanCase{"HugeNegative", R"({"kind": "bench", "sweep": {"n_gen": [-99999999999999999999]}})",
                  "'n_gen[0]' is out of range"},
-        PlanCase{"PlanVersionWraps", R"({"kind": "bench", "plan_version": 4294967297})", "plan_version 4294967297"},
-        PlanCase{"PlanVersionString", R"({"kind": "bench", "plan_version": "1"})", "'plan_version' must be an integer"},
+        PlanCase{"PlanVersionWraps", R"({"kind": "bench", "plan_version": 4294967297})",
+                 "plan_version 4294967297"},
+        PlanCase{"PlanVersionString", R"({"kind": "bench", "plan_version": "1"})",
+                 "'plan_version' must be an integer"},
         PlanCase{"UnknownEnvKey", R"({"kind": "bench", "env": {"sample_hz": 0, "cpu_varient": "x64"}})",
                  "plan env: unknown key 'cpu_varient'"},
         PlanCase{"EnvNotAnObject", R"({"kind": "bench", "env": [1]})", "'env' must be an object"},
         PlanCase{"NulInModelPath", R"({"kind": "bench", "sweep": {"models": ["a.gguf\u0000.txt"]}})",
                  "'models[0]' holds a NUL character"},
-        PlanCase{"InvalidUtf8", "{\"kind\": \"bench\", \"sweep\": {\"models\": [\"\xff\xfe.gguf\"]}}", "not a JSON plan"},
-        PlanCase{"WrongTypeRepetitions", R"({"kind": "bench", "repetitions": "five"})", "'repetitions' must be an integer"},
-        PlanCase{"WrongTypeSessionConfig",
-                 R"({"kind": "session", "configs": [{"model_path": 3, "n_ctx": 64, "max_tokens": 1, "n_batch": 1, "n_threads": 1}]})",
-                 "'configs[0].model_path' must be a string"},
-        PlanCase{"WrongTypeCase", R"({"kind": "bench", "cases": [{"model_path": "m", "config": {"n_prompt": "8"}}]})",
+        PlanCase{"InvalidUtf8", "{\"kind\": \"bench\", \"sweep\": {\"models\": [\"\xff\xfe.gguf\"]}}",
+                 "not a JSON plan"},
+        PlanCase{"WrongTypeRepetitions", R"({"kind": "bench", "repetitions": "five"})",
+                 "'repetitions' must be an integer"},
+        PlanCase{
+            "WrongTypeSessionConfig",
+            R"({"kind": "session", "configs": [{"model_path": 3, "n_ctx": 64, "max_tokens": 1, "n_batch": 1, "n_threads": 1}]})",
+            "'configs[0].model_path' must be a string"},
+        PlanCase{"WrongTypeCase",
+                 R"({"kind": "bench", "cases": [{"model_path": "m", "config": {"n_prompt": "8"}}]})",
                  "'cases[0].config.n_prompt' must be an integer"},
         PlanCase{"CasesNotAList", R"({"kind": "bench", "cases": 5})", "'cases' must be a list"},
-        PlanCase{"CompletedWrongType", R"({"kind": "bench", "completed": [{"case_index": 0, "repetition": {"index": "x"}}]})",
+        PlanCase{"CompletedWrongType",
+                 R"({"kind": "bench", "completed": [{"case_index": 0, "repetition": {"index": "x"}}]})",
                  "'completed[0].repetition.index' must be an integer"},
-        PlanCase{"CompletedStepsWrongType",
-                 R"({"kind": "bench", "completed": [{"case_index": 0, "repetition": {"index": 0, "decode_step_ms": "fast"}}]})",
-                 "decode_step_ms' must be a list"},
-        PlanCase{"CompletedTurnWrongType",
-                 R"({"kind": "session", "completed": [{"config_index": 0, "turn": {"round": 0, "conversation_id": 7, "turn_index": 0}}]})",
-                 "'completed[0].turn.conversation_id' must be a string"},
-        PlanCase{"CompletedNotAList", R"({"kind": "session", "completed": {"a": 1}})", "'completed' must be a list"},
-        PlanCase{"DoctorBaselineFuture", R"({"kind": "doctor", "baseline": {"schema_version": 999, "provenance": {}}})",
+        PlanCase{
+            "CompletedStepsWrongType",
+            R"({"kind": "bench", "completed": [{"case_index": 0, "repetition": {"index": 0, "decode_step_ms": "fast"}}]})",
+            "decode_step_ms' must be a list"},
+        PlanCase{
+            "CompletedTurnWrongType",
+            R"({"kind": "session", "completed": [{"config_index": 0, "turn": {"round": 0, "conversation_id": 7, "turn_index": 0}}]})",
+            "'completed[0].turn.conversation_id' must be a string"},
+        PlanCase{"CompletedNotAList", R"({"kind": "session", "completed": {"a": 1}})",
+                 "'completed' must be a list"},
+        PlanCase{"DoctorBaselineFuture",
+                 R"({"kind": "doctor", "baseline": {"schema_version": 999, "provenance": {}}})",
                  "schema_version 999 is newer than this edgeprobe reads (1 to 2)"},
-        PlanCase{"DeepNesting", R"({"kind": "bench", "env": )" + deep_json(300000) + "}", "nested deeper than 64 levels"}));
+        PlanCase{"DeepNesting", R"({"kind": "bench", "env": )" + deep_json(300000) + "}",
+                 "nested deeper than 64 levels"}));
 
 TEST(HostilePlanEcho, HundredMegabyteStringComesBackBounded) {
   TempDir dir;
   const std::string huge(100u << 20, 'A');
-  for (const std::string& plan : {R"({"kind": "bench", ")" + huge + R"(": 1})",
-                                  R"({"kind": "bench", "sweep": {"models": [")" + huge + R"("]}, "repetitions": "x"})",
-                                  R"({"kind": "bench", "ceilings": [")" + huge + R"("]})",
-                                  R"({"kind": ")" + huge + R"("})"}) {
+  for (const std::string& plan :
+       {R"({"kind": "bench", ")" + huge + R"(": 1})",
+        R"({"kind": "bench", "sweep": {"models": [")" + huge + R"("]}, "repetitions": "x"})",
+        R"({"kind": "bench", "ceilings": [")" + huge + R"("]})", R"({"kind": ")" + huge + R"("})"}) {
     write_file(dir.file("plan.json"), plan);
     const auto r = run_edgeprobe({"run", "--plan", dir.file("plan.json")}, 120);
     expect_one_line(r, 2, "plan", plan.substr(0, 40));
@@ -131,8 +146,9 @@ TEST(HostileSweep, AstronomicalCrossProductIsRefusedWithItsSizeBeforeAnythingRun
                          60);
   expect_one_line(r, 2, "the sweep's cross product is 100000000 tests, over the 10000", "1e8");
   // Past 2^64: the count saturates instead of wrapping to something small.
-  r = run_edgeprobe({"bench", "-q", "--no-store", "-m", tiny_model(), "-p", "1-10000", "-n", "1-10000", "-b",
-                     "1-10000", "-ub", "1-10000", "-d", "0-9999", "--poll", "0-100", "-t", "1-512", "--ceilings", "off"},
+  r = run_edgeprobe({"bench",  "-q",      "--no-store", "-m",      tiny_model(), "-p",         "1-10000",
+                     "-n",     "1-10000", "-b",         "1-10000", "-ub",        "1-10000",    "-d",
+                     "0-9999", "--poll",  "0-100",      "-t",      "1-512",      "--ceilings", "off"},
                     60);
   expect_one_line(r, 2, "over 18446744073709551615 tests", "2^64");
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
@@ -149,11 +165,15 @@ TEST(HostilePromptSet, AFileThatNeverEndsIsRefusedAtTheBound) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
   TempDir dir;
   write_file(dir.file("p.jsonl"), "{\"id\": 5, \"turns\": [\"hi\"]}\n");
-  expect_one_line(run_edgeprobe({"session", "-q", "--no-store", "-m", tiny_model(), "--prompts", dir.file("p.jsonl")}, 60),
-                  2, "p.jsonl:1: \"id\" must be a string", "id type");
+  expect_one_line(
+      run_edgeprobe({"session", "-q", "--no-store", "-m", tiny_model(), "--prompts", dir.file("p.jsonl")},
+                    60),
+      2, "p.jsonl:1: \"id\" must be a string", "id type");
   write_file(dir.file("deep.jsonl"), deep_json(300000) + "\n");
-  expect_one_line(run_edgeprobe({"session", "-q", "--no-store", "-m", tiny_model(), "--prompts", dir.file("deep.jsonl")}, 60),
-                  2, "deep.jsonl:1: nested deeper than 16 levels", "deep");
+  expect_one_line(
+      run_edgeprobe({"session", "-q", "--no-store", "-m", tiny_model(), "--prompts", dir.file("deep.jsonl")},
+                    60),
+      2, "deep.jsonl:1: nested deeper than 16 levels", "deep");
 }
 
 // ---- result files (report, compare, doctor --baseline) ----
@@ -179,7 +199,8 @@ TEST(HostileResultFile, DeepNestingFutureVersionsAndWrongTypesAreOneLineExitTwo)
   version_string["schema_version"] = "2";
   write_file(dir.file("vstring.json"), version_string.dump());
   write_file(dir.file("nan.json"), R"({"schema_version": 2, "kind": "bench", "results": [NaN]})");
-  write_file(dir.file("huge.json"), R"({"schema_version": 2, "kind": "bench", "results": [{"ttft_ms": 1e400}]})");
+  write_file(dir.file("huge.json"),
+             R"({"schema_version": 2, "kind": "bench", "results": [{"ttft_ms": 1e400}]})");
 
   const std::string good_path = dir.file("good.json");
   struct Case {
@@ -197,11 +218,11 @@ TEST(HostileResultFile, DeepNestingFutureVersionsAndWrongTypesAreOneLineExitTwo)
   };
   for (const auto& c : cases) {
     const std::string path = dir.file(c.file);
-    expect_one_line(run_edgeprobe({"report", good_path, path, "--output", dir.file("r.html")}, 60), 2, c.fragment,
-                    "report " + c.file);
+    expect_one_line(run_edgeprobe({"report", good_path, path, "--output", dir.file("r.html")}, 60), 2,
+                    c.fragment, "report " + c.file);
     expect_one_line(run_edgeprobe({"compare", good_path, path}, 60), 2, c.fragment, "compare " + c.file);
-    expect_one_line(run_edgeprobe({"doctor", "-q", "-m", tiny_model(), "--baseline", path}, 60), 2, c.fragment,
-                      "doctor " + c.file);
+    expect_one_line(run_edgeprobe({"doctor", "-q", "-m", tiny_model(), "--baseline", path}, 60), 2,
+                    c.fragment, "doctor " + c.file);
   }
   EXPECT_FALSE(std::filesystem::exists(dir.file("r.html")));  // no page half-written from bad data
 }
@@ -212,8 +233,10 @@ TEST(HostileResultFile, ScriptInjectionAndExtremeNumbersRenderSafely) {
   const std::string script = "</script><script>alert(1)</script><img src=x onerror=alert(2)>\x1b[2J\n";
   // Every string in the document becomes the injection (keys stay: they name the fields).
   std::function<void(json&)> poison = [&](json& j) {
-    if (j.is_string()) j = script + j.get<std::string>();
-    else if (j.is_number_float()) j = 1e308;
+    if (j.is_string())
+      j = script + j.get<std::string>();
+    else if (j.is_number_float())
+      j = 1e308;
     else if (j.is_structured())
       for (auto& v : j) poison(v);
   };
@@ -229,7 +252,8 @@ TEST(HostileResultFile, ScriptInjectionAndExtremeNumbersRenderSafely) {
   EXPECT_EQ(page.find("<img"), std::string::npos);
   EXPECT_EQ(count_of(page, "</script>"), 2u);  // the data block's and the renderer's own
   // compare prints markdown: the injected text stays on its lines, no raw escapes.
-  const auto c = run_edgeprobe({"compare", "--force", dir.file("hostile.json"), dir.file("hostile.json")}, 60);
+  const auto c =
+      run_edgeprobe({"compare", "--force", dir.file("hostile.json"), dir.file("hostile.json")}, 60);
   EXPECT_TRUE(c.exit_code == 0 || c.exit_code == 2) << c.err;
   EXPECT_EQ(c.out.find('\x1b'), std::string::npos);
 }
@@ -263,9 +287,10 @@ class HostileStore : public ::testing::Test {
   void SetUp() override {
     db_ = dir_.file("results.db");
     for (int i = 0; i < 2; ++i) {
-      const auto r = run_edgeprobe({"bench", "-q", "-m", tiny_model(), "-p", "8", "-n", "0", "-r", "1", "-t", "1",
-                                    "--ceilings", "off", "--sample-hz", "0", "--db", db_, "-o", "json"},
-                                   300);
+      const auto r = run_edgeprobe(
+          {"bench", "-q", "-m",         tiny_model(), "-p",          "8", "-n",   "0", "-r", "1",
+           "-t",    "1",  "--ceilings", "off",        "--sample-hz", "0", "--db", db_, "-o", "json"},
+          300);
       ASSERT_EQ(r.exit_code, 0) << r.err;
     }
     for (const char* run : {"1", "2"}) exports_.push_back(export_of(db_, run));
@@ -299,7 +324,8 @@ TEST_F(HostileStore, DamagedFilesAreOneLineExitTwo) {
                                          {"random.db", "not an edgeprobe results database"},
                                          {"dir.db", "is a directory"}}) {
     for (const std::vector<std::string>& args :
-         {std::vector<std::string>{"runs", "--db", dir_.file(c.db)}, std::vector<std::string>{"export", "1", "--db", dir_.file(c.db)}})
+         {std::vector<std::string>{"runs", "--db", dir_.file(c.db)},
+          std::vector<std::string>{"export", "1", "--db", dir_.file(c.db)}})
       expect_one_line(run_edgeprobe(args, 60), 2, c.fragment, args[0] + " " + c.db);
   }
   expect_exports_unchanged(db_);
@@ -308,14 +334,17 @@ TEST_F(HostileStore, DamagedFilesAreOneLineExitTwo) {
 TEST_F(HostileStore, AFutureSchemaVersionIsNamed) {
   std::filesystem::copy_file(db_, dir_.file("future.db"));
   sql(dir_.file("future.db"), "PRAGMA user_version = 99");
-  expect_one_line(run_edgeprobe({"runs", "--db", dir_.file("future.db")}, 60), 2, "schema v99, written by a newer", "runs");
-  expect_one_line(run_edgeprobe({"export", "1", "--db", dir_.file("future.db")}, 60), 2, "schema v99", "export");
+  expect_one_line(run_edgeprobe({"runs", "--db", dir_.file("future.db")}, 60), 2,
+                  "schema v99, written by a newer", "runs");
+  expect_one_line(run_edgeprobe({"export", "1", "--db", dir_.file("future.db")}, 60), 2, "schema v99",
+                  "export");
   expect_exports_unchanged(db_);
 }
 
 TEST_F(HostileStore, DeeplyNestedProvenanceDoesNotCrashExport) {
   sql(db_, "UPDATE runs SET provenance_json = '" + deep_json(300000) + "' WHERE id = 2");
-  expect_one_line(run_edgeprobe({"export", "2", "--db", db_}, 60), 2, "nested deeper than 128 levels", "export 2");
+  expect_one_line(run_edgeprobe({"export", "2", "--db", db_}, 60), 2, "nested deeper than 128 levels",
+                  "export 2");
   const auto runs = run_edgeprobe({"runs", "--db", db_}, 60);
   EXPECT_EQ(runs.exit_code, 0) << runs.err;
   EXPECT_EQ(export_of(db_, "1"), exports_[0]);
@@ -343,13 +372,14 @@ class TmpfsStore : public HostileStore {
 };
 
 TEST_F(TmpfsStore, ReadOnlyFilesystemStillListsAndExportsAndSaysWhyItCannotWrite) {
-  ASSERT_EQ(::mount(nullptr, mount_.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, "size=4m"), 0) << std::strerror(errno);
+  ASSERT_EQ(::mount(nullptr, mount_.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, "size=4m"), 0)
+      << std::strerror(errno);
   const auto runs = run_edgeprobe({"runs", "--db", db_in_mount_}, 60);
   EXPECT_EQ(runs.exit_code, 0) << runs.err;
   EXPECT_NE(runs.out.find("bench"), std::string::npos) << runs.out;
   expect_exports_unchanged(db_in_mount_);
-  const auto bench = run_edgeprobe({"bench", "-q", "-m", tiny_model(), "-p", "8", "-n", "0", "-r", "1", "-t", "1",
-                                    "--ceilings", "off", "--sample-hz", "0", "--db", db_in_mount_},
+  const auto bench = run_edgeprobe({"bench", "-q", "-m", tiny_model(), "-p", "8", "-n", "0", "-r", "1", "-t",
+                                    "1", "--ceilings", "off", "--sample-hz", "0", "--db", db_in_mount_},
                                    120);
   expect_one_line(bench, 3, "read-only", "bench on a read-only store");
 }
@@ -364,8 +394,8 @@ TEST_F(TmpfsStore, FullFilesystemNamesTheDiskAndLosesNothing) {
     }
     std::fclose(f);
   }
-  const auto bench = run_edgeprobe({"bench", "-q", "-m", tiny_model(), "-p", "8", "-n", "0", "-r", "1", "-t", "1",
-                                    "--ceilings", "off", "--sample-hz", "0", "--db", db_in_mount_},
+  const auto bench = run_edgeprobe({"bench", "-q", "-m", tiny_model(), "-p", "8", "-n", "0", "-r", "1", "-t",
+                                    "1", "--ceilings", "off", "--sample-hz", "0", "--db", db_in_mount_},
                                    120);
   expect_one_line(bench, 3, "disk full", "bench on a full disk");
   EXPECT_EQ(bench.err.find("no transaction is active"), std::string::npos) << bench.err;
