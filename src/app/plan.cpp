@@ -2,17 +2,19 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <iostream>
-#include <fstream>
-#include <cstring>
-#include <cerrno>
+#include <cmath>
+#include <limits>
+#include <map>
 #include <set>
+#include <utility>
 
 #include "core/error.h"
 #include "core/text.h"
 #include "engine/llama_engine.h"
 #include "http/http_engine.h"
+#include "result/migrate.h"
 #include "result/result.h"
+#include "workload/sweep_size.h"
 
 namespace edgeprobe::app {
 
@@ -51,23 +53,6 @@ void validate_environment(const Environment& env) {
 #endif
 }
 
-// Reads `key` into `out` when present, with the type the field has; a wrong type names the key.
-template <typename T>
-void read(const json& j, const char* key, T& out) {
-  if (!j.contains(key)) return;
-  try {
-    out = j.at(key).get<T>();
-  } catch (const json::exception&) {
-    throw_bad_input("plan: '{}' has the wrong type ({})", key, j.at(key).dump());
-  }
-}
-
-void reject_unknown_keys(const json& j, std::initializer_list<const char*> known, const char* where) {
-  const std::set<std::string> names(known.begin(), known.end());
-  for (const auto& [k, v] : j.items())
-    if (!names.contains(k)) throw_bad_input("{}: unknown key '{}'", where, k);
-}
-
 json environment_json(const Environment& e) {
   json j = {{"cpu_variant", e.cpu_variant}, {"sample_hz", e.sample_hz}, {"sysfs_root", e.sysfs_root}};
   if (!e.prefill_remote.empty()) {
@@ -87,22 +72,6 @@ json environment_json(const Environment& e) {
   return j;
 }
 
-void read_environment(const json& j, Environment& e) {
-  read(j, "cpu_variant", e.cpu_variant);
-  read(j, "sample_hz", e.sample_hz);
-  read(j, "sysfs_root", e.sysfs_root);
-  read(j, "prefill_remote", e.prefill_remote);
-  read(j, "prefill_token_file", e.prefill_token_file);
-  read(j, "prefill_compare_local", e.prefill_compare_local);
-  read(j, "prefill_transfer", e.prefill_transfer);
-  read(j, "prefill_remote_required", e.prefill_remote_required);
-  read(j, "endpoint", e.endpoint);
-  read(j, "api_model", e.api_model);
-  read(j, "api", e.api);
-  read(j, "request_timeout_s", e.request_timeout_s);
-  read(j, "server_pid", e.server_pid);
-}
-
 json sweep_json(const workload::SweepSpec& s) {
   json pg = json::array();
   for (auto [p, g] : s.prompt_gen) pg.push_back({p, g});
@@ -111,37 +80,6 @@ json sweep_json(const workload::SweepSpec& s) {
           {"cpu_masks", s.cpu_masks}, {"cpu_strict", s.cpu_strict}, {"poll", s.poll},
           {"n_batch", s.n_batch},     {"n_ubatch", s.n_ubatch},     {"flash_attn", s.flash_attn},
           {"type_k", s.type_k},       {"type_v", s.type_v},         {"use_mmap", s.use_mmap}};
-}
-
-workload::SweepSpec sweep_from_json(const json& j) {
-  if (!j.is_object()) throw_bad_input("plan: 'sweep' must be an object");
-  reject_unknown_keys(j, {"models", "n_prompt", "n_gen", "prompt_gen", "n_depth", "threads", "cpu_masks", "cpu_strict",
-                          "poll", "n_batch", "n_ubatch", "flash_attn", "type_k", "type_v", "use_mmap"},
-                      "plan sweep");
-  workload::SweepSpec s = BenchPlan::default_sweep();
-  read(j, "models", s.models);
-  read(j, "n_prompt", s.n_prompt);
-  read(j, "n_gen", s.n_gen);
-  if (j.contains("prompt_gen")) {
-    s.prompt_gen.clear();
-    for (const auto& pair : j["prompt_gen"]) {
-      if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number_integer() || !pair[1].is_number_integer())
-        throw_bad_input("plan sweep: prompt_gen entries are [prompt, generate] pairs, got {}", pair.dump());
-      s.prompt_gen.emplace_back(pair[0].get<int>(), pair[1].get<int>());
-    }
-  }
-  read(j, "n_depth", s.n_depth);
-  read(j, "threads", s.threads);
-  read(j, "cpu_masks", s.cpu_masks);
-  read(j, "cpu_strict", s.cpu_strict);
-  read(j, "poll", s.poll);
-  read(j, "n_batch", s.n_batch);
-  read(j, "n_ubatch", s.n_ubatch);
-  read(j, "flash_attn", s.flash_attn);
-  read(j, "type_k", s.type_k);
-  read(j, "type_v", s.type_v);
-  read(j, "use_mmap", s.use_mmap);
-  return s;
 }
 
 void validate_case(const workload::TestCase& c) {
@@ -157,17 +95,6 @@ void validate_case(const workload::TestCase& c) {
   engine::parse_cache_type(c.type_k);
   engine::parse_cache_type(c.type_v);
   if (c.n_prompt == 0 && c.n_gen == 0) throw_bad_input("a test with neither prompt nor generation tokens measures nothing");
-}
-
-// A plan's "completed" list: objects with an index and a unit object, as streamed.
-json completed_units(const json& j, const char* index_key, const char* unit_key) {
-  if (!j.is_array()) throw_bad_input("plan: \"completed\" must be a list, got {}", j.type_name());
-  for (const auto& u : j)
-    if (!u.is_object() || !u.contains(index_key) || !u[index_key].is_number_unsigned() || !u.contains(unit_key) ||
-        !u[unit_key].is_object())
-      throw_bad_input("plan: each completed unit needs \"{}\" and \"{}\", got {}", index_key, unit_key,
-                      u.dump().substr(0, 200));
-  return j;
 }
 
 }  // namespace
@@ -204,6 +131,8 @@ void validate(BenchPlan& plan, int default_threads) {
     plan.cases = workload::expand(s, default_threads);
     if (plan.cases.empty()) throw_bad_input("nothing to run: every -p, -n and -pg value is 0");
   }
+  if (plan.cases.size() > workload::kMaxSweepTests)
+    throw_bad_input("the plan lists {} cases, over the {} one run may hold", plan.cases.size(), workload::kMaxSweepTests);
   for (const auto& c : plan.cases) validate_case(c);
 }
 
@@ -228,6 +157,11 @@ void validate(SessionPlan& plan, int default_threads) {
     check_range(plan.n_batch, "-b", 1, 1 << 20);
     check_range(plan.threads, "-t", 1, 512);
     const std::vector<int> threads = plan.threads.empty() ? std::vector<int>{default_threads} : plan.threads;
+    const uint64_t n = workload::saturating_product(
+        {plan.models.size(), plan.n_ctx.size(), plan.max_tokens.size(), plan.n_batch.size(), threads.size()});
+    if (n > workload::kMaxSweepTests)
+      throw_bad_input("the session's cross product is {} configurations, over the {} one run may hold", n,
+                      workload::kMaxSweepTests);
     // Model outermost: each model loads once.
     for (const auto& m : plan.models)
       for (int c : plan.n_ctx)
@@ -236,6 +170,9 @@ void validate(SessionPlan& plan, int default_threads) {
             for (int t : threads) plan.configs.push_back({m, c, g, b, t});
     if (plan.configs.empty()) throw_bad_input("nothing to run: a session needs at least one value of -c, --max-tokens and -b");
   }
+  if (plan.configs.size() > workload::kMaxSweepTests)
+    throw_bad_input("the plan lists {} configurations, over the {} one run may hold", plan.configs.size(),
+                    workload::kMaxSweepTests);
   for (const auto& c : plan.configs) {
     check_range({c.n_ctx}, "-c", 64, 1 << 20);
     check_range({c.max_tokens}, "--max-tokens", 1, 1 << 16);
@@ -297,87 +234,6 @@ json to_json(const SessionPlan& p) {
   return j;
 }
 
-std::string plan_kind(const json& j) {
-  if (!j.is_object()) throw_bad_input("a plan is a JSON object with a \"kind\", got {}", j.type_name());
-  const std::string kind = j.contains("kind") && j["kind"].is_string() ? j["kind"].get<std::string>() : "";
-  if (kind != "bench" && kind != "session" && kind != "doctor")
-    throw_bad_input("plan kind '{}': use \"bench\", \"session\" or \"doctor\"", kind);
-  const int version = j.value("plan_version", 1);
-  if (version != kPlanVersion)
-    throw_bad_input("plan_version {} is not supported by this edgeprobe (it reads version {})", version, kPlanVersion);
-  return kind;
-}
-
-BenchPlan bench_plan_from_json(const json& j) {
-  if (plan_kind(j) != "bench") throw_bad_input("expected a bench plan, got a {} plan", j["kind"].get<std::string>());
-  reject_unknown_keys(j, {"kind", "plan_version", "sweep", "cases", "repetitions", "delay_s", "warmup", "seed",
-                          "hash_models", "keep_engine_log", "ceilings", "env", "load", "completed"},
-                      "bench plan");
-  BenchPlan p;
-  if (j.contains("sweep")) p.sweep = sweep_from_json(j["sweep"]);
-  if (j.contains("cases")) {
-    for (const auto& c : j["cases"]) {
-      if (!c.is_object() || !c.contains("config") || !c.contains("model_path"))
-        throw_bad_input("bench plan: each case needs \"model_path\" and \"config\", got {}", c.dump());
-      try {
-        p.cases.push_back(result::test_case_from_json(c["config"], c["model_path"].get<std::string>()));
-      } catch (const json::exception& e) {
-        throw_bad_input("bench plan: bad case {}: {}", c.dump(), e.what());
-      }
-    }
-  }
-  read(j, "repetitions", p.run.repetitions);
-  read(j, "delay_s", p.run.delay_s);
-  read(j, "warmup", p.run.warmup);
-  read(j, "seed", p.run.seed);
-  read(j, "hash_models", p.hash_models);
-  read(j, "keep_engine_log", p.keep_engine_log);
-  read(j, "ceilings", p.ceilings);
-  if (j.contains("env")) read_environment(j["env"], p.env);
-  if (j.contains("load")) {
-    const json& l = j["load"];
-    read(l, "concurrency", p.run.load.concurrency);
-    read(l, "request_rate", p.run.load.request_rate);
-    read(l, "max_concurrency", p.run.load.max_concurrency);
-    read(l, "num_requests", p.run.load.num_requests);
-    read(l, "max_duration_s", p.run.load.max_duration_s);
-    read(l, "slo", p.run.load.slo);
-  }
-  if (j.contains("completed")) p.completed = completed_units(j["completed"], "case_index", "repetition");
-  return p;
-}
-
-SessionPlan session_plan_from_json(const json& j) {
-  if (plan_kind(j) != "session") throw_bad_input("expected a session plan, got a {} plan", j["kind"].get<std::string>());
-  reject_unknown_keys(j, {"kind", "plan_version", "models", "n_ctx", "max_tokens", "n_batch", "threads", "configs",
-                          "rounds", "conversations", "on_overflow", "cooldown", "seed", "prompts", "env", "completed"},
-                      "session plan");
-  SessionPlan p;
-  read(j, "models", p.models);
-  read(j, "n_ctx", p.n_ctx);
-  read(j, "max_tokens", p.max_tokens);
-  read(j, "n_batch", p.n_batch);
-  read(j, "threads", p.threads);
-  if (j.contains("configs")) {
-    for (const auto& c : j["configs"]) {
-      try {
-        p.configs.push_back({c.at("model_path"), c.at("n_ctx"), c.at("max_tokens"), c.at("n_batch"), c.at("n_threads")});
-      } catch (const json::exception& e) {
-        throw_bad_input("session plan: bad config {}: {}", c.dump(), e.what());
-      }
-    }
-  }
-  read(j, "rounds", p.options.rounds);
-  read(j, "conversations", p.options.conversations);
-  read(j, "on_overflow", p.options.on_overflow);
-  read(j, "cooldown", p.options.cooldown);
-  read(j, "seed", p.options.seed);
-  read(j, "prompts", p.prompts);
-  if (j.contains("env")) read_environment(j["env"], p.env);
-  if (j.contains("completed")) p.completed = completed_units(j["completed"], "config_index", "turn");
-  return p;
-}
-
 void validate(DoctorPlan& p, int default_threads) {
   if (p.config.threads == 0) p.config.threads = default_threads;
   check_range({p.config.threads}, "-t", 1, 512);
@@ -401,6 +257,7 @@ void validate(DoctorPlan& p, int default_threads) {
   if (p.sysfs_root.empty()) throw_bad_input("--sysfs-root is empty: give a directory (/ for this machine)");
   if (!p.baseline.is_null() && !p.baseline.is_object())
     throw_bad_input("plan: 'baseline' must be a result document (an object), got {}", p.baseline.type_name());
+  result::check_schema_version(p.baseline, "plan: 'baseline'");
 }
 
 json to_json(const DoctorPlan& p) {
@@ -430,44 +287,6 @@ json to_json(const DoctorPlan& p) {
           {"tune", p.tune},
           {"baseline_name", p.baseline_name},
           {"baseline", p.baseline}};
-}
-
-DoctorPlan doctor_plan_from_json(const json& j) {
-  if (plan_kind(j) != "doctor") throw_bad_input("expected a doctor plan, got a {} plan", j["kind"].get<std::string>());
-  reject_unknown_keys(j, {"kind", "plan_version", "model", "config", "n_prompt", "n_gen", "repetitions", "sysfs_root",
-                          "sample_hz", "budget_s", "experiments", "tune", "baseline_name", "baseline"},
-                      "doctor plan");
-  DoctorPlan p;
-  read(j, "model", p.model);
-  if (j.contains("config")) {
-    const json& c = j["config"];
-    if (!c.is_object()) throw_bad_input("doctor plan: 'config' must be an object");
-    reject_unknown_keys(c, {"threads", "cpu_mask", "cpu_strict", "poll", "n_batch", "n_ubatch", "flash_attn", "type_k",
-                            "type_v", "use_mmap", "cpu_variant"},
-                        "doctor plan config");
-    read(c, "threads", p.config.threads);
-    read(c, "cpu_mask", p.config.cpu_mask);
-    read(c, "cpu_strict", p.config.cpu_strict);
-    read(c, "poll", p.config.poll);
-    read(c, "n_batch", p.config.n_batch);
-    read(c, "n_ubatch", p.config.n_ubatch);
-    read(c, "flash_attn", p.config.flash_attn);
-    read(c, "type_k", p.config.type_k);
-    read(c, "type_v", p.config.type_v);
-    read(c, "use_mmap", p.config.use_mmap);
-    read(c, "cpu_variant", p.config.cpu_variant);
-  }
-  read(j, "n_prompt", p.n_prompt);
-  read(j, "n_gen", p.n_gen);
-  read(j, "repetitions", p.repetitions);
-  read(j, "sysfs_root", p.sysfs_root);
-  read(j, "sample_hz", p.sample_hz);
-  read(j, "budget_s", p.budget_s);
-  read(j, "experiments", p.experiments);
-  read(j, "tune", p.tune);
-  read(j, "baseline_name", p.baseline_name);
-  if (j.contains("baseline")) p.baseline = j["baseline"];
-  return p;
 }
 
 doctor::DoctorOptions doctor_options(const DoctorPlan& p, const std::string& model_path) {
@@ -501,43 +320,6 @@ DoctorPlan doctor_plan_of(const doctor::DoctorOptions& o, bool tune) {
   p.baseline_name = o.baseline_path;
   p.baseline = o.baseline;
   return p;
-}
-
-Plan plan_from_json(const json& j) {
-  const std::string kind = plan_kind(j);
-  if (kind == "bench") return bench_plan_from_json(j);
-  if (kind == "session") return session_plan_from_json(j);
-  return doctor_plan_from_json(j);
-}
-
-Plan read_plan(const std::string& source) {
-  const std::string name = source == "-" ? "stdin" : source;
-  std::ifstream file;
-  if (source != "-") {
-    file.open(source, std::ios::binary);
-    if (!file) throw_bad_input("cannot read plan '{}': {}", one_line(source), std::strerror(errno));
-  }
-  std::istream& in = source == "-" ? std::cin : file;
-  std::string text(kMaxPlanBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > kMaxPlanBytes)
-    throw_bad_input("{}: a plan of over {} MiB is not a plan edgeprobe writes", one_line(name), kMaxPlanBytes >> 20);
-  json j;
-  try {
-    j = json::parse(text, [&](int depth, json::parse_event_t, json&) {
-      if (depth > kMaxPlanDepth)
-        throw_bad_input("{}: nested deeper than {} levels; not a plan", one_line(name), kMaxPlanDepth);
-      return true;
-    });
-  } catch (const json::parse_error& e) {
-    throw_bad_input("{}: not a JSON plan (byte {}): {}", one_line(name), e.byte, one_line(e.what()));
-  }
-  try {
-    return plan_from_json(j);
-  } catch (const Error& e) {
-    throw_bad_input("{}: {}", one_line(name), e.what());
-  }
 }
 
 json to_json(const Plan& plan) {

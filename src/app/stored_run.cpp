@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <filesystem>
 #include <map>
 
@@ -9,6 +10,7 @@
 #include "app/bench_job.h"
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/text.h"
 #include "result/migrate.h"
 
 namespace edgeprobe::app {
@@ -116,17 +118,18 @@ json resumable_plan(store::Store& store, int64_t run, const std::string& kind) {
 
 json load_result_document(const std::string& spec, const std::string& db) {
   std::error_code ec;
-  if (std::filesystem::is_regular_file(spec, ec)) {
-    const std::string text = read_file_or_throw(spec, "result file");
-    try {
-      return result::upgrade_report(json::parse(text));
-    } catch (const json::exception& e) {
-      throw_bad_input("{}: not a result JSON file ({})", spec, e.what());
-    }
-  }
-  if (!is_run_id(spec)) throw_bad_input("cannot read '{}': no such file, and it is not a run id (see 'edgeprobe runs')", spec);
+  // Not only regular files: a pipe or /dev/stdin is read too, within the same bound.
+  if (std::filesystem::exists(spec, ec) && !std::filesystem::is_directory(spec, ec))
+    return result::read_result_file(spec, "result file");
+  if (std::filesystem::is_directory(spec, ec))
+    throw_bad_input("'{}' is a directory: give a result JSON file or a run id (see 'edgeprobe runs')", one_line(spec));
+  if (!is_run_id(spec))
+    throw_bad_input("cannot read '{}': no such file, and it is not a run id (see 'edgeprobe runs')", one_line(spec));
+  int64_t run = 0;
+  if (std::from_chars(spec.data(), spec.data() + spec.size(), run).ec != std::errc() || run < 1)
+    throw_bad_input("run id {} is out of range: see 'edgeprobe runs' for the ids stored", one_line(spec));
   const auto store = store::open_store(db.empty() ? store::default_db_path() : db, store::Mode::kMustExist);
-  return load_stored_run(*store, std::stoll(spec)).document();
+  return load_stored_run(*store, run).document();
 }
 
 }  // namespace edgeprobe::app

@@ -4,6 +4,8 @@
 #include <optional>
 #include <string>
 
+#include "core/error.h"
+#include "core/text.h"
 #include "result/result.h"
 #include "result/session.h"
 #include "store/store.h"
@@ -29,5 +31,18 @@ nlohmann::json resumable_plan(store::Store& store, int64_t run, const std::strin
 // A result document from a file (any version: v1 files are upgraded) or, for a run id,
 // from the store at `db` ("" = the default store). For compare, export and report.
 nlohmann::json load_result_document(const std::string& file_or_run_id, const std::string& db);
+
+// Runs `use` (a renderer, a comparison) on result documents from outside: a field of a
+// type edgeprobe never writes (a string where a number goes) surfaces there as a JSON
+// type error, which is bad input naming `names`, not an internal error.
+template <typename F>
+auto with_result_documents(const std::string& names, F&& use) -> decltype(use()) {
+  try {
+    return use();
+  } catch (const nlohmann::json::exception& e) {
+    throw_bad_input("{}: a field holds a type edgeprobe never writes there ({}); is it an edgeprobe result?", names,
+                    one_line(e.what(), 120));
+  }
+}
 
 }  // namespace edgeprobe::app

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "app/stored_run.h"
+#include "core/text.h"
 #include "cli/shared_flags.h"
 #include "core/error.h"
 #include "core/fs.h"
@@ -20,6 +21,10 @@ namespace edgeprobe::cli {
 
 namespace {
 
+// Test names, settings and mismatch texts come from the result files: one escaped line
+// each, so a newline or an escape sequence in a model name cannot reach the terminal.
+constexpr size_t kCellBytes = 200;
+
 // The settings that differ, one line each, after the mismatches (which already name
 // theirs in bold).
 std::string differences_markdown(const analysis::CompareReport& r) {
@@ -27,7 +32,7 @@ std::string differences_markdown(const analysis::CompareReport& r) {
   for (const analysis::SettingDifference& d : r.differences) {
     const bool in_mismatch = std::any_of(r.mismatches.begin(), r.mismatches.end(),
                                          [&](const analysis::Mismatch& m) { return m.label == d.label; });
-    if (!in_mismatch) out += fmt::format("- {}\n", d.text());
+    if (!in_mismatch) out += fmt::format("- {}\n", one_line(d.text(), kCellBytes));
   }
   return out.empty() ? "" : "settings that differ (A → B):\n" + out;
 }
@@ -38,11 +43,11 @@ std::string render_compare_markdown(const analysis::CompareReport& r, const std:
                                     const std::string& label_b) {
   std::string notes;
   for (const analysis::Mismatch& m : r.mismatches)
-    notes += fmt::format("**not comparable**: {}\n", m.message());
+    notes += fmt::format("**not comparable**: {}\n", one_line(m.message(), kCellBytes));
   notes += differences_markdown(r);
   if (!r.unverified.empty()) {
     std::string labels;
-    for (const std::string& u : r.unverified) labels += (labels.empty() ? "" : ", ") + u;
+    for (const std::string& u : r.unverified) labels += (labels.empty() ? "" : ", ") + one_line(u, kCellBytes);
     notes += fmt::format("unverified (recorded on neither side): {}\n", labels);
   }
   std::string out = fmt::format("A: {}\nB: {}\n\n{}{}", label_a, label_b, notes, notes.empty() ? "" : "\n");
@@ -52,17 +57,18 @@ std::string render_compare_markdown(const analysis::CompareReport& r, const std:
   out += "|---|---|---:|---:|---:|---|---:|---|---|\n";
   for (const analysis::MetricComparison& m : r.metrics) {
     if (!m.estimate) {
-      out += fmt::format("| {} | {} | | | n/a | | | | no samples or zero baseline |\n", m.test, m.metric);
+      out += fmt::format("| {} | {} | | | n/a | | | | no samples or zero baseline |\n", one_line(m.test, kCellBytes),
+                         one_line(m.metric, kCellBytes));
       continue;
     }
     const analysis::RatioEstimate& e = *m.estimate;
     const std::string ci = e.ci ? fmt::format("[{:.3f}, {:.3f}]", e.ci->low, e.ci->high) : "n/a";
-    out += fmt::format("| {} | {} | {:.4g} | {:.4g} | {:.3f} | {} | {:.3g}{} | {}/{} | {} |\n", m.test,
-                       m.metric, e.median_a, e.median_b, e.ratio, ci, e.p_value,
+    out += fmt::format("| {} | {} | {:.4g} | {:.4g} | {:.3f} | {} | {:.3g}{} | {}/{} | {} |\n",
+                       one_line(m.test, kCellBytes), one_line(m.metric, kCellBytes), e.median_a, e.median_b, e.ratio, ci, e.p_value,
                        e.p_exact ? "" : " (approx.)", e.n_a, e.n_b, analysis::judge(m.metric, e).text);
   }
-  for (const std::string& s : r.only_in_a) out += fmt::format("\nonly in A: {}", s);
-  for (const std::string& s : r.only_in_b) out += fmt::format("\nonly in B: {}", s);
+  for (const std::string& s : r.only_in_a) out += fmt::format("\nonly in A: {}", one_line(s, kCellBytes));
+  for (const std::string& s : r.only_in_b) out += fmt::format("\nonly in B: {}", one_line(s, kCellBytes));
   if (!r.only_in_a.empty() || !r.only_in_b.empty()) out += "\n";
   out +=
       "\nB/A is the ratio of medians; the interval is a percentile bootstrap (4000 resamples, fixed seed), "
@@ -95,12 +101,15 @@ void register_compare(CLI::App& app) {
   cmd->callback([args] {
     const nlohmann::json a = app::load_result_document(args->a, args->db);
     const nlohmann::json b = app::load_result_document(args->b, args->db);
-    const analysis::CompareReport report = analysis::compare_documents(a, b);
+    const analysis::CompareReport report = app::with_result_documents(
+        fmt::format("{} or {}", one_line(args->a), one_line(args->b)), [&] { return analysis::compare_documents(a, b); });
     if (!report.comparable() && !args->force) {
       // Say why first, then refuse: a ratio between different models is not a speed-up.
-      for (const analysis::Mismatch& m : report.mismatches) fmt::print("**not comparable**: {}\n", m.message());
+      for (const analysis::Mismatch& m : report.mismatches)
+        fmt::print("**not comparable**: {}\n", one_line(m.message(), kCellBytes));
       fmt::print("{}", differences_markdown(report));
-      throw_bad_input("{} and {} are not comparable; pass --force to see the ratios anyway", args->a, args->b);
+      throw_bad_input("{} and {} are not comparable; pass --force to see the ratios anyway", one_line(args->a),
+                      one_line(args->b));
     }
     write_output(args->output.file, args->output.format == "json"
                                         ? compare_report_json(report).dump(2) + "\n"

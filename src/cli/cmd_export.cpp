@@ -45,7 +45,7 @@ void register_export(CLI::App& app) {
     OutputTarget output(a->output.file);
     const auto store = store::open_store(resolve_db_path(a->db), store::Mode::kMustExist);
     const auto run = app::load_stored_run(*store, a->run);
-    write_export(run, a->output.format, output.stream());
+    app::with_result_documents(fmt::format("run {}", a->run), [&] { write_export(run, a->output.format, output.stream()); });
     output.commit();
   });
 }

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "app/stored_run.h"
+#include "core/text.h"
 #include "cli/shared_flags.h"
 #include "report/html_report.h"
 
@@ -30,7 +31,9 @@ void register_report(CLI::App& app) {
       const bool run_id = !in.empty() && in.find_first_not_of("0123456789") == std::string::npos;
       inputs.push_back({run_id ? "run " + in : in, app::load_result_document(in, args->db)});
     }
-    const std::string page = report::render_html_report(inputs);
+    std::string names;
+    for (const auto& in : args->inputs) names += (names.empty() ? "" : ", ") + one_line(in, 80);
+    const std::string page = app::with_result_documents(names, [&] { return report::render_html_report(inputs); });
     output.stream() << page;
     output.commit();
     if (args->output == "-") return;

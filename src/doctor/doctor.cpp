@@ -94,15 +94,7 @@ BenchRun run_bench_child(const DoctorOptions& options, const std::string& label,
 }
 
 nlohmann::json load_baseline(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw_bad_input("cannot read --baseline '{}': give a result written by 'edgeprobe bench -o json' or 'edgeprobe doctor -o json'", path);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception&) {
-    throw_bad_input("--baseline '{}' is not JSON: give a result written by 'edgeprobe bench -o json' or 'edgeprobe doctor -o json'", path);
-  }
-  return baseline_from_json(std::move(j), path);
+  return baseline_from_json(result::read_result_file(path, "--baseline result"), path);
 }
 
 nlohmann::json baseline_from_json(nlohmann::json j, const std::string& name) {

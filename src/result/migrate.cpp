@@ -7,7 +7,10 @@
 #include <memory>
 #include <string_view>
 
+#include "core/bounded_input.h"
 #include "core/error.h"
+#include "core/text.h"
+#include "result/result.h"
 
 namespace edgeprobe::result {
 namespace {
@@ -113,6 +116,130 @@ std::string document_kind(const nlohmann::json& d) {
   if (d.contains("configs") && d["configs"].is_array()) return "session";
   if (d.contains("results") && d["results"].is_array()) return "bench";
   return "";
+}
+
+void check_schema_version(const json& document, std::string_view name) {
+  if (!document.is_object() || !document.contains("schema_version")) return;  // the oldest files carry none
+  const json& v = document["schema_version"];
+  if (!v.is_number_integer())
+    throw_bad_input("{}: schema_version must be an integer, got {}", name,
+                    one_line(v.dump(-1, ' ', false, json::error_handler_t::replace), 80));
+  const bool newer = v.is_number_unsigned() ? v.get<uint64_t>() > static_cast<uint64_t>(kSchemaVersion)
+                                            : v.get<int64_t>() > kSchemaVersion;
+  if (newer)
+    throw_bad_input("{}: result schema_version {} is newer than this edgeprobe reads (1 to {}): read it with the "
+                    "edgeprobe that wrote it, or a newer one",
+                    name, v.dump(), kSchemaVersion);
+  if (v.get<int64_t>() < 1)
+    throw_bad_input("{}: result schema_version {} is not one edgeprobe ever wrote (1 to {})", name, v.dump(),
+                    kSchemaVersion);
+}
+
+namespace {
+
+// The fields the readers (compare, report, doctor) take as numbers, strings or lists:
+// each, where present, must be of that type (null stands for "not measured").
+struct FieldTypes {
+  std::string_view name;
+  const json& doc;
+  const std::string& where;
+
+  [[noreturn]] void refuse(const std::string& key, const json& v, std::string_view expected) const {
+    throw_bad_input("{}: {}{} must be {}, got {}", name, where, key, expected,
+                    one_line(v.dump(-1, ' ', false, json::error_handler_t::replace), 80));
+  }
+  const json* get(const char* key) const {
+    const auto it = doc.find(key);
+    return it == doc.end() || it->is_null() ? nullptr : &*it;
+  }
+  void numbers(std::initializer_list<const char*> keys) const {
+    for (const char* k : keys)
+      if (const json* v = get(k); v && !v->is_number()) refuse(k, *v, "a number");
+  }
+  void strings(std::initializer_list<const char*> keys) const {
+    for (const char* k : keys)
+      if (const json* v = get(k); v && !v->is_string()) refuse(k, *v, "a string");
+  }
+  void objects(std::initializer_list<const char*> keys) const {
+    for (const char* k : keys)
+      if (const json* v = get(k); v && !v->is_object()) refuse(k, *v, "an object");
+  }
+  // A list of objects (or of numbers), each checked by `each`.
+  template <typename F>
+  void list(const char* key, F&& each) const {
+    const json* v = get(key);
+    if (!v) return;
+    if (!v->is_array()) refuse(key, *v, "a list");
+    for (size_t i = 0; i < v->size(); ++i) each((*v)[i], fmt::format("{}{}[{}]", where, key, i));
+  }
+};
+
+void check_field_types(const json& d, std::string_view name) {
+  const std::string top;
+  const FieldTypes doc{name, d, top};
+  doc.objects({"provenance"});
+  if (const json* p = doc.get("provenance")) {
+    const std::string where = "provenance.";
+    FieldTypes{name, *p, where}.list("models", [&](const json& m, const std::string& at) {
+      if (!m.is_object()) FieldTypes{name, d, top}.refuse(at, m, "an object");
+      const std::string w = at + ".";
+      FieldTypes{name, m, w}.strings({"path", "sha256", "name", "quant", "architecture"});
+      FieldTypes{name, m, w}.numbers({"size_bytes", "n_params", "bits_per_weight"});
+    });
+    FieldTypes{name, *p, where}.objects({"engine", "device"});
+  }
+  doc.list("results", [&](const json& r, const std::string& at) {
+    if (!r.is_object()) doc.refuse(at, r, "an object");
+    const std::string w = at + ".";
+    const FieldTypes result{name, r, w};
+    result.strings({"test", "model_path", "status"});
+    result.numbers({"model_index", "peak_rss_bytes"});
+    result.objects({"config", "error", "load", "prefill", "decode", "ttft_ms"});
+    if (const json* c = result.get("config")) {
+      const std::string cw = w + "config.";
+      FieldTypes{name, *c, cw}.numbers({"n_prompt", "n_gen", "n_depth", "n_threads", "poll", "n_batch", "n_ubatch",
+                                        "flash_attn"});
+      FieldTypes{name, *c, cw}.strings({"cpu_mask", "type_k", "type_v"});
+    }
+    result.list("repetitions", [&](const json& rep, const std::string& rat) {
+      if (!rep.is_object()) doc.refuse(rat, rep, "an object");
+      const std::string rw = rat + ".";
+      const FieldTypes repetition{name, rep, rw};
+      repetition.numbers({"index", "start_ns", "end_ns", "ttft_ms", "prefill_ms", "prefill_tokens_per_s", "decode_ms",
+                          "decode_tokens_per_s", "peak_rss_bytes"});
+      repetition.list("decode_step_ms", [&](const json& step, const std::string& sat) {
+        if (!step.is_number()) doc.refuse(sat, step, "a number");
+      });
+    });
+  });
+  doc.list("configs", [&](const json& c, const std::string& at) {
+    if (!c.is_object()) doc.refuse(at, c, "an object");
+    const std::string w = at + ".";
+    FieldTypes{name, c, w}.objects({"config", "error"});
+    FieldTypes{name, c, w}.list("turns", [&](const json& t, const std::string& tat) {
+      if (!t.is_object()) doc.refuse(tat, t, "an object");
+      const std::string tw = tat + ".";
+      FieldTypes{name, t, tw}.numbers({"round", "turn_index", "prompt_tokens", "context_tokens", "generated_tokens",
+                                       "ttft_ms", "prefill_ms", "prefill_tokens_per_s", "decode_tokens_per_s", "e2e_ms"});
+      FieldTypes{name, t, tw}.strings({"conversation_id", "stop_reason"});
+    });
+  });
+}
+
+}  // namespace
+
+json read_result_file(const std::string& path, std::string_view what) {
+  const json document = read_json_bounded(path, what, kMaxResultBytes, kMaxResultDepth);
+  const std::string name = source_name(path);
+  check_schema_version(document, name);
+  json upgraded = upgrade_report(document);
+  // A doctor report's results are its primary run's, one level down.
+  const json& checked = upgraded.is_object() && upgraded.contains("doctor") && upgraded["doctor"].is_object() &&
+                                upgraded["doctor"].contains("primary") && upgraded["doctor"]["primary"].is_object()
+                            ? upgraded["doctor"]["primary"]
+                            : upgraded;
+  if (checked.is_object()) check_field_types(checked, name);
+  return upgraded;
 }
 
 }  // namespace edgeprobe::result

@@ -1,7 +1,9 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace edgeprobe::result {
 
@@ -35,5 +37,20 @@ nlohmann::json upgrade_report(const nlohmann::json& report);
 // one written before bench and doctor documents did is told by its shape, here and
 // nowhere else, so that no reader guesses on its own.
 std::string document_kind(const nlohmann::json& document);
+
+// Result files are outside bytes (another device's, a colleague's, a download): read with
+// bounds (core/bounded_input.h). 512 MiB holds tens of millions of samples; no document
+// edgeprobe writes nests deeper than about 12 levels.
+inline constexpr size_t kMaxResultBytes = 512u << 20;
+inline constexpr int kMaxResultDepth = 128;
+
+// Refuses (kBadInput, one line naming `name`) a document whose schema_version is not an
+// integer, or is newer than this build reads: rendering or comparing fields whose meaning
+// changed would show numbers that mean something else.
+void check_schema_version(const nlohmann::json& document, std::string_view name);
+
+// A result file (or "-", stdin) read within those bounds, its version checked and
+// upgraded to the current schema. `what` names it in errors ("result file", "baseline").
+nlohmann::json read_result_file(const std::string& path, std::string_view what);
 
 }  // namespace edgeprobe::result

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <iterator>
+#include <type_traits>
+
+#include "core/json_number.h"
 
 namespace edgeprobe::result {
 
@@ -98,14 +101,23 @@ namespace {
 std::string text(const json& j, const char* key) {
   return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
 }
+// A number field, or T{} when absent, of another type, or out of T's range (a result file
+// from outside may hold -1e300 where a byte count goes).
 template <typename T>
 T number(const json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<T>() : T{};
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return T{};
+  const json& v = j[key];
+  if constexpr (std::is_integral_v<T>) {
+    return exact_integer<T>(v).value_or(T{});
+  } else {
+    return v.get<T>();
+  }
 }
 }  // namespace
 
 ModelIdentity model_identity_from_json(const json& j) {
   ModelIdentity m;
+  if (!j.is_object()) return m;  // what is not an object identifies nothing
   m.path = text(j, "path");
   m.sha256 = text(j, "sha256");
   m.size_bytes = number<uint64_t>(j, "size_bytes");
@@ -117,7 +129,7 @@ ModelIdentity model_identity_from_json(const json& j) {
   if (j.contains("tensor_types") && j["tensor_types"].is_object())
     for (const auto& [type, st] : j["tensor_types"].items())
       m.tensor_types[type] = {number<int64_t>(st, "tensors"), number<uint64_t>(st, "bytes"), number<uint64_t>(st, "params")};
-  const json shape = j.value("shape", json::object());
+  const json& shape = j.contains("shape") ? j["shape"] : json::object();
   m.n_layer = number<int64_t>(shape, "n_layer");
   m.n_embd = number<int64_t>(shape, "n_embd");
   m.n_ff = number<int64_t>(shape, "n_ff");
@@ -149,9 +161,10 @@ DeviceIdentity device_from_json(const json& j) {
 
 Provenance provenance_from_json(const json& j) {
   Provenance p;
+  if (!j.is_object()) return p;
   p.edgeprobe_version = text(j, "edgeprobe_version");
-  p.engine = engine_from_json(j.value("engine", json::object()));
-  p.device = device_from_json(j.value("device", json::object()));
+  if (j.contains("engine")) p.engine = engine_from_json(j["engine"]);
+  if (j.contains("device")) p.device = device_from_json(j["device"]);
   p.started_at_utc = text(j, "started_at_utc");
   p.command_line = text(j, "command_line");
   if (j.contains("models") && j["models"].is_array())

@@ -1,11 +1,13 @@
 #include "runner/session_runner.h"
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <memory>
 #include <thread>
 
+#include "core/bounded_input.h"
 #include "core/error.h"
 #include "runner/bench_runner.h"
 #include "runner/request_path.h"
@@ -214,33 +216,37 @@ std::string default_conversations_path() {
   return std::string(EDGEPROBE_DATA_DIR) + "/conversations.jsonl";
 }
 
+// A prompt set is read up to this many bytes: a file that never ends (/dev/zero, a FIFO)
+// is refused there instead of read to 2 GB; no line may nest deeper than 16 levels.
+constexpr size_t kMaxPromptSetBytes = 64u << 20;
+
 std::vector<Conversation> load_conversations(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw_bad_input("cannot read the prompt set '{}'", path);
+  const std::string text = read_bounded(path, kMaxPromptSetBytes, "prompt set");
+  const std::string name = source_name(path);
   std::vector<Conversation> conversations;
-  std::string line;
   int line_no = 0;
-  while (std::getline(in, line)) {
+  for (size_t start = 0; start < text.size();) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    const std::string_view line(text.data() + start, end - start);
+    start = end + 1;
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const std::exception& e) {
-      throw_bad_input("{}:{}: not JSON: {}", path, line_no, e.what());
-    }
+    const std::string where = fmt::format("{}:{}", name, line_no);
+    const nlohmann::json j = parse_json_bounded(line, where, "conversation", 16);
     if (!j.is_object() || !j.contains("turns") || !j["turns"].is_array() || j["turns"].empty())
-      throw_bad_input("{}:{}: expected {{\"id\": ..., \"turns\": [\"...\"]}} with at least one turn", path, line_no);
+      throw_bad_input("{}: expected {{\"id\": ..., \"turns\": [\"...\"]}} with at least one turn", where);
+    for (const char* key : {"id", "lang"})
+      if (j.contains(key) && !j[key].is_string()) throw_bad_input("{}: \"{}\" must be a string", where, key);
     Conversation c;
     c.id = j.value("id", fmt::format("line{}", line_no));
     c.lang = j.value("lang", "");
     for (const auto& t : j["turns"]) {
-      if (!t.is_string() || t.get<std::string>().empty()) throw_bad_input("{}:{}: every turn must be a non-empty string", path, line_no);
+      if (!t.is_string() || t.get<std::string>().empty()) throw_bad_input("{}: every turn must be a non-empty string", where);
       c.turns.push_back(t.get<std::string>());
     }
     conversations.push_back(std::move(c));
   }
-  if (conversations.empty()) throw_bad_input("the prompt set '{}' holds no conversation", path);
+  if (conversations.empty()) throw_bad_input("the prompt set '{}' holds no conversation", name);
   return conversations;
 }
 

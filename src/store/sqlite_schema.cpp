@@ -185,7 +185,7 @@ void check_is_ours(sqlite3* db, const std::string& path) {
     version = pragma_integer(db, path, "PRAGMA user_version");
     objects = pragma_integer(db, path, "SELECT count(*) FROM sqlite_master");
   } catch (...) {
-    exec(db, path, "ROLLBACK");
+    rollback_if_open(db);
     throw;
   }
   exec(db, path, "COMMIT");

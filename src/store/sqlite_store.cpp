@@ -3,6 +3,8 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <chrono>
 #include <filesystem>
 #include <system_error>
@@ -61,6 +63,23 @@ std::unique_ptr<SqliteStore> SqliteStore::open(const std::string& path, Mode mod
   }
   if (fs::is_directory(path, ec)) throw_bad_input("{}: is a directory, not a results database", path);
 
+  try {
+    return open_read_write(path);
+  } catch (const Error& e) {
+    // A store that exists but cannot be written here (a read-only mount, a full disk:
+    // SQLite cannot even make its shared-memory file) is still read, so `runs` and
+    // `export` work where the data is readable; a writer then fails at its first write,
+    // naming the cause. Damaged or foreign files (kBadInput) are not retried.
+    if (mode != Mode::kMustExist || e.kind() != ErrorKind::kEnvironment) throw;
+    try {
+      return open_read_only(path);
+    } catch (const Error&) {
+      throw e;  // the first cause is the one to fix
+    }
+  }
+}
+
+std::unique_ptr<SqliteStore> SqliteStore::open_read_write(const std::string& path) {
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
   std::unique_ptr<SqliteStore> store(new SqliteStore(raw, path));  // closes raw on any throw below
@@ -82,6 +101,35 @@ std::unique_ptr<SqliteStore> SqliteStore::open(const std::string& path, Mode mod
   exec(raw, path, "PRAGMA synchronous = FULL");
   exec(raw, path, "PRAGMA foreign_keys = ON");
   sqlite::migrate(raw, path);
+  sqlite::check_tables(raw, path);
+  return store;
+}
+
+std::unique_ptr<SqliteStore> SqliteStore::open_read_only(const std::string& path) {
+  namespace fs = std::filesystem;
+  // Without a -wal file holding commits, the main file is the whole store and can be read
+  // as immutable: no -shm, no locks, nothing written. With one, SQLite must read it
+  // through the -shm index, which then has to exist already.
+  std::error_code ec;
+  const auto wal_bytes = fs::file_size(path + "-wal", ec);
+  const bool wal_pending = !ec && wal_bytes > 0;
+  std::string uri = "file:";
+  for (unsigned char c : fs::absolute(path).string()) {
+    if (std::isalnum(c) || std::strchr("/-_.~", c)) uri += static_cast<char>(c);
+    else uri += fmt::format("%{:02X}", c);
+  }
+  uri += wal_pending ? "?mode=ro" : "?immutable=1";
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+  std::unique_ptr<SqliteStore> store(new SqliteStore(raw, path));
+  if (rc != SQLITE_OK) fail(raw, rc, path, "open read-only");
+  sqlite3_db_config(raw, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+  sqlite3_db_config(raw, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+  sqlite3_busy_timeout(raw, kBusyTimeoutMs);
+  sqlite::check_is_ours(raw, path);
+  if (const int64_t v = pragma_integer(raw, path, "PRAGMA user_version"); v != latest_schema_version())
+    throw_environment("{}: results database (schema v{}) needs migrating to v{}, which needs it writable here", path, v,
+                      latest_schema_version());
   sqlite::check_tables(raw, path);
   return store;
 }

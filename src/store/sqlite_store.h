@@ -19,6 +19,8 @@ class SqliteStore final : public Store {
   // Opens (creating or migrating as needed) and checks that the file is ours. A file
   // that is not SQLite, a SQLite file of another program, a damaged one or one from a
   // newer edgeprobe gives Error(kBadInput, "PATH: not an edgeprobe results database ...").
+  // With kMustExist, a store that cannot be written here (read-only mount, full disk) is
+  // opened read-only: reads work, and the first write fails naming the cause (exit 3).
   static std::unique_ptr<SqliteStore> open(const std::string& path, Mode mode = Mode::kCreate);
   static int latest_schema_version();
 
@@ -49,6 +51,8 @@ class SqliteStore final : public Store {
 
  private:
   SqliteStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  static std::unique_ptr<SqliteStore> open_read_write(const std::string& path);
+  static std::unique_ptr<SqliteStore> open_read_only(const std::string& path);
   int64_t configuration_id(RunId run, int64_t ordinal) const;
   void insert_telemetry(const char* owner_kind, int64_t owner_id, const std::vector<TelemetrySummary>& telemetry);
 

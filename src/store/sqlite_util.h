@@ -51,6 +51,10 @@ class Statement {
 };
 
 void exec(sqlite3* db, const std::string& path, const char* sql);
+// Ends the open transaction, if one still is: SQLite rolls back by itself after some
+// errors (a full disk, an I/O error), and a ROLLBACK then would fail with "no transaction
+// is active", hiding the error that caused it. Never throws.
+void rollback_if_open(sqlite3* db);
 int64_t pragma_integer(sqlite3* db, const std::string& path, const char* sql);
 
 // BEGIN IMMEDIATE takes the write lock up front, so a concurrent writer waits for the
@@ -59,7 +63,7 @@ class Transaction {
  public:
   Transaction(sqlite3* db, const std::string& path) : db_(db), path_(path) { exec(db, path, "BEGIN IMMEDIATE"); }
   ~Transaction() {
-    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    if (!done_) rollback_if_open(db_);
   }
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;

@@ -4,7 +4,9 @@
 
 #include <filesystem>
 
+#include "core/bounded_input.h"
 #include "core/error.h"
+#include "result/migrate.h"
 
 namespace edgeprobe::store::rows {
 
@@ -13,11 +15,12 @@ std::string to_text(const nlohmann::json& j) {
 }
 
 nlohmann::json parse_stored(const std::string& text, const std::string& location, const char* what) {
+  // Bounded like a result file: a row written by another program (or a relay's run) can
+  // nest deep enough to overflow the stack of whatever copies it next.
   try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw_bad_input("{}: not an edgeprobe results database, or a damaged one (unreadable {} JSON: {})", location,
-                    what, e.what());
+    return parse_json_bounded(text, fmt::format("stored {}", what), "value", result::kMaxResultDepth);
+  } catch (const Error& e) {
+    throw_bad_input("{}: not an edgeprobe results database, or a damaged one ({})", location, e.what());
   }
 }
 

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <limits>
 #include <set>
 
 #include "core/error.h"
+#include "workload/sweep_size.h"
 
 namespace edgeprobe::workload {
 namespace {
@@ -100,7 +102,35 @@ std::string TestCase::name() const {
   return n;
 }
 
+uint64_t saturating_product(std::initializer_list<uint64_t> sizes) {
+  uint64_t product = 1;
+  for (uint64_t n : sizes) {
+    if (n == 0) return 0;
+    if (product > std::numeric_limits<uint64_t>::max() / n) product = std::numeric_limits<uint64_t>::max();
+    else product *= n;
+  }
+  return product;
+}
+
+uint64_t test_count(const SweepSpec& spec) {
+  const auto positive = [](const std::vector<int>& v) {
+    return static_cast<uint64_t>(std::count_if(v.begin(), v.end(), [](int x) { return x > 0; }));
+  };
+  const auto pairs = static_cast<uint64_t>(
+      std::count_if(spec.prompt_gen.begin(), spec.prompt_gen.end(), [](auto pg) { return pg.first > 0 || pg.second > 0; }));
+  const uint64_t per_setting = positive(spec.n_prompt) + positive(spec.n_gen) + pairs;
+  return saturating_product({spec.models.size(), spec.use_mmap.size(), spec.n_batch.size(), spec.n_ubatch.size(),
+                             spec.type_k.size(), spec.type_v.size(), spec.flash_attn.size(),
+                             spec.threads.empty() ? 1 : spec.threads.size(), spec.cpu_masks.size(),
+                             spec.cpu_strict.size(), spec.n_depth.size(), spec.poll.size(), per_setting});
+}
+
 std::vector<TestCase> expand(const SweepSpec& spec, int default_threads) {
+  if (const uint64_t n = test_count(spec); n > kMaxSweepTests)
+    throw_bad_input("the sweep's cross product is {} tests, over the {} one run may hold: sweep fewer values at once",
+                    n == std::numeric_limits<uint64_t>::max() ? std::string("over 18446744073709551615")
+                                                               : std::to_string(n),
+                    kMaxSweepTests);
   std::vector<TestCase> cases;
   const std::vector<int> threads = spec.threads.empty() ? std::vector<int>{default_threads} : spec.threads;
   for (const auto& model : spec.models)

@@ -275,3 +275,51 @@ TEST(AnyPlan, ReadPlanRefusesHostileFilesInOneLine) {
   test_support::write_file(dir.file("lab.json"), R"({"kind": "lab"})");
   EXPECT_NE(refusal(dir.file("lab.json")).find("\"doctor\""), std::string::npos);
 }
+
+// Each value has its field's exact type: what the type cannot hold is refused naming the
+// key, never wrapped or truncated; refusals echo a bounded, escaped prefix of the value.
+TEST(AnyPlan, ValuesAreReadExactlyOrRefusedNamingTheKey) {
+  auto refusal = [](const json& plan) {
+    const std::string m = test_support::error_message([&] { app::plan_from_json(plan); });
+    EXPECT_EQ(kind_of([&] { app::plan_from_json(plan); }), ErrorKind::kBadInput) << plan.dump().substr(0, 200);
+    EXPECT_LT(m.size(), 400u);
+    return m;
+  };
+  EXPECT_NE(refusal({{"kind", "bench"}, {"repetitions", 4294967297LL}}).find("'repetitions' is out of range"),
+            std::string::npos);
+  EXPECT_NE(refusal({{"kind", "bench"}, {"repetitions", 2.5}}).find("'repetitions' must be a whole number, got 2.5"),
+            std::string::npos);
+  EXPECT_EQ(std::get<app::BenchPlan>(app::plan_from_json({{"kind", "bench"}, {"repetitions", 3.0}})).run.repetitions, 3);
+  EXPECT_NE(refusal({{"kind", "bench"}, {"seed", -1}}).find("'seed' is out of range 0..18446744073709551615"),
+            std::string::npos);
+  EXPECT_NE(refusal({{"kind", "bench"}, {"plan_version", 4294967297LL}}).find("plan_version 4294967297 is not supported"),
+            std::string::npos);
+  EXPECT_NE(refusal({{"kind", "session"}, {"n_ctx", {64, "x"}}}).find("'n_ctx[1]' must be an integer"), std::string::npos);
+  EXPECT_NE(refusal({{"kind", "bench"}, {"env", {{"sample_hz", 0}, {"sample_rate", 1}}}}).find("plan env: unknown key 'sample_rate'"),
+            std::string::npos);
+  EXPECT_NE(refusal({{"kind", "bench"}, {"load", {{"slo", {{"ttft_ms", "fast"}}}}}}).find("'slo.ttft_ms' must be a number"),
+            std::string::npos);
+  EXPECT_NE(refusal({{"kind", "doctor"}, {"model", std::string("a\0b", 3)}}).find("'model' holds a NUL"), std::string::npos);
+  EXPECT_NE(refusal({{"kind", "doctor"}, {"model", "\xc3\x28"}}).find("'model' is not valid UTF-8"), std::string::npos);
+  const std::string huge(10u << 20, 'x');
+  const std::string echoed = refusal({{"kind", "bench"}, {"ceilings", json::array({huge})}});
+  EXPECT_NE(echoed.find("'ceilings' must be a string"), std::string::npos);
+  EXPECT_NE(echoed.find("bytes)"), std::string::npos) << echoed;  // cut, with the size it had
+  EXPECT_NE(refusal({{"kind", "bench"}, {huge, 1}}).find("unknown key 'xxx"), std::string::npos);
+  EXPECT_NE(refusal({{"kind", "bench"}, {"completed", {{{"case_index", -1}, {"repetition", {{"index", 0}}}}}}})
+                .find("'completed[0].case_index' is out of range"),
+            std::string::npos);
+}
+
+TEST(AnyPlan, CrossProductsPastTheBoundAreRefusedWithTheirSize) {
+  app::SessionPlan session;
+  session.models = std::vector<std::string>(100, "m");
+  session.n_ctx = std::vector<int>(100, 64);
+  session.n_batch = {1, 2};
+  EXPECT_NE(test_support::error_message([&] { app::validate(session, 1); }).find("20000 configurations, over the 10000"),
+            std::string::npos);
+  app::BenchPlan bench;
+  bench.cases.resize(10001);
+  for (auto& c : bench.cases) c.n_prompt = 8;
+  EXPECT_NE(test_support::error_message([&] { app::validate(bench, 1); }).find("10001 cases"), std::string::npos);
+}

@@ -465,7 +465,7 @@ TEST(DoctorBadInput, EachGetsOneLineAndExitCodeTwo) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"-m", dir.file("missing.gguf")}, "does not exist"},
       {{"-m", dir.file("truncated.gguf")}, "not a valid GGUF"},
-      {{"-m", tiny_model(), "--baseline", dir.file("garbage.json")}, "is not JSON"},
+      {{"-m", tiny_model(), "--baseline", dir.file("garbage.json")}, "not a JSON --baseline result"},
       {{"-m", tiny_model(), "--baseline", dir.file("none.json")}, "no such file, and it is not a run id"},
       {{"-m", tiny_model(), "--cpu-variant", "bogus"}, "unknown CPU variant 'bogus'"},
       {{"-m", tiny_model(), "-t", "0"}, "--threads"},

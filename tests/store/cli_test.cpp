@@ -169,7 +169,7 @@ TEST(CompareCli, NeitherFileNorRunIdIsBadInput) {
     FAIL() << "parsed a broken file";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
-    EXPECT_NE(std::string(e.what()).find("not a result JSON file"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("not a JSON result file"), std::string::npos) << e.what();
   }
 }
 

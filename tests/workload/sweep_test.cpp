@@ -1,7 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <limits>
+
 #include "core/error.h"
+#include "support/run_process.h"
 #include "workload/sweep.h"
+#include "workload/sweep_size.h"
 
 using namespace edgeprobe;
 using workload::parse_int_list;
@@ -75,4 +80,34 @@ TEST(ExpandSweep, VariedParametersAreNamed) {
   spec.flash_attn = {0, 1};
   const auto varied = workload::varied_parameters(workload::expand(spec, 1));
   EXPECT_EQ(varied, (std::vector<std::string>{"n_batch", "flash_attn"}));
+}
+
+// The cross product is counted before it is built: each list within its own cap can still
+// multiply to 10^8 tests, or past 2^64, which must not wrap to a small count.
+TEST(ExpandSweep, CountsTheCrossProductWithoutOverflowAndRefusesPastTheBound) {
+  workload::SweepSpec s;
+  s.models = {"m"};
+  s.n_prompt = {8, 0, 16};  // 0: no prompt test
+  s.n_gen = {4};
+  s.prompt_gen = {{8, 2}, {0, 0}};
+  s.threads = {1, 2};
+  EXPECT_EQ(workload::test_count(s), 2u * (2 + 1 + 1));
+  EXPECT_EQ(workload::test_count(s), workload::expand(s, 1).size());
+
+  s.n_batch = parse_int_list("1-10000", "-b");
+  s.n_ubatch = parse_int_list("1-10000", "-ub");
+  EXPECT_EQ(workload::test_count(s), uint64_t{2} * 4 * 10000 * 10000);
+  const std::string refusal = test_support::error_message([&] { workload::expand(s, 1); });
+  EXPECT_NE(refusal.find("800000000 tests, over the 10000"), std::string::npos) << refusal;
+
+  s.n_depth = parse_int_list("0-9999", "-d");
+  s.poll = parse_int_list("0-100", "--poll");
+  s.threads = parse_int_list("1-512", "-t");
+  s.flash_attn = {-1, 0, 1};
+  EXPECT_EQ(workload::test_count(s), uint64_t{2} * 4 * 10000 * 10000 * 10000 * 101 * 3 * 256);  // 6.2e17: still exact
+  s.n_prompt = parse_int_list("1-10000", "-p");
+  EXPECT_EQ(workload::test_count(s), std::numeric_limits<uint64_t>::max());  // saturated, not wrapped
+  EXPECT_NE(test_support::error_message([&] { workload::expand(s, 1); }).find("over 18446744073709551615 tests"),
+            std::string::npos);
+  EXPECT_EQ(workload::saturating_product({3, 0, std::numeric_limits<uint64_t>::max()}), 0u);
 }
