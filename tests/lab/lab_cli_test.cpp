@@ -3,6 +3,8 @@
 // a directory): deploy, run, a device lost mid-run, --resume, and bad inventories.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -500,6 +502,57 @@ TEST_F(LabCli, HostileInventoriesAreOneLineAndExitTwo) {
     EXPECT_EQ(r.err.find('\x1b'), std::string::npos);
     EXPECT_NE(r.err.find(message), std::string::npos);
   }
+}
+
+}  // namespace
+
+namespace {
+
+TEST_F(LabCli, AJobTimeoutMustBePositive) {
+  const std::string inv = inventory("    pc: {transport: local, workdir: " + dir_.file("pc") + "}\n");
+  for (const char* bad : {"-5", "0", "nan"}) {
+    const auto r = lab(with({"run", "-i", inv, "--db", dir_.file("lab.db"), "--job-timeout", bad}, bench_flags(1)));
+    SCOPED_TRACE(r.err);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+    EXPECT_NE(r.err.find("--job-timeout"), std::string::npos);
+  }
+  EXPECT_FALSE(fs::exists(dir_.file("lab.db"))) << "refused before a store was made";
+}
+
+// A mask naming CPUs this machine lacks is refused where the job runs, before anything is
+// measured: bench directly, and a lab device running a plan that carries it.
+TEST_F(LabCli, ACpuMaskNamingAbsentCpusIsRefusedNotRecordedAsOk) {
+  const std::string absent = "0x1" + std::string(127, '0');  // CPU 508
+  const auto r = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "16", "-n", "0", "-r", "1", "--ceilings", "off",
+                                "--sample-hz", "0", "--no-store", "-q", "-C", absent},
+                               120);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("names CPU 508, which this process cannot run on"), std::string::npos) << r.err;
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 9) {
+    const auto small = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "16", "-n", "0", "-r", "1", "--ceilings",
+                                      "off", "--sample-hz", "0", "--no-store", "-q", "-C", "0x100"},
+                                     120);
+    EXPECT_EQ(small.exit_code, 2) << small.err;
+    EXPECT_NE(small.err.find("names CPU 8"), std::string::npos) << small.err;
+  }
+  write_file(dir_.file("plan.json"),
+             json({{"kind", "bench"},
+                   {"plan_version", 1},
+                   {"sweep",
+                    {{"models", {tiny_model()}}, {"n_prompt", {16}}, {"n_gen", {0}}, {"threads", {1}}, {"cpu_masks", {absent}}}},
+                   {"repetitions", 1},
+                   {"ceilings", "off"},
+                   {"env", {{"sample_hz", 0}}}})
+                 .dump());
+  const std::string inv = inventory("    pc: {transport: local, workdir: " + dir_.file("pc") + "}\n");
+  const auto lr = lab({"run", "-i", inv, dir_.file("plan.json"), "--db", dir_.file("lab.db"), "-q", "-o", "json"});
+  EXPECT_NE(lr.exit_code, 0) << lr.err;
+  const json out = json::parse(lr.out);
+  ASSERT_EQ(out["devices"].size(), 1u) << lr.out;
+  EXPECT_FALSE(out["devices"][0]["ok"].get<bool>());
+  EXPECT_NE((lr.out + lr.err).find("names CPU 508"), std::string::npos) << lr.out << lr.err;
 }
 
 }  // namespace
