@@ -17,7 +17,7 @@ bool SseParser::feed(std::string_view chunk) {
     } else {
       line_ += c;
       // Checked per byte: a chunk of any size leaves at most the bound held.
-      if (line_.size() + event_.data.size() > max_event_bytes_) {
+      if (pending_bytes() > max_event_bytes_) {
         overflowed_ = true;
         line_.clear();
         event_ = {};
