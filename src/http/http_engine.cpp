@@ -34,6 +34,24 @@ constexpr int64_t kStreamBaseBytes = 16 << 20;
 // The reply's text: a token is a few bytes; this is generous and still bounded.
 constexpr size_t kTextBytesPerToken = 1024;
 
+// A server's JSON, parsed no deeper than kMaxJsonDepth (a copy or a dump of a deeper one
+// recurses as deep; a server's few hundred thousand levels would overflow the stack):
+// discarded when it is not JSON or nests deeper, and *too_deep says which.
+constexpr int kMaxJsonDepth = 64;
+struct TooDeep {};
+json parse_server_json(const std::string& text, bool* too_deep = nullptr) {
+  if (too_deep) *too_deep = false;
+  try {
+    return json::parse(text, [](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxJsonDepth) throw TooDeep{};
+      return true;
+    }, false);
+  } catch (const TooDeep&) {
+    if (too_deep) *too_deep = true;
+    return json(json::value_t::discarded);
+  }
+}
+
 // A server's string for provenance, a result or a message: one short escaped line.
 std::string server_text(const json& value, size_t max_bytes = 200) {
   return value.is_string() ? one_line(value.get_ref<const std::string&>(), max_bytes) : "";
@@ -91,7 +109,7 @@ std::string excerpt(const std::string& body) {
 // The message an error answer carries ({"error": {"message": ...}} or {"error": "..."}),
 // else an excerpt of its body; one escaped line either way (it is the server's text).
 std::string error_text(const std::string& body) {
-  const json j = json::parse(body, nullptr, false);
+  const json j = parse_server_json(body);
   if (j.is_object() && j.contains("error")) {
     const auto& e = j["error"];
     if (e.is_string()) return server_text(e, 300);
@@ -135,11 +153,11 @@ class StreamReader {
       done_ = true;
       return;
     }
-    json j;
-    try {
-      j = json::parse(e.data);
-    } catch (const json::exception&) {
-      error_ = "malformed event (not JSON): " + excerpt(e.data);
+    bool too_deep = false;
+    const json j = parse_server_json(e.data, &too_deep);
+    if (j.is_discarded()) {
+      error_ = too_deep ? fmt::format("malformed event (nested deeper than {} levels)", kMaxJsonDepth)
+                        : "malformed event (not JSON): " + excerpt(e.data);
       return;
     }
     if (!j.is_object()) {
@@ -373,11 +391,8 @@ class HttpEngine : public engine::Engine {
 };
 
 json parse_or_null(const std::string& body) {
-  try {
-    return json::parse(body);
-  } catch (const json::exception&) {
-    return nullptr;
-  }
+  json j = parse_server_json(body);
+  return j.is_discarded() ? json(nullptr) : j;
 }
 
 // The /v1/models entry that serves `model` (by id or alias); null when the list does not

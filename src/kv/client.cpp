@@ -29,7 +29,7 @@ KvClient::KvClient(ClientOptions options, const Fingerprint& mine)
   if (!welcome.contains("protocol") || welcome["protocol"] != kProtocolVersion)
     throw_environment("the kv server at {} speaks kv protocol {}, this edgeprobe {}: use the same edgeprobe on both nodes",
                       options_.server.to_string(),
-                      welcome.contains("protocol") ? one_line(welcome["protocol"].dump(), 20) : "(none)",
+                      welcome.contains("protocol") && welcome["protocol"].is_number() ? welcome["protocol"].dump() : "(none)",
                       kProtocolVersion);
   if (!welcome.contains("nonce") || !welcome["nonce"].is_string() || welcome["nonce"].get<std::string>().size() != 64)
     throw_environment("the kv server at {} sent a malformed welcome", options_.server.to_string());

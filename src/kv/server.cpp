@@ -99,7 +99,7 @@ std::optional<KvServer::Authenticated> KvServer::read_auth(Handshake& h) {
   const auto auth = frame->json();
   if (!auth.contains("protocol") || auth["protocol"] != kProtocolVersion)
     throw_bad_input("the client speaks kv protocol {}, this server {}: use the same edgeprobe on both nodes",
-                    auth.contains("protocol") ? one_line(auth["protocol"].dump(), 20) : "1 or older",
+                    auth.contains("protocol") && auth["protocol"].is_number() ? auth["protocol"].dump() : "(none)",
                     kProtocolVersion);
   if (!auth.contains("nonce") || !auth["nonce"].is_string() || auth["nonce"].get<std::string>().size() != 64)
     throw_bad_input("authentication failed: the client sent no nonce");

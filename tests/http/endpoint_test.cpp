@@ -271,6 +271,7 @@ TEST_F(FakeServer, HostileStreamsEndAsOneLineErrorRows) {
       {"tiny-events", "events for max_tokens 4; a stream that does not end", {}},
       {"comments", "MiB for max_tokens 4; a stream that does not end", {}},
       {"bad-utf8", "malformed event (not JSON)", {}},
+      {"deep-json", "malformed event (nested deeper than 64 levels)", {}},
       {"huge-text", "bytes of text for max_tokens 4", {}},
       {"cl-lie", "closed mid-answer", {}},
       {"gzip", "'gzip'-encoded answer", {}},
@@ -338,9 +339,12 @@ TEST_F(FakeServer, HostileModelListsAndRedirectsAreRefusedBeforeRunning) {
     expect_one_escaped_line(r.err.substr(0, r.err.size() - 1));
     EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
   }
-  // Fields of the wrong JSON types are not read: the run goes on with what is usable.
-  const auto r = bench_limited(url_ + "/h/wrong-types", "ok", {"--pg", "8,4"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // Fields of the wrong JSON types, or a list nested 200,000 deep, are not read: the run
+  // goes on with what is usable.
+  for (const char* mode : {"wrong-types", "deep-json"}) {
+    const auto r = bench_limited(url_ + "/h/" + mode, "ok", {"--pg", "8,4"});
+    EXPECT_EQ(r.exit_code, 0) << mode << ": " << r.err;
+  }
 }
 
 TEST_F(FakeServer, AServerHeaderWithEscapesIsStoredEscaped) {

@@ -27,9 +27,10 @@ Hostile streams (docs/endpoint.md, "Hostile servers"):
   slowloris        an event stream one byte per second
   e500-multiline   HTTP 500 whose error message has newlines and escape sequences
   ok-then-no-dispatch  as ok for the first request, as no-dispatch after
+  deep-json        an event nested 200,000 levels deep
 A path prefix /h/MODE/ (the endpoint URL http://127.0.0.1:PORT/h/MODE) picks how GET
 /v1/models misbehaves: redirect-loop, redirect-away (off loopback), gzip-bomb, escape-names,
-wrong-types, cl-lie, slowloris; POSTs under the prefix behave by their model as above.
+wrong-types, cl-lie, slowloris, deep-json; POSTs under the prefix behave by their model as above.
 Prints its port on stdout once it listens (port 0 = a free one). With EXPECT_KEY set,
 any request without "Authorization: Bearer $EXPECT_KEY" gets a 401.
 """
@@ -44,7 +45,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODELS = ["ok", "slow-first-byte", "cut", "malformed", "e500", "e429", "e429-always", "nonjson", "endless", "stall",
           "no-dispatch", "no-newline", "tiny-events", "comments", "bad-utf8", "nul-escape", "wrong-types",
-          "huge-text", "cl-lie", "gzip", "redirect", "slowloris", "e500-multiline", "ok-then-no-dispatch"]
+          "huge-text", "cl-lie", "gzip", "redirect", "slowloris", "e500-multiline", "ok-then-no-dispatch", "deep-json"]
 ESCAPES = "\x1b[2J\x1b]0;pwned\x07\u009b31m"
 
 
@@ -124,6 +125,13 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(b'{"data": [')
             self.wfile.flush()
             self.connection.shutdown(socket.SHUT_RDWR)
+        elif mode == "deep-json":
+            body = b"[" * 200000 + b"]" * 200000
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
         elif mode == "slowloris":
             for b in b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" * 100:
                 self.wfile.write(bytes([b]))
@@ -198,7 +206,8 @@ class Handler(BaseHTTPRequestHandler):
                     time.sleep(1)
             return True
         else:
-            if model not in ("no-dispatch", "no-newline", "tiny-events", "comments", "bad-utf8", "huge-text"):
+            if model not in ("no-dispatch", "no-newline", "tiny-events", "comments", "bad-utf8", "huge-text",
+                             "deep-json"):
                 return False
             self.start_stream()
             try:
@@ -216,6 +225,8 @@ class Handler(BaseHTTPRequestHandler):
                 elif model == "comments":
                     while True:
                         self.chunk(b":\n" * 32768)
+                elif model == "deep-json":
+                    self.event(b"[" * 200000 + b"]" * 200000)
                 elif model == "bad-utf8":
                     self.event(b'{"choices": [{"index": 0, "text": "ok \xff\xfe\xc0\x80 bad"}]}')
                     self.event(b"[DONE]")
