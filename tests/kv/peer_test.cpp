@@ -577,12 +577,26 @@ TEST(KvHostileRelay, ARewrittenServerFingerprintFailsTheClientsMac) {
       << why;
 }
 
+TEST(KvHostileServer, WrongVersionAndBadChecksum) {
+  auto why = client_error_against([](Socket& s) {
+    auto frame = encode_json_frame(FrameType::kWelcome, {{"protocol", 1}, {"nonce", new_nonce()}});
+    frame[4] = 1;  // a protocol-1 server
+    s.write_all(frame.data(), frame.size(), 1000);
+  });
+  EXPECT_NE(why.find("kv peer speaks protocol version 1, this edgeprobe speaks 2"), std::string::npos) << why;
+  why = client_error_against([](Socket& s) {
+    auto frame = encode_json_frame(FrameType::kWelcome, {{"protocol", kProtocolVersion}, {"nonce", new_nonce()}});
+    frame[30] ^= 4;
+    s.write_all(frame.data(), frame.size(), 1000);
+  });
+  EXPECT_NE(why.find("fails its checksum"), std::string::npos) << why;
+}
+
 // A server's refusal of 900 kB, many lines and escape codes: the client's error and the
 // fallback reason the decode node stores are one short escaped line.
 TEST(KvHostileServer, AHugeMultiLineRefusalIsStoredAsOneLine) {
-  std::string refusal;
-  for (int i = 0; i < 30000; ++i) refusal += "no\x1b[2J way\n\tline " + std::to_string(i);
-  ASSERT_GT(refusal.size(), 800000u);
+  std::string refusal = "\x1b[2J refused\n";
+  for (int i = 0; refusal.size() < 900000; ++i) refusal += "\tline " + std::to_string(i) + ": no room\n";
   Listener l({"127.0.0.1", 0});
   auto served = std::async(std::launch::async, [&] {
     Socket s = l.accept(5000);
@@ -597,7 +611,7 @@ TEST(KvHostileServer, AHugeMultiLineRefusalIsStoredAsOneLine) {
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->mode, "local");
   const std::string& why = rec->fallback_reason;
-  EXPECT_NE(why.find("kv peer refused: no\\x1b[2J way\\n\\tline 0"), std::string::npos) << why;
+  EXPECT_NE(why.find("kv peer refused: \\x1b[2J refused\\n\\tline 0: no room\\n\\tline 1"), std::string::npos) << why;
   EXPECT_EQ(why.find('\n'), std::string::npos);
   EXPECT_EQ(why.find('\x1b'), std::string::npos);
   EXPECT_LT(why.size(), 1000u);
