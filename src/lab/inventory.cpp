@@ -24,8 +24,12 @@ struct Node {
   enum Kind { kNull, kScalar, kMap, kList } kind = kNull;
   std::string text;
   int line = 0;  // 1-based
-  std::vector<std::pair<Node, Node>> map;
+  struct Entry;  // a key and its value (std::pair of an incomplete type is refused by clang)
+  std::vector<Entry> map;
   std::vector<Node> list;
+};
+struct Node::Entry {
+  Node key, value;
 };
 
 // Bounds on what an inventory may make us build: nesting (a recursive reader's stack and
@@ -166,7 +170,7 @@ class TreeBuilder {
           throw_bad_input("{}:{}: '{}' appears twice in one map (first at line {}); name each once", path_,
                           parent.key.line, shown(parent.key.text), it->second);
       }
-      parent.node.map.emplace_back(std::move(parent.key), std::move(n));
+      parent.node.map.push_back({std::move(parent.key), std::move(n)});
       parent.key = Node();
     }
   }
