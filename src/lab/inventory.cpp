@@ -378,8 +378,8 @@ class Reader {
         dev.workdir = local_workdir(d.name);
     }
     if (dev.workdir.find_first_of("'\"\\`$\n") != std::string::npos)
-      fail(line_of("workdir"),
-           "host '" + d.name + "': workdir '" + dev.workdir + "' has shell quoting characters");
+      fail(line_of("workdir"), "host '" + d.name + "': workdir '" + dev.workdir + "' has shell quoting characters" +
+                                   (d.vars.contains("workdir") ? "" : " (it comes from the name: set workdir)"));
     // Nothing from an inventory may reach ssh, scp or adb as an option, or a path as "..".
     if (d.name.starts_with('-') || d.name.find('/') != std::string::npos || d.name == "." || d.name == "..")
       fail(d.line, "host '" + d.name + "': a name cannot begin with '-', hold '/' or be '.' or '..'");

@@ -466,7 +466,7 @@ TEST_F(LabCli, ShellMetacharactersInNamesAndLabelsAreNeverRun) {
   fs::create_directories(cwd);
   const std::string inv = inventory("    \"pc;touch pwned\":\n      transport: local\n      workdir: " + dir_.file("pc") +
                                     "\n      labels: {soc: \"$(touch pwned)`touch pwned`\"}\n"
-                                    "    \"$(touch pwned)\": {transport: local}\n");
+                                    "    \"$(touch pwned)\": {transport: local, workdir: " + dir_.file("w") + "}\n");
   const auto r = run_process({"/bin/sh", "-c",
                               "cd '" + cwd + "' && exec " + EDGEPROBE_BINARY + " lab check -o json -i '" + inv + "'"},
                              120, {{"XDG_CACHE_HOME", dir_.file("cache")}});
