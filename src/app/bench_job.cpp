@@ -12,6 +12,7 @@
 #include "app/stored_run.h"
 #include "core/error.h"
 #include "core/fs.h"
+#include "engine/cpu_mask.h"
 #include "platform/cpu_features.h"
 #include "platform/isa_gap.h"
 #include "app/predict_job.h"
@@ -125,6 +126,8 @@ BenchPlan stored_bench_plan(store::Store& store, int64_t run) {
 
 BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   validate(plan, workload::default_thread_count());
+  for (const auto& c : plan.cases)
+    if (!c.cpu_mask.empty()) engine::check_cpu_mask_usable(c.cpu_mask);  // on this machine, before anything runs
   const EngineHandle engine = make_engine(plan.env, ctx);
 
   // Models first: a bad file must fail before minutes of probing.

@@ -9,6 +9,7 @@
 #include "app/plan.h"
 #include "core/error.h"
 #include "core/stop_token.h"
+#include "engine/cpu_mask.h"
 #include "kv/server.h"
 #include "runner/bench_runner.h"
 #include "workload/sweep.h"
@@ -31,7 +32,10 @@ int run(KvServeFlags f) {
   o.context = f.context;
   o.context.n_ctx = f.max_ctx;
   o.context.flash_attn = workload::parse_flash_attn(f.flash_attn);
-  if (!f.cpu_mask.empty()) o.context.cpu_mask = engine::parse_cpu_mask(f.cpu_mask);
+  if (!f.cpu_mask.empty()) {
+    engine::check_cpu_mask_usable(f.cpu_mask);
+    o.context.cpu_mask = engine::parse_cpu_mask(f.cpu_mask);
+  }
   if (f.max_ctx < 1) throw_bad_input("--max-ctx {} must be positive", f.max_ctx);
   if (f.timeout_ms < 1) throw_bad_input("--timeout-ms {} must be positive", f.timeout_ms);
   o.timeout_ms = f.timeout_ms;

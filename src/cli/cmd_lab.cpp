@@ -93,6 +93,10 @@ int deploy(const LabFlags& f) {
 }
 
 int run(const LabFlags& f, const std::string& command_line) {
+  // A zero or negative limit killed every job at once; NaN compared as no limit at all.
+  if (!(f.job_timeout_s > 0 && f.job_timeout_s <= 30 * 86400.0))
+    throw_bad_input("--job-timeout {}: give the longest a job may take on one device, in seconds (0 < s <= 2592000)",
+                    f.job_timeout_s);
   lab::LabRunOptions o;
   o.dist_dir = f.dist;
   o.cooldown = lab::Cooldown::parse(f.cooldown);

@@ -10,9 +10,9 @@ namespace edgeprobe {
 // each inner double quote doubled; any other field is written as it is.
 std::string csv_field(std::string_view field);
 
-// Text from outside (a server's message, a peer's refusal, a name in its reply) as one line
-// a terminal shows as it is: line breaks, tabs and every other C0/C1 control (ESC included,
-// and UTF-8's U+0080..U+009F) are written as escapes (\n, \t, \x1b), and text longer than
+// Text from outside (a server's message, a peer's refusal, a name in its reply) as one valid UTF-8
+// line a terminal shows as it is: line breaks, tabs, every other C0/C1 control (ESC, U+0080..U+009F)
+// and bytes that are not UTF-8 are written as escapes (\n, \t, \x1b), and text longer than
 // max_bytes is cut at a character boundary with the size it had ("… (900000 bytes)").
 std::string one_line(std::string_view text, size_t max_bytes = 300);
 

@@ -1,9 +1,12 @@
 #include "engine/engine.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cctype>
 
 #include "core/error.h"
+#include "engine/cpu_mask.h"
 
 namespace edgeprobe::engine {
 
@@ -97,6 +100,21 @@ std::vector<bool> parse_cpu_mask(const std::string& text) {
   if (std::none_of(mask.begin(), mask.end(), [](bool b) { return b; }))
     throw_bad_input("CPU mask '{}' selects no CPU", text);
   return mask;
+}
+
+void check_cpu_mask_usable(const std::string& hex) {
+  const auto mask = parse_cpu_mask(hex);
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;  // unknown: nothing to check against
+  std::string usable;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &allowed)) usable += (usable.empty() ? "" : ",") + std::to_string(cpu);
+  for (size_t cpu = 0; cpu < mask.size(); ++cpu)
+    if (mask[cpu] && (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed)))
+      throw_bad_input("CPU mask '{}' names CPU {}, which this process cannot run on (it may use CPUs {}); "
+                      "name only those",
+                      hex, cpu, usable);
 }
 
 }  // namespace edgeprobe::engine

@@ -1,12 +1,14 @@
 #include "http/client.h"
 
 #include <curl/curl.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
 #include <mutex>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace edgeprobe::http {
 namespace {
@@ -29,13 +31,20 @@ struct Transfer {
   CURL* curl = nullptr;
   const Client::ByteSink* on_bytes = nullptr;
   bool started = false, streaming = false, aborted = false;
+  std::string location;          // a redirect's target, for the message that refuses it
+  std::string content_encoding;  // none was asked for: any but identity is refused
+  std::string refused;           // why this client stopped reading the answer
 };
 
 size_t on_header(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   std::string line(data, size * n);
   const auto colon = line.find(':');
-  if (line.starts_with("HTTP/")) t->response.headers.clear();  // a new response (after a 100 or a redirect)
+  if (line.starts_with("HTTP/")) {  // a new response (after a 100 Continue)
+    t->response.headers.clear();
+    t->location.clear();
+    t->content_encoding.clear();
+  }
   if (colon == std::string::npos) return size * n;
   std::string name = line.substr(0, colon);
   std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -43,7 +52,10 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
   const auto b = value.find_first_not_of(" \t");
   const auto e = value.find_last_not_of(" \t\r\n");
   value = b == std::string::npos ? "" : value.substr(b, e - b + 1);
-  if (keep_header(name)) t->response.headers[name] = value;
+  // A server's words go to provenance, messages and the terminal: one short escaped line.
+  if (name == "location") t->location = one_line(value, 200);
+  if (name == "content-encoding") t->content_encoding = one_line(value, 40);
+  if (keep_header(name)) t->response.headers[name] = one_line(value, 200);
   return size * n;
 }
 
@@ -57,6 +69,15 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
     t->response.content_type = it == t->response.headers.end() ? "" : it->second;
     t->streaming = t->on_bytes && t->response.status / 100 == 2 &&
                    t->response.content_type.starts_with("text/event-stream");
+    // No Accept-Encoding is sent and libcurl decodes nothing: a compressed answer is one
+    // this client never asked for (and a decompression bomb is never decompressed).
+    if (!t->content_encoding.empty() && t->content_encoding != "identity") {
+      t->refused = fmt::format(
+          "the server sent a '{}'-encoded answer though this client asks for none; edgeprobe reads "
+          "uncompressed answers only (turn compression off on the server or its proxy)",
+          t->content_encoding);
+      return 0;  // libcurl aborts with CURLE_WRITE_ERROR
+    }
   }
   if (t->streaming) {
     if (!(*t->on_bytes)(std::string_view(data, bytes))) {
@@ -111,6 +132,7 @@ Response Client::perform(const std::string& url, const std::string* body, const 
   t.on_bytes = on_bytes;
   curl_slist* headers = nullptr;
   headers = curl_slist_append(headers, "Accept: application/json, text/event-stream");
+  headers = curl_slist_append(headers, "Accept-Encoding: identity");
   if (body) headers = curl_slist_append(headers, "Content-Type: application/json");
   if (!options_.bearer_token.empty())
     headers = curl_slist_append(headers, ("Authorization: Bearer " + options_.bearer_token).c_str());
@@ -118,6 +140,7 @@ Response Client::perform(const std::string& url, const std::string* body, const 
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);  // redirects are refused below, never followed
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout_s * 1000));
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.request_timeout_s * 1000));
   // A stall: under one byte per second for stall_timeout_s (a slow first byte included).
@@ -143,7 +166,13 @@ Response Client::perform(const std::string& url, const std::string* body, const 
     if (it != t.response.headers.end()) t.response.content_type = it->second;
   }
   const std::string where = redact_url(url);
+  if (!t.refused.empty()) throw_environment("{}: {}", where, t.refused);
   if (t.aborted) throw_environment("{}: {}", where, abort_reason ? (*abort_reason)() : "aborted");
+  // Not followed: the endpoint is the URL the user gave, stored as such, and a redirect
+  // could lead the API key or the measurement to another host (or around in a loop).
+  if (rc == CURLE_OK && status / 100 == 3 && status != 304)
+    throw_environment("{}: the server redirects (HTTP {}{}); edgeprobe follows no redirect: give the final URL",
+                      where, status, t.location.empty() ? "" : " to " + redact_url(t.location));
   if (rc == CURLE_OPERATION_TIMEDOUT)
     throw_environment("{}: timed out ({})", where,
                       status == 0 ? "no answer" : "the answer stalled or ran too long");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "http/client.h"
 #include "http/sse.h"
 
@@ -20,10 +22,54 @@ using nlohmann::json;
 
 namespace {
 
-constexpr size_t kMaxEventLine = 1 << 20;
+constexpr size_t kMaxEvent = 1 << 20;
 // A server may send a few more chunks than tokens (an empty one, a stop piece); more
 // than this over max_tokens is a stream that does not end.
 constexpr int kChunkSlack = 16;
+// Events of any kind (role, usage, empty deltas) and bytes of any kind (comments too) a
+// stream of max_tokens may take: beyond them it is a stream that does not end, whatever it sends.
+constexpr int64_t kEventsPerToken = 4;
+constexpr int64_t kBytesPerToken = 64 << 10;
+constexpr int64_t kStreamBaseBytes = 16 << 20;
+// The reply's text: a token is a few bytes; this is generous and still bounded.
+constexpr size_t kTextBytesPerToken = 1024;
+
+// A server's JSON, parsed no deeper than kMaxJsonDepth (a copy or a dump of a deeper one
+// recurses as deep; a server's few hundred thousand levels would overflow the stack):
+// discarded when it is not JSON or nests deeper, and *too_deep says which.
+constexpr int kMaxJsonDepth = 64;
+struct TooDeep {};
+json parse_server_json(const std::string& text, bool* too_deep = nullptr) {
+  if (too_deep) *too_deep = false;
+  try {
+    return json::parse(text, [](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxJsonDepth) throw TooDeep{};
+      return true;
+    }, false);
+  } catch (const TooDeep&) {
+    if (too_deep) *too_deep = true;
+    return json(json::value_t::discarded);
+  }
+}
+
+// A server's string for provenance, a result or a message: one short escaped line.
+std::string server_text(const json& value, size_t max_bytes = 200) {
+  return value.is_string() ? one_line(value.get_ref<const std::string&>(), max_bytes) : "";
+}
+
+// An integer a server reported, when it is one and fits [lo, hi].
+std::optional<int64_t> server_int(const json& j, const char* key, int64_t lo, int64_t hi) {
+  if (!j.is_object() || !j.contains(key)) return std::nullopt;
+  const json& v = j[key];
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(hi)) return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  if (!v.is_number_integer()) return std::nullopt;
+  const auto i = v.get<int64_t>();
+  return i >= lo && i <= hi ? std::optional<int64_t>(i) : std::nullopt;
+}
 
 // What the endpoint said about itself when we connected.
 struct ServerInfo {
@@ -61,17 +107,13 @@ std::string excerpt(const std::string& body) {
 }
 
 // The message an error answer carries ({"error": {"message": ...}} or {"error": "..."}),
-// else an excerpt of its body.
+// else an excerpt of its body; one escaped line either way (it is the server's text).
 std::string error_text(const std::string& body) {
-  try {
-    const json j = json::parse(body);
-    if (j.contains("error")) {
-      const auto& e = j["error"];
-      if (e.is_string()) return e.get<std::string>();
-      if (e.is_object() && e.contains("message") && e["message"].is_string())
-        return e["message"].get<std::string>();
-    }
-  } catch (const json::exception&) {
+  const json j = parse_server_json(body);
+  if (j.is_object() && j.contains("error")) {
+    const auto& e = j["error"];
+    if (e.is_string()) return server_text(e, 300);
+    if (e.is_object() && e.contains("message") && e["message"].is_string()) return server_text(e["message"], 300);
   }
   return excerpt(body);
 }
@@ -83,11 +125,16 @@ class StreamReader {
                const engine::DeltaCallback& on_delta, engine::CompletionResult& result)
       : request_(request), clock_(clock), on_delta_(on_delta), r_(result), parser_([this](const SseEvent& e) {
           on_event(e);
-        }) {}
+        }, kMaxEvent) {}
 
   bool feed(std::string_view bytes) {
-    parser_.feed(bytes);
-    if (error_.empty() && parser_.pending_bytes() > kMaxEventLine) error_ = "an event line over 1 MiB";
+    bytes_ += static_cast<int64_t>(bytes.size());
+    if (!parser_.feed(bytes) && error_.empty())
+      error_ = "an event over 1 MiB without its end (a line without end, or data lines never dispatched)";
+    const int64_t max_bytes = kStreamBaseBytes + kBytesPerToken * request_.max_tokens;
+    if (error_.empty() && bytes_ > max_bytes)
+      error_ = fmt::format("the server streamed over {} MiB for max_tokens {}; a stream that does not end",
+                           max_bytes >> 20, request_.max_tokens);
     return error_.empty();
   }
   const std::string& error() const { return error_; }
@@ -96,15 +143,21 @@ class StreamReader {
  private:
   void on_event(const SseEvent& e) {
     if (!error_.empty() || done_) return;
+    const int64_t max_events = kEventsPerToken * (request_.max_tokens + kChunkSlack);
+    if (++events_ > max_events) {
+      error_ = fmt::format("the server streamed over {} events for max_tokens {}; a stream that does not end",
+                           max_events, request_.max_tokens);
+      return;
+    }
     if (e.data == "[DONE]") {
       done_ = true;
       return;
     }
-    json j;
-    try {
-      j = json::parse(e.data);
-    } catch (const json::exception&) {
-      error_ = "malformed event (not JSON): " + excerpt(e.data);
+    bool too_deep = false;
+    const json j = parse_server_json(e.data, &too_deep);
+    if (j.is_discarded()) {
+      error_ = too_deep ? fmt::format("malformed event (nested deeper than {} levels)", kMaxJsonDepth)
+                        : "malformed event (not JSON): " + excerpt(e.data);
       return;
     }
     if (!j.is_object()) {
@@ -115,13 +168,12 @@ class StreamReader {
       error_ = "the server reported an error mid-stream: " + error_text(e.data);
       return;
     }
-    if (j.contains("model") && j["model"].is_string()) r_.server["model"] = j["model"];
+    if (j.contains("model") && j["model"].is_string()) r_.server["model"] = server_text(j["model"]);
     if (j.contains("usage") && j["usage"].is_object()) {
+      // Counts of the wrong type or out of range are not counts: left unset.
       const auto& u = j["usage"];
-      if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number_integer())
-        r_.prompt_tokens = u["prompt_tokens"];
-      if (u.contains("completion_tokens") && u["completion_tokens"].is_number_integer())
-        r_.completion_tokens = u["completion_tokens"];
+      if (auto v = server_int(u, "prompt_tokens", 0, INT32_MAX)) r_.prompt_tokens = static_cast<int>(*v);
+      if (auto v = server_int(u, "completion_tokens", 0, INT32_MAX)) r_.completion_tokens = static_cast<int>(*v);
     }
     if (j.contains("timings") && j["timings"].is_object())
       r_.server["timings"] = j["timings"];  // llama-server
@@ -132,7 +184,7 @@ class StreamReader {
     const auto& choice = j["choices"][0];
     if (!choice.is_object()) return;
     if (choice.contains("finish_reason") && choice["finish_reason"].is_string())
-      r_.finish_reason = choice["finish_reason"];
+      r_.finish_reason = server_text(choice["finish_reason"], 40);
     const json* text = nullptr;
     if (choice.contains("delta") && choice["delta"].is_object() && choice["delta"].contains("content"))
       text = &choice["delta"]["content"];
@@ -141,6 +193,11 @@ class StreamReader {
     // A role-only chunk (content null or "") is not a token: TTFT starts at content.
     if (!text || !text->is_string() || text->get_ref<const std::string&>().empty()) return;
     engine::ContentDelta d{clock_.now_ns(), text->get<std::string>(), 0};
+    const size_t max_text = kTextBytesPerToken * static_cast<size_t>(std::max(1, request_.max_tokens) + kChunkSlack);
+    if (r_.text.size() + d.text.size() > max_text) {
+      error_ = fmt::format("the server streamed over {} bytes of text for max_tokens {}", max_text, request_.max_tokens);
+      return;
+    }
     r_.text += d.text;
     if (on_delta_) on_delta_(d);
     r_.deltas.push_back(std::move(d));
@@ -157,6 +214,7 @@ class StreamReader {
   SseParser parser_;
   std::string error_;
   bool done_ = false;
+  int64_t events_ = 0, bytes_ = 0;
 };
 
 class HttpCompleter : public engine::Completer {
@@ -306,7 +364,9 @@ class HttpEngine : public engine::Engine {
     json details = {{"endpoint", redact_url(s.base)},
                     {"api", s.options.api},
                     {"api_model", s.options.model},
-                    {"server_model", s.model_entry.is_object() ? s.model_entry.value("id", "") : ""},
+                    {"server_model", s.model_entry.is_object() && s.model_entry.contains("id")
+                                         ? server_text(s.model_entry["id"])
+                                         : ""},
                     {"server_headers", s.headers},
                     {"server", s.llama_cpp ? "llama.cpp" : ""},
                     {"api_key_env", s.options.key_env},
@@ -316,7 +376,7 @@ class HttpEngine : public engine::Engine {
     details["server_side"] = s.server_side;
     std::string version;
     if (s.props.is_object() && s.props.contains("build_info") && s.props["build_info"].is_string())
-      version = s.props["build_info"];
+      version = server_text(s.props["build_info"]);
     else if (auto it = s.headers.find("server"); it != s.headers.end())
       version = it->second;
     return {{"name", name()}, {"kind", "endpoint"}, {"version", version},
@@ -331,11 +391,8 @@ class HttpEngine : public engine::Engine {
 };
 
 json parse_or_null(const std::string& body) {
-  try {
-    return json::parse(body);
-  } catch (const json::exception&) {
-    return nullptr;
-  }
+  json j = parse_server_json(body);
+  return j.is_discarded() ? json(nullptr) : j;
 }
 
 // The /v1/models entry that serves `model` (by id or alias); null when the list does not
@@ -345,7 +402,7 @@ json find_model(const json& list, const EndpointOptions& o) {
   std::vector<std::string> ids;
   for (const auto& m : list["data"]) {
     if (!m.is_object() || !m.contains("id") || !m["id"].is_string()) continue;
-    ids.push_back(m["id"]);
+    ids.push_back(server_text(m["id"], 100));
     if (m["id"] == o.model) return m;
     if (m.contains("aliases") && m["aliases"].is_array())
       for (const auto& a : m["aliases"])
@@ -355,7 +412,7 @@ json find_model(const json& list, const EndpointOptions& o) {
   std::string names;
   for (const auto& id : ids) names += (names.empty() ? "" : ", ") + id;
   throw_bad_input("the endpoint {} does not serve model '{}' (it lists: {}); set --api-model",
-                  redact_url(o.url), o.model, names);
+                  redact_url(o.url), one_line(o.model, 100), one_line(names, 400));
 }
 
 // The NUL-separated strings of /proc/PID/<what> (cmdline, environ); empty when unreadable.
@@ -381,7 +438,7 @@ json server_side(const ServerInfo& s, int pid) {
               {"n_ctx", nullptr},   {"slots", nullptr},          {"load_ms", nullptr}};
   const json& p = s.props;
   if (p.is_object()) {
-    if (p.contains("model_path") && p["model_path"].is_string()) out["model_path"] = p["model_path"];
+    if (p.contains("model_path") && p["model_path"].is_string()) out["model_path"] = server_text(p["model_path"], 400);
     if (p.contains("total_slots") && p["total_slots"].is_number_integer()) out["slots"] = p["total_slots"];
     const json* g = p.contains("default_generation_settings") ? &p["default_generation_settings"] : nullptr;
     if (g && g->is_object() && g->contains("n_ctx") && (*g)["n_ctx"].is_number_integer()) out["n_ctx"] = (*g)["n_ctx"];
@@ -443,11 +500,11 @@ std::unique_ptr<engine::Engine> connect_endpoint(const EndpointOptions& options)
                     redact_url(info->base), models.status, options.key_env);
   info->headers = models.headers;
   if (models.status / 100 == 2) info->model_entry = find_model(parse_or_null(models.body), options);
-  info->llama_cpp = info->model_entry.is_object() && info->model_entry.value("owned_by", "") == "llamacpp";
-  if (info->model_entry.is_object() && info->model_entry.contains("meta") &&
-      info->model_entry["meta"].contains("n_vocab") &&
-      info->model_entry["meta"]["n_vocab"].is_number_integer())
-    info->n_vocab = info->model_entry["meta"]["n_vocab"];
+  const json& entry = info->model_entry;
+  // Every field is the server's word, of any type: read only when of the type it should be.
+  info->llama_cpp = entry.is_object() && entry.contains("owned_by") && entry["owned_by"] == "llamacpp";
+  if (entry.is_object() && entry.contains("meta"))
+    if (auto v = server_int(entry["meta"], "n_vocab", 1, INT32_MAX)) info->n_vocab = static_cast<int32_t>(*v);
   if (info->llama_cpp) {
     // Its build and slots, and its BOS token: token prompts then start as in-process ones.
     try {
@@ -456,8 +513,9 @@ std::unique_ptr<engine::Engine> connect_endpoint(const EndpointOptions& options)
       auto tok = client.post_json(info->base + "/tokenize", R"({"content": "", "add_special": true})");
       const json t = parse_or_null(tok.body);
       if (tok.status == 200 && t.is_object() && t.contains("tokens") && t["tokens"].is_array() &&
-          t["tokens"].size() == 1 && t["tokens"][0].is_number_integer())
-        info->bos = t["tokens"][0];
+          t["tokens"].size() == 1)
+        if (auto bos = server_int(json{{"bos", t["tokens"][0]}}, "bos", 0, INT32_MAX))
+          info->bos = static_cast<engine::Token>(*bos);
     } catch (const Error&) {
       // Provenance only: an endpoint that answers /v1/models but not these still runs.
     }

@@ -2,8 +2,9 @@
 
 namespace edgeprobe::http {
 
-void SseParser::feed(std::string_view chunk) {
+bool SseParser::feed(std::string_view chunk) {
   for (char c : chunk) {
+    if (overflowed_) return false;
     if (after_cr_) {
       after_cr_ = false;
       if (c == '\n') continue;  // CRLF: the CR ended the line already
@@ -15,8 +16,16 @@ void SseParser::feed(std::string_view chunk) {
       line(done);
     } else {
       line_ += c;
+      // Checked per byte: a chunk of any size leaves at most the bound held.
+      if (pending_bytes() > max_event_bytes_) {
+        overflowed_ = true;
+        line_.clear();
+        event_ = {};
+        return false;
+      }
     }
   }
+  return !overflowed_;
 }
 
 bool SseParser::finish() {

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace edgeprobe::kv {
 namespace {
@@ -25,21 +26,29 @@ KvClient::KvClient(ClientOptions options, const Fingerprint& mine)
   socket_ = connect_tcp(options_.server, options_.connect_timeout_ms);
   const Limits limits;
   const auto welcome = receive_json(socket_, FrameType::kWelcome, limits, options_.timeout_ms);
-  if (welcome.value("protocol", 0) != kProtocolVersion || !welcome.contains("nonce") ||
-      !welcome["nonce"].is_string())
+  if (!welcome.contains("protocol") || welcome["protocol"] != kProtocolVersion)
+    throw_environment("the kv server at {} speaks kv protocol {}, this edgeprobe {}: use the same edgeprobe on both nodes",
+                      options_.server.to_string(),
+                      welcome.contains("protocol") && welcome["protocol"].is_number() ? welcome["protocol"].dump() : "(none)",
+                      kProtocolVersion);
+  if (!welcome.contains("nonce") || !welcome["nonce"].is_string() || welcome["nonce"].get<std::string>().size() != 64)
     throw_environment("the kv server at {} sent a malformed welcome", options_.server.to_string());
   const std::string my_nonce = new_nonce();
   send_json(socket_, FrameType::kAuth,
-            {{"mac", token_mac(options_.token, "client", welcome["nonce"].get<std::string>())},
+            {{"protocol", kProtocolVersion},
+             {"mac", token_mac(options_.token, "client", welcome["nonce"].get<std::string>(), mine_)},
              {"nonce", my_nonce},
              {"fingerprint", mine_.to_json()}},
             options_.timeout_ms);
   const auto ready = receive_json(socket_, FrameType::kReady, limits, options_.timeout_ms);
-  if (!ready.contains("mac") || !ready["mac"].is_string() ||
-      !same_mac(ready["mac"].get<std::string>(), token_mac(options_.token, "server", my_nonce)))
-    throw_environment("the kv server at {} does not know the token", options_.server.to_string());
-  // The server checked; this side checks too, trusting nobody's word on compatibility.
   server_ = Fingerprint::from_json(ready.value("fingerprint", nlohmann::json::object()));
+  // The MAC covers the server's fingerprint: one a relay rewrote does not pass.
+  if (!ready.contains("mac") || !ready["mac"].is_string() ||
+      !same_mac(ready["mac"].get<std::string>(), token_mac(options_.token, "server", my_nonce, server_)))
+    throw_environment(
+        "the kv server at {} does not know the token (or its fingerprint was altered on the way)",
+        options_.server.to_string());
+  // The server checked; this side checks too, trusting nobody's word on compatibility.
   if (const auto mismatch = fingerprint_mismatch(server_, mine_); !mismatch.empty())
     throw_environment("the nodes' states are not interchangeable: {}", mismatch);
   connect_ms_ = ms_between(t0, Clock::now());

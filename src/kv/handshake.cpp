@@ -110,8 +110,10 @@ std::string new_nonce() {
   return hex(bytes, sizeof(bytes));
 }
 
-std::string token_mac(const std::string& token, const std::string& role, const std::string& nonce) {
-  const std::string message = role + ":" + nonce;
+std::string token_mac(const std::string& token, const std::string& role, const std::string& nonce,
+                      const Fingerprint& fingerprint) {
+  // to_json() is an object with sorted keys and integers and strings only: one dump per value.
+  const std::string message = role + ":" + nonce + ":" + fingerprint.to_json().dump();
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
   if (!HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()),

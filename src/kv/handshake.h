@@ -28,10 +28,16 @@ Fingerprint with_context(Fingerprint base, const engine::ContextOptions& context
 // "type_k: f16 on the server, q8_0 here".
 std::string fingerprint_mismatch(const Fingerprint& server, const Fingerprint& client);
 
-// Shared secret: the token proves itself by an HMAC-SHA-256 over the peer's nonce, so it
-// never crosses the link.
+// Shared secret: the token proves itself by an HMAC-SHA-256 over the peer's nonce and the
+// sender's own fingerprint, so it never crosses the link, and a relay that rewrites a
+// fingerprint (to pass the other side's check) breaks the MAC (protocol 2; protocol 1's
+// MAC left the fingerprint out).
 std::string new_nonce();  // 32 random bytes, hex
-std::string token_mac(const std::string& token, const std::string& role, const std::string& nonce);
+// HMAC-SHA-256(token, role ":" nonce ":" fingerprint's canonical JSON), hex. The
+// receiver computes it over the fingerprint it read (Fingerprint::from_json), so the MAC
+// covers every field it then checks.
+std::string token_mac(const std::string& token, const std::string& role, const std::string& nonce,
+                      const Fingerprint& fingerprint);
 bool same_mac(const std::string& a, const std::string& b);  // constant time
 
 // The token: from the file when one is named, else the environment variable

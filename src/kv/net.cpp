@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace edgeprobe::kv {
 namespace {
@@ -177,7 +178,7 @@ Listener::Listener(const Endpoint& endpoint) {
     if (!s.valid()) continue;
     const int one = 1;
     setsockopt(s.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (::bind(s.fd(), a->ai_addr, a->ai_addrlen) != 0 || ::listen(s.fd(), 8) != 0) {
+    if (::bind(s.fd(), a->ai_addr, a->ai_addrlen) != 0 || ::listen(s.fd(), 512) != 0) {
       last_error = std::strerror(errno);
       continue;
     }
@@ -242,12 +243,16 @@ Frame receive_frame(Socket& socket, const Limits& limits, int timeout_ms, std::v
   return f;
 }
 
+std::string error_message(const Frame& frame) {
+  const auto j = nlohmann::json::parse(frame.payload.begin(), frame.payload.end(), nullptr, false);
+  if (!j.is_object() || !j.contains("message") || !j["message"].is_string() || j["message"].get_ref<const std::string&>().empty())
+    return "(no reason given)";
+  return one_line(j["message"].get_ref<const std::string&>(), 300);
+}
+
 nlohmann::json receive_json(Socket& socket, FrameType expected, const Limits& limits, int timeout_ms) {
   const Frame f = receive_frame(socket, limits, timeout_ms);
-  if (f.type == FrameType::kError) {
-    const auto j = f.json();
-    throw_environment("kv peer refused: {}", j.value("message", std::string("(no reason given)")));
-  }
+  if (f.type == FrameType::kError) throw_environment("kv peer refused: {}", error_message(f));
   if (f.type != expected)
     throw_environment("kv peer sent a {} frame where a {} frame belongs", frame_type_name(f.type),
                       frame_type_name(expected));

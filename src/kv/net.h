@@ -49,6 +49,7 @@ class Listener {
   // Port 0 picks a free one (port() says which).
   explicit Listener(const Endpoint& endpoint);
   int port() const { return port_; }
+  int fd() const { return socket_.fd(); }
   // Waits up to timeout_ms (-1: forever) for a connection; an invalid Socket on timeout.
   Socket accept(int timeout_ms);
 
@@ -67,6 +68,9 @@ void send_frame(Socket& socket, FrameType type, const uint8_t* payload, size_t s
 void send_json(Socket& socket, FrameType type, const nlohmann::json& body, int timeout_ms);
 // `reuse`: a buffer from an earlier frame to receive into (its pages are already mapped).
 Frame receive_frame(Socket& socket, const Limits& limits, int timeout_ms, std::vector<uint8_t> reuse = {});
+// The message of a peer's kError frame as one escaped, bounded line (a peer's words: it
+// may send a megabyte of lines and escape codes); "(no reason given)" when it has none.
+std::string error_message(const Frame& frame);
 // A frame of the expected type as JSON; a peer's kError frame becomes an exception
 // carrying its message.
 nlohmann::json receive_json(Socket& socket, FrameType expected, const Limits& limits, int timeout_ms);

@@ -13,12 +13,12 @@
 namespace edgeprobe::kv {
 
 inline constexpr uint32_t kMagic = 0x564b5045;  // "EPKV" as little-endian bytes
-inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr uint16_t kProtocolVersion = 2;  // 2: the handshake MACs cover the fingerprints
 inline constexpr size_t kHeaderBytes = 24;
 
 enum class FrameType : uint16_t {
   kWelcome = 1,    // server -> client on accept: {"protocol", "nonce"}
-  kAuth = 2,       // client: {"mac", "nonce", "fingerprint", "n_ctx"}
+  kAuth = 2,       // client: {"protocol", "mac", "nonce", "fingerprint"}
   kReady = 3,      // server: {"mac", "fingerprint"}
   kPrefill = 4,    // client: {"start", "tokens"}
   kPrefilled = 5,  // server: {"n_past", "argmax", "prefill_ms", "serialize_ms", "state_bytes"}

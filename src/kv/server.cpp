@@ -1,11 +1,17 @@
 #include "kv/server.h"
 
+#include <poll.h>
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <list>
 #include <thread>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace edgeprobe::kv {
 namespace {
@@ -57,6 +63,65 @@ void KvServer::log(const std::string& line) {
   log_(line);
 }
 
+struct KvServer::Handshake {
+  Socket socket;
+  int number = 0;
+  std::string nonce;
+  FrameParser parser;
+  std::chrono::steady_clock::time_point deadline;
+};
+
+KvServer::Handshake KvServer::start_handshake(Socket socket, int number) {
+  Limits auth_limits = options_.limits;
+  auth_limits.max_control_bytes = std::min<uint64_t>(auth_limits.max_control_bytes, kMaxAuthBytes);
+  Handshake h{std::move(socket), number, new_nonce(), FrameParser(auth_limits),
+              std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.timeout_ms)};
+  // A fresh connection's send buffer takes the small welcome at once.
+  send_json(h.socket, FrameType::kWelcome, {{"protocol", kProtocolVersion}, {"nonce", h.nonce}}, 1000);
+  return h;
+}
+
+std::optional<KvServer::Authenticated> KvServer::read_auth(Handshake& h) {
+  uint8_t buf[4096];
+  const ssize_t n = ::recv(h.socket.fd(), buf, sizeof(buf), MSG_DONTWAIT);
+  if (n == 0) throw_environment("kv peer closed the connection during the handshake");
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return std::nullopt;
+    throw_environment("kv connection lost during the handshake: {}", std::strerror(errno));
+  }
+  h.parser.feed(buf, static_cast<size_t>(n));
+  const auto frame = h.parser.next();  // the header is checked (magic, version, length) as soon as it is in
+  if (!frame) return std::nullopt;
+  if (frame->type == FrameType::kError) throw_environment("kv peer refused: {}", error_message(*frame));
+  if (frame->type != FrameType::kAuth)
+    throw_bad_input("expected an auth frame, got a {} frame", frame_type_name(frame->type));
+  if (h.parser.buffered() > 0) throw_bad_input("the client sent more than its auth frame before the server's ready");
+  const auto auth = frame->json();
+  if (!auth.contains("protocol") || auth["protocol"] != kProtocolVersion)
+    throw_bad_input("the client speaks kv protocol {}, this server {}: use the same edgeprobe on both nodes",
+                    auth.contains("protocol") && auth["protocol"].is_number() ? auth["protocol"].dump() : "(none)",
+                    kProtocolVersion);
+  if (!auth.contains("nonce") || !auth["nonce"].is_string() || auth["nonce"].get<std::string>().size() != 64)
+    throw_bad_input("authentication failed: the client sent no nonce");
+  const Fingerprint client = Fingerprint::from_json(auth.value("fingerprint", nlohmann::json::object()));
+  if (!auth.contains("mac") || !auth["mac"].is_string() ||
+      !same_mac(auth["mac"].get<std::string>(), token_mac(options_.token, "client", h.nonce, client)))
+    throw_bad_input("authentication failed: wrong token (or the client's fingerprint was altered on the way)");
+  if (const auto mismatch = fingerprint_mismatch(fingerprint_, client); !mismatch.empty())
+    throw_bad_input("the nodes' states are not interchangeable: {}", mismatch);
+  if (client.n_ctx < 1) throw_bad_input("the client asked for a context of {} tokens", client.n_ctx);
+  return Authenticated{client.n_ctx, auth["nonce"].get<std::string>()};
+}
+
+void KvServer::refuse(Socket& socket, int number, const std::string& why) {
+  // The peer is told why when the socket still works; the server goes on either way.
+  log(fmt::format("connection {}: {}", number, one_line(why, 400)));
+  try {
+    send_json(socket, FrameType::kError, {{"message", one_line(why, 400)}}, 100);
+  } catch (const std::exception&) {
+  }
+}
+
 void KvServer::serve(const std::function<bool()>& stop) {
   struct Worker {
     std::thread thread;
@@ -73,66 +138,82 @@ void KvServer::serve(const std::function<bool()>& stop) {
       it = workers.erase(it);
     }
   };
+  std::list<Handshake> handshakes;
   int served = 0;
-  while (!stop() && (options_.max_connections < 0 || served < options_.max_connections)) {
-    Socket socket = listener_.accept(200);
+  for (;;) {
     reap();
-    if (!socket.valid()) continue;
-    ++served;
-    if (static_cast<int>(workers.size()) >= options_.max_clients) {
-      // Told at once, so the decode node falls back now instead of at its read deadline.
-      const std::string why = fmt::format("the kv server is busy: it serves {} clients already (--max-clients)",
-                                          options_.max_clients);
-      log(fmt::format("connection {}: refused, {}", served, why));
-      try {
-        send_json(socket, FrameType::kError, {{"message", why}}, 1000);
-      } catch (const std::exception&) {
-      }
-      continue;
+    if (stop()) break;  // handshakes in progress are dropped (their sockets close)
+    const bool accepting = options_.max_connections < 0 || served < options_.max_connections;
+    if (!accepting && handshakes.empty()) break;
+    // One poll for the listener and every handshake; it wakes for the nearest deadline too.
+    std::vector<pollfd> fds;
+    if (accepting) fds.push_back({listener_.fd(), POLLIN, 0});
+    auto wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    for (const auto& h : handshakes) {
+      fds.push_back({h.socket.fd(), POLLIN, 0});
+      wake = std::min(wake, h.deadline);
     }
-    auto done = std::make_shared<std::atomic<bool>>(false);
-    workers.push_back({std::thread([this, s = std::move(socket), served, done, &stop]() mutable {
-                         serve_connection(s, served, stop);
-                         done->store(true);
-                       }),
-                       done});
+    const auto wait_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(wake - std::chrono::steady_clock::now()).count();
+    ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<int64_t>(wait_ms + 1, 1, 200)));
+    size_t k = accepting ? 1 : 0;
+    const auto now = std::chrono::steady_clock::now();
+    for (auto it = handshakes.begin(); it != handshakes.end(); ++k) {
+      bool finished = true;
+      try {
+        std::optional<Authenticated> a;
+        if (fds[k].revents) a = read_auth(*it);
+        if (a) {
+          if (static_cast<int>(workers.size()) >= options_.max_clients)
+            throw_environment("the kv server is busy: it serves {} clients already (--max-clients)",
+                              options_.max_clients);
+          send_json(it->socket, FrameType::kReady,
+                    {{"mac", token_mac(options_.token, "server", a->client_nonce, fingerprint_)},
+                     {"fingerprint", fingerprint_.to_json()}},
+                    options_.timeout_ms);
+          log(fmt::format("client authenticated, context of {} tokens", a->n_ctx));
+          auto done = std::make_shared<std::atomic<bool>>(false);
+          workers.push_back({std::thread([this, s = std::move(it->socket), number = it->number, n_ctx = a->n_ctx,
+                                          done, &stop]() mutable {
+                               try {
+                                 serve_requests(s, n_ctx, stop);
+                               } catch (const std::exception& e) {
+                                 refuse(s, number, e.what());
+                               }
+                               done->store(true);
+                             }),
+                             done});
+        } else if (now >= it->deadline) {
+          throw_environment("the client stalled: no complete auth frame within {} ms of connecting; closed",
+                            options_.timeout_ms);
+        } else {
+          finished = false;
+        }
+      } catch (const std::exception& e) {
+        refuse(it->socket, it->number, e.what());
+      }
+      it = finished ? handshakes.erase(it) : std::next(it);
+    }
+    if (accepting && (fds[0].revents & POLLIN)) {
+      // Everything waiting, so that a flood of connections does not overflow the backlog.
+      while (options_.max_connections < 0 || served < options_.max_connections) {
+        Socket socket = listener_.accept(0);
+        if (!socket.valid()) break;
+        const int number = ++served;
+        if (handshakes.size() >= kMaxPendingHandshakes) {
+          refuse(handshakes.front().socket, handshakes.front().number,
+                 fmt::format("dropped: {} handshakes in progress at once", kMaxPendingHandshakes));
+          handshakes.pop_front();
+        }
+        try {
+          handshakes.push_back(start_handshake(std::move(socket), number));
+        } catch (const std::exception& e) {
+          log(fmt::format("connection {}: {}", number, one_line(e.what(), 400)));
+        }
+      }
+    }
   }
   for (auto& w : workers) w.thread.join();  // each ends at its client's close, an error or `stop`
-}
-
-void KvServer::serve_connection(Socket& socket, int number, const std::function<bool()>& stop) {
-  try {
-    handle(socket, stop);
-  } catch (const std::exception& e) {
-    // The peer is told why when the socket still works; the server goes on either way.
-    log(fmt::format("connection {}: {}", number, e.what()));
-    try {
-      send_json(socket, FrameType::kError, {{"message", e.what()}}, 1000);
-    } catch (const std::exception&) {
-    }
-  }
-}
-
-void KvServer::handle(Socket& socket, const std::function<bool()>& stop) {
-  const int timeout = options_.timeout_ms;
-  const std::string nonce = new_nonce();
-  send_json(socket, FrameType::kWelcome, {{"protocol", kProtocolVersion}, {"nonce", nonce}}, timeout);
-  const auto auth = receive_json(socket, FrameType::kAuth, options_.limits, timeout);
-  if (!auth.contains("mac") || !auth["mac"].is_string() ||
-      !same_mac(auth["mac"].get<std::string>(), token_mac(options_.token, "client", nonce)))
-    throw_bad_input("authentication failed: wrong token");
-  if (!auth.contains("nonce") || !auth["nonce"].is_string() || auth["nonce"].get<std::string>().size() != 64)
-    throw_bad_input("authentication failed: the client sent no nonce");
-  const Fingerprint client = Fingerprint::from_json(auth.value("fingerprint", nlohmann::json::object()));
-  if (const auto mismatch = fingerprint_mismatch(fingerprint_, client); !mismatch.empty())
-    throw_bad_input("the nodes' states are not interchangeable: {}", mismatch);
-  if (client.n_ctx < 1) throw_bad_input("the client asked for a context of {} tokens", client.n_ctx);
-  send_json(socket, FrameType::kReady,
-            {{"mac", token_mac(options_.token, "server", auth["nonce"].get<std::string>())},
-             {"fingerprint", fingerprint_.to_json()}},
-            timeout);
-  log(fmt::format("client authenticated, context of {} tokens", client.n_ctx));
-  serve_requests(socket, client.n_ctx, stop);
 }
 
 void KvServer::serve_requests(Socket& socket, int n_ctx, const std::function<bool()>& stop) {

@@ -3,6 +3,7 @@
 #include <functional>
 #include <mutex>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/engine.h"
@@ -15,6 +16,9 @@
 // served at once, each on its own thread and context (a lab's phones sharing one prefill
 // box); one more is told the server is busy and falls back to its own prefill. Every read
 // has a deadline, so a stalled or hostile peer only costs its own connection.
+// Handshakes take no slot: one thread runs every connection's handshake at once (up to
+// kMaxPendingHandshakes, each bounded in bytes and in time from its accept), so
+// connections that trickle or sit silent cannot keep an honest client from its place.
 namespace edgeprobe::kv {
 
 struct ServerOptions {
@@ -22,12 +26,15 @@ struct ServerOptions {
   std::string token;
   engine::ContextOptions
       context;  // threads, placement, KV types, flash attention; n_ctx = the largest a client may ask
-  int timeout_ms = 10000;        // within a frame
+  int timeout_ms = 10000;        // within a frame; and the whole handshake, from the accept
   int idle_timeout_ms = 600000;  // between a client's requests
   Limits limits;
   int max_connections = -1;  // -1: serve until stopped
   int max_clients = 4;       // connections served at once; each holds a context of its size
 };
+
+inline constexpr size_t kMaxPendingHandshakes = 1024;  // beyond: the oldest is dropped
+inline constexpr uint64_t kMaxAuthBytes = 16 << 10;      // an auth frame is a few hundred bytes
 
 class KvServer {
  public:
@@ -40,9 +47,17 @@ class KvServer {
   void serve(const std::function<bool()>& stop);
 
  private:
-  void handle(Socket& socket, const std::function<bool()>& stop);
+  struct Handshake;  // a connection between its accept and its auth frame
+  struct Authenticated {
+    int n_ctx = 0;
+    std::string client_nonce;
+  };
+  Handshake start_handshake(Socket socket, int number);
+  // Reads what arrived; the client's settings once its auth frame checked out, nullopt
+  // while it is incomplete. Throws for anything else.
+  std::optional<Authenticated> read_auth(Handshake& h);
+  void refuse(Socket& socket, int number, const std::string& why);
   void serve_requests(Socket& socket, int n_ctx, const std::function<bool()>& stop);
-  void serve_connection(Socket& socket, int number, const std::function<bool()>& stop);
   void log(const std::string& line);
 
   const engine::LoadedModel& model_;

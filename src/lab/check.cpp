@@ -3,18 +3,22 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include "lab/deploy.h"
+#include "lab/process.h"
 #include "lab/transport.h"
 
 namespace edgeprobe::lab {
 
-std::vector<CheckRow> check_devices(const std::vector<Device>& devices, double timeout_s) {
+std::vector<CheckRow> check_devices(const std::vector<Device>& devices, double timeout_s, int workers) {
   std::vector<CheckRow> rows(devices.size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < devices.size(); ++i)
-    threads.emplace_back([&, i] {
+  // A bounded pool takes the devices in turn: each worker holds one transport (one ssh or
+  // adb process) at a time, so 10,000 devices cost `workers` threads, not 10,000.
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < devices.size();) {
       CheckRow& row = rows[i];
       row.device = devices[i];
       try {
@@ -22,7 +26,7 @@ std::vector<CheckRow> check_devices(const std::vector<Device>& devices, double t
         row.state = read_state(*transport, row.device, timeout_s);
       } catch (const std::exception& e) {
         row.state.reachable = false;
-        row.state.why_not = e.what();
+        row.state.why_not = one_line(e.what());
       }
       if (row.device.transport == "local") {
         row.bundle = "(this edgeprobe)";
@@ -32,7 +36,11 @@ std::vector<CheckRow> check_devices(const std::vector<Device>& devices, double t
         const auto& b = row.state.bundles;
         row.bundle_present = std::find(b.begin(), b.end(), row.bundle) != b.end();
       }
-    });
+    }
+  };
+  const size_t n = std::min(devices.size(), static_cast<size_t>(std::max(1, workers)));
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < n; ++t) threads.emplace_back(work);
   for (auto& t : threads) t.join();
   return rows;
 }

@@ -15,9 +15,12 @@ struct CheckRow {
   bool bundle_present = false;
 };
 
-// Asks every device about itself, all at once (a device that does not answer costs its
-// own timeout, not the others').
-std::vector<CheckRow> check_devices(const std::vector<Device>& devices, double timeout_s = 30);
+// Asks every device about itself, `workers` devices at a time (a device that does not
+// answer costs its worker its timeout, not the others'): at most
+// ceil(devices / workers) * timeout_s in all, and `workers` threads whatever the count.
+inline constexpr int kCheckWorkers = 32;
+std::vector<CheckRow> check_devices(const std::vector<Device>& devices, double timeout_s = 30,
+                                    int workers = kCheckWorkers);
 
 std::string check_table(const std::vector<CheckRow>& rows);  // markdown
 nlohmann::json to_json(const std::vector<CheckRow>& rows);

@@ -77,7 +77,8 @@ DeviceState parse_state(const std::string& text) {
     if (!line.empty() && line.back() == '\r') line.pop_back();  // adb's old pty shell
     const auto eq = line.find('=');
     if (eq == std::string::npos) continue;
-    const std::string k = line.substr(0, eq), v = line.substr(eq + 1);
+    // The device's words reach the table, the terminal and the store: one escaped line each.
+    const std::string k = line.substr(0, eq), v = edgeprobe::one_line(line.substr(eq + 1), 200);
     if (k == "arch")
       s.arch = v;
     else if (k == "kernel")

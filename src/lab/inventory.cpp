@@ -1,5 +1,6 @@
 #include "lab/inventory.h"
 
+#include <fmt/format.h>
 #include <yaml.h>
 
 #include <algorithm>
@@ -8,67 +9,196 @@
 #include <memory>
 #include <set>
 #include <sstream>
+#include <string_view>
+#include <unordered_map>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace edgeprobe::lab {
 namespace {
 
-// The parsed YAML as a small tree with line numbers (libyaml's document API resolves
-// anchors and aliases, which Ansible inventories use for shared variables).
+// The parsed YAML as a small tree with line numbers (anchors and aliases resolved, as
+// Ansible inventories use them for shared variables).
 struct Node {
   enum Kind { kNull, kScalar, kMap, kList } kind = kNull;
   std::string text;
   int line = 0;  // 1-based
-  std::vector<std::pair<Node, Node>> map;
+  struct Entry;  // a key and its value (std::pair of an incomplete type is refused by clang)
+  std::vector<Entry> map;
   std::vector<Node> list;
 };
+struct Node::Entry {
+  Node key, value;
+};
 
-Node convert(yaml_document_t& doc, yaml_node_t* n, int depth) {
-  Node out;
-  if (!n) return out;
-  out.line = static_cast<int>(n->start_mark.line) + 1;
-  if (depth > 64) return out;  // an alias cycle; deep enough for any inventory
-  switch (n->type) {
-    case YAML_SCALAR_NODE: {
-      out.text.assign(reinterpret_cast<const char*>(n->data.scalar.value), n->data.scalar.length);
-      const bool plain = n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-      out.kind =
-          plain && (out.text.empty() || out.text == "~" || out.text == "null") ? Node::kNull : Node::kScalar;
-      break;
-    }
-    case YAML_MAPPING_NODE:
-      out.kind = Node::kMap;
-      for (auto* p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; ++p)
-        out.map.emplace_back(convert(doc, yaml_document_get_node(&doc, p->key), depth + 1),
-                             convert(doc, yaml_document_get_node(&doc, p->value), depth + 1));
-      break;
-    case YAML_SEQUENCE_NODE:
-      out.kind = Node::kList;
-      for (auto* i = n->data.sequence.items.start; i < n->data.sequence.items.top; ++i)
-        out.list.push_back(convert(doc, yaml_document_get_node(&doc, *i), depth + 1));
-      break;
-    default:
-      break;
+// Bounds on what an inventory may make us build: nesting (a recursive reader's stack and
+// a hostile file's "[[[[..."), and the expanded tree (aliases repeating aliases, the
+// "billion laughs", expand exponentially from a few hundred bytes).
+constexpr size_t kMaxInventoryBytes = 16 << 20;
+constexpr size_t kMaxDepth = 64;
+constexpr size_t kMaxExpandedBytes = 128 << 20;  // what the tree holds, aliases expanded
+constexpr size_t kNodeCost = 64;                 // a node's own bytes, its text aside
+constexpr size_t kMaxValueBytes = 1024;          // so that every message naming a value stays short
+
+// A value for a message: one escaped line, bounded.
+std::string shown(std::string_view text) { return edgeprobe::one_line(text, 80); }
+
+// Builds the tree from libyaml's events rather than its document API: that API has no
+// bound on nesting or on what aliases expand to, and expanding them is where the memory goes.
+class TreeBuilder {
+ public:
+  explicit TreeBuilder(const std::string& path) : path_(path) {}
+
+  [[noreturn]] void fail(const yaml_mark_t& mark, const std::string& problem) const {
+    throw_bad_input("{}:{}: {}", path_, mark.line + 1, problem);
   }
-  return out;
-}
+
+  // Takes one event; true once the first document is complete.
+  bool take(const yaml_event_t& ev) {
+    switch (ev.type) {
+      case YAML_SCALAR_EVENT: {
+        Node n;
+        n.line = static_cast<int>(ev.start_mark.line) + 1;
+        n.text.assign(reinterpret_cast<const char*>(ev.data.scalar.value), ev.data.scalar.length);
+        if (n.text.size() > kMaxValueBytes)
+          fail(ev.start_mark, fmt::format("a value of {} bytes; inventory values are names and paths (at most {})",
+                                          n.text.size(), kMaxValueBytes));
+        if (const auto bad = first_control(n.text); bad != std::string::npos)
+          fail(ev.start_mark, fmt::format("'{}' holds a control character; inventory values are names and paths",
+                                          shown(n.text)));
+        const bool plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+        n.kind = plain && (n.text.empty() || n.text == "~" || n.text == "null") ? Node::kNull : Node::kScalar;
+        const size_t cost = kNodeCost + n.text.size();
+        charge(cost, ev.start_mark);
+        place(std::move(n), cost, anchor_of(ev.data.scalar.anchor), ev.start_mark);
+        return false;
+      }
+      case YAML_SEQUENCE_START_EVENT:
+      case YAML_MAPPING_START_EVENT: {
+        if (open_.size() >= kMaxDepth)
+          fail(ev.start_mark, fmt::format("nested deeper than {} levels; an inventory needs a few", kMaxDepth));
+        Open o;
+        o.node.kind = ev.type == YAML_MAPPING_START_EVENT ? Node::kMap : Node::kList;
+        o.node.line = static_cast<int>(ev.start_mark.line) + 1;
+        o.anchor = anchor_of(ev.type == YAML_MAPPING_START_EVENT ? ev.data.mapping_start.anchor
+                                                                  : ev.data.sequence_start.anchor);
+        o.cost = kNodeCost;
+        charge(kNodeCost, ev.start_mark);
+        open_.push_back(std::move(o));
+        return false;
+      }
+      case YAML_SEQUENCE_END_EVENT:
+      case YAML_MAPPING_END_EVENT: {
+        Open o = std::move(open_.back());
+        open_.pop_back();
+        place(std::move(o.node), o.cost, o.anchor, ev.start_mark);
+        return false;
+      }
+      case YAML_ALIAS_EVENT: {
+        const std::string name = anchor_of(ev.data.alias.anchor);
+        auto it = anchors_.find(name);
+        if (it == anchors_.end()) fail(ev.start_mark, fmt::format("alias '*{}' names no anchor", shown(name)));
+        charge(it->second.second, ev.start_mark);
+        place(Node(it->second.first), it->second.second, "", ev.start_mark);
+        return false;
+      }
+      case YAML_DOCUMENT_END_EVENT:
+      case YAML_STREAM_END_EVENT:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  Node root() { return std::move(root_); }
+
+ private:
+  struct Open {
+    Node node;
+    std::string anchor;
+    size_t cost = 0;  // bytes of this node and everything in it
+    bool have_key = false;
+    Node key;
+    std::unordered_map<std::string, int> keys;  // a map's keys so far, with their lines
+  };
+
+  static std::string anchor_of(const yaml_char_t* anchor) {
+    return anchor ? reinterpret_cast<const char*>(anchor) : "";
+  }
+
+  // C0 controls, DEL and UTF-8's C1 controls: nothing a name or a path needs.
+  static size_t first_control(const std::string& s) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      const auto c = static_cast<unsigned char>(s[i]);
+      if (c < 0x20 || c == 0x7f) return i;
+      if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) <= 0x9f &&
+          static_cast<unsigned char>(s[i + 1]) >= 0x80)
+        return i;
+    }
+    return std::string::npos;
+  }
+
+  void charge(size_t cost, const yaml_mark_t& mark) {
+    expanded_ += cost;
+    if (expanded_ > kMaxExpandedBytes)
+      fail(mark, fmt::format("the inventory expands to over {} MiB (aliases of aliases?); refused",
+                             kMaxExpandedBytes >> 20));
+  }
+
+  void place(Node n, size_t cost, const std::string& anchor, const yaml_mark_t& mark) {
+    if (!anchor.empty()) {
+      charge(cost, mark);  // the anchor's copy is held too
+      anchors_[anchor] = {n, cost};
+    }
+    if (open_.empty()) {
+      root_ = std::move(n);
+      return;
+    }
+    Open& parent = open_.back();
+    parent.cost += cost;
+    if (parent.node.kind == Node::kList) {
+      parent.node.list.push_back(std::move(n));
+    } else if (!parent.have_key) {
+      parent.key = std::move(n);
+      parent.have_key = true;
+    } else {
+      parent.have_key = false;
+      if (parent.key.kind != Node::kMap && parent.key.kind != Node::kList) {
+        const auto [it, fresh] = parent.keys.try_emplace(parent.key.text, parent.key.line);
+        if (!fresh)
+          throw_bad_input("{}:{}: '{}' appears twice in one map (first at line {}); name each once", path_,
+                          parent.key.line, shown(parent.key.text), it->second);
+      }
+      parent.node.map.push_back({std::move(parent.key), std::move(n)});
+      parent.key = Node();
+    }
+  }
+
+  const std::string& path_;
+  std::vector<Open> open_;
+  std::map<std::string, std::pair<Node, size_t>> anchors_;
+  Node root_;
+  size_t expanded_ = 0;
+};
 
 Node parse_yaml(const std::string& text, const std::string& path) {
   yaml_parser_t parser;
-  yaml_document_t doc;
   if (!yaml_parser_initialize(&parser)) throw_environment("{}: cannot start the YAML parser", path);
+  std::unique_ptr<yaml_parser_t, void (*)(yaml_parser_t*)> owner(&parser, yaml_parser_delete);
   yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
-  if (!yaml_parser_load(&parser, &doc)) {
-    const std::string problem = parser.problem ? parser.problem : "not valid YAML";
-    const auto line = (parser.problem_mark.line ? parser.problem_mark.line : parser.context_mark.line) + 1;
-    yaml_parser_delete(&parser);
-    throw_bad_input("{}:{}: {}", path, line, problem);
+  TreeBuilder builder(path);
+  for (bool done = false; !done;) {
+    yaml_event_t ev;
+    if (!yaml_parser_parse(&parser, &ev)) {
+      const std::string problem = parser.problem ? parser.problem : "not valid YAML";
+      const auto line = (parser.problem_mark.line ? parser.problem_mark.line : parser.context_mark.line) + 1;
+      throw_bad_input("{}:{}: {}", path, line, shown(problem));
+    }
+    std::unique_ptr<yaml_event_t, void (*)(yaml_event_t*)> event(&ev, yaml_event_delete);
+    done = builder.take(ev);
   }
-  Node root = convert(doc, yaml_document_get_root_node(&doc), 0);
-  yaml_document_delete(&doc);
-  yaml_parser_delete(&parser);
-  return root;
+  return builder.root();
 }
 
 // A local device's default workdir: ${XDG_CACHE_HOME:-$HOME/.cache}/edgeprobe/lab/NAME.
@@ -130,7 +260,20 @@ class Reader {
   }
 
   Inventory finish() {
-    for (const auto& name : order_) inv_.devices.push_back(build(drafts_.at(name)));
+    // Two entries for one device would run two jobs on it at once, each disturbing the other.
+    std::map<std::string, const Draft*> addresses;
+    for (const auto& name : order_) {
+      const Draft& d = drafts_.at(name);
+      inv_.devices.push_back(build(d));
+      const Device& dev = inv_.devices.back();
+      const std::string address = dev.transport == "ssh"   ? "ssh " + dev.host + (dev.port ? fmt::format(":{}", dev.port) : "")
+                                  : dev.transport == "adb" ? "adb " + dev.serial
+                                                           : "";
+      if (address.empty()) continue;
+      if (const auto [it, fresh] = addresses.try_emplace(address, &d); !fresh)
+        fail(d.line, fmt::format("host '{}' is the device of host '{}' (line {}) again ({}); list each device once",
+                                 d.name, it->second->name, it->second->line, address));
+    }
     return std::move(inv_);
   }
 
@@ -145,8 +288,7 @@ class Reader {
   };
 
   void add_member(const std::string& group, const std::string& device) {
-    auto& members = inv_.groups[group];
-    if (std::find(members.begin(), members.end(), device) == members.end()) members.push_back(device);
+    if (membership_.emplace(group, device).second) inv_.groups[group].push_back(device);
   }
 
   void add_vars(const Node& v, Vars& vars, const std::string& where) {
@@ -236,8 +378,19 @@ class Reader {
         dev.workdir = local_workdir(d.name);
     }
     if (dev.workdir.find_first_of("'\"\\`$\n") != std::string::npos)
-      fail(line_of("workdir"),
-           "host '" + d.name + "': workdir '" + dev.workdir + "' has shell quoting characters");
+      fail(line_of("workdir"), "host '" + d.name + "': workdir '" + dev.workdir + "' has shell quoting characters" +
+                                   (d.vars.contains("workdir") ? "" : " (it comes from the name: set workdir)"));
+    // Nothing from an inventory may reach ssh, scp or adb as an option, or a path as "..".
+    if (d.name.starts_with('-') || d.name.find('/') != std::string::npos || d.name == "." || d.name == "..")
+      fail(d.line, "host '" + d.name + "': a name cannot begin with '-', hold '/' or be '.' or '..'");
+    for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"host", &dev.host},
+                                     {"user", &dev.user},
+                                     {"serial", &dev.serial},
+                                     {"workdir", &dev.workdir}})
+      if (value->starts_with('-'))
+        fail(line_of(d.vars.contains(key) ? key : std::string("ansible_") + key),
+             "host '" + d.name + "': " + key + " '" + *value +
+                 "' begins with '-' (a command would read it as an option); refused");
     dev.arch = scalar(d, "arch");
     if (dev.arch == "arm64") dev.arch = "aarch64";
     if (!dev.arch.empty() && dev.arch != "aarch64" && dev.arch != "x86_64")
@@ -260,6 +413,7 @@ class Reader {
   Inventory inv_;
   std::map<std::string, Draft> drafts_;
   std::vector<std::string> order_;
+  std::set<std::pair<std::string, std::string>> membership_;  // (group, device), for add_member
 };
 
 }  // namespace
@@ -287,9 +441,13 @@ Inventory parse_inventory(const std::string& text, const std::string& path) {
 Inventory load_inventory(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_bad_input("{}: cannot read the inventory", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_inventory(text.str(), path);
+  // Read at most one byte past the bound: a file that never ends (/dev/zero) costs no more.
+  std::string text(kMaxInventoryBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxInventoryBytes)
+    throw_bad_input("{}: the inventory is over {} MiB; refused", path, kMaxInventoryBytes >> 20);
+  return parse_inventory(text, path);
 }
 
 std::vector<Device> select_devices(const Inventory& inv, const std::string& devices,

@@ -6,12 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace edgeprobe::lab {
 namespace {
@@ -21,6 +23,10 @@ double now_s() {
 }
 
 constexpr size_t kErrTail = 4096;
+// What a device may make us hold: the collected stdout, and one stdout line in progress
+// (a stream's result line with every sample is a few MB; a line without end is a device's fault).
+constexpr size_t kMaxCollected = 16 << 20;
+constexpr size_t kMaxLine = 64 << 20;
 
 }  // namespace
 
@@ -65,7 +71,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   std::string line_buf;
   auto take_out = [&](const char* data, size_t n) {
     if (!options.on_line) {
-      r.out.append(data, n);
+      r.out.append(data, std::min(n, kMaxCollected - std::min(kMaxCollected, r.out.size())));
       return;
     }
     line_buf.append(data, n);
@@ -73,6 +79,10 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     for (size_t nl; (nl = line_buf.find('\n', start)) != std::string::npos; start = nl + 1)
       options.on_line(std::string_view(line_buf).substr(start, nl - start));
     line_buf.erase(0, start);
+    if (line_buf.size() > kMaxLine) {  // handed over cut: the reader refuses it as a line it cannot use
+      options.on_line(line_buf);
+      line_buf.clear();
+    }
   };
   auto take_err = [&](const char* data, size_t n) {
     r.err.append(data, n);
@@ -135,8 +145,14 @@ std::string one_line(const std::string& text) {
   }
   while (out.ends_with("; ") || out.ends_with(" ")) out.pop_back();
   if (out.ends_with(";")) out.pop_back();
-  if (out.size() > 300) out = "..." + out.substr(out.size() - 297);
-  return out;
+  // The tail says what went wrong; the cut falls on a character's first byte.
+  if (out.size() > 300) {
+    size_t cut = out.size() - 297;
+    while (cut < out.size() && (static_cast<unsigned char>(out[cut]) & 0xc0) == 0x80) ++cut;
+    out = "..." + out.substr(cut);
+  }
+  // A device's or a tool's words reach the terminal and the store: controls escaped.
+  return edgeprobe::one_line(out, 600);
 }
 
 }  // namespace edgeprobe::lab

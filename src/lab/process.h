@@ -38,7 +38,8 @@ struct ProcessResult {
 // Throws Error(kEnvironment) when the program cannot be started.
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});
 
-// The stderr text as one line for a message: trimmed, newlines as "; ", at most 300 chars.
+// The stderr text as one line for a message: trimmed, newlines as "; ", its last 300 bytes,
+// other controls (ESC) escaped as edgeprobe::one_line does.
 std::string one_line(const std::string& text);
 
 }  // namespace edgeprobe::lab

@@ -5,6 +5,7 @@
 #include "app/bench_job.h"
 #include "app/job.h"
 #include "core/error.h"
+#include "core/text.h"
 
 namespace edgeprobe::lab {
 
@@ -15,13 +16,28 @@ StreamRecorder::StreamRecorder(store::Store& store, json lab, store::RunId resum
   if (resume_run_) done_ = store_.completed_units(resume_run_);
 }
 
+namespace {
+
+// A stream line nests a few levels (a result's samples, a provenance): deeper is not one
+// edgeprobe writes, and copying or storing it would recurse as deep.
+constexpr int kMaxLineDepth = 64;
+struct TooDeep {};
+
+}  // namespace
+
 void StreamRecorder::line(std::string_view text) {
   if (stopped_ || text.empty()) return;
   json e;
   try {
-    e = json::parse(text);
+    e = json::parse(text, [](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxLineDepth) throw TooDeep{};
+      return true;
+    });
+  } catch (const TooDeep&) {
+    stop(fmt::format("line {} of the stream nests deeper than {} levels", next_seq_, kMaxLineDepth));
+    return;
   } catch (const json::parse_error&) {
-    stop(fmt::format("line {} of the stream is not JSON: {}", next_seq_, std::string(text.substr(0, 120))));
+    stop(fmt::format("line {} of the stream is not JSON: {}", next_seq_, one_line(text.substr(0, 120), 200)));
     return;
   }
   if (!e.is_object() || !e.contains("event") || !e.contains("seq") || !e["seq"].is_number_integer()) {
@@ -36,7 +52,7 @@ void StreamRecorder::line(std::string_view text) {
   try {
     event(e);
   } catch (const std::exception& ex) {  // json type errors and store errors alike
-    stop(fmt::format("seq {} ({}): {}", next_seq_ - 1, e["event"].dump(), ex.what()));
+    stop(fmt::format("seq {} ({}): {}", next_seq_ - 1, one_line(e["event"].dump(), 80), one_line(ex.what())));
   }
 }
 
@@ -50,7 +66,7 @@ void StreamRecorder::event(const json& e) {
     if (e.contains("done")) estimate_.units(e["done"], e["total"], e.value("unit", ""));
     estimate_.step(e.value("step", ""));
   } else if (ev == "warning") {
-    warnings_.push_back(e.value("message", ""));
+    warnings_.push_back(one_line(e.value("message", ""), 400));  // the device's words: one escaped line
   } else if (ev == "provenance") {
     begin(e.at("provenance"), e.value("cases", json::array()));
   } else if (ev == "repetition") {
@@ -121,7 +137,7 @@ void StreamRecorder::event(const json& e) {
     stopped_ = true;
   } else if (ev == "error") {
     exit_code_ = e.value("kind", "") == "bad_input" ? 2 : 3;
-    stop(fmt::format("{} on the device: {}", e.value("kind", "error"), e.value("message", "")));
+    stop(fmt::format("{} on the device: {}", one_line(e.value("kind", "error"), 40), one_line(e.value("message", ""), 400)));
   }
 }
 

@@ -14,6 +14,40 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// What every OpenSSH command of a device starts with. BatchMode: never a password prompt
+// (a lab runs unattended); ServerAlive: a device that vanishes (cable, sshd killed) ends
+// the session in seconds rather than at TCP's timeout; ControlMaster: one TCP/SSH
+// handshake per device for the many small commands of check and deploy.
+std::vector<std::string> ssh_options(const std::string& program, const Device& d, const std::string& control_dir) {
+  std::vector<std::string> argv = {program,
+                                   "-o",
+                                   "BatchMode=yes",
+                                   "-o",
+                                   "ConnectTimeout=10",
+                                   "-o",
+                                   "ServerAliveInterval=2",
+                                   "-o",
+                                   "ServerAliveCountMax=3",
+                                   "-o",
+                                   "ControlMaster=auto",
+                                   "-o",
+                                   "ControlPath=" + control_dir + "/%C",
+                                   "-o",
+                                   "ControlPersist=30"};
+  if (!d.user.empty()) argv.insert(argv.end(), {"-o", "User=" + d.user});
+  if (d.port) argv.insert(argv.end(), {"-o", fmt::format("Port={}", d.port)});
+  return argv;
+}
+
+// An inventory is checked when it loads; a device read back from a stored lab run is
+// checked here too, so nothing reaches ssh, scp or adb as an option whatever its source.
+void refuse_option_like(const Device& d) {
+  for (const auto* field : {&d.name, &d.host, &d.user, &d.serial})
+    if (field->starts_with('-'))
+      throw_bad_input("device '{}': '{}' begins with '-' (ssh and adb would read it as an option); refused",
+                      edgeprobe::one_line(d.name, 80), edgeprobe::one_line(*field, 80));
+}
+
 class LocalTransport : public Transport {
  public:
   std::string describe() const override { return "local"; }
@@ -32,10 +66,7 @@ class LocalTransport : public Transport {
   }
 };
 
-// The OpenSSH client. BatchMode: never a password prompt (a lab runs unattended);
-// ServerAlive: a device that vanishes (cable, sshd killed) ends the session in seconds
-// rather than at TCP's timeout; ControlMaster: one TCP/SSH handshake per device for the
-// many small commands of check and deploy.
+// The OpenSSH client (ssh_options says how it is started).
 class SshTransport : public Transport {
  public:
   explicit SshTransport(const Device& d) : device_(d) {
@@ -48,11 +79,7 @@ class SshTransport : public Transport {
   std::string describe() const override { return "ssh " + device_.host; }
 
   ProcessResult run(const std::string& command, const ProcessOptions& options) override {
-    std::vector<std::string> argv = base("ssh");
-    argv.push_back(device_.host);
-    argv.push_back("--");
-    argv.push_back(command);
-    return run_process(argv, options);
+    return run_process(ssh_command_argv(device_, control_dir_, command), options);
   }
   void push(const std::string& local, const std::string& remote, double timeout_s) override {
     copy({local, target(remote)}, timeout_s, "push " + local);
@@ -68,33 +95,11 @@ class SshTransport : public Transport {
   }
 
  private:
-  std::vector<std::string> base(const std::string& program) const {
-    std::vector<std::string> argv = {program,
-                                     "-o",
-                                     "BatchMode=yes",
-                                     "-o",
-                                     "ConnectTimeout=10",
-                                     "-o",
-                                     "ServerAliveInterval=2",
-                                     "-o",
-                                     "ServerAliveCountMax=3",
-                                     "-o",
-                                     "ControlMaster=auto",
-                                     "-o",
-                                     "ControlPath=" + control_dir_ + "/%C",
-                                     "-o",
-                                     "ControlPersist=30"};
-    if (!device_.user.empty()) argv.insert(argv.end(), {"-o", "User=" + device_.user});
-    if (device_.port) argv.insert(argv.end(), {"-o", fmt::format("Port={}", device_.port)});
-    return argv;
-  }
   // scp -O hands the remote path to the remote shell: quote it for that shell.
   std::string target(const std::string& remote) const { return device_.host + ":" + shell_quote(remote); }
+
   void copy(std::vector<std::string> paths, double timeout_s, const std::string& what) {
-    std::vector<std::string> argv = base("scp");
-    argv.insert(argv.begin() + 1, {"-q", "-O"});  // -O: the classic protocol, paths via the remote shell
-    argv.insert(argv.end(), paths.begin(), paths.end());
-    const ProcessResult r = run_process(argv, within(timeout_s));
+    const ProcessResult r = run_process(scp_argv(device_, control_dir_, paths), within(timeout_s));
     if (r.exit_code != 0)
       throw_environment("ssh {}: {} failed: {}", device_.host, what,
                         r.timed_out ? "timed out" : one_line(r.err));
@@ -155,7 +160,25 @@ std::string adb_program() {
   return adb && *adb ? adb : "adb";
 }
 
+std::vector<std::string> ssh_command_argv(const Device& d, const std::string& control_dir,
+                                          const std::string& command) {
+  std::vector<std::string> argv = ssh_options("ssh", d, control_dir);
+  // "--" ends the options: the destination and the command are never read as one.
+  argv.insert(argv.end(), {"--", d.host, command});
+  return argv;
+}
+
+std::vector<std::string> scp_argv(const Device& d, const std::string& control_dir,
+                                  const std::vector<std::string>& paths) {
+  std::vector<std::string> argv = ssh_options("scp", d, control_dir);
+  argv.insert(argv.begin() + 1, {"-q", "-O"});  // -O: the classic protocol, paths via the remote shell
+  argv.push_back("--");
+  argv.insert(argv.end(), paths.begin(), paths.end());
+  return argv;
+}
+
 std::unique_ptr<Transport> make_transport(const Device& d) {
+  refuse_option_like(d);
   if (d.transport == "local") return std::make_unique<LocalTransport>();
   if (d.transport == "ssh") return std::make_unique<SshTransport>(d);
   if (d.transport == "adb") return std::make_unique<AdbTransport>(d);

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "lab/inventory.h"
 #include "lab/process.h"
@@ -34,6 +35,14 @@ class Transport {
 // the agent and known_hosts apply) in BatchMode with a shared connection per device;
 // adb runs $EDGEPROBE_ADB or `adb` from PATH with `-s SERIAL`.
 std::unique_ptr<Transport> make_transport(const Device& device);
+
+// The argv of `ssh` running `command` on an ssh device, and of `scp` copying `paths`
+// ("HOST:PATH" for the device's side): the options, then "--", then what comes from the
+// inventory. `control_dir` holds the shared connections' sockets.
+std::vector<std::string> ssh_command_argv(const Device& device, const std::string& control_dir,
+                                          const std::string& command);
+std::vector<std::string> scp_argv(const Device& device, const std::string& control_dir,
+                                  const std::vector<std::string>& paths);
 
 // The adb client to run: $EDGEPROBE_ADB, else "adb".
 std::string adb_program();

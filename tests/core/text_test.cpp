@@ -77,3 +77,15 @@ TEST(OneLine, ControlsAreEscapedAndLongTextIsCutAtACharacter) {
   // Cut inside a 3-byte character: the partial character is dropped, not left dangling.
   EXPECT_EQ(one_line("ab模型", 4), "ab… (8 bytes)");
 }
+
+// Bytes that are not well-formed UTF-8 (a server's, a device's) are escaped too, so the
+// line is valid UTF-8 wherever it goes (a JSON result, a terminal).
+TEST(OneLine, BytesThatAreNotUtf8AreEscaped) {
+  EXPECT_EQ(one_line("ok \xff\xfe end"), "ok \\xff\\xfe end");                 // never UTF-8
+  EXPECT_EQ(one_line("\xc0\x80 \xed\xa0\x80"), "\\xc0\\x80 \\xed\\xa0\\x80");  // overlong NUL, a surrogate
+  EXPECT_EQ(one_line("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");             // past U+10FFFF
+  EXPECT_EQ(one_line("a\xe6\xa8"), "a\\xe6\\xa8");                             // a character cut short
+  EXPECT_EQ(one_line("\x80 模 \xf0\x9f\x98\x80"), "\\x80 模 \xf0\x9f\x98\x80");  // a stray continuation; 4-byte kept
+  // An escape is never cut in half by the bound.
+  EXPECT_EQ(one_line("ab\x1b", 4), "ab… (3 bytes)");
+}

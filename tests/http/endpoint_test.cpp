@@ -7,7 +7,9 @@
 #include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
+#include "core/text.h"
 #include "server_process.h"
 #include "support/run_process.h"
 
@@ -237,6 +239,119 @@ TEST_F(FakeServer, ConcurrencySweepAndRequestRateGiveVllmStyleSummaries) {
   }
   const auto failing = bench("e500", {"--concurrency", "2", "--num-requests", "4"});
   EXPECT_EQ(failing.exit_code, 3);  // the repetitions failed: an error row, and no crash
+}
+
+}  // namespace
+
+// Hostile servers (docs/endpoint.md): each ends as one escaped line (an error row, or the
+// refusal to start) with a documented exit code, in bounded time and memory: the client
+// runs under a 2 GB address-space limit, which an unbounded buffer would hit.
+namespace {
+
+ProcessResult bench_limited(const std::string& url, const std::string& model, std::vector<std::string> extra) {
+  std::string command = "ulimit -v 2000000; exec " + edgeprobe::shell_quote(EDGEPROBE_BINARY);
+  std::vector<std::string> args = {"bench", "--endpoint", url, "--api-model", model, "-p", "0", "-n", "0",
+                                   "--no-warmup", "--no-store", "-o", "json", "-q", "-r", "1", "--sample-hz", "0"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  for (const auto& a : args) command += " " + edgeprobe::shell_quote(a);
+  return run_process({"/bin/sh", "-c", command}, 90);
+}
+
+void expect_one_escaped_line(const std::string& text) {
+  EXPECT_EQ(text.find('\n'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_EQ(text.find("\xc2\x9b"), std::string::npos) << text;
+  EXPECT_LT(text.size(), 2000u) << text;
+}
+
+TEST_F(FakeServer, HostileStreamsEndAsOneLineErrorRows) {
+  const std::vector<Misbehaviour> cases = {
+      {"no-dispatch", "an event over 1 MiB without its end", {}},
+      {"no-newline", "an event over 1 MiB without its end", {}},
+      {"tiny-events", "events for max_tokens 4; a stream that does not end", {}},
+      {"comments", "MiB for max_tokens 4; a stream that does not end", {}},
+      {"bad-utf8", "malformed event (not JSON)", {}},
+      {"deep-json", "malformed event (nested deeper than 64 levels)", {}},
+      {"huge-text", "bytes of text for max_tokens 4", {}},
+      {"cl-lie", "closed mid-answer", {}},
+      {"gzip", "'gzip'-encoded answer", {}},
+      {"redirect", "the server redirects (HTTP 307", {}},
+      {"slowloris", "timed out", {"--request-timeout", "3"}},
+      {"e500-multiline", "HTTP 500: the model crashed\\nTraceback:\\n  line 2\\x1b[2J\\x1b]0;pwned\\x07\\u009b31m", {}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.model);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto extra = c.extra;
+    extra.insert(extra.end(), {"--pg", "8,4"});
+    const auto r = bench_limited(url_, c.model, extra);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_LT(seconds, 30);
+    const json j = parse(r);
+    ASSERT_EQ(j["results"].size(), 1u);
+    const auto& res = j["results"][0];
+    ASSERT_TRUE(res["error"].is_object()) << res.dump();
+    const std::string message = res["error"]["message"];
+    EXPECT_NE(message.find(c.message), std::string::npos) << message;
+    expect_one_escaped_line(message);
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos);  // escaped in the JSON too
+  }
+}
+
+TEST_F(FakeServer, WhatWasMeasuredBeforeAServerTurnsHostileIsKept) {
+  const auto r = bench_limited(url_, "ok-then-no-dispatch", {"--pg", "8,4", "--pg", "8,6"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  const json j = parse(r);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_TRUE(j["results"][0]["error"].is_null()) << j["results"][0].dump();
+  EXPECT_EQ(j["results"][0]["repetitions"].size(), 1u);
+  EXPECT_NE(j["results"][1]["error"]["message"].get<std::string>().find("an event over 1 MiB"), std::string::npos);
+}
+
+TEST_F(FakeServer, OddButValidContentAndWrongTypesStillMeasure) {
+  auto r = bench_limited(url_, "nul-escape", {"--pg", "8,4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+  EXPECT_EQ(parse(r)["results"][0]["repetitions"][0]["request"]["completion_tokens"], 4);
+  r = bench_limited(url_, "wrong-types", {"--pg", "8,4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto rep = parse(r)["results"][0]["repetitions"][0];
+  EXPECT_EQ(rep["request"]["completion_tokens"], 4) << rep.dump();
+}
+
+TEST_F(FakeServer, HostileModelListsAndRedirectsAreRefusedBeforeRunning) {
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {"redirect-loop", "ok", "the server redirects (HTTP 302 to /h/redirect-loop/v1/models)"},
+      {"redirect-away", "ok", "the server redirects (HTTP 301 to http://192.0.2.1/v1/models)"},
+      {"gzip-bomb", "ok", "'gzip'-encoded answer"},
+      {"cl-lie", "ok", "closed mid-answer"},
+      {"slowloris", "ok", "timed out"},
+      {"escape-names", "nope", "(it lists: evil\\x1b[2J\\x1b]0;pwned\\x07\\u009b31m, two\\nlines, xxx"},
+  };
+  for (const auto& [mode, model, message] : cases) {
+    SCOPED_TRACE(mode);
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto r = bench_limited(url_ + "/h/" + mode, model, {"--pg", "8,4", "--request-timeout", "3"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    expect_one_escaped_line(r.err.substr(0, r.err.size() - 1));
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  }
+  // Fields of the wrong JSON types, or a list nested 200,000 deep, are not read: the run
+  // goes on with what is usable.
+  for (const char* mode : {"wrong-types", "deep-json"}) {
+    const auto r = bench_limited(url_ + "/h/" + mode, "ok", {"--pg", "8,4"});
+    EXPECT_EQ(r.exit_code, 0) << mode << ": " << r.err;
+  }
+}
+
+TEST_F(FakeServer, AServerHeaderWithEscapesIsStoredEscaped) {
+  const auto r = bench_limited(url_ + "/h/escape-names", "two\nlines", {"--pg", "8,4"});
+  // Listed (by that very name): the run starts and its provenance holds the header escaped.
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(parse(r)["provenance"]["engine"]["details"]["server_headers"]["server"], "fake\\x1b[31m");
 }
 
 }  // namespace

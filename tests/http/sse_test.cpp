@@ -107,3 +107,34 @@ TEST(ValidateEndpoint, RefusesWhatCannotWorkOrWouldLeakASecret) {
 }
 
 }  // namespace
+
+// Hostile streams at the parser: whatever arrives, it holds at most its bound for the
+// event in progress, and says so once it is past it.
+TEST(SseParser, DataLinesThatNeverDispatchStopAtTheBound) {
+  int events = 0;
+  http::SseParser parser([&](const http::SseEvent&) { ++events; }, 4096);
+  bool ok = true;
+  size_t fed = 0;
+  for (int i = 0; i < 100000 && ok; ++i, fed += 8) ok = parser.feed("data: x\n");
+  EXPECT_FALSE(ok);
+  EXPECT_TRUE(parser.overflowed());
+  EXPECT_LE(fed, 20000u);  // two bytes of data per 8-byte line: refused near 16 kB, not after 800 kB
+  EXPECT_LE(parser.pending_bytes(), 4096u);
+  EXPECT_EQ(events, 0);
+  EXPECT_FALSE(parser.feed("\n\ndata: late\n\n")) << "a spent parser takes nothing more";
+  EXPECT_EQ(events, 0);
+}
+
+TEST(SseParser, ALineWithoutEndStopsAtTheBoundInOneChunk) {
+  http::SseParser parser([](const http::SseEvent&) {}, 1000);
+  EXPECT_FALSE(parser.feed("data: " + std::string(1 << 20, 'y')));
+  EXPECT_LE(parser.pending_bytes(), 1000u);
+}
+
+TEST(SseParser, NulAndInvalidUtf8PassThroughAsBytes) {
+  std::vector<http::SseEvent> got;
+  http::SseParser parser([&](const http::SseEvent& e) { got.push_back(e); });
+  EXPECT_TRUE(parser.feed(std::string("data: a\0b\xff\xfe\n\n", 13)));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].data, std::string("a\0b\xff\xfe", 5));
+}

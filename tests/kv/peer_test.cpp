@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -412,7 +413,7 @@ std::string prefill_error_against(const nlohmann::json& head, bool ask_tail) {
     send_json(s, FrameType::kWelcome, {{"protocol", kProtocolVersion}, {"nonce", new_nonce()}}, 1000);
     const auto auth = receive_frame(s, {}, 1000).json();
     send_json(s, FrameType::kReady,
-              {{"mac", token_mac("sesame", "server", auth.at("nonce").get<std::string>())},
+              {{"mac", token_mac("sesame", "server", auth.at("nonce").get<std::string>(), client_fingerprint())},
                {"fingerprint", client_fingerprint().to_json()}},
               1000);
     receive_frame(s, {}, 1000);  // the prefill request
@@ -456,6 +457,165 @@ TEST(KvHostileServer, DoesNotKnowTheToken) {
               {{"mac", std::string(64, '0')}, {"fingerprint", client_fingerprint().to_json()}}, 1000);
   });
   EXPECT_NE(why.find("does not know the token"), std::string::npos) << why;
+}
+
+
+TEST(KvHostileClient, WrongProtocolVersion) {
+  expect_server_survives(
+      [](Socket& s) {
+        read_welcome(s);
+        auto frame = encode_json_frame(FrameType::kAuth, {{"mac", "x"}});
+        frame[4] = 1;  // a protocol-1 peer: its MAC did not cover the fingerprint
+        s.write_all(frame.data(), frame.size(), 1000);
+      },
+      "speaks protocol version 1, this edgeprobe speaks 2");
+}
+
+TEST(KvHostileClient, BadChecksum) {
+  expect_server_survives(
+      [](Socket& s) {
+        read_welcome(s);
+        auto frame = encode_json_frame(FrameType::kAuth, {{"mac", "x"}});
+        frame.back() ^= 1;
+        s.write_all(frame.data(), frame.size(), 1000);
+      },
+      "fails its checksum");
+}
+
+// Reads and drops what arrives until the peer closes; whether it did within `limit`.
+bool closed_within(Socket& s, std::chrono::milliseconds limit) {
+  const auto end = Clock::now() + limit;
+  char buf[4096];
+  while (Clock::now() < end) {
+    const auto w = s.wait_readable(50);
+    if (w == Socket::Wait::kClosed) return true;
+    if (w == Socket::Wait::kData && ::recv(s.fd(), buf, sizeof(buf), MSG_DONTWAIT) == 0) return true;
+  }
+  return false;
+}
+
+// Connections that trickle their handshake (or send nothing) held every --max-clients slot
+// without a token; now a handshake holds none, ends at its deadline, and the honest client
+// is served at once.
+TEST(KvHostileClient, AThousandTricklingConnectionsDoNotKeepAnHonestClientOut) {
+  rlimit files{};
+  getrlimit(RLIMIT_NOFILE, &files);
+  files.rlim_cur = std::max<rlim_t>(files.rlim_cur, std::min<rlim_t>(files.rlim_max, 4096));
+  setrlimit(RLIMIT_NOFILE, &files);
+  if (files.rlim_cur < 2200) GTEST_SKIP() << "needs 2,200 open files (ulimit -n)";
+  ServerOptions o;
+  o.timeout_ms = 3000;
+  o.max_clients = 2;
+  ServerThread server(o);
+  std::vector<Socket> bad;
+  const auto header = encode_header({FrameType::kAuth, 100, 0});
+  for (int i = 0; i < 1000; ++i) {
+    bad.push_back(connect_tcp(server.endpoint(), 2000));
+    bad.back().write_all(header.data(), 1 + i % 20, 1000);  // a piece of a header, never the rest
+  }
+  const auto t0 = Clock::now();
+  KvClient first(client_options(server.endpoint()), client_fingerprint());
+  KvClient second(client_options(server.endpoint()), client_fingerprint());
+  EXPECT_EQ(first.prefill(0, {'o', 'k'}).n_past, 2);
+  EXPECT_EQ(second.prefill(0, {'o', 'k', '!'}).n_past, 3);
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(2)) << "the honest clients waited on the bad connections";
+  // Each bad one is closed at its deadline (3 s from its accept), not held.
+  int closed = 0;
+  const auto give_up = t0 + std::chrono::seconds(12);
+  for (auto& s : bad)
+    closed += closed_within(s, std::chrono::duration_cast<std::chrono::milliseconds>(give_up - Clock::now()) +
+                                   std::chrono::milliseconds(20));
+  EXPECT_EQ(closed, 1000);
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(15));
+  EXPECT_NE(server.log().find("the client stalled: no complete auth frame within 3000 ms"), std::string::npos);
+}
+
+// A relay between the nodes that rewrites fingerprints in transit (to make nodes whose
+// states are not interchangeable pass each other's check): the MACs cover them, so it fails.
+using Rewrite = std::function<void(nlohmann::json&)>;
+std::string through_relay(const Endpoint& server, const Fingerprint& mine, const Rewrite& auth, const Rewrite& ready) {
+  Listener l({"127.0.0.1", 0});
+  auto relay = std::async(std::launch::async, [&] {
+    try {
+      Socket c = l.accept(5000);
+      Socket up = connect_tcp(server, 1000);
+      auto pass = [](Socket& from, Socket& to, const Rewrite& rewrite) {
+        const Frame f = receive_frame(from, {}, 2000);
+        auto j = f.json();
+        if (rewrite && j.contains("fingerprint")) rewrite(j["fingerprint"]);
+        send_json(to, f.type, j, 1000);
+      };
+      pass(up, c, {});     // welcome
+      pass(c, up, auth);   // auth
+      pass(up, c, ready);  // ready, or the server's refusal
+    } catch (const std::exception&) {
+      // the side that refused has closed: what the client says is the test's
+    }
+  });
+  const std::string why = error_message([&] { KvClient(client_options({"127.0.0.1", l.port()}), mine); });
+  relay.wait();
+  return why;
+}
+
+TEST(KvHostileRelay, RewritingBothFingerprintsToMatchFailsTheMac) {
+  ServerThread server;
+  auto mine = client_fingerprint();
+  mine.engine_commit = "other";  // its states do not restore into the server's
+  const std::string why = through_relay(
+      server.endpoint(), mine, [](nlohmann::json& f) { f["engine_commit"] = "fake"; },
+      [](nlohmann::json& f) { f["engine_commit"] = "other"; });
+  EXPECT_NE(why.find("wrong token (or the client's fingerprint was altered on the way)"), std::string::npos) << why;
+  EXPECT_NE(server.log().find("the client's fingerprint was altered"), std::string::npos) << server.log();
+}
+
+TEST(KvHostileRelay, ARewrittenServerFingerprintFailsTheClientsMac) {
+  ServerThread server;
+  // Compatible nodes; the relay inflates the server's context in its reply.
+  const std::string why = through_relay(server.endpoint(), client_fingerprint(), {},
+                                        [](nlohmann::json& f) { f["n_ctx"] = 999999; });
+  EXPECT_NE(why.find("does not know the token (or its fingerprint was altered on the way)"), std::string::npos)
+      << why;
+}
+
+TEST(KvHostileServer, WrongVersionAndBadChecksum) {
+  auto why = client_error_against([](Socket& s) {
+    auto frame = encode_json_frame(FrameType::kWelcome, {{"protocol", 1}, {"nonce", new_nonce()}});
+    frame[4] = 1;  // a protocol-1 server
+    s.write_all(frame.data(), frame.size(), 1000);
+  });
+  EXPECT_NE(why.find("kv peer speaks protocol version 1, this edgeprobe speaks 2"), std::string::npos) << why;
+  why = client_error_against([](Socket& s) {
+    auto frame = encode_json_frame(FrameType::kWelcome, {{"protocol", kProtocolVersion}, {"nonce", new_nonce()}});
+    frame[30] ^= 4;
+    s.write_all(frame.data(), frame.size(), 1000);
+  });
+  EXPECT_NE(why.find("fails its checksum"), std::string::npos) << why;
+}
+
+// A server's refusal of 900 kB, many lines and escape codes: the client's error and the
+// fallback reason the decode node stores are one short escaped line.
+TEST(KvHostileServer, AHugeMultiLineRefusalIsStoredAsOneLine) {
+  std::string refusal = "\x1b[2J refused\n";
+  for (int i = 0; refusal.size() < 900000; ++i) refusal += "\tline " + std::to_string(i) + ": no room\n";
+  Listener l({"127.0.0.1", 0});
+  auto served = std::async(std::launch::async, [&] {
+    Socket s = l.accept(5000);
+    if (s.valid()) send_json(s, FrameType::kError, {{"message", refusal}}, 1000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  });
+  DecodeNode node({"127.0.0.1", l.port()});
+  auto ctx = node.context();
+  ctx->decode({engine::FakeScript::kBos, 'a'}, true);
+  served.wait();
+  const auto rec = node.log->take_last();
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->mode, "local");
+  const std::string& why = rec->fallback_reason;
+  EXPECT_NE(why.find("kv peer refused: \\x1b[2J refused\\n\\tline 0: no room\\n\\tline 1"), std::string::npos) << why;
+  EXPECT_EQ(why.find('\n'), std::string::npos);
+  EXPECT_EQ(why.find('\x1b'), std::string::npos);
+  EXPECT_LT(why.size(), 1000u);
+  EXPECT_NE(why.find("bytes)"), std::string::npos) << "the cut says how long it was";
 }
 
 }  // namespace

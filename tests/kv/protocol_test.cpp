@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <cmath>
 
 #include <cstring>
@@ -141,15 +143,28 @@ TEST(KvFingerprint, NamesEveryDifference) {
   EXPECT_THROW(Fingerprint::from_json({{"model_sha256", 1}}), Error);
 }
 
-TEST(KvHandshake, MacDependsOnTokenRoleAndNonce) {
+TEST(KvHandshake, MacDependsOnTokenRoleNonceAndFingerprint) {
   const std::string n = new_nonce();
   EXPECT_EQ(n.size(), 64u);
   EXPECT_NE(n, new_nonce());
-  const auto mac = token_mac("secret", "client", n);
-  EXPECT_TRUE(same_mac(mac, token_mac("secret", "client", n)));
-  EXPECT_FALSE(same_mac(mac, token_mac("secreT", "client", n)));
-  EXPECT_FALSE(same_mac(mac, token_mac("secret", "server", n)));
-  EXPECT_FALSE(same_mac(mac, token_mac("secret", "client", new_nonce())));
+  Fingerprint f;
+  f.model_sha256 = std::string(64, 'a');
+  f.n_layer = 2;
+  const auto mac = token_mac("secret", "client", n, f);
+  EXPECT_TRUE(same_mac(mac, token_mac("secret", "client", n, f)));
+  EXPECT_TRUE(same_mac(mac, token_mac("secret", "client", n, Fingerprint::from_json(f.to_json()))));
+  EXPECT_FALSE(same_mac(mac, token_mac("secreT", "client", n, f)));
+  EXPECT_FALSE(same_mac(mac, token_mac("secret", "server", n, f)));
+  EXPECT_FALSE(same_mac(mac, token_mac("secret", "client", new_nonce(), f)));
+  // Every field of the fingerprint is covered: a relay cannot rewrite one.
+  for (const auto& change : std::vector<std::function<void(Fingerprint&)>>{
+           [](Fingerprint& g) { g.model_sha256[0] = 'b'; }, [](Fingerprint& g) { g.n_layer = 3; },
+           [](Fingerprint& g) { g.type_v = "q8_0"; }, [](Fingerprint& g) { g.flash_attn = 1; },
+           [](Fingerprint& g) { g.engine_commit = "other"; }, [](Fingerprint& g) { g.n_ctx = 99; }}) {
+    Fingerprint g = f;
+    change(g);
+    EXPECT_FALSE(same_mac(mac, token_mac("secret", "client", n, g)));
+  }
   EXPECT_FALSE(same_mac(mac, mac.substr(1)));
 }
 

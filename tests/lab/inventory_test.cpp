@@ -2,7 +2,11 @@
 // naming the file, the line and the problem.
 #include "lab/inventory.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
 
 #include "core/error.h"
 
@@ -137,4 +141,112 @@ TEST(Inventory, AMissingFileIsBadInput) {
     EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
     EXPECT_STREQ(e.what(), "/nonexistent/lab.yml: cannot read the inventory");
   }
+}
+
+// Hostile inventories: each refused with one line naming the file, the line and the
+// problem, within bounded memory and time; nothing from one ever reaches a command as an
+// option.
+namespace {
+
+size_t lines_in(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+}  // namespace
+
+TEST(InventoryHostile, ABillionLaughsIsRefusedWithBoundedMemory) {
+  // Nine levels of ten aliases: 10^9 copies of "lol" if expanded.
+  std::string yaml = "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  for (int i = 1; i <= 9; ++i) {
+    yaml += fmt::format("a{}: &a{} [", i, i);
+    for (int k = 0; k < 10; ++k) yaml += fmt::format("{}*a{}", k ? ", " : "", i - 1);
+    yaml += "]\n";
+  }
+  yaml += "all:\n  hosts:\n    h: {labels: {x: *a9}}\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string why = error_of(yaml);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  EXPECT_NE(why.find("expands to over 128 MiB"), std::string::npos) << why;
+  EXPECT_TRUE(why.starts_with("lab.yml:")) << why;
+}
+
+TEST(InventoryHostile, DeepNestingIsRefused) {
+  const std::string deep = "all: " + std::string(100000, '[') + std::string(100000, ']') + "\n";
+  const std::string why = error_of(deep);
+  EXPECT_EQ(why, "lab.yml:1: nested deeper than 64 levels; an inventory needs a few");
+  std::string maps = "all:\n";
+  for (int i = 0; i < 200; ++i) maps += std::string(2 * i + 2, ' ') + fmt::format("k{}:\n", i);
+  EXPECT_NE(error_of(maps).find("nested deeper than 64 levels"), std::string::npos);
+}
+
+TEST(InventoryHostile, DuplicateHostsAndDevicesAreRefused) {
+  EXPECT_EQ(error_of("all:\n  hosts:\n    a: {transport: local}\n    b: {transport: local}\n"
+                     "    a: {transport: local}\n"),
+            "lab.yml:5: 'a' appears twice in one map (first at line 3); name each once");
+  EXPECT_EQ(error_of("all:\n  hosts:\n    a: {host: 10.0.0.5}\n    b: {ansible_host: 10.0.0.5}\n"),
+            "lab.yml:4: host 'b' is the device of host 'a' (line 3) again (ssh 10.0.0.5); list each device once");
+  EXPECT_EQ(error_of("all:\n  hosts:\n    p: {transport: adb, serial: R58}\n    q: {transport: adb, serial: R58}\n"),
+            "lab.yml:4: host 'q' is the device of host 'p' (line 3) again (adb R58); list each device once");
+  // One host in two groups is one device in both, as in Ansible.
+  const auto inv = parse_inventory(
+      "all:\n  children:\n    x: {hosts: {a: {host: 10.0.0.5}}}\n    y: {hosts: {a: }}\n", "lab.yml");
+  EXPECT_EQ(inv.devices.size(), 1u);
+  EXPECT_EQ(inv.device("a").groups, (std::vector<std::string>{"all", "x", "y"}));
+}
+
+TEST(InventoryHostile, NothingMayBeginWithADash) {
+  EXPECT_EQ(error_of("all:\n  hosts:\n    -oProxyCommand=touch x:\n"),
+            "lab.yml:3: host '-oProxyCommand=touch x': a name cannot begin with '-', hold '/' or be '.' or '..'");
+  EXPECT_EQ(error_of("all:\n  hosts:\n    a:\n      ansible_host: -oProxyCommand=touch x\n"),
+            "lab.yml:4: host 'a': host '-oProxyCommand=touch x' begins with '-' (a command would read it as an "
+            "option); refused");
+  EXPECT_NE(error_of("all:\n  hosts:\n    a: {user: -F/tmp/cfg}\n").find("user '-F/tmp/cfg' begins with '-'"),
+            std::string::npos);
+  EXPECT_NE(error_of("all:\n  hosts:\n    p: {transport: adb, serial: -d}\n").find("serial '-d' begins with '-'"),
+            std::string::npos);
+  EXPECT_NE(error_of("all:\n  hosts:\n    p: {transport: local, workdir: -rf}\n").find("workdir '-rf' begins"),
+            std::string::npos);
+  EXPECT_NE(error_of("all:\n  hosts:\n    ../../etc: {transport: local}\n").find("hold '/'"), std::string::npos);
+}
+
+TEST(InventoryHostile, ControlCharactersAreRefusedAndShownEscaped) {
+  for (const std::string& yaml : {std::string("all:\n  hosts:\n    \"evil\\nname\\e[2J\": {transport: local}\n"),
+                                  std::string("all:\n  hosts:\n    a: {transport: local, workdir: \"/tmp/x\\ny\"}\n"),
+                                  std::string("all:\n  hosts:\n    a:\n      labels: {soc: \"\\e]0;title\\a\"}\n")}) {
+    const std::string why = error_of(yaml);
+    SCOPED_TRACE(why);
+    EXPECT_EQ(lines_in(why), 0u);
+    EXPECT_EQ(why.find('\x1b'), std::string::npos);
+    EXPECT_NE(why.find("holds a control character"), std::string::npos);
+  }
+  EXPECT_NE(error_of("all:\n  hosts:\n    \"a\\e[31m\": {transport: local}\n").find("a\\x1b[31m"), std::string::npos);
+}
+
+TEST(InventoryHostile, HugeValuesAndFilesAreRefusedShort) {
+  const std::string why = error_of("all:\n  hosts:\n    " + std::string(5 << 20, 'h') + ": {transport: local}\n");
+  EXPECT_EQ(why, "lab.yml:3: a value of 5242880 bytes; inventory values are names and paths (at most 1024)");
+  try {
+    load_inventory("/dev/zero");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "/dev/zero: the inventory is over 16 MiB; refused");
+  }
+}
+
+TEST(InventoryHostile, ShellMetacharactersAreKeptAsText) {
+  // Accepted as names and labels (they are only ever quoted, never run): the values stay as written.
+  const auto inv = parse_inventory(
+      "all:\n  hosts:\n    \"a;touch pwned\":\n      transport: local\n      labels: {soc: \"$(touch pwned)`id`\"}\n",
+      "lab.yml");
+  EXPECT_EQ(inv.devices.at(0).name, "a;touch pwned");
+  EXPECT_EQ(inv.devices.at(0).labels.at("soc"), "$(touch pwned)`id`");
+}
+
+TEST(InventoryHostile, TenThousandHostsLoadQuickly) {
+  std::string yaml = "all:\n  hosts:\n";
+  for (int i = 0; i < 10000; ++i) yaml += fmt::format("    h{}: {{host: 127.1.{}.{}, port: 1}}\n", i, i / 250, i % 250 + 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto inv = parse_inventory(yaml, "lab.yml");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(inv.devices.size(), 10000u);
+  EXPECT_EQ(inv.groups.at("all").size(), 10000u);
+  EXPECT_LT(s, 5.0);
 }

@@ -3,6 +3,8 @@
 // a directory): deploy, run, a device lost mid-run, --resume, and bad inventories.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -442,3 +444,115 @@ TEST_F(LabCli, ARelativeModelPathIsTheControllersNotTheDevices) {
   const json run = s->load_run(device_runs(*s).at("pc"));
   EXPECT_EQ(run["configurations"][0]["config"]["model_path"], model.string());
 }
+
+namespace {
+
+TEST_F(LabCli, AnOptionLikeHostIsRefusedAtLoadAndRunsNothing) {
+  const std::string marker = dir_.file("pwned");
+  for (const std::string& entry : {"    a: {ansible_host: \"-oProxyCommand=touch " + marker + "\"}\n",
+                                   "    \"-oProxyCommand=touch " + marker + "\": {}\n"}) {
+    const auto r = lab({"check", "-i", inventory(entry)});
+    SCOPED_TRACE(r.err);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+    EXPECT_NE(r.err.find("begin"), std::string::npos);
+    EXPECT_FALSE(fs::exists(marker));
+  }
+}
+
+TEST_F(LabCli, ShellMetacharactersInNamesAndLabelsAreNeverRun) {
+  // Run from a directory of its own: a name that reached a shell unquoted would touch ./pwned.
+  const std::string cwd = dir_.file("cwd");
+  fs::create_directories(cwd);
+  const std::string inv = inventory("    \"pc;touch pwned\":\n      transport: local\n      workdir: " + dir_.file("pc") +
+                                    "\n      labels: {soc: \"$(touch pwned)`touch pwned`\"}\n"
+                                    "    \"$(touch pwned)\": {transport: local, workdir: " + dir_.file("w") + "}\n");
+  const auto r = run_process({"/bin/sh", "-c",
+                              "cd '" + cwd + "' && exec " + EDGEPROBE_BINARY + " lab check -o json -i '" + inv + "'"},
+                             120, {{"XDG_CACHE_HOME", dir_.file("cache")}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(cwd + "/pwned"));
+  EXPECT_FALSE(fs::exists(dir_.file("pwned")));
+  const json rows = json::parse(r.out);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["device"], "pc;touch pwned");
+  EXPECT_EQ(rows[0]["labels"]["soc"], "$(touch pwned)`touch pwned`");
+  EXPECT_TRUE(rows[1]["state"]["reachable"].get<bool>()) << rows[1].dump();
+}
+
+TEST_F(LabCli, HostileInventoriesAreOneLineAndExitTwo) {
+  std::string bomb = "x0: &x0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  for (int i = 1; i <= 9; ++i) {
+    bomb += "x" + std::to_string(i) + ": &x" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) bomb += (k ? ", *x" : "*x") + std::to_string(i - 1);
+    bomb += "]\n";
+  }
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {bomb + "all:\n  hosts:\n    a: {labels: {l: *x9}}\n", "expands to over"},
+      {"all: " + std::string(50000, '[') + std::string(50000, ']') + "\n", "nested deeper than 64"},
+      {"all:\n  hosts:\n    a: {transport: local}\n    a: {transport: local}\n", "appears twice"},
+      {"all:\n  hosts:\n    \"a\\nb\\e[2J\": {transport: local}\n", "control character"},
+  };
+  for (const auto& [yaml, message] : cases) {
+    write_file(dir_.file("bad.yml"), yaml);
+    const auto r = lab({"check", "-i", dir_.file("bad.yml")}, 60);
+    SCOPED_TRACE(r.err);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+    EXPECT_EQ(r.err.find('\x1b'), std::string::npos);
+    EXPECT_NE(r.err.find(message), std::string::npos);
+  }
+}
+
+}  // namespace
+
+namespace {
+
+TEST_F(LabCli, AJobTimeoutMustBePositive) {
+  const std::string inv = inventory("    pc: {transport: local, workdir: " + dir_.file("pc") + "}\n");
+  for (const char* bad : {"-5", "0", "nan"}) {
+    const auto r = lab(with({"run", "-i", inv, "--db", dir_.file("lab.db"), "--job-timeout", bad}, bench_flags(1)));
+    SCOPED_TRACE(r.err);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+    EXPECT_NE(r.err.find("--job-timeout"), std::string::npos);
+  }
+  EXPECT_FALSE(fs::exists(dir_.file("lab.db"))) << "refused before a store was made";
+}
+
+// A mask naming CPUs this machine lacks is refused where the job runs, before anything is
+// measured: bench directly, and a lab device running a plan that carries it.
+TEST_F(LabCli, ACpuMaskNamingAbsentCpusIsRefusedNotRecordedAsOk) {
+  const std::string absent = "0x1" + std::string(127, '0');  // CPU 508
+  const auto r = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "16", "-n", "0", "-r", "1", "--ceilings", "off",
+                                "--sample-hz", "0", "--no-store", "-q", "-C", absent},
+                               120);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("names CPU 508, which this process cannot run on"), std::string::npos) << r.err;
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 9) {
+    const auto small = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "16", "-n", "0", "-r", "1", "--ceilings",
+                                      "off", "--sample-hz", "0", "--no-store", "-q", "-C", "0x100"},
+                                     120);
+    EXPECT_EQ(small.exit_code, 2) << small.err;
+    EXPECT_NE(small.err.find("names CPU 8"), std::string::npos) << small.err;
+  }
+  write_file(dir_.file("plan.json"),
+             json({{"kind", "bench"},
+                   {"plan_version", 1},
+                   {"sweep",
+                    {{"models", {tiny_model()}}, {"n_prompt", {16}}, {"n_gen", {0}}, {"threads", {1}}, {"cpu_masks", {absent}}}},
+                   {"repetitions", 1},
+                   {"ceilings", "off"},
+                   {"env", {{"sample_hz", 0}}}})
+                 .dump());
+  const std::string inv = inventory("    pc: {transport: local, workdir: " + dir_.file("pc") + "}\n");
+  const auto lr = lab({"run", "-i", inv, dir_.file("plan.json"), "--db", dir_.file("lab.db"), "-q", "-o", "json"});
+  EXPECT_NE(lr.exit_code, 0) << lr.err;
+  const json out = json::parse(lr.out);
+  ASSERT_EQ(out["devices"].size(), 1u) << lr.out;
+  EXPECT_FALSE(out["devices"][0]["ok"].get<bool>());
+  EXPECT_NE((lr.out + lr.err).find("names CPU 508"), std::string::npos) << lr.out << lr.err;
+}
+
+}  // namespace
