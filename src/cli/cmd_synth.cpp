@@ -67,6 +67,11 @@ void register_synth(CLI::App& app) {
     o.seed = args->seed;
     o.n_threads = args->threads;
     o.output_path = args->output.empty() ? fmt::format("synth-{}-{}.gguf", o.shape.name, o.quant) : args->output;
+    // A typo in a directory must not become a new directory tree.
+    const std::filesystem::path parent = std::filesystem::path(o.output_path).parent_path();
+    if (!parent.empty() && !std::filesystem::is_directory(parent))
+      throw_bad_input("cannot write --output '{}': the directory '{}' does not exist (synth creates no directories)",
+                      o.output_path, parent.string());
     if (std::filesystem::exists(o.output_path) && !args->force)
       throw_bad_input("'{}' already exists; pass --force to overwrite it", o.output_path);
     engine::start_log_capture(false);  // llama.cpp's quantizer logs every tensor
