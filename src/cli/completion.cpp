@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <sstream>
 #include <memory>
 
 #include "cli/cli_errors.h"
@@ -98,6 +99,26 @@ std::string completion_script(const std::vector<CommandShape>& commands, const s
            "}\n"
            "if [[ $funcstack[1] == _edgeprobe ]]; then _edgeprobe \"$@\"; else compdef _edgeprobe edgeprobe; fi\n";
   throw_bad_input("completion for '{}': use bash or zsh", shell);
+}
+
+std::string help_all(const CLI::App& root) {
+  std::string page;
+  for (const CommandShape& c : command_shapes(root)) {
+    const CLI::App* cmd = &root;
+    std::istringstream words(c.path);
+    std::string word;
+    words >> word;  // "edgeprobe"
+    while (words >> word) cmd = cmd->get_subcommand(word);
+    // The parent's path makes the usage line whole: "Usage: edgeprobe lab run [OPTIONS]".
+    page += (page.empty() ? "" : "\n") + cmd->help(cmd->get_parent() ? command_path(*cmd->get_parent()) : "");
+  }
+  return page;
+}
+
+void add_help_all_flag(CLI::App& app) {
+  const CLI::App* root = &app;
+  app.add_flag_callback("--help-all", [root] { throw HelpAllPage{help_all(*root)}; },
+                        "Every subcommand's help in one page");
 }
 
 void register_completion(CLI::App& app) {

@@ -22,6 +22,15 @@ std::vector<CommandShape> command_shapes(const CLI::App& root);
 // subcommand after a command, a flag after a dash, else files.
 std::string completion_script(const std::vector<CommandShape>& commands, const std::string& shell);
 
+// Every visible command's --help, the root first, in one page (--help-all).
+std::string help_all(const CLI::App& root);
+// What --help-all throws out of the parse: the page, for main to print (exit 0).
+struct HelpAllPage {
+  std::string text;
+};
+// --help-all on the root: CLI11's own lists nested subcommands (lab check) without their help.
+void add_help_all_flag(CLI::App& app);
+
 // `edgeprobe completion bash|zsh|commands`, hidden from the help: the script for a shell,
 // or (commands) one line per command, its path, a tab, then its flags, for tools and tests
 // that walk the CLI.

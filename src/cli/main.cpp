@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
   CLI::App app{"edgeprobe: how fast an LLM really runs on this device, and why not faster"};
   app.require_subcommand(1);
   app.set_version_flag("--version", [] { return cli::version_text(); });
-  app.set_help_all_flag("--help-all", "Every subcommand's help in one page");
+  app.name("edgeprobe");  // the usage lines of --help say "edgeprobe bench [OPTIONS]"
+  cli::add_help_all_flag(app);
   cli::register_bench(app, command_line);
   cli::register_synth(app);
   cli::register_session(app, command_line);
@@ -96,6 +97,9 @@ int main(int argc, char** argv) {
   try {
     std::reverse(args.begin(), args.end());
     app.parse(args);
+  } catch (const cli::HelpAllPage& page) {
+    std::cout << page.text;
+    return 0;
   } catch (const CLI::RuntimeError& e) {
     return e.get_exit_code();
   } catch (const CLI::CallForHelp& e) {
