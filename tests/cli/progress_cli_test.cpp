@@ -274,7 +274,7 @@ TEST(ProgressCli, ASecondCtrlCStopsAtOnceKeepingWhatFinished) {
       true, [&](const std::string& err, pid_t pid) {
         if (sent == 0 && std::regex_search(err, one_done)) {
           sent = kill(pid, SIGINT) == 0 ? 1 : -1;
-          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
           second_at = std::chrono::steady_clock::now();
           if (sent == 1 && kill(pid, SIGINT) == 0) sent = 2;
         }
