@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "cli/shared_flags.h"
 #include "core/text.h"
 
 namespace edgeprobe::cli {
@@ -57,6 +58,16 @@ std::string command_path(const CLI::App& cmd) {
   return path;
 }
 
+std::vector<std::string> flag_names(const CLI::App& cmd) {
+  std::vector<std::string> names;
+  for (const CLI::Option* opt : cmd.get_options()) {
+    if (opt->get_group().empty()) continue;
+    for (const auto& s : opt->get_snames()) names.push_back("-" + s);
+    for (const auto& l : opt->get_lnames()) names.push_back("--" + l);
+  }
+  return names;
+}
+
 const CLI::App& deepest_parsed(const CLI::App& root) {
   const CLI::App* cmd = &root;
   for (auto subs = cmd->get_subcommands(); !subs.empty(); subs = cmd->get_subcommands()) cmd = subs.front();
@@ -69,26 +80,14 @@ bool looks_like_flag(const std::string& arg) {
   return arg.size() > 1 && arg[0] == '-' && !std::isdigit(static_cast<unsigned char>(arg[1])) && arg[1] != '.';
 }
 
-// "-r" and "--repetitions" of every option a user may type here (hidden ones are left out).
-std::vector<std::string> flag_names(const CLI::App& cmd) {
-  std::vector<std::string> names;
-  for (const CLI::Option* opt : cmd.get_options()) {
-    if (opt->get_group().empty()) continue;
-    for (const auto& s : opt->get_snames()) names.push_back("-" + s);
-    for (const auto& l : opt->get_lnames()) names.push_back("--" + l);
-  }
-  return names;
-}
-
 std::vector<const CLI::App*> visible_subcommands(const CLI::App& cmd) {
   return cmd.get_subcommands([](const CLI::App* sub) { return !sub->get_group().empty(); });
 }
 
 std::string names_list(const std::vector<const CLI::App*>& subs) {
-  std::string out;
-  for (size_t i = 0; i < subs.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == subs.size() ? " or " : ", ") + subs[i]->get_name();
-  return out;
+  std::vector<std::string> names;
+  for (const CLI::App* s : subs) names.push_back(s->get_name());
+  return format_list({names});
 }
 
 const CLI::Option* required_missing(const CLI::App& cmd) {

@@ -22,6 +22,9 @@ std::string nearest_word(const std::string& word, const std::vector<std::string>
 // "edgeprobe lab run": the names from the root to `cmd`.
 std::string command_path(const CLI::App& cmd);
 
+// "-r" and "--repetitions" of every option a user may type in `cmd` (hidden ones left out).
+std::vector<std::string> flag_names(const CLI::App& cmd);
+
 // The deepest subcommand the parse reached (the root when none).
 const CLI::App& deepest_parsed(const CLI::App& root);
 

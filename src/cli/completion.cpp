@@ -14,12 +14,7 @@ namespace edgeprobe::cli {
 namespace {
 
 void describe(const CLI::App& cmd, std::vector<CommandShape>& out) {
-  CommandShape shape{command_path(cmd), {}, {}};
-  for (const CLI::Option* opt : cmd.get_options()) {
-    if (opt->get_group().empty()) continue;
-    for (const auto& s : opt->get_snames()) shape.flags.push_back("-" + s);
-    for (const auto& l : opt->get_lnames()) shape.flags.push_back("--" + l);
-  }
+  CommandShape shape{command_path(cmd), {}, flag_names(cmd)};
   const auto subs = cmd.get_subcommands([](const CLI::App* sub) { return !sub->get_group().empty(); });
   for (const CLI::App* sub : subs) shape.subcommands.push_back(sub->get_name());
   out.push_back(shape);
