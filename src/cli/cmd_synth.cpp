@@ -67,6 +67,8 @@ void register_synth(CLI::App& app) {
     o.seed = args->seed;
     o.n_threads = args->threads;
     o.output_path = args->output.empty() ? fmt::format("synth-{}-{}.gguf", o.shape.name, o.quant) : args->output;
+    // '-' is stdout for every other subcommand's --output; a GGUF is a file (it is mapped).
+    if (o.output_path == "-") throw_bad_input("synth writes a GGUF file, not to stdout: give --output a file name");
     // A typo in a directory must not become a new directory tree.
     const std::filesystem::path parent = std::filesystem::path(o.output_path).parent_path();
     if (!parent.empty() && !std::filesystem::is_directory(parent))

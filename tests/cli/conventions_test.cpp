@@ -251,6 +251,10 @@ TEST_F(Conventions, FiltersAndPathsThatCannotBeMeantAreRefused) {
   EXPECT_NE(synth.err.find("the directory '" + dir.file("missing/sub") + "' does not exist"), std::string::npos)
       << synth.err;
   EXPECT_FALSE(fs::exists(dir.file("missing")));
+  const auto dash = run_in(dir.path(), {"synth", "--shape", "tiny", "--output", "-"}, 60);
+  EXPECT_EQ(dash.exit_code, 2) << dash.err;
+  EXPECT_NE(dash.err.find("not to stdout"), std::string::npos) << dash.err;
+  EXPECT_FALSE(fs::exists(dir.file("-")));
   const auto lab = run_edgeprobe({"lab", "run", "-i", file("lab.yml"), "--db", dir.file("lab.db")}, 60);
   EXPECT_EQ(lab.exit_code, 2) << lab.err;
   EXPECT_NE(lab.err.find("lab run needs plan files or -m MODEL"), std::string::npos) << lab.err;
