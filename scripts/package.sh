@@ -78,6 +78,18 @@ mkdir -p "$stage/bin" "$stage/lib" "$stage/data"
 install -m 755 "$binary" "$stage/bin/edgeprobe"
 cp "$llama_prefix"/bin/libggml-cpu-*.so "$stage/lib/"
 cp "$REPO_ROOT/data/conversations.jsonl" "$stage/data/"
+# Shell completion, generated from the CLI definition by the binary itself; a cross build
+# that cannot run here (no qemu-user) goes without it, and says so.
+mkdir -p "$stage/share/completion"
+if "$binary" completion bash > "$stage/share/completion/edgeprobe.bash" 2>/dev/null &&
+   "$binary" completion zsh > "$stage/share/completion/_edgeprobe" 2>/dev/null; then
+  completion_note="Shell completion: source share/completion/edgeprobe.bash (bash), or put
+share/completion/_edgeprobe in a directory of your \$fpath (zsh)."
+else
+  rm -rf "$stage/share"
+  completion_note="(No shell completion: the $arch binary could not run where the bundle was built.)"
+  log "no shell completion in the bundle: $binary does not run on this machine"
+fi
 
 find_lib() {
   local d
@@ -183,15 +195,17 @@ Jetson, Raspberry Pi (64-bit OS) and other Linux boards:
 
 Under qemu-user the tool says so: CPU features are the emulated CPU's, timings are not
 the performance of any device.
+
+$completion_note
 EOF
 
-(cd "$stage" && find bin lib data -type f | LC_ALL=C sort | while read -r f; do echo "$(stat -c %s "$f") $f"; done) \
+(cd "$stage" && find bin lib data $( [ -d "$stage/share" ] && echo share ) -type f | LC_ALL=C sort | while read -r f; do echo "$(stat -c %s "$f") $f"; done) \
   > "$stage/MANIFEST"
 
 mkdir -p "$dist"
 # The launcher and MANIFEST first: an archive cut short still unpacks the check.
 tar -C "$dist" -czf "$dist/$name.tar.gz" "$name/edgeprobe" "$name/MANIFEST" "$name/README.txt" \
-  "$name/bin" "$name/lib" "$name/data"
+  "$name/bin" "$name/lib" "$name/data" $( [ -d "$stage/share" ] && echo "$name/share" )
 (cd "$dist" && sha256sum "$name.tar.gz" > "$name.tar.gz.sha256")
 rm -rf "$stage"
 log "wrote $dist/$name.tar.gz ($(du -h "$dist/$name.tar.gz" | cut -f1), $(stat -c %s "$dist/$name.tar.gz") bytes); minimum kernel $min_kernel"

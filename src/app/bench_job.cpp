@@ -143,6 +143,11 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
     plan.run.api = plan.env.api;
   }
   auto model_index = [&](const std::string& p) { return is_endpoint_model(p) ? 0 : models.index_of(p); };
+  if (!endpoint) {  // an endpoint's threads are the server's
+    std::vector<int> threads;
+    for (const auto& c : plan.cases) threads.push_back(c.n_threads);
+    warn_oversubscription(threads, ctx);
+  }
 
   BenchJobResult out;
   result::BenchReport& report = out.report;

@@ -50,6 +50,7 @@ doctor::ProgressFn child_progress(const doctor::DoctorOptions& o, const JobConte
 
 DoctorJobResult run_doctor(const doctor::DoctorOptions& options, const JobContext& ctx) {
   DoctorJobResult out;
+  warn_oversubscription({options.config.threads}, ctx);
   out.diagnosis = doctor::run_doctor(options, child_progress(options, ctx));
   out.outcome.run_id = store_result(ctx, options, false, out.diagnosis.evidence.primary.report,
                                     doctor::to_json(out.diagnosis));
@@ -58,6 +59,7 @@ DoctorJobResult run_doctor(const doctor::DoctorOptions& options, const JobContex
 
 TuneJobResult run_tune(const doctor::DoctorOptions& options, const JobContext& ctx) {
   TuneJobResult out;
+  warn_oversubscription({options.config.threads}, ctx);
   out.tune = doctor::tune(
       options, [&](const std::string& s) {
         if (ctx.sink) ctx.sink->progress(s);

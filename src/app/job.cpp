@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "store/store.h"
+#include "workload/sweep.h"
 
 namespace edgeprobe::app {
 
@@ -15,6 +16,11 @@ std::string finished_error(store::Status status, const JobOutcome& outcome, size
     case store::Status::kFailed: return fmt::format("all {} {} failed{}", units, unit, first);
     default: return "";
   }
+}
+
+void warn_oversubscription(const std::vector<int>& thread_counts, const JobContext& ctx) {
+  const std::string warning = workload::oversubscription_warning(thread_counts, workload::usable_cpu_count());
+  if (!warning.empty() && ctx.sink) ctx.sink->warning(warning);
 }
 
 }  // namespace edgeprobe::app

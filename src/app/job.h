@@ -86,4 +86,8 @@ struct JobOutcome {
 std::string finished_error(store::Status status, const JobOutcome& outcome, size_t failed, size_t units,
                            const std::string& unit);
 
+// One warning through ctx.sink when a thread count is more than the CPUs this process may
+// run on (workload::oversubscription_warning); the job goes on.
+void warn_oversubscription(const std::vector<int>& thread_counts, const JobContext& ctx);
+
 }  // namespace edgeprobe::app

@@ -35,6 +35,11 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
     c.model_path = endpoint && c.model_path.empty() ? endpoint_model_path(plan.env.api_model)
                                                     : models.add_spec(c.model_path, ctx.sink);
   plan.options.api = endpoint && plan.env.api.empty() ? "chat" : plan.env.api;
+  if (!endpoint) {
+    std::vector<int> threads;
+    for (const auto& c : plan.configs) threads.push_back(c.n_threads);
+    warn_oversubscription(threads, ctx);
+  }
   if (plan.prompts.empty()) plan.prompts = runner::default_conversations_path();
   const auto conversations = runner::load_conversations(plan.prompts);
 

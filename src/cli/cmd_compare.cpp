@@ -15,6 +15,7 @@
 #include "cli/shared_flags.h"
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/text.h"
 #include "store/store.h"
 
 namespace edgeprobe::cli {
@@ -85,6 +86,37 @@ std::string render_compare_markdown(const analysis::CompareReport& r, const std:
 
 nlohmann::json compare_report_json(const analysis::CompareReport& r) { return analysis::to_json(r); }
 
+std::string render_compare_rows(const analysis::CompareReport& r, const std::string& format) {
+  const nlohmann::json metrics = compare_report_json(r)["metrics"];
+  std::string out;
+  if (format == "jsonl") {
+    for (const auto& m : metrics) out += m.dump() + "\n";
+    return out;
+  }
+  static const char* kColumns[] = {"test",          "metric",          "n_a",     "n_b",
+                                   "median_a",      "median_b",        "ratio",   "ci_low",
+                                   "ci_high",       "confidence",      "mann_whitney_p", "p_exact",
+                                   "practical_threshold", "verdict",  "verdict_kind", "no_verdict_reason"};
+  auto cell = [](const nlohmann::json& v) {
+    if (v.is_null()) return std::string();
+    return v.is_string() ? csv_field(v.get<std::string>()) : v.dump();
+  };
+  for (const char* c : kColumns) out += std::string(out.empty() ? "" : ",") + c;
+  out += "\n";
+  for (const auto& m : metrics) {
+    std::string row;
+    for (const char* c : kColumns) {
+      const std::string key = c;
+      nlohmann::json v = m.value(key, nlohmann::json());
+      if ((key == "ci_low" || key == "ci_high") && m.contains("ci") && m["ci"].is_array())
+        v = m["ci"][key == "ci_low" ? 0 : 1];
+      row += (key == "test" ? "" : ",") + cell(v);
+    }
+    out += row + "\n";
+  }
+  return out;
+}
+
 void register_compare(CLI::App& app) {
   struct Args {
     std::string a, b, db;
@@ -96,7 +128,7 @@ void register_compare(CLI::App& app) {
   cmd->add_option("A", args->a, "Baseline: run id or result JSON file")->required();
   cmd->add_option("B", args->b, "Candidate: run id or result JSON file")->required();
   add_db_option(cmd, args->db);
-  add_output_options(cmd, args->output, {{"md", "json"}});
+  add_output_options(cmd, args->output, {{"md", "csv", "json", "jsonl"}});
   cmd->add_flag("--force", args->force, "Show the ratios even when the runs are not comparable");
   cmd->callback([args] {
     const nlohmann::json a = app::load_result_document(args->a, args->db);
@@ -111,9 +143,10 @@ void register_compare(CLI::App& app) {
       throw_bad_input("{} and {} are not comparable; pass --force to see the ratios anyway", one_line(args->a),
                       one_line(args->b));
     }
-    write_output(args->output.file, args->output.format == "json"
-                                        ? compare_report_json(report).dump(2) + "\n"
-                                        : render_compare_markdown(report, args->a, args->b));
+    const std::string& format = args->output.format;
+    write_output(args->output.file, format == "json"  ? compare_report_json(report).dump(2) + "\n"
+                                    : format == "md" ? render_compare_markdown(report, args->a, args->b)
+                                                     : render_compare_rows(report, format));
   });
 }
 

@@ -11,7 +11,7 @@ class App;
 
 namespace edgeprobe::cli {
 
-// `edgeprobe compare A B [--db PATH] [--force] [-o md|json]`: per-metric ratio B/A of
+// `edgeprobe compare A B [--db PATH] [--force] [-o md|csv|json|jsonl]`: per-metric ratio B/A of
 // medians with a 95 % bootstrap CI, a Mann-Whitney p-value and a verdict only where the
 // evidence holds one (analysis::judge). A and B are run ids in the store or result JSON
 // files (`bench`, `session` or `doctor -o json`, any schema version). The settings that
@@ -25,5 +25,8 @@ void register_compare(CLI::App& app);
 std::string render_compare_markdown(const analysis::CompareReport& report, const std::string& label_a,
                                     const std::string& label_b);
 nlohmann::json compare_report_json(const analysis::CompareReport& report);
+// One row per metric, as the json's "metrics" hold them: csv (a header, the interval as
+// ci_low,ci_high) or jsonl (one object a line).
+std::string render_compare_rows(const analysis::CompareReport& report, const std::string& format);
 
 }  // namespace edgeprobe::cli

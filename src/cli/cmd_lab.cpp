@@ -29,7 +29,6 @@ struct LabFlags {
   double job_timeout_s = 6 * 3600, max_wait_s = 900;
   std::optional<double> thermal_limit;
   int64_t resume = 0;
-  bool quiet = false;
 };
 
 std::vector<lab::Device> selected(const LabFlags& f) {
@@ -104,13 +103,19 @@ int run(const LabFlags& f, const std::string& command_line) {
   o.max_wait_s = f.max_wait_s;
   o.job_timeout_s = f.job_timeout_s;
   o.command_line = command_line;
-  o.say = sayer(f.quiet);
+  o.say = sayer(f.output.quiet);
   OutputTarget output(f.output.file);
   lab::LabRunResult r;
   if (f.resume) {
     auto store = lab_store(f, store::Mode::kMustExist);
     r = lab::resume_lab(*store, f.resume, o);
   } else {
+    // Without either, bench's default (a 1.1B model, five repetitions) would quietly run on
+    // every device: minutes each, and rarely what was meant.
+    if (f.plans.empty() && f.models.empty())
+      throw_bad_input(
+          "lab run needs plan files or -m MODEL (bench's default model on every device: -m "
+          "synth:tinyllama-1.1b:q4_0)");
     o.plans = plans_of(f);
     const auto devices = selected(f);
     auto store = lab_store(f, store::Mode::kCreate);
@@ -186,7 +191,6 @@ void register_lab(CLI::App& app, const std::vector<std::string>& command_line) {
       ->capture_default_str();
   run_cmd->add_option("--resume", f->resume,
                       "Continue lab run RUN: each device from its last committed unit");
-  run_cmd->add_flag("-q,--quiet", f->quiet, "No per-device progress lines");
   run_cmd->callback([f, fail_on, command_line] { fail_on(run(*f, join_command_line(command_line))); });
 }
 

@@ -20,7 +20,6 @@ struct PredictFlags {
   double bandwidth = 0, gflops = 0, storage = 0, memory_gb = 0;
   int cores = 0;
   std::string db;
-  bool quiet = false;
   OutputFlags output;
   app::PredictPlan plan;
 };
@@ -63,7 +62,7 @@ int run(PredictFlags& f, const CLI::App& cmd) {
     s.cores = f.cores;
     plan.spec = s;
   }
-  TerminalSink sink(!f.quiet);
+  TerminalSink sink(!f.output.quiet);
   app::JobContext ctx;
   ctx.sink = &sink;
   const auto report = app::run_predict(plan, ctx);
@@ -106,8 +105,7 @@ void register_predict(CLI::App& app) {
   cmd->add_flag("--remeasure", f->plan.remeasure, "Measure this machine's per-step costs again");
   cmd->add_option("--sysfs-root", f->plan.sysfs_root, "Read sysfs/procfs under this root")->capture_default_str();
   add_db_option(cmd, f->db);
-  add_output_options(cmd, f->output, {{"md", "csv", "json"}});
-  cmd->add_flag("--quiet", f->quiet, "No progress on stderr (-q is --quant here)");
+  add_output_options(cmd, f->output, {{"md", "csv", "json", "jsonl"}, /*short_quiet=*/false});
   cmd->callback([f, cmd] {
     const int rc = run(*f, *cmd);
     if (rc != 0) throw CLI::RuntimeError(rc);

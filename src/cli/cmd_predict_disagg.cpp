@@ -112,7 +112,7 @@ void register_predict_disagg(CLI::App& app) {
                   "Attention's growth on the prefill node: ms per token^2")
       ->capture_default_str();
   cmd->add_option("--prompts", f->prompts, "Prompt lengths to show TTFTs for");
-  add_output_options(cmd, f->output, {{"md", "json"}, true});
+  add_output_options(cmd, f->output, {{"md", "json"}});
   cmd->callback([f, cmd] {
     const int rc = run(*f, *cmd);
     if (rc != 0) throw CLI::RuntimeError(rc);

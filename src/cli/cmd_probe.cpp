@@ -31,7 +31,6 @@ void register_probe(CLI::App& app) {
     uint64_t buffer_mib = 0;
     bool no_compute = false;
     int ubatch = kDefaultUbatch;
-    bool quiet = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -46,7 +45,7 @@ void register_probe(CLI::App& app) {
   cmd->add_option("--sysfs-root", args->sysfs_root,
                   "Read topology and CPU features from this tree instead of / (nothing is measured then)")
       ->capture_default_str();
-  add_output_options(cmd, args->output, {{"md", "json"}, true});
+  add_output_options(cmd, args->output, {{"md", "json"}});
   cmd->add_option("--cpu-variant", args->cpu_variant, "ggml CPU variant to load (default: the best for this CPU)");
   cmd->add_option("--buffer-mib", args->buffer_mib, "Bandwidth buffer size in MiB (default: 8x LLC, 512-1024 MiB)");
   cmd->add_flag("--no-compute", args->no_compute, "Skip the compute probe (no ggml backend is loaded)");
@@ -54,7 +53,6 @@ void register_probe(CLI::App& app) {
                   "With -m: the prompt batch the model's prefill kernels are measured at (bench's -ub)")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
-  cmd->add_flag("-q,--quiet", args->quiet, "No progress display on stderr");
   cmd->callback([args] {
     OutputTarget output(args->output.file);  // a bad path fails before minutes of measuring
     const FsRoot fs(args->sysfs_root);
@@ -95,7 +93,7 @@ void register_probe(CLI::App& app) {
         out["isa_gap"] = nullptr;
         text += "ggml CPU variant: not loaded (--no-compute)\n";
       }
-      TerminalSink sink(!args->quiet);
+      TerminalSink sink(!args->output.quiet);
       o.progress = [&sink](const std::string& step, size_t done, size_t total) {
         sink.progress(step == "done" ? "measured (cached for later runs)" : "measuring " + step);
         sink.units(done, total, "measurements");

@@ -16,16 +16,17 @@ namespace edgeprobe::cli {
 void register_report(CLI::App& app) {
   struct Args {
     std::vector<std::string> inputs;
-    std::string output = "report.html", db;
+    std::string db;
+    OutputFlags output{"html", "report.html"};
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("report", "Write one self-contained HTML report of runs or result files");
   cmd->add_option("inputs", args->inputs, "Run ids or result JSON files (bench, session, doctor); 2+ are compared "
                                           "against the first")->required();
-  add_output_file_option(cmd, args->output, "the HTML page", "report.html");
+  add_output_options(cmd, args->output, {{"html"}}, "the HTML page");
   add_db_option(cmd, args->db);
   cmd->callback([args] {
-    OutputTarget output(args->output);
+    OutputTarget output(args->output.file);
     std::vector<report::HtmlInput> inputs;
     for (const std::string& in : args->inputs) {
       const bool run_id = !in.empty() && in.find_first_not_of("0123456789") == std::string::npos;
@@ -36,8 +37,8 @@ void register_report(CLI::App& app) {
     const std::string page = app::with_result_documents(names, [&] { return report::render_html_report(inputs); });
     output.stream() << page;
     output.commit();
-    if (args->output == "-") return;
-    std::cerr << fmt::format("wrote {} ({:.0f} KB)\n", args->output, static_cast<double>(page.size()) / 1024);
+    if (args->output.file == "-" || args->output.quiet) return;
+    std::cerr << fmt::format("wrote {} ({:.0f} KB)\n", args->output.file, static_cast<double>(page.size()) / 1024);
   });
 }
 

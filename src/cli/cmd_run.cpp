@@ -18,11 +18,12 @@ namespace edgeprobe::cli {
 namespace {
 
 struct RunFlags {
-  std::string plan, db, output, trace;
+  std::string plan, db, trace;
+  OutputFlags output{"jsonl", ""};  // the stream has one format; -q: it shows no progress anyway
 };
 
 int run(const RunFlags& f, const std::string& command_line) {
-  OutputTarget output(f.output);
+  OutputTarget output(f.output.file);
   app::StreamSink sink(output.stream());
   try {
     app::Plan plan = app::read_plan(f.plan);
@@ -63,7 +64,7 @@ void register_run(CLI::App& app, const std::vector<std::string>& command_line) {
       "run", "Execute a bench or session plan (JSON) and stream JSON Lines: progress, each unit, the result");
   cmd->add_option("--plan", f->plan, "Plan file, or - for stdin (format: docs/wire-format.md)")->required();
   add_db_option(cmd, f->db, "not stored: a lab controller stores what it receives");
-  add_output_file_option(cmd, f->output, "the stream", "stdout");
+  add_output_options(cmd, f->output, {{"jsonl"}}, "the stream");
   cmd->add_option("--trace", f->trace, "Write a Chrome/Perfetto trace of the run");
   cmd->callback([f, command_line] {
     const int rc = run(*f, join_command_line(command_line));

@@ -70,8 +70,10 @@ void write_runs(const std::vector<store::RunSummary>& runs, const std::string& f
     out << runs_json(runs).dump(2) << "\n";
   else if (format == "csv")
     write_runs_csv(runs, out);
+  else if (format == "jsonl")
+    for (const auto& run : runs_json(runs)) out << run.dump() << "\n";
   else
-    throw_bad_input("unknown output format '{}'; use md, json or csv", format);
+    throw_bad_input("unknown output format '{}'; use md, csv, json or jsonl", format);
 }
 
 void register_runs(CLI::App& app) {
@@ -84,11 +86,12 @@ void register_runs(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("runs", "List the runs in the results store");
   add_db_option(cmd, a->db);
   cmd->add_option("--device", a->filter.device, "Only runs of this device (its id, or any part of it)");
-  cmd->add_option("--kind", a->filter.kind, "Only runs of this kind (bench, session, doctor)");
+  cmd->add_option("--kind", a->filter.kind, "Only runs of this kind (bench, session, doctor, lab)")
+      ->check(one_of({"bench", "session", "doctor", "lab"}, "kind"));
   cmd->add_option("--model", a->filter.model, "Only runs of this model (the label the table shows, e.g. tiny-q4_0.gguf)");
   cmd->add_option("--last", a->filter.last, "Only the newest N matching runs, oldest first (0 = all)")
       ->capture_default_str();
-  add_output_options(cmd, a->output, {{"md", "json", "csv"}});
+  add_output_options(cmd, a->output, {{"md", "csv", "json", "jsonl"}});
   cmd->callback([a] {
     const std::string path = resolve_db_path(a->db);
     std::vector<store::RunSummary> runs;
@@ -105,7 +108,7 @@ void register_runs(CLI::App& app) {
     write_runs(runs, a->output.format, text);
     write_output(a->output.file, text.str());
     // Once the list is out, on stderr, so that json and csv stay what they are: there may be more.
-    if (a->filter.last > 0 && runs.size() == a->filter.last)
+    if (a->filter.last > 0 && runs.size() == a->filter.last && !a->output.quiet)
       std::cerr << fmt::format("edgeprobe: the newest {} runs; --last 0 lists them all\n", runs.size());
   });
 }

@@ -72,7 +72,7 @@ void register_session(CLI::App& app, const std::vector<std::string>& command_lin
   cmd->add_option("--sysfs-root", plan->env.sysfs_root, "Read sysfs/procfs under this root")->capture_default_str();
   cmd->add_option("--cpu-variant", plan->env.cpu_variant, "Load this ggml CPU variant instead of the best one for this CPU");
   add_store_flags(cmd, f->store, "Continue an interrupted session run where it stopped");
-  add_output_flags(cmd, f->output, {report::reporter_formats()});
+  add_output_options(cmd, f->output, {report::reporter_formats()});
   add_prefill_remote_flags(cmd, plan->env);
   cmd->add_flag("-v,--verbose", plan->env.verbose_engine_log, "Echo llama.cpp's log to stderr");
   cmd->callback([f, plan, command_line] {

@@ -67,6 +67,13 @@ void register_synth(CLI::App& app) {
     o.seed = args->seed;
     o.n_threads = args->threads;
     o.output_path = args->output.empty() ? fmt::format("synth-{}-{}.gguf", o.shape.name, o.quant) : args->output;
+    // '-' is stdout for every other subcommand's --output; a GGUF is a file (it is mapped).
+    if (o.output_path == "-") throw_bad_input("synth writes a GGUF file, not to stdout: give --output a file name");
+    // A typo in a directory must not become a new directory tree.
+    const std::filesystem::path parent = std::filesystem::path(o.output_path).parent_path();
+    if (!parent.empty() && !std::filesystem::is_directory(parent))
+      throw_bad_input("cannot write --output '{}': the directory '{}' does not exist (synth creates no directories)",
+                      o.output_path, parent.string());
     if (std::filesystem::exists(o.output_path) && !args->force)
       throw_bad_input("'{}' already exists; pass --force to overwrite it", o.output_path);
     engine::start_log_capture(false);  // llama.cpp's quantizer logs every tensor

@@ -28,7 +28,7 @@ void register_sysinfo(CLI::App& app) {
   sub->add_option("--sysfs-root", options->sysfs_root,
                    "Read /sys and /proc under this directory (a fixture tree), default /")
       ->check(CLI::ExistingDirectory);
-  add_output_options(sub, options->output, {{"md", "json"}, true});
+  add_output_options(sub, options->output, {{"md", "json"}});
   sub->callback([options] {
     OutputTarget output(options->output.file);
     const FsRoot fs(options->sysfs_root);

@@ -2,7 +2,10 @@
 
 #include <map>
 
+#include "core/build_info.h"
 #include "core/text.h"
+#include "edgeprobe_version.h"
+#include "engine/backend.h"
 
 namespace edgeprobe::cli {
 
@@ -25,5 +28,13 @@ std::vector<std::string> ints_as_text(const std::vector<int>& values) {
 }
 
 std::string join_command_line(const std::vector<std::string>& args) { return shell_join(args); }
+
+std::string version_text() {
+  std::string variants;
+  for (const auto& v : engine::installed_cpu_variants()) variants += (variants.empty() ? "" : ", ") + v;
+  return std::string("edgeprobe ") + kVersion + " (git " + build_summary() + ")\nllama.cpp " + kLlamaCppVersion +
+         " (commit " + kLlamaCppCommit + "), ggml CPU variants installed: " +
+         (variants.empty() ? "none found (a static build)" : variants);
+}
 
 }  // namespace edgeprobe::cli

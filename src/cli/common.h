@@ -18,4 +18,9 @@ std::vector<std::string> ints_as_text(const std::vector<int>& values);
 
 std::string join_command_line(const std::vector<std::string>& args);
 
+// What --version prints: edgeprobe's version, git commit (-dirty), build type and compiler
+// on the first line; llama.cpp's version and commit and the ggml CPU variants installed on
+// the second.
+std::string version_text();
+
 }  // namespace edgeprobe::cli

@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "core/error.h"
+#include "core/stop_token.h"
 #include "core/text.h"
 #include "store/store.h"
 
@@ -40,11 +41,6 @@ std::unique_ptr<store::Store> open_store(const StoreFlags& f) {
   if (f.resume < 0) throw_bad_input("--resume {}: run ids are positive", f.resume);
   if (f.no_store) return nullptr;
   return store::open_store(resolve_db_path(f.db), f.resume ? store::Mode::kMustExist : store::Mode::kCreate);
-}
-
-void add_output_flags(CLI::App* cmd, OutputFlags& f, const Formats& formats) {
-  add_output_options(cmd, f, formats);
-  cmd->add_flag("-q,--quiet", f.quiet, "No progress on stderr");
 }
 
 TerminalSink::TerminalSink(bool show_progress, std::unique_ptr<report::Reporter> bench_reporter)
@@ -100,6 +96,10 @@ int finish_job(const app::JobOutcome& o, const store::Store* store, const std::s
                const TerminalSink& sink) {
   const std::string location = store ? absolute_location(store->location()) : "";
   if (!sink.quiet()) std::cerr << "edgeprobe: " << job_summary(o, location, subcommand, sink.snapshot()) << "\n";
+  if (o.interrupted && process_stop_now_requested())
+    std::cerr << "edgeprobe: stopped at once (a second interrupt): the "
+              << (subcommand == "session" ? "turn" : subcommand == "bench" ? "repetition" : "measurement")
+              << " in flight was dropped\n";
   if (o.interrupted && store && o.run_id)
     std::cerr << "edgeprobe: continue with: "
               << resume_command(subcommand, o.run_id, location, store::default_db_path()) << "\n";

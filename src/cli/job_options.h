@@ -34,9 +34,6 @@ std::unique_ptr<store::Store> open_store(const StoreFlags& flags);
 // endpoint gets without --api.
 void add_endpoint_flags(CLI::App* cmd, app::Environment& env, const char* unit, const char* default_api);
 
-// -o FORMAT and --output FILE (shared_flags.h) with -q: a job shows progress on stderr.
-void add_output_flags(CLI::App* cmd, OutputFlags& flags, const Formats& formats);
-
 // The job's progress display on stderr (core/progress.h: a bar on a terminal, plain lines
 // otherwise, nothing with -q) and bench rows through the chosen reporter as they complete.
 class TerminalSink : public app::JobSink {

@@ -2,10 +2,14 @@
 // subcommands to the library; each subcommand lives in its own file.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <iostream>
 
+#include "cli/cli_errors.h"
 #include "cli/cmd_bench.h"
 #include "cli/cmd_compare.h"
 #include "cli/cmd_doctor.h"
@@ -21,6 +25,7 @@
 #include "cli/cmd_session.h"
 #include "cli/cmd_synth.h"
 #include "cli/cmd_sysinfo.h"
+#include "cli/completion.h"
 #include "cli/common.h"
 #include "core/error.h"
 #include "core/stop_token.h"
@@ -28,9 +33,33 @@
 
 namespace {
 
-// Async-signal-safe (one store to a lock-free atomic): sets the process's StopToken, which
-// every job and lab run holds unless its caller gave it another.
-void on_interrupt(int) { edgeprobe::request_process_stop(); }
+constinit std::atomic<int> g_interrupts{0};
+constinit bool g_stderr_is_terminal = false;  // set before the handler is installed
+
+void say(const char* text, size_t size) {
+  if (g_stderr_is_terminal) (void)!write(STDERR_FILENO, "\r\033[K", 4);  // off the progress bar's line
+  (void)!write(STDERR_FILENO, text, size);
+}
+
+// Async-signal-safe (lock-free atomics and write(2)). The first Ctrl-C or SIGTERM sets the
+// process's StopToken, which every job and lab run holds unless its caller gave it
+// another: the job ends after the unit in flight. The second stops at once (the unit in
+// flight is dropped, what finished is kept); a third, for a job stuck where no abort
+// reaches (a server's request, a model load), exits without last words.
+void on_interrupt(int) {
+  const int count = g_interrupts.fetch_add(1) + 1;
+  if (count == 1) {
+    static const char kFirst[] = "edgeprobe: stopping after the unit in flight (interrupt again to stop at once)\n";
+    say(kFirst, sizeof kFirst - 1);
+    edgeprobe::request_process_stop();
+  } else if (count == 2) {
+    static const char kSecond[] = "edgeprobe: stopping at once: the unit in flight is dropped\n";
+    say(kSecond, sizeof kSecond - 1);
+    edgeprobe::request_process_stop_now();
+  } else {
+    _exit(130);
+  }
+}
 
 }  // namespace
 
@@ -42,7 +71,9 @@ int main(int argc, char** argv) {
 
   CLI::App app{"edgeprobe: how fast an LLM really runs on this device, and why not faster"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("edgeprobe ") + kVersion + " (llama.cpp " + kLlamaCppCommit + ")");
+  app.set_version_flag("--version", [] { return cli::version_text(); });
+  app.name("edgeprobe");  // the usage lines of --help say "edgeprobe bench [OPTIONS]"
+  cli::add_help_all_flag(app);
   cli::register_bench(app, command_line);
   cli::register_synth(app);
   cli::register_session(app, command_line);
@@ -58,13 +89,19 @@ int main(int argc, char** argv) {
   cli::register_predict(app);
   cli::register_predict_disagg(app);
   cli::register_lab(app, command_line);
+  cli::register_completion(app);
 
   // Ctrl-C ends the sweep after the repetition in flight; what was measured is written.
+  g_stderr_is_terminal = isatty(STDERR_FILENO) == 1;
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
+  const std::vector<std::string> given = args;
   try {
     std::reverse(args.begin(), args.end());
     app.parse(args);
+  } catch (const cli::HelpAllPage& page) {
+    std::cout << page.text;
+    return 0;
   } catch (const CLI::RuntimeError& e) {
     return e.get_exit_code();
   } catch (const CLI::CallForHelp& e) {
@@ -74,7 +111,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "edgeprobe: error: " << e.what() << " (see 'edgeprobe --help')\n";
+    std::cerr << "edgeprobe: error: " << cli::explain_parse_error(app, e, given) << "\n";
     return static_cast<int>(ErrorKind::kBadInput);
   } catch (const Error& e) {
     std::cerr << "edgeprobe: error: " << e.what() << "\n";

@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <iostream>
 
+#include "cli/cli_errors.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "store/store.h"
 
 namespace edgeprobe::cli {
@@ -22,16 +24,18 @@ std::string format_list(const Formats& formats) {
   return out;
 }
 
-void add_output_options(CLI::App* cmd, OutputFlags& flags, const Formats& formats) {
+void add_output_options(CLI::App* cmd, OutputFlags& flags, const Formats& formats, const std::string& what) {
   const auto& names = formats.names;
   if (std::find(names.begin(), names.end(), flags.format) == names.end()) flags.format = names.at(0);
+  const bool has_md = std::find(names.begin(), names.end(), "md") != names.end();
   std::string help = "Output format: " + format_list(formats);
-  if (formats.text_alias) help += " (text: md's old name, still accepted)";
+  if (has_md) help += " (text: md's old name, still accepted)";
   // A transform, not a check: it may rewrite `text` to `md`, so the command sees one name.
   CLI::Validator known(
-      [formats](std::string& value) -> std::string {
-        if (formats.text_alias && value == "text") value = "md";
+      [formats, has_md](std::string& value) -> std::string {
+        if (has_md && value == "text") value = "md";
         if (std::find(formats.names.begin(), formats.names.end(), value) != formats.names.end()) return "";
+        if (value == "-") return "-o is the output format (" + format_list(formats) + "); stdout is --output -";
         return "unknown output format '" + value + "'; use " + format_list(formats);
       },
       "");
@@ -47,17 +51,25 @@ void add_output_options(CLI::App* cmd, OutputFlags& flags, const Formats& format
                ")";
       },
       "");
-  add_output_file_option(cmd, flags.file, "the results", "stdout")->check(not_a_format);
+  const std::string where = flags.file.empty() ? "instead of stdout" : "(default: " + flags.file + ")";
+  cmd->add_option("--output", flags.file,
+                  "Write " + what + " to FILE " + where + "; '-' is stdout; a run that fails leaves FILE as it was")
+      ->type_name("FILE")
+      ->check(not_a_format);
+  cmd->add_flag(formats.short_quiet ? "-q,--quiet" : "--quiet", flags.quiet,
+                "No progress or notes on stderr (errors still show)");
 }
 
-CLI::Option* add_output_file_option(CLI::App* cmd, std::string& file, const std::string& what,
-                                    const std::string& default_text) {
-  const std::string where =
-      default_text == "stdout" ? " instead of stdout" : " (default: " + default_text + "; '-': stdout)";
-  return cmd
-      ->add_option("--output", file,
-                   "Write " + what + " to FILE" + where + "; a run that fails leaves FILE as it was")
-      ->type_name("FILE");
+CLI::Validator one_of(const std::vector<std::string>& names, const std::string& what) {
+  return CLI::Validator(
+      [names, what](std::string& value) -> std::string {
+        if (std::find(names.begin(), names.end(), value) != names.end()) return "";
+        const std::string near = nearest_word(value, names);
+        return "unknown " + what + " '" + one_line(value, 80) + "'" +
+               (near.empty() ? "" : "; did you mean '" + near + "'?") + " (" + what + "s: " + format_list({names}) +
+               ")";
+      },
+      "");
 }
 
 CLI::Option* add_db_option(CLI::App* cmd, std::string& db, const std::string& default_text) {

@@ -7,38 +7,40 @@
 namespace CLI {
 class App;
 class Option;
+class Validator;
 }  // namespace CLI
 
 namespace edgeprobe::cli {
 
-// What a subcommand prints: -o FORMAT and --output FILE, declared by add_output_options
-// so every subcommand spells, checks and documents them the same way.
+// What a subcommand prints: -o FORMAT, --output FILE and -q, declared by
+// add_output_options so every subcommand spells, checks and documents them the same way.
 struct OutputFlags {
   std::string format = "md";
-  std::string file;    // "" or "-" = stdout
-  bool quiet = false;  // only where the command shows progress (job_options.h)
+  std::string file;    // "" or "-" = stdout; a subcommand may start it at its default file
+  bool quiet = false;  // no progress or notes on stderr (errors always show)
 };
 
-// The formats a subcommand writes. `text_alias`: the subcommand
-// called its human-readable format `text` before it was `md`; old scripts still pass it.
+// The formats a subcommand writes. Where md is one, `text` is accepted for it: several
+// subcommands called their human-readable format `text` before it was `md`.
 struct Formats {
   std::vector<std::string> names;
-  bool text_alias = false;
+  // false where -q means something else (predict: its quantizations); --quiet stays.
+  bool short_quiet = true;
 };
 
 // "md, csv, json or jsonl", as help and errors list them.
 std::string format_list(const Formats& formats);
 
 // -o,--output-format FORMAT, by default flags.format as given, else the first of
-// `formats` (checked while parsing: an unknown one is one line, exit 2,
-// before anything runs; `text` becomes `md` where text_alias) and --output FILE.
-void add_output_options(CLI::App* cmd, OutputFlags& flags, const Formats& formats);
+// `formats` (checked while parsing: an unknown one is one line, exit 2, before anything
+// runs; `text` becomes `md`); --output FILE ('-': stdout; without it flags.file as given,
+// stdout when empty); -q,--quiet. `what` names the output in the help ("the HTML page").
+void add_output_options(CLI::App* cmd, OutputFlags& flags, const Formats& formats,
+                        const std::string& what = "the results");
 
-// --output FILE alone, for a subcommand whose file has one format (report's HTML, run's
-// stream); `what` names it in the help ("the HTML page"), `default_text` where it goes
-// without the flag.
-CLI::Option* add_output_file_option(CLI::App* cmd, std::string& file, const std::string& what,
-                                    const std::string& default_text);
+// The check of a flag that takes one of `names` (`what` names one: "kind"): anything else
+// is one line, exit 2, listing them and the nearest to what was typed.
+CLI::Validator one_of(const std::vector<std::string>& names, const std::string& what);
 
 // --db, one help text for every subcommand. `default_text` says what happens without it
 // where that is not the per-user store (run: "not stored").

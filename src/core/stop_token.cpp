@@ -7,6 +7,7 @@ namespace {
 // so a signal that comes early finds it.
 static_assert(std::atomic<bool>::is_always_lock_free);
 constinit std::atomic<bool> g_process_stop{false};
+constinit std::atomic<bool> g_process_stop_now{false};
 
 }  // namespace
 
@@ -16,5 +17,12 @@ StopToken StopToken::process() {
 }
 
 void request_process_stop() noexcept { g_process_stop.store(true); }
+
+void request_process_stop_now() noexcept {
+  g_process_stop.store(true);
+  g_process_stop_now.store(true);
+}
+
+bool process_stop_now_requested() noexcept { return g_process_stop_now.load(); }
 
 }  // namespace edgeprobe

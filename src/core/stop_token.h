@@ -28,4 +28,11 @@ class StopToken {
 // storage: no allocation, no lock, no reference count), so a signal handler may call it.
 void request_process_stop() noexcept;
 
+// A second Ctrl-C: stop at once. The engine aborts the computation in flight (llama.cpp's
+// abort callback asks between graph nodes), the runners drop the repetition or turn it
+// belonged to and end as after a stop request, keeping what finished. Async-signal-safe;
+// sets the process's stop flag too.
+void request_process_stop_now() noexcept;
+bool process_stop_now_requested() noexcept;
+
 }  // namespace edgeprobe

@@ -111,6 +111,12 @@ std::string default_backend_dir() {
   return kGgmlBackendDir;  // absent: load_cpu_backend names it in its error
 }
 
+std::vector<std::string> registered_backends() {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < ggml_backend_reg_count(); ++i) names.push_back(ggml_backend_reg_name(ggml_backend_reg_get(i)));
+  return names;
+}
+
 std::vector<std::string> installed_cpu_variants(const std::string& dir_in) {
   const std::string dir = dir_in.empty() ? default_backend_dir() : dir_in;
   std::vector<std::string> variants;

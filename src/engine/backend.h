@@ -25,6 +25,9 @@ const CpuBackendInfo& load_cpu_backend(const std::string& variant = "", const st
 std::vector<std::string> installed_cpu_variants(const std::string& dir = "");
 std::string default_backend_dir();
 
+// The ggml backends registered in this process, by name ("CPU"): what a result ran on.
+std::vector<std::string> registered_backends();
+
 // llama.cpp / ggml log lines, captured with llama_log_set instead of printed, so that
 // `doctor` can scan them (fallback, repack, unsupported) and stdout stays clean. The
 // levels keep ggml_log_level's numbers: stored results hold them ("level": 3 = warning).

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/stop_token.h"
 #include "edgeprobe_version.h"
 
 namespace edgeprobe::engine {
@@ -42,7 +43,9 @@ ggml_backend_reg_t cpu_reg() {
 
 [[noreturn]] void throw_decode_failure(int rc, int n_past) {
   throw_environment("llama_decode failed (code {}) at position {}{}", rc, n_past,
-                    rc == 1 ? ": the KV cache is full; use a larger context" : "");
+                    rc == 1   ? ": the KV cache is full; use a larger context"
+                    : rc == 2 ? ": aborted (stopped at once)"
+                              : "");
 }
 
 class LlamaModel;
@@ -193,6 +196,8 @@ LlamaContext::LlamaContext(const LlamaModel& model, llama_model* raw_model, cons
     const std::string why = first_llama_error_since(mark);
     throw_bad_input("llama.cpp could not create a context{}{}", why.empty() ? "" : ": ", why);
   }
+  // A second Ctrl-C aborts the graph in flight: llama_decode then returns 2 (aborted).
+  llama_set_abort_callback(ctx_, [](void*) { return process_stop_now_requested(); }, nullptr);
   // llama.cpp caps the batch at the context size (-b 512 with -c 64 runs batches of 64);
   // a prompt is split at the cap it took, or llama_decode aborts the process.
   n_batch_ = static_cast<int>(llama_n_batch(ctx_));
@@ -319,6 +324,7 @@ nlohmann::json LlamaEngine::provenance() const {
           {"cpu_variant", backend_.variant},
           {"cpu_variant_library", backend_.library_path},
           {"cpu_variant_features", features},
+          {"backends", registered_backends()},
           {"capabilities", capabilities().to_json()}};
 }
 

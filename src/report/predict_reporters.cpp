@@ -40,11 +40,22 @@ std::string value_cell(const json& e) {
 
 }  // namespace
 
+// jsonl: one self-contained object a row, with the document's fields beside it.
+static void write_rows_jsonl(const json& doc, std::ostream& out) {
+  for (const auto& r : doc["rows"]) {
+    json line = r;
+    for (const auto& [key, value] : doc.items())
+      if (key != "rows") line[key] = value;
+    out << line.dump() << "\n";
+  }
+}
+
 void write_predict_report(const json& doc, const std::string& format, std::ostream& out) {
   if (format == "json") {
     out << doc.dump(2) << "\n";
     return;
   }
+  if (format == "jsonl") return write_rows_jsonl(doc, out);
   const json& rows = doc["rows"];
   if (format == "csv") {
     out << "model,quant,threads,n_prompt,n_gen,n_depth,n_ubatch,type_k,prefill_tokens_per_s,prefill_low,prefill_high,"
@@ -105,6 +116,7 @@ void write_predict_check(const json& doc, const std::string& format, std::ostrea
     out << doc.dump(2) << "\n";
     return;
   }
+  if (format == "jsonl") return write_rows_jsonl(doc, out);
   if (format == "csv") out << "test,phase,predicted_tokens_per_s,measured_best_tokens_per_s,error,note\n";
   else
     out << "| test | phase | predicted t/s | measured (best rep) t/s | error |\n|---|---|---|---|---|\n";

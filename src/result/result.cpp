@@ -75,6 +75,7 @@ json to_json(const EngineIdentity& e) {
             {"cpu_variant", e.cpu_variant},
             {"cpu_variant_library", e.cpu_variant_library},
             {"cpu_variant_features", features}};
+  if (!e.backends.empty()) j["backends"] = e.backends;
   if (!e.details.empty()) j["details"] = e.details;
   return j;
 }
@@ -93,6 +94,11 @@ json to_json(const Provenance& p) {
             {"started_at_utc", p.started_at_utc},
             {"command_line", p.command_line},
             {"models", models}};
+  if (!p.build.empty())
+    j["build"] = {{"git_commit", p.build.git_commit},
+                  {"git_dirty", p.build.git_dirty},
+                  {"build_type", p.build.build_type},
+                  {"compiler", p.build.compiler}};
   for (const auto& [k, v] : p.extra.items()) j[k] = v;
   return j;
 }
@@ -150,6 +156,9 @@ EngineIdentity engine_from_json(const json& j) {
   if (j.contains("cpu_variant_features") && j["cpu_variant_features"].is_object())
     for (const auto& [k, v] : j["cpu_variant_features"].items())
       e.cpu_variant_features.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
+  if (j.contains("backends") && j["backends"].is_array())
+    for (const auto& b : j["backends"])
+      if (b.is_string()) e.backends.push_back(b.get<std::string>());
   if (j.contains("details") && j["details"].is_object()) e.details = j["details"];
   return e;
 }
@@ -163,13 +172,19 @@ Provenance provenance_from_json(const json& j) {
   Provenance p;
   if (!j.is_object()) return p;
   p.edgeprobe_version = text(j, "edgeprobe_version");
-  if (j.contains("engine")) p.engine = engine_from_json(j["engine"]);
-  if (j.contains("device")) p.device = device_from_json(j["device"]);
+  if (const json build = j.value("build", json()); build.is_object()) {
+    p.build.git_commit = text(build, "git_commit");
+    p.build.git_dirty = build.value("git_dirty", json()).is_boolean() && build["git_dirty"].get<bool>();
+    p.build.build_type = text(build, "build_type");
+    p.build.compiler = text(build, "compiler");
+  }
+  p.engine = engine_from_json(j.value("engine", json::object()));
+  p.device = device_from_json(j.value("device", json::object()));
   p.started_at_utc = text(j, "started_at_utc");
   p.command_line = text(j, "command_line");
   if (j.contains("models") && j["models"].is_array())
     for (const auto& m : j["models"]) p.models.push_back(model_identity_from_json(m));
-  static const char* kOwn[] = {"edgeprobe_version", "engine", "device", "started_at_utc", "command_line", "models"};
+  static const char* kOwn[] = {"edgeprobe_version", "build", "engine", "device", "started_at_utc", "command_line", "models"};
   for (const auto& [k, v] : j.items())
     if (std::find(std::begin(kOwn), std::end(kOwn), k) == std::end(kOwn)) p.extra[k] = v;
   return p;

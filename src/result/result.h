@@ -50,7 +50,17 @@ struct EngineIdentity {
   std::string cpu_variant;          // the ggml CPU backend variant that loaded
   std::string cpu_variant_library;
   std::vector<std::pair<std::string, std::string>> cpu_variant_features;
+  std::vector<std::string> backends;  // the ggml backends registered ("CPU"); absent in older results
   nlohmann::json details = nlohmann::json::object();
+};
+
+// Which build of edgeprobe measured (core/build_info.h); empty in results older than it,
+// which then carry no "build" object.
+struct BuildIdentity {
+  std::string git_commit;
+  bool git_dirty = false;
+  std::string build_type, compiler;
+  bool empty() const { return git_commit.empty() && build_type.empty() && compiler.empty(); }
 };
 
 // Where it ran: a stable id to group runs by device, and the names a user recognizes.
@@ -67,6 +77,7 @@ struct DeviceIdentity {
 
 struct Provenance {
   std::string edgeprobe_version;
+  BuildIdentity build;
   EngineIdentity engine;
   DeviceIdentity device;
   std::string started_at_utc;       // RFC 3339

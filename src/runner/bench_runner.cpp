@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/stop_token.h"
 #include "probe/storage.h"
 #include "runner/process_memory.h"
 #include "runner/request_path.h"
@@ -302,7 +303,10 @@ std::vector<result::TestResult> run_test_cases(engine::Engine& engine, const std
           const std::string label = fmt::format("test {}/{} {}", i + 1, cases.size(), test.name());
           run_case(engine, *group.model, i, test, label, options, clock, callbacks, events, res);
         } catch (const std::exception& e) {
-          res.error = to_error_info(e);
+          // Stopped at once: the repetition in flight is dropped, not an error; the
+          // finished ones stay.
+          if (!process_stop_now_requested()) res.error = to_error_info(e);
+          else if (res.repetitions.empty()) res.error = kInterrupted;
         }
       }
     }

@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/build_info.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/subprocess.h"
@@ -151,6 +152,8 @@ result::DeviceIdentity detect_device(const FsRoot& fs) {
 result::Provenance make_provenance(const result::EngineIdentity& engine, const std::string& command_line) {
   result::Provenance p;
   p.edgeprobe_version = kVersion;
+  const BuildInfo& build = build_info();
+  p.build = {build.git_commit, build.git_dirty, build.build_type, build.compiler};
   p.engine = engine;
   p.device = detect_device(FsRoot("/"));
   p.started_at_utc = utc_now_rfc3339();

@@ -9,6 +9,7 @@
 
 #include "core/bounded_input.h"
 #include "core/error.h"
+#include "core/stop_token.h"
 #include "runner/bench_runner.h"
 #include "runner/request_path.h"
 #include "core/context_defaults.h"
@@ -108,6 +109,7 @@ class ConfigRun {
           t.context_tokens = ctx_.n_past();
         }
       } catch (const std::exception& e) {
+        if (process_stop_now_requested()) return;  // stopped at once: the turn in flight is dropped
         t.stop_reason = "error";
         t.error = to_error_info(e);
         t.context_tokens = ctx_.n_past();

@@ -8,6 +8,8 @@
 #include <limits>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "workload/sweep_size.h"
 
@@ -202,6 +204,22 @@ std::vector<std::string> varied_parameters(const std::vector<TestCase>& cases) {
   check("cpu_strict", [](const TestCase& c) { return c.cpu_strict; });
   check("poll", [](const TestCase& c) { return c.poll; });
   return varied;
+}
+
+int usable_cpu_count() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+std::string oversubscription_warning(const std::vector<int>& thread_counts, int usable) {
+  const auto most = std::max_element(thread_counts.begin(), thread_counts.end());
+  if (most == thread_counts.end() || *most <= usable) return "";
+  return fmt::format(
+      "-t {} is more threads than the {} CPU{} this process may run on: threads will wait for each other and the "
+      "figures measure that oversubscription (running anyway)",
+      *most, usable, usable == 1 ? "" : "s");
 }
 
 int default_thread_count() {

@@ -69,5 +69,11 @@ std::vector<std::string> varied_parameters(const std::vector<TestCase>& cases);
 
 // Physical cores this process may run on (SMT siblings counted once); at least 1.
 int default_thread_count();
+// CPUs this process may run on (its affinity mask, SMT siblings each counted); at least 1.
+int usable_cpu_count();
+// "" when every count fits in `usable` CPUs; else one line naming the largest count and
+// what it means: more threads than CPUs wait for each other, so the figures measure
+// oversubscription (a run goes on: it may be what the user wants to see).
+std::string oversubscription_warning(const std::vector<int>& thread_counts, int usable);
 
 }  // namespace edgeprobe::workload

@@ -85,13 +85,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"SysinfoOutputIsNotAFormat", {"sysinfo", "--output", "json"}, "--output"},
         // -o and --output are one declaration (src/cli/shared_flags.h): every subcommand
         // refuses a format it does not write and a file it cannot write the same way.
-        BadCase{"RunsBadFormat", {"runs", "-o", "xml"}, "unknown output format 'xml'; use md, json or csv"},
+        BadCase{"RunsBadFormat", {"runs", "-o", "xml"}, "unknown output format 'xml'; use md, csv, json or jsonl"},
         BadCase{"SysinfoBadFormat", {"sysinfo", "-o", "csv"}, "unknown output format 'csv'; use md or json"},
         BadCase{"ProbeBadFormat", {"probe", "-o", "jsonl"}, "unknown output format 'jsonl'"},
         BadCase{"PredictBadFormat", {"predict-disagg", "-o", "html"}, "unknown output format 'html'"},
-        BadCase{"CompareBadFormat", {"compare", "1", "2", "-o", "csv"}, "unknown output format 'csv'"},
-        BadCase{"ExportBadFormat", {"export", "1", "-o", "text"}, "unknown output format 'text'"},
-        BadCase{"LabBadFormat", {"lab", "check", "-o", "text"}, "unknown output format 'text'"},
+        BadCase{"CompareBadFormat", {"compare", "1", "2", "-o", "html"}, "unknown output format 'html'"},
+        BadCase{"ExportBadFormat", {"export", "1", "-o", "html"}, "unknown output format 'html'"},
+        BadCase{"LabBadFormat", {"lab", "check", "-o", "csv"}, "unknown output format 'csv'"},
         BadCase{"DoctorBadFormat", {"doctor", "-q", "-o", "xml"}, "unknown output format 'xml'"},
         BadCase{"RunsUnwritableOutput", {"runs", "--output", "/nonexistent/dir/runs.json"}, "--output"},
         BadCase{"SysinfoUnwritableOutput", {"sysinfo", "--output", "/nonexistent/dir/s.md"}, "--output"},

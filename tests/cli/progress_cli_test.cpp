@@ -15,7 +15,9 @@
 #include <chrono>
 #include <functional>
 #include <regex>
+#include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "support/run_process.h"
 
@@ -253,4 +255,52 @@ TEST(ProgressCli, CtrlCBeforeTheFirstRepetitionIsAnInterruptionNotAnError) {
   EXPECT_EQ(r.err.find("error"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("edgeprobe: bench interrupted after 0/"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("edgeprobe: continue with: edgeprobe bench --resume 1 --db " + db), std::string::npos) << r.err;
+}
+
+TEST(ProgressCli, ASecondCtrlCStopsAtOnceKeepingWhatFinished) {
+  TempDir dir;
+  const std::string db = dir.file("results.db");
+  // Prefill repetitions of seconds each, one long graph per batch: a second Ctrl-C must not
+  // wait for the one in flight (the first alone waits for it, as the test above shows).
+  const std::string model = synth_model("small-q4_0", {"--shape", "tiny", "--n-embd", "512", "--n-layer", "8", "--n-ff",
+                                                       "1536", "--n-head", "8", "--n-head-kv", "4", "--n-vocab", "8192",
+                                                       "-q", "q4_0"});
+  int sent = 0;
+  std::chrono::steady_clock::time_point second_at;
+  const std::regex one_done("\\] 1/4 repetitions");
+  const auto r = run_with_stderr(
+      {"bench", "-m", model, "-p", "2048", "-n", "0", "-b", "2048", "-r", "4", "--no-warmup", "-t", "1", "--ceilings",
+       "off", "--sample-hz", "0", "--db", db},
+      true, [&](const std::string& err, pid_t pid) {
+        if (sent == 0 && std::regex_search(err, one_done)) {
+          sent = kill(pid, SIGINT) == 0 ? 1 : -1;
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          second_at = std::chrono::steady_clock::now();
+          if (sent == 1 && kill(pid, SIGINT) == 0) sent = 2;
+        }
+      });
+  const double stop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - second_at).count();
+  ASSERT_EQ(sent, 2) << r.err;
+  ASSERT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_NE(r.err.find("edgeprobe: stopping after the unit in flight (interrupt again to stop at once)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("edgeprobe: stopping at once: the unit in flight is dropped"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("edgeprobe: bench interrupted after 1/4 repetitions"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("edgeprobe: stopped at once (a second interrupt): the repetition in flight was dropped"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("error"), std::string::npos) << "a dropped repetition is no error: " << r.err;
+  // What finished is stored, the repetition in flight is not: one repetition.
+  const auto exported = run_edgeprobe({"export", "1", "--db", db}, 60);
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  const auto doc = nlohmann::json::parse(exported.out);
+  ASSERT_EQ(doc["results"].size(), 1u);
+  const auto& reps = doc["results"][0]["repetitions"];
+  ASSERT_EQ(reps.size(), 1u) << doc["results"][0].dump().substr(0, 400);
+  const double repetition_s = (reps[0]["end_ns"].get<double>() - reps[0]["start_ns"].get<double>()) / 1e9;
+  // At once: well before the repetition in flight could have finished.
+  EXPECT_LT(stop_s, repetition_s / 2) << "stopped " << stop_s << " s after the second Ctrl-C; a repetition takes "
+                                      << repetition_s << " s";
+  std::cout << "second Ctrl-C to exit: " << stop_s << " s; one repetition: " << repetition_s << " s\n";
 }

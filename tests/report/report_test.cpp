@@ -25,6 +25,8 @@ result::BenchReport sample_report() {
   p.engine.cpu_variant = "haswell";
   p.engine.cpu_variant_library = "/opt/llama/bin/libggml-cpu-haswell.so";
   p.engine.cpu_variant_features = {{"AVX2", "1"}, {"REPACK", "1"}};
+  p.engine.backends = {"CPU"};
+  p.build = {"e1f2397abcde", true, "RelWithDebInfo", "GNU 12.2.0"};
   p.device = {"dev-0123456789abcdef", "x86_64", "Example CPU", "", "Example Board", "Debian GNU/Linux 12 (bookworm)",
               "Linux 6.1.0 x86_64", "host"};
   p.started_at_utc = "2026-11-29T10:00:00Z";

@@ -45,6 +45,8 @@ result::SessionReport sample_session() {
   r.provenance.engine.name = "llama.cpp";
   r.provenance.engine.kind = "in-process";
   r.provenance.engine.cpu_variant = "haswell";
+  r.provenance.engine.backends = {"CPU"};
+  r.provenance.build = {"e1f2397abcde", false, "Release", "GNU 12.2.0"};
   r.provenance.device.id = "dev-0123456789abcdef";
   r.provenance.device.cpu_model = "Example CPU";
   r.provenance.started_at_utc = "2026-11-29T10:00:00Z";
