@@ -16,7 +16,6 @@
 #include "platform/cpu_features.h"
 #include "platform/isa_gap.h"
 #include "app/predict_job.h"
-#include "app/step_costs.h"
 #include "probe/ceilings.h"
 #include "probe/roofline.h"
 #include "runner/bench_runner.h"
@@ -70,10 +69,9 @@ std::vector<std::optional<probe::DeviceCeilings>> device_ceilings(const BenchPla
       }
       progress(ctx, "measuring the model's kernels (cached after the first run)");
       probe::ensure_model_kernels(*ceilings[i], info, needs, po);
-      // What a token costs beyond its matmuls, for the prediction each result carries.
-      std::set<int> threads;
-      for (const auto& c : plan.cases) threads.insert(c.n_threads);
-      ensure_step_costs(*ceilings[i], threads, plan.env, po, ctx);
+      // The per-step costs a prediction adds are `predict`'s to measure (a bench, and
+      // doctor's children, stay as fast as before); a result's prediction uses them when
+      // cached and says so when not.
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::kBadInput) throw;
       if (ctx.sink) ctx.sink->warning(fmt::format("ceilings unavailable: {}", e.what()));
