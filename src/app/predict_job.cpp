@@ -48,35 +48,41 @@ struct Checks {
   std::vector<double> decode, prefill;
 };
 
+// Each test's roofline object of the newest stored bench runs matching `filter`, with the
+// run's device; a run that does not load back is no evidence either way and is skipped.
+template <typename Visit>
+void for_each_stored_roofline(const store::Store& store, store::RunFilter filter, Visit visit) {
+  filter.kind = "bench";
+  filter.last = kChecksFromRuns;
+  for (const auto& summary : store.list_runs(filter)) {
+    json doc;
+    try {
+      doc = load_stored_run(store, summary.id).document();
+    } catch (const Error&) {
+      continue;
+    }
+    if (!doc.contains("results") || !doc["results"].is_array()) continue;
+    for (const auto& r : doc["results"])
+      if (r.contains("roofline") && r["roofline"].is_object()) visit(r["roofline"], summary.device_id);
+  }
+}
+
 Checks stored_checks(const store::Store* store, const std::string& device_id) {
   Checks c;
   if (!store || device_id.empty()) return c;
   store::RunFilter filter;
-  filter.kind = "bench";
   filter.device = device_id;
   filter.device_exact = true;
-  filter.last = kChecksFromRuns;
-  for (const auto& summary : store->list_runs(filter)) {
-    json doc;
-    try {
-      doc = load_stored_run(*store, summary.id).document();
-    } catch (const Error&) {
-      continue;  // a run that does not load back is no evidence either way
+  for_each_stored_roofline(*store, filter, [&](const json& roof, const std::string&) {
+    const auto p = roof.find("prediction");
+    if (p == roof.end() || !p->is_object()) return;
+    for (const auto& [phase, out] : {std::pair{"decode", &c.decode}, std::pair{"prefill", &c.prefill}}) {
+      const auto it = p->find(phase);
+      if (it == p->end() || !it->is_object()) continue;
+      const auto ratio = it->find("best_over_predicted");
+      if (ratio != it->end() && ratio->is_number() && ratio->get<double>() > 0) out->push_back(ratio->get<double>());
     }
-    if (!doc.contains("results") || !doc["results"].is_array()) continue;
-    for (const auto& r : doc["results"]) {
-      const json* p = r.contains("roofline") && r["roofline"].is_object() && r["roofline"].contains("prediction")
-                          ? &r["roofline"]["prediction"]
-                          : nullptr;
-      if (!p || !p->is_object()) continue;
-      for (const auto& [phase, out] : {std::pair{"decode", &c.decode}, std::pair{"prefill", &c.prefill}}) {
-        const auto it = p->find(phase);
-        if (it == p->end() || !it->is_object()) continue;
-        const auto ratio = it->find("best_over_predicted");
-        if (ratio != it->end() && ratio->is_number() && ratio->get<double>() > 0) out->push_back(ratio->get<double>());
-      }
-    }
-  }
+  });
   return c;
 }
 
@@ -118,33 +124,18 @@ predict::Spread check_spread(const std::vector<double>& ratios, const predict::S
 std::pair<predict::Efficiency, predict::Efficiency> stored_efficiencies(const store::Store* store) {
   std::vector<double> de, pe;
   std::set<std::string> ddev, pdev;
-  if (store) {
-    store::RunFilter filter;
-    filter.kind = "bench";
-    filter.last = kChecksFromRuns;
-    for (const auto& summary : store->list_runs(filter)) {
-      json doc;
-      try {
-        doc = load_stored_run(*store, summary.id).document();
-      } catch (const Error&) {
-        continue;
-      }
-      if (!doc.contains("results") || !doc["results"].is_array()) continue;
-      for (const auto& r : doc["results"]) {
-        if (!r.contains("roofline") || !r["roofline"].is_object()) continue;
-        const json& roof = r["roofline"];
-        auto take = [&](const char* key, std::vector<double>& out, std::set<std::string>& devices) {
-          const auto it = roof.find(key);
-          if (it != roof.end() && it->is_number() && it->get<double>() > 0) {
-            out.push_back(it->get<double>());
-            devices.insert(summary.device_id);
-          }
-        };
-        take("decode_bandwidth_efficiency", de, ddev);
-        take("prefill_efficiency", pe, pdev);
-      }
-    }
-  }
+  if (store)
+    for_each_stored_roofline(*store, {}, [&](const json& roof, const std::string& device) {
+      auto take = [&](const char* key, std::vector<double>& out, std::set<std::string>& devices) {
+        const auto it = roof.find(key);
+        if (it != roof.end() && it->is_number() && it->get<double>() > 0) {
+          out.push_back(it->get<double>());
+          devices.insert(device);
+        }
+      };
+      take("decode_bandwidth_efficiency", de, ddev);
+      take("prefill_efficiency", pe, pdev);
+    });
   auto summarize = [](const std::vector<double>& v, const std::set<std::string>& devices) {
     predict::Efficiency e;
     e.runs = static_cast<int>(v.size());
