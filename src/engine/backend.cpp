@@ -1,6 +1,11 @@
 #include "engine/backend.h"
 
 #include <dlfcn.h>
+#include <ggml.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <fmt/format.h>
 #include <ggml-backend.h>
 #include <llama.h>
 
@@ -12,6 +17,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "engine/weight_buffer.h"
 #include "edgeprobe_version.h"
 
 namespace edgeprobe::engine {
@@ -69,6 +75,49 @@ int variant_score(const std::string& path) {
   const int score = fn ? fn() : 0;
   dlclose(handle);
   return score;
+}
+
+// Runs one quantized matrix multiply on a variant in a child process, with the weight in
+// the buffer llama.cpp would give it (AMX, repack), and says how the child ended: "" when
+// it worked. ggml scores a variant from CPUID alone, and a CPU can list instructions that
+// still fault: in a Firecracker guest with AMX, CPUID, XCR0 and the kernel all offer the
+// tiles, and ggml's sapphirerapids variant dies with SIGILL on its first tileloadd (as
+// llama-bench does there). Only running the variant's own kernel shows it.
+std::string variant_fault(const std::string& path) {
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) return "";  // cannot test: trust the score, as ggml does
+  if (pid == 0) {
+    alarm(30);
+    ggml_backend_reg_t reg = ggml_backend_load(path.c_str());
+    if (!reg || ggml_backend_reg_dev_count(reg) == 0) _exit(3);
+    ggml_backend_dev_t dev = ggml_backend_reg_dev_get(reg, 0);
+    ggml_backend_t backend = ggml_backend_dev_init(dev, nullptr);
+    ggml_init_params params{ggml_tensor_overhead() * 8 + ggml_graph_overhead(), nullptr, true};
+    ggml_context* ctx_w = ggml_init(params);
+    ggml_context* ctx = ggml_init(params);
+    if (!backend || !ctx || !ctx_w) _exit(3);
+    // A prompt-sized product: AMX and repacked kernels run for batches, not single tokens.
+    ggml_tensor* w = ggml_new_tensor_2d(ctx_w, GGML_TYPE_Q4_0, 512, 64);
+    ggml_tensor* x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 512, 32);
+    ggml_tensor* y = ggml_mul_mat(ctx, w, x);
+    ggml_backend_buffer_t wb = ggml_backend_alloc_ctx_tensors_from_buft(ctx_w, weight_buffer_type(dev, y, w));
+    ggml_backend_buffer_t xb = ggml_backend_alloc_ctx_tensors(ctx, backend);
+    if (!wb || !xb) _exit(3);
+    std::vector<uint8_t> zeros(ggml_nbytes(w), 0);
+    ggml_backend_tensor_set(w, zeros.data(), 0, zeros.size());
+    std::vector<float> ones(512 * 32, 1.0f);
+    ggml_backend_tensor_set(x, ones.data(), 0, ones.size() * sizeof(float));
+    ggml_cgraph* graph = ggml_new_graph(ctx);
+    ggml_build_forward_expand(graph, y);
+    _exit(ggml_backend_graph_compute(backend, graph) == GGML_STATUS_SUCCESS ? 0 : 4);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return "";
+  if (WIFSIGNALED(status)) return fmt::format("its matrix multiply dies with {} on this machine", strsignal(WTERMSIG(status)));
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 4) return "its matrix multiply fails on this machine";
+  return "";  // worked, or could not be set up (then the load below says why)
 }
 
 std::string variant_path(const std::string& dir, const std::string& variant) {
@@ -146,11 +195,21 @@ const CpuBackendInfo& load_cpu_backend(const std::string& variant, const std::st
                       "EDGEPROBE_GGML_BACKEND_DIR", dir);
   }
   std::string chosen = variant;
+  std::vector<std::string> passed_over;
   if (chosen.empty()) {
-    int best = 0;
-    for (const auto& v : variants) {
-      const int score = variant_score(variant_path(dir, v));
-      if (score > best) best = score, chosen = v;
+    // The best-scored variant is tested before this process loads it; while it faults, the
+    // next best is (an AMX or SVE variant a hypervisor will not run).
+    std::vector<std::pair<int, std::string>> ranked;
+    for (const auto& v : variants)
+      if (const int score = variant_score(variant_path(dir, v)); score > 0) ranked.emplace_back(score, v);
+    std::sort(ranked.rbegin(), ranked.rend());
+    for (const auto& [score, v] : ranked) {
+      const std::string fault = variant_fault(variant_path(dir, v));
+      if (fault.empty()) {
+        chosen = v;
+        break;
+      }
+      passed_over.push_back(fmt::format("{} ({})", v, fault));
     }
     if (chosen.empty()) throw_environment("no ggml CPU variant in '{}' supports this CPU", dir);
   } else if (std::find(variants.begin(), variants.end(), chosen) == variants.end()) {
@@ -159,6 +218,8 @@ const CpuBackendInfo& load_cpu_backend(const std::string& variant, const std::st
     throw_bad_input("unknown CPU variant '{}'; installed variants: {}", chosen, known);
   } else if (variant_score(variant_path(dir, chosen)) == 0) {
     throw_bad_input("CPU variant '{}' needs instructions this CPU lacks; choose a lower one", chosen);
+  } else if (const std::string fault = variant_fault(variant_path(dir, chosen)); !fault.empty()) {
+    throw_environment("CPU variant '{}': {} (instructions the CPU lists but will not run here); choose a lower one", chosen, fault);
   }
 
   const std::string path = variant_path(dir, chosen);
@@ -168,6 +229,7 @@ const CpuBackendInfo& load_cpu_backend(const std::string& variant, const std::st
   CpuBackendInfo info;
   info.variant = chosen;
   info.library_path = path;
+  info.passed_over = std::move(passed_over);
   if (auto get_features = reinterpret_cast<ggml_backend_get_features_t>(
           ggml_backend_reg_get_proc_address(reg, "ggml_backend_get_features"))) {
     for (auto* f = get_features(reg); f && f->name; ++f) info.features.emplace_back(f->name, f->value);
@@ -192,6 +254,27 @@ std::vector<LogLine> captured_log(LogLevel min) {
   for (const auto& line : g_log)
     if (line.level >= min) lines.push_back(line);
   return lines;
+}
+
+}  // namespace edgeprobe::engine
+
+namespace edgeprobe::engine {
+
+ggml_backend_buffer_type_t weight_buffer_type(ggml_backend_dev_t dev, ggml_tensor* op, ggml_tensor* weight) {
+  ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
+  auto get_extra = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(
+      ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts"));
+  if (get_extra) {
+    for (ggml_backend_buffer_type_t* it = get_extra(dev); it && *it; ++it) {
+      ggml_backend_buffer_t dummy = ggml_backend_buft_alloc_buffer(*it, 0);
+      weight->buffer = dummy;
+      const bool ok = ggml_backend_dev_supports_op(dev, op);
+      weight->buffer = nullptr;
+      if (dummy) ggml_backend_buffer_free(dummy);
+      if (ok) return *it;
+    }
+  }
+  return ggml_backend_dev_buffer_type(dev);
 }
 
 }  // namespace edgeprobe::engine

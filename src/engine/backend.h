@@ -12,6 +12,9 @@ struct CpuBackendInfo {
   std::string library_path;  // the .so that was loaded
   // What the variant was compiled with, from ggml_backend_get_features ("AVX2" -> "1").
   std::vector<std::pair<std::string, std::string>> features;
+  // Better-scored variants not loaded because they need a feature that does not execute
+  // here, each with why: "sapphirerapids (needs AMX_TILE: ...)".
+  std::vector<std::string> passed_over;
   bool has_feature(const std::string& name) const;
 };
 

@@ -317,7 +317,7 @@ Capabilities LlamaEngine::capabilities() const {
 nlohmann::json LlamaEngine::provenance() const {
   nlohmann::json features = nlohmann::json::object();
   for (const auto& [key, value] : backend_.features) features[key] = value;
-  return {{"name", name()},
+  nlohmann::json j = {{"name", name()},
           {"kind", "in-process"},
           {"version", kLlamaCppVersion},
           {"commit", kLlamaCppCommit},
@@ -326,6 +326,8 @@ nlohmann::json LlamaEngine::provenance() const {
           {"cpu_variant_features", features},
           {"backends", registered_backends()},
           {"capabilities", capabilities().to_json()}};
+  if (!backend_.passed_over.empty()) j["details"]["cpu_variants_passed_over"] = backend_.passed_over;
+  return j;
 }
 
 std::unique_ptr<LoadedModel> LlamaEngine::load(const ModelOptions& options) {

@@ -19,6 +19,7 @@
 #include "core/schedstat.h"
 #include "core/stats.h"
 #include "engine/backend.h"
+#include "engine/weight_buffer.h"
 #include "probe/contention.h"
 
 namespace edgeprobe::probe {
@@ -71,25 +72,6 @@ void fill_random(std::vector<float>& v, uint32_t seed) {
     s = s * 1664525u + 1013904223u;
     x = (static_cast<float>(s >> 8) / 16777216.0f - 0.5f) * 0.2f;
   }
-}
-
-// The buffer type llama.cpp would pick for a weight used by MUL_MAT: the first of the CPU
-// device's extra buffer types (AMX, KleidiAI, CPU_REPACK) that supports the op, else the
-// plain CPU buffer (llama-model.cpp, select_buft / buft_supported).
-ggml_backend_buffer_type_t pick_weight_buft(ggml_backend_dev_t dev, ggml_tensor* op, ggml_tensor* weight) {
-  ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
-  auto get_extra = reinterpret_cast<ggml_backend_dev_get_extra_bufts_t>(
-      ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts"));
-  if (get_extra) {
-    for (ggml_backend_buffer_type_t* it = get_extra(dev); it && *it; ++it) {
-      BufPtr dummy(ggml_backend_buft_alloc_buffer(*it, 0));
-      weight->buffer = dummy.get();
-      const bool ok = ggml_backend_dev_supports_op(dev, op);
-      weight->buffer = nullptr;
-      if (ok) return *it;
-    }
-  }
-  return ggml_backend_dev_buffer_type(dev);
 }
 
 // One graph of mul_mats: `count` weights of each shape, each times its own f32 activations of
@@ -158,7 +140,7 @@ TimedGraph time_matmuls(ggml_backend_dev_t dev, ggml_backend_t backend, const st
       weights[i].push_back(w);
       if (!first_op) first_op = y;
     }
-    ggml_backend_buffer_type_t buft = pick_weight_buft(dev, first_op, weights[i][0]);
+    ggml_backend_buffer_type_t buft = engine::weight_buffer_type(dev, first_op, weights[i][0]);
     const std::string name = ggml_backend_buft_name(buft);
     if (std::find(buffer_names.begin(), buffer_names.end(), name) == buffer_names.end()) buffer_names.push_back(name);
     buffers.emplace_back(ggml_backend_alloc_ctx_tensors_from_buft(ctx_w.back().get(), buft));
