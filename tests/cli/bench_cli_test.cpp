@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -189,6 +190,27 @@ TEST(BenchCli, LoadsALowerCpuVariantOnRequest) {
                                 "-o", "json", "-q", "--ceilings", "off"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["provenance"]["engine"]["cpu_variant"], "x64");
+}
+
+// A variant that scores for this CPU but whose matrix multiply faults here (AMX in a
+// Firecracker guest) is passed over by name, and asking for it is one line and exit 3, not
+// a SIGILL. Where every scoring variant runs there is nothing to pass over: skipped.
+TEST(BenchCli, AVariantThatFaultsHereIsPassedOverByNameAndRefusedOnRequest) {
+  const json j = bench_json({"-p", "16", "-n", "4", "-r", "1", "-t", "1"});
+  const json& engine = j["provenance"]["engine"];
+  ASSERT_FALSE(engine.value("cpu_variant", "").empty());
+  const json passed = engine.contains("details") ? engine["details"].value("cpu_variants_passed_over", json::array()) : json::array();
+  if (passed.empty()) GTEST_SKIP() << "every ggml CPU variant that scores for this CPU runs here";
+  for (const auto& entry : passed) {
+    const std::string line = entry.get<std::string>();
+    const std::string name = line.substr(0, line.find(' '));
+    EXPECT_NE(name, engine.value("cpu_variant", ""));
+    const auto r = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "16", "-n", "4", "-r", "1", "-q", "--ceilings", "off",
+                                  "--no-store", "--cpu-variant", name});
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_NE(r.err.find("CPU variant '" + name + "'"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
 }
 
 TEST(BenchCli, ResultsCarryEfficiencyAgainstTheMeasuredCeilingsAndTelemetry) {
