@@ -194,23 +194,27 @@ const CpuBackendInfo& load_cpu_backend(const std::string& variant, const std::st
     throw_environment("no ggml CPU backend (libggml-cpu-*.so) found in '{}'; run scripts/setup.sh or set "
                       "EDGEPROBE_GGML_BACKEND_DIR", dir);
   }
-  std::string chosen = variant;
+  // Variants by score, best first; the best that scores is tested before it is trusted,
+  // and while it faults the next one is (an AMX or SVE variant a hypervisor will not run).
+  // A forced lower variant tests the better ones too, so that doctor's "best variant"
+  // is one that runs here.
+  std::vector<std::pair<int, std::string>> ranked;
+  for (const auto& v : variants)
+    if (const int score = variant_score(variant_path(dir, v)); score > 0) ranked.emplace_back(score, v);
+  std::sort(ranked.rbegin(), ranked.rend());
   std::vector<std::string> passed_over;
-  if (chosen.empty()) {
-    // The best-scored variant is tested before this process loads it; while it faults, the
-    // next best is (an AMX or SVE variant a hypervisor will not run).
-    std::vector<std::pair<int, std::string>> ranked;
-    for (const auto& v : variants)
-      if (const int score = variant_score(variant_path(dir, v)); score > 0) ranked.emplace_back(score, v);
-    std::sort(ranked.rbegin(), ranked.rend());
-    for (const auto& [score, v] : ranked) {
-      const std::string fault = variant_fault(variant_path(dir, v));
-      if (fault.empty()) {
-        chosen = v;
-        break;
-      }
+  std::string best_working;
+  for (const auto& [score, v] : ranked) {
+    if (!variant.empty() && v == variant) break;  // the forced one is tested below
+    if (const std::string fault = variant_fault(variant_path(dir, v)); !fault.empty()) {
       passed_over.push_back(fmt::format("{} ({})", v, fault));
+      continue;
     }
+    best_working = v;
+    break;
+  }
+  std::string chosen = variant.empty() ? best_working : variant;
+  if (variant.empty()) {
     if (chosen.empty()) throw_environment("no ggml CPU variant in '{}' supports this CPU", dir);
   } else if (std::find(variants.begin(), variants.end(), chosen) == variants.end()) {
     std::string known;
@@ -218,8 +222,9 @@ const CpuBackendInfo& load_cpu_backend(const std::string& variant, const std::st
     throw_bad_input("unknown CPU variant '{}'; installed variants: {}", chosen, known);
   } else if (variant_score(variant_path(dir, chosen)) == 0) {
     throw_bad_input("CPU variant '{}' needs instructions this CPU lacks; choose a lower one", chosen);
-  } else if (const std::string fault = variant_fault(variant_path(dir, chosen)); !fault.empty()) {
-    throw_environment("CPU variant '{}': {} (instructions the CPU lists but will not run here); choose a lower one", chosen, fault);
+  } else if (best_working.empty()) {
+    if (const std::string fault = variant_fault(variant_path(dir, chosen)); !fault.empty())
+      throw_environment("CPU variant '{}': {} (instructions the CPU lists but will not run here); choose a lower one", chosen, fault);
   }
 
   const std::string path = variant_path(dir, chosen);

@@ -159,8 +159,14 @@ IsaGap compare_isa(const CpuFeatures& cpu, const engine::CpuBackendInfo& backend
     if (compiled.count(name)) gap.compiled_features.push_back(name);
 
   const std::set<std::string> installed_set(installed.begin(), installed.end());
+  // A variant whose kernel faulted here when the engine tested it is not one this CPU can
+  // run, whatever CPUID says.
+  auto passed_over = [&](const CpuVariant& v) {
+    return std::any_of(backend.passed_over.begin(), backend.passed_over.end(),
+                       [&](const std::string& p) { return p.rfind(v.name + " ", 0) == 0; });
+  };
   for (const auto& v : known_cpu_variants()) {
-    if (v.arch != cpu.arch || !same_family(backend.variant, v) || !runs_on(v, cpu)) continue;
+    if (v.arch != cpu.arch || !same_family(backend.variant, v) || !runs_on(v, cpu) || passed_over(v)) continue;
     if (v.score > gap.best_score) {
       gap.best_score = v.score;
       gap.best_variant = v.name;
