@@ -1,15 +1,15 @@
 #include "engine/backend.h"
 
 #include <dlfcn.h>
-#include <ggml.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <fmt/format.h>
 #include <ggml-backend.h>
+#include <ggml.h>
 #include <llama.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -260,10 +260,6 @@ std::vector<LogLine> captured_log(LogLevel min) {
     if (line.level >= min) lines.push_back(line);
   return lines;
 }
-
-}  // namespace edgeprobe::engine
-
-namespace edgeprobe::engine {
 
 ggml_backend_buffer_type_t weight_buffer_type(ggml_backend_dev_t dev, ggml_tensor* op, ggml_tensor* weight) {
   ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
