@@ -104,6 +104,9 @@ nlohmann::json to_json(const Comparison& c) {
           {"metric", c.metric},
           {"pairs", pairs},
           {"estimate", c.estimate ? to_json(*c.estimate) : nlohmann::json(nullptr)},
+          {"phases",
+           {{"prefill", c.prefill_estimate ? to_json(*c.prefill_estimate) : nlohmann::json(nullptr)},
+            {"decode", c.decode_estimate ? to_json(*c.decode_estimate) : nlohmann::json(nullptr)}}},
           {"includes_disturbed", c.includes_disturbed},
           {"verdict", verdict_name(c.verdict)},
           {"first_round", c.first_estimate ? to_json(*c.first_estimate) : nlohmann::json(nullptr)},
@@ -120,6 +123,15 @@ void settle(Comparison& c, double best_ms, const StopRule& rule, bool out_of_tim
     if (auto s = speed_factor(child.reference_ms, best_ms)) speeds.push_back(*s);
   c.speed_variation = speed_variation(speeds);
   std::vector<double> clean, all;
+  // Per phase, B's rate over A's in the same pairs (the same selection as the estimate).
+  struct PhaseRatios {
+    std::vector<double> clean, all;
+  } prefill, decode;
+  auto add_phase = [](PhaseRatios& out, const std::optional<double>& a, const std::optional<double>& b, bool disturbed) {
+    if (!a || !b || *a <= 0 || *b <= 0) return;
+    out.all.push_back(*b / *a);
+    if (!disturbed) out.clean.push_back(*b / *a);
+  };
   for (size_t i = 0; i + 1 < c.children.size(); i += 2) {
     const PairChild& x = c.children[i];
     const PairChild& y = c.children[i + 1];
@@ -137,11 +149,15 @@ void settle(Comparison& c, double best_ms, const StopRule& rule, bool out_of_tim
     p.disturbed = !p.why.empty();
     all.push_back(p.ratio);
     if (!p.disturbed) clean.push_back(p.ratio);
+    add_phase(prefill, a.prefill_tokens_per_s, b.prefill_tokens_per_s, p.disturbed);
+    add_phase(decode, a.decode_tokens_per_s, b.decode_tokens_per_s, p.disturbed);
     c.pairs.push_back(p);
   }
   // Undisturbed pairs alone once they are enough; until then every pair (and say so).
   c.includes_disturbed = static_cast<int>(clean.size()) < rule.min_pairs && clean.size() < all.size();
   c.estimate = estimate_pairs(c.includes_disturbed ? all : clean);
+  c.prefill_estimate = estimate_pairs(c.includes_disturbed ? prefill.all : prefill.clean);
+  c.decode_estimate = estimate_pairs(c.includes_disturbed ? decode.all : decode.clean);
   // Every pair run counts against max_pairs, disturbed or not.
   c.verdict = decide(c.estimate, rule, out_of_time || static_cast<int>(all.size()) >= rule.max_pairs || !c.error.empty());
 }
@@ -169,7 +185,12 @@ Comparison compare_pairs(const DoctorOptions& o, const SpeedProbe& probe, const 
     child.cpu_pressure_share = run.window.cpu_pressure_share;
     child.wall_s = run.window.wall_s;
     child.error = run.error;
-    if (run.ok()) child.value = spec.metric(run);
+    if (run.ok()) {
+      child.value = spec.metric(run);
+      const Rates r = rates(run.report, spec.tests.n_prompt, spec.tests.n_gen);
+      child.prefill_tokens_per_s = r.pp;
+      child.decode_tokens_per_s = r.tg;
+    }
     if (run.ok() && !child.value) child.error = "the result has no " + spec.metric_name;
     c.children.push_back(child);
     return child.error;

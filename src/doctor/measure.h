@@ -58,6 +58,9 @@ struct PairChild {
   std::optional<double> other_cpu_share, steal_share, cpu_pressure_share;
   double wall_s = 0;
   std::string error;
+  // The child's median prefill and decode tokens/s: a fix can help one phase and cost the
+  // other, and `explain` attributes each phase on its own.
+  std::optional<double> prefill_tokens_per_s, decode_tokens_per_s;
 };
 
 struct PairSample {
@@ -75,6 +78,9 @@ struct Comparison {
   std::vector<PairChild> children;
   std::vector<PairSample> pairs;
   std::optional<PairedEstimate> estimate;  // over the undisturbed pairs when there are enough
+  // The same pairs per phase: B's tokens/s over A's (> 1 = B is faster); nullopt when the
+  // children do not time that phase.
+  std::optional<PairedEstimate> prefill_estimate, decode_estimate;
   bool includes_disturbed = false;
   PairVerdict verdict = PairVerdict::kInconclusive;
   // A first round that disagreed with the reason for measuring, measured again.
