@@ -22,6 +22,7 @@
 #include "runner/telemetry_recorder.h"
 #include "runner/provenance.h"
 #include "store/store.h"
+#include "workload/sweep.h"
 
 namespace edgeprobe::app {
 
@@ -162,6 +163,9 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   const FsRoot fs(plan.env.sysfs_root);
   const auto cpu_features = platform::detect_cpu_features(fs);
   report.provenance.extra["cpu_features"] = platform::to_json(cpu_features);
+  // The CPUs this process may run on (affinity, cpuset): a device held to one CPU is a
+  // smaller device, which `explain` counts as hardware.
+  report.provenance.extra["usable_cpus"] = workload::usable_cpu_count();
   if (cpu_features.emulated) {  // qemu-user: features are real, timings are not
     report.provenance.extra["emulated"] = true;
     if (ctx.sink) ctx.sink->warning(platform::emulation_warning(cpu_features));

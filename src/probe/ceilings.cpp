@@ -1,6 +1,7 @@
 #include "probe/ceilings.h"
 
 #include <fmt/format.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -137,6 +138,19 @@ std::string default_cache_dir() {
   return base + "/edgeprobe/probe";
 }
 
+namespace {
+// The CPUs sched_getaffinity allows this process (empty when unreadable).
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  return cpus;
+}
+}  // namespace
+
 std::string device_key(const std::string& sysfs_root) {
   const FsRoot fs(sysfs_root);
   const std::string model = platform::cpu_model_name(fs);
@@ -147,7 +161,14 @@ std::string device_key(const std::string& sysfs_root) {
   std::string identity = fmt::format("{}|{}|{}|{}|{}|{}", model, topo.n_logical, topo.n_cores, topo.llc_total_bytes(),
                                      mem_total_kb(fs), host);
   for (const auto& f : features.present()) identity += "|" + f;
-  return fmt::format("{}-{}t-{:08x}", sanitize(model), topo.n_logical, fnv1a(identity) & 0xffffffffu);
+  // A process held to fewer CPUs (a cpuset, taskset, a container) is a smaller device:
+  // its ceilings are not the whole machine's, so they get a cache of their own.
+  const auto cpus = allowed_cpus();
+  const bool restricted = !cpus.empty() && static_cast<int>(cpus.size()) < topo.n_logical;
+  if (restricted)
+    for (int cpu : cpus) identity += fmt::format("|cpu{}", cpu);
+  const std::string logical = restricted ? fmt::format("{}of{}", cpus.size(), topo.n_logical) : std::to_string(topo.n_logical);
+  return fmt::format("{}-{}t-{:08x}", sanitize(model), logical, fnv1a(identity) & 0xffffffffu);
 }
 
 std::string build_key(const std::string& variant) {
@@ -163,7 +184,10 @@ DeviceCeilings measure_ceilings(const ProbeOptions& options) {
   const auto topo = platform::detect_topology(fs);
   c.llc_total_bytes = topo.llc_total_bytes();
   c.memory_bytes = memory_total_bytes(options.sysfs_root);
-  c.threads = options.max_threads > 0 ? options.max_threads : std::max(1, topo.n_cores);
+  // One thread per core this process may run on: more would measure oversubscription.
+  const int allowed = static_cast<int>(allowed_cpus().size());
+  c.threads = options.max_threads > 0 ? options.max_threads
+                                      : std::max(1, allowed > 0 ? std::min(topo.n_cores, allowed) : topo.n_cores);
 
   const size_t total = 1 + options.measure_compute + !options.model_path.empty();
   size_t done = 0;

@@ -107,6 +107,7 @@ DeviceCeilings keep_higher(const DeviceCeilings& stored, DeviceCeilings fresh);
 std::string default_cache_dir();
 // /proc/meminfo's MemTotal under the root, in bytes; 0 when unreadable.
 uint64_t memory_total_bytes(const std::string& sysfs_root);
+// Names the CPUs this process may run on when they are fewer than the machine's.
 std::string device_key(const std::string& sysfs_root);
 std::string build_key(const std::string& variant);
 
