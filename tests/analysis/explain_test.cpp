@@ -1,0 +1,348 @@
+// explain on result documents built here: every factor kind, the identity (the product of
+// the factors is the measured B/A), the table of fixes and the refusals.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "analysis/explain.h"
+#include "core/error.h"
+#include "report/explain_reporters.h"
+
+using namespace edgeprobe;
+using namespace edgeprobe::analysis;
+using nlohmann::json;
+
+namespace {
+
+struct Device {
+  std::string id = "dev-a";
+  std::string variant = "haswell";
+  std::string best = "haswell";
+  int threads = 2;
+  double decode_ceiling = 100, prefill_ceiling = 1000;
+  std::string decode_bound = "kernel";
+  std::string sha = "ab12";
+  bool emulated = false;
+};
+
+// Three repetitions around each rate: the median is the rate itself.
+json repetitions(double prefill, double decode) {
+  json out = json::array();
+  for (double f : {0.9, 1.0, 1.1}) out.push_back({{"prefill_tokens_per_s", prefill * f}, {"decode_tokens_per_s", decode * f}});
+  return out;
+}
+
+json bench(const Device& d, double prefill, double decode) {
+  json roof = {{"decode_ceiling_tokens_per_s", d.decode_ceiling},
+               {"decode_bound", d.decode_bound},
+               {"prefill_ceiling_tokens_per_s", d.prefill_ceiling}};
+  json prov = {{"device", {{"id", d.id}, {"cpu_model", "CPU " + d.id}, {"hostname", "host-" + d.id}}},
+               {"engine", {{"name", "llama.cpp"}, {"commit", "80fb11a"}, {"cpu_variant", d.variant}}},
+               {"models", json::array({{{"sha256", d.sha}, {"quant", "Q4_0"}, {"architecture", "llama"}, {"n_params", 1000}}})},
+               {"isa_gap", {{"fallback", d.variant != d.best}, {"loaded_variant", d.variant}, {"best_variant", d.best}}},
+               {"ceilings", {{"threads", d.threads}}},
+               {"usable_cpus", d.threads}};
+  if (d.emulated) {
+    prov["emulated"] = true;
+    prov["cpu_features"] = {{"emulated", true}, {"emulation_sign", "qemu-user"}};
+  }
+  json results = json::array();
+  results.push_back({{"test", "pp128"}, {"status", "ok"},
+                     {"config", {{"n_prompt", 128}, {"n_gen", 0}, {"n_threads", d.threads}}},
+                     {"repetitions", repetitions(prefill, 0)}, {"roofline", roof}});
+  results.push_back({{"test", "tg32"}, {"status", "ok"},
+                     {"config", {{"n_prompt", 0}, {"n_gen", 32}, {"n_threads", d.threads}}},
+                     {"repetitions", repetitions(0, decode)}, {"roofline", roof}});
+  return {{"schema_version", 2}, {"kind", "bench"}, {"provenance", prov}, {"results", results}};
+}
+
+json doctor(const json& primary, const json& findings, bool emulated = false) {
+  return {{"schema_version", 2},
+          {"kind", "doctor"},
+          {"doctor", {{"findings", findings}, {"primary", primary}, {"emulated", emulated ? json("qemu-user") : json(nullptr)}}}};
+}
+
+// A finding as doctor::to_json writes it; `phases` are the per-phase paired medians.
+json finding(const std::string& id, std::optional<double> speedup, const std::string& basis, json phases = nullptr,
+             const std::string& affects = "prefill+decode") {
+  json f = {{"id", id},
+            {"severity", "warning"},
+            {"title", id + " title"},
+            {"evidence", json::array({"evidence of " + id})},
+            {"affects", affects},
+            {"speedup", speedup ? json(*speedup) : json(nullptr)},
+            {"speedup_basis", basis},
+            {"speedup_detail", basis + ": how " + id + " was found"},
+            {"fix", "fix " + id},
+            {"data", json::object()}};
+  if (!phases.is_null()) f["data"]["measured"] = {{"phases", phases}};
+  return f;
+}
+
+json phase(double median) { return {{"median", median}, {"n", 4}, {"low", median * 0.9}, {"high", median * 1.1}}; }
+
+const PhaseExplanation& phase_of(const Explanation& e, const std::string& name) {
+  for (const auto& p : e.phases)
+    if (p.phase == name) return p;
+  throw std::runtime_error("no phase " + name);
+}
+
+const ExplainFactor* factor_of(const PhaseExplanation& p, const std::string& id) {
+  for (const auto& f : p.factors)
+    if (f.id == id) return &f;
+  return nullptr;
+}
+
+Explanation run(const json& a, const json& b, ExplainOptions options = {}) {
+  return explain(explain_side(a, "A.json"), explain_side(b, "B.json"), options);
+}
+
+std::string error_of(const json& a, const json& b, ExplainOptions options = {}) {
+  try {
+    run(a, b, options);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Explain, AWeakerDeviceIsHardwareAloneAndNoFixIsNamed) {
+  Device fast, slow;
+  slow.id = "dev-b";
+  slow.threads = 1;
+  slow.decode_ceiling = 50;
+  slow.prefill_ceiling = 400;
+  const auto e = run(bench(fast, 800, 80), bench(slow, 320, 40));
+  const auto& d = phase_of(e, "decode");
+  EXPECT_DOUBLE_EQ(d.ratio, 0.5);
+  ASSERT_EQ(d.factors.size(), 2u);  // hardware, unexplained
+  EXPECT_EQ(d.factors[0].id, "hardware");
+  EXPECT_DOUBLE_EQ(d.factors[0].factor, 0.5);
+  EXPECT_NEAR(d.factors[1].factor, 1.0, 1e-12);
+  const auto& p = phase_of(e, "prefill");
+  EXPECT_DOUBLE_EQ(factor_of(p, "hardware")->factor, 0.4);
+  for (const auto& f : p.factors) EXPECT_TRUE(f.fix.empty()) << f.id;
+  // The table: B as measured, then the hardware line (B's ceiling at A's efficiency).
+  ASSERT_EQ(d.steps.size(), 2u);
+  EXPECT_DOUBLE_EQ(d.steps[0].tokens_per_s, 40);
+  EXPECT_DOUBLE_EQ(d.hardware_line_tokens_per_s, 40);
+  EXPECT_FALSE(e.same_device);
+}
+
+TEST(Explain, StackedCausesOnBMultiplyToTheMeasuredRatioWithTheRestUnexplained) {
+  Device a, b;
+  b.id = "dev-b";
+  b.variant = "sse42";
+  b.decode_bound = "bandwidth";  // the variant does not lower a bandwidth ceiling
+  b.prefill_ceiling = 400;       // probed with the fallback: 1000 with the best variant
+  const json findings = json::array({
+      finding("kernel.isa_fallback", 1.6, "measured", {{"prefill", phase(2.5)}, {"decode", phase(1.5)}}),
+      finding("threads.oversubscribed", 1.8, "measured", {{"prefill", phase(1.7)}, {"decode", phase(2.0)}}),
+      finding("throttle.cgroup_quota", 2.0, "estimated"),
+      finding("identity.build_differs", std::nullopt, "none"),  // not a cause of slowness
+      finding("ceiling.efficiency", 3.0, "estimated"),          // restates the efficiency
+  });
+  const json da = bench(a, 1000, 100), db = doctor(bench(b, 1000 / (2.5 * 1.7 * 2.0) * 1.1, 100 / (1.5 * 2.0 * 2.0)), findings);
+  const auto e = run(da, db);
+  const auto& d = phase_of(e, "decode");
+  EXPECT_NEAR(d.ratio, 1.0 / 6, 1e-9);
+  EXPECT_NEAR(factor_of(d, "kernel.isa_fallback")->factor, 1 / 1.5, 1e-12);
+  EXPECT_EQ(factor_of(d, "kernel.isa_fallback")->basis, "measured");
+  EXPECT_EQ(factor_of(d, "kernel.isa_fallback")->side, "B");
+  EXPECT_NEAR(factor_of(d, "threads.oversubscribed")->factor, 0.5, 1e-12);
+  EXPECT_NEAR(factor_of(d, "throttle.cgroup_quota")->factor, 0.5, 1e-12);
+  EXPECT_EQ(factor_of(d, "throttle.cgroup_quota")->basis, "estimated");
+  EXPECT_EQ(factor_of(d, "identity.build_differs"), nullptr);
+  EXPECT_EQ(factor_of(d, "ceiling.efficiency"), nullptr);
+  EXPECT_NEAR(factor_of(d, "unexplained")->factor, 1.0, 1e-9);
+  EXPECT_NEAR(d.product, d.ratio, 1e-12);
+  // Largest first: the quota and the threads (x2 each) before the variant (x1.5).
+  EXPECT_EQ(d.factors[1].id, "threads.oversubscribed");
+  EXPECT_EQ(d.factors[3].id, "kernel.isa_fallback");
+  // The seed's table: 16.7 -> 33.3 -> 66.7 -> 100 tok/s, then the hardware line.
+  ASSERT_EQ(d.steps.size(), 5u);
+  EXPECT_NEAR(d.steps[3].tokens_per_s, 100, 1e-9);
+  EXPECT_EQ(d.steps[3].fix, "fix kernel.isa_fallback");
+  EXPECT_NEAR(d.hardware_line_tokens_per_s, 100, 1e-9);
+
+  // Prefill's own pairs give its factors; the variant's is lifted out of the compute
+  // ceiling, which was probed with the fallback.
+  const auto& p = phase_of(e, "prefill");
+  EXPECT_NEAR(factor_of(p, "kernel.isa_fallback")->factor, 1 / 2.5, 1e-12);
+  EXPECT_NEAR(factor_of(p, "hardware")->factor, 1.0, 1e-12);
+  EXPECT_NEAR(factor_of(p, "unexplained")->factor, 1.1, 1e-9);
+  EXPECT_NEAR(p.product, p.ratio, 1e-12);
+  EXPECT_FALSE(p.notes.empty());
+}
+
+TEST(Explain, AVariantFallbackWithoutDoctorNamesTheCommandInsteadOfGuessing) {
+  Device a, b;
+  b.id = "dev-b";
+  b.variant = "sse42";
+  const auto e = run(bench(a, 1000, 100), bench(b, 500, 50));
+  const auto& d = phase_of(e, "decode");
+  EXPECT_EQ(factor_of(d, "kernel.isa_fallback"), nullptr);
+  ASSERT_FALSE(d.unmeasured.empty());
+  EXPECT_NE(d.unmeasured[0].find("edgeprobe doctor"), std::string::npos) << d.unmeasured[0];
+  EXPECT_NE(d.unmeasured[0].find("sse42"), std::string::npos);
+  ASSERT_FALSE(d.notes.empty());
+  EXPECT_NE(d.notes[0].find("holds the fallback"), std::string::npos) << d.notes[0];
+}
+
+TEST(Explain, ACauseOnARaisesBOverA) {
+  Device a, b;
+  b.id = "dev-b";
+  const json fa = json::array({finding("contention.other_processes", 1.25, "estimated")});
+  const auto e = run(doctor(bench(a, 800, 80), fa), bench(b, 1000, 100));
+  const auto& d = phase_of(e, "decode");
+  const auto* f = factor_of(d, "contention.other_processes");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->side, "A");
+  EXPECT_DOUBLE_EQ(f->factor, 1.25);
+  EXPECT_NEAR(factor_of(d, "unexplained")->factor, 1.0, 1e-9);
+  // A's fix is not one of B's steps.
+  EXPECT_EQ(d.steps.size(), 2u);
+}
+
+TEST(Explain, AFixThatDoesNotHelpAPhaseIsNamedButGetsNoFactorThere) {
+  Device a, b;
+  b.id = "dev-b";
+  const json fb = json::array({finding("threads.count", 1.3, "measured", {{"prefill", phase(1.6)}, {"decode", phase(0.97)}}),
+                               finding("throttle.clock", std::nullopt, "none")});
+  const auto e = run(bench(a, 1000, 100), doctor(bench(b, 500, 50), fb));
+  const auto& d = phase_of(e, "decode");
+  EXPECT_EQ(factor_of(d, "threads.count"), nullptr);
+  ASSERT_EQ(d.unmeasured.size(), 2u);
+  EXPECT_NE(d.unmeasured[0].find("no gain in decode"), std::string::npos) << d.unmeasured[0];
+  EXPECT_NE(d.unmeasured[1].find("throttle.clock"), std::string::npos);
+  EXPECT_NEAR(factor_of(phase_of(e, "prefill"), "threads.count")->factor, 1 / 1.6, 1e-12);
+}
+
+TEST(Explain, APhaseOnlyFindingStaysInItsPhase) {
+  Device a, b;
+  b.id = "dev-b";
+  const json fb = json::array({finding("precision.weights_expanded", 1.9, "estimated", nullptr, "decode")});
+  const auto e = run(bench(a, 1000, 100), doctor(bench(b, 1000, 50), fb));
+  EXPECT_NE(factor_of(phase_of(e, "decode"), "precision.weights_expanded"), nullptr);
+  EXPECT_EQ(factor_of(phase_of(e, "prefill"), "precision.weights_expanded"), nullptr);
+}
+
+TEST(Explain, DifferentModelFilesAreRefusedAndSameShapeIsSuggested) {
+  Device a, b;
+  b.sha = "cd34";
+  const std::string err = error_of(bench(a, 1000, 100), bench(b, 1000, 100));
+  EXPECT_NE(err.find("different model files"), std::string::npos) << err;
+  EXPECT_NE(err.find("--same-shape"), std::string::npos) << err;
+  EXPECT_NO_THROW(run(bench(a, 1000, 100), bench(b, 1000, 100), {true}));
+  json other = bench(b, 1000, 100);
+  other["provenance"]["models"][0]["n_params"] = 2000;
+  const std::string shape = error_of(bench(a, 1000, 100), other, {true});
+  EXPECT_NE(shape.find("n_params"), std::string::npos) << shape;
+}
+
+TEST(Explain, ARunWithoutCeilingsNamesTheProbeUnlessTheDeviceIsTheSame) {
+  Device a, b;
+  b.id = "dev-b";
+  json bare = bench(b, 500, 50);
+  for (auto& r : bare["results"]) r["roofline"] = nullptr;
+  const std::string err = error_of(bench(a, 1000, 100), bare);
+  EXPECT_NE(err.find("B.json has no prefill ceiling"), std::string::npos) << err;
+  EXPECT_NE(err.find("edgeprobe probe"), std::string::npos) << err;
+  // One device, one CPU count: the hardware is the same whatever the ceilings say.
+  json same = bare;
+  same["provenance"]["device"]["id"] = "dev-a";
+  json a_bare = bench(a, 1000, 100);
+  for (auto& r : a_bare["results"]) r["roofline"] = nullptr;
+  const auto e = run(a_bare, same);
+  const auto& d = phase_of(e, "decode");
+  EXPECT_EQ(d.factors[0].basis, "same device");
+  EXPECT_DOUBLE_EQ(d.factors[0].factor, 1);
+  EXPECT_NEAR(factor_of(d, "unexplained")->factor, 0.5, 1e-12);
+  EXPECT_TRUE(e.same_device);
+}
+
+TEST(Explain, OtherKindsOfDocumentAreRefusedByName) {
+  const json session = {{"schema_version", 2}, {"kind", "session"}, {"provenance", json::object()}};
+  try {
+    explain_side(session, "s.json");
+    FAIL() << "a session result was taken";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("bench or doctor"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(explain_side(json::array(), "x.json"), Error);
+}
+
+TEST(Explain, AnEmulatedRunIsLabelledOnEveryFactor) {
+  Device a, b;
+  a.emulated = b.emulated = true;
+  b.variant = "armv8.0";
+  b.best = "armv8.2_2";
+  const json fb = json::array({finding("kernel.isa_fallback", 3.0, "measured", {{"prefill", phase(3.5)}, {"decode", phase(1.4)}})});
+  const auto e = run(bench(a, 100, 10), doctor(bench(b, 100 / 3.5, 10 / 1.4), fb, true));
+  const auto* f = factor_of(phase_of(e, "prefill"), "kernel.isa_fallback");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->detail.find("emulated"), std::string::npos) << f->detail;
+  bool labelled = false;
+  for (const auto& n : e.notes) labelled = labelled || n.find("emulation") != std::string::npos;
+  EXPECT_TRUE(labelled);
+  EXPECT_TRUE(to_json(e)["b"]["emulated"].is_string());
+}
+
+TEST(Explain, TheJsonAndTheMarkdownCarryTheIdentityAndEscapeNames) {
+  Device a, b;
+  b.id = "dev-b";
+  json fb = json::array({finding("threads.oversubscribed", 2.0, "measured", {{"prefill", phase(2.0)}, {"decode", phase(2.0)}})});
+  fb[0]["fix"] = "-t 1 | rm -rf /\n\x1b[31m";
+  json db = doctor(bench(b, 250, 25), fb);
+  db["doctor"]["primary"]["provenance"]["device"]["hostname"] = "evil|host\nline";
+  const json j = to_json(run(bench(a, 1000, 100), db));
+  EXPECT_EQ(j["kind"], "explain");
+  for (const auto& p : j["phases"]) {
+    double product = 1;
+    for (const auto& f : p["factors"]) product *= f["factor"].get<double>();
+    EXPECT_NEAR(product, p["ratio"].get<double>(), 1e-12);
+  }
+  std::ostringstream md;
+  report::write_explain_report(j, "md", md);
+  const std::string text = md.str();
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+  EXPECT_EQ(text.find("evil|host"), std::string::npos) << "a raw | would break the table";
+  EXPECT_NE(text.find("**product**"), std::string::npos);
+  EXPECT_NE(text.find("→"), std::string::npos);
+  std::ostringstream csv;
+  report::write_explain_report(j, "csv", csv);
+  EXPECT_NE(csv.str().find("decode,threads.oversubscribed,B,0.5"), std::string::npos) << csv.str();
+}
+
+TEST(Explain, TheFirstLoadIsAPhaseWithItsStorageCeilingAndMmapCause) {
+  Device a, b;
+  b.id = "dev-b";
+  json da = bench(a, 1000, 100), db = bench(b, 1000, 100);
+  for (auto* d : {&da, &db})
+    for (auto& r : (*d)["results"]) r["roofline"]["load_ceiling_ms"] = d == &da ? 100.0 : 200.0;
+  for (auto& r : da["results"]) r["load"] = {{"cold_ms", 150.0}};
+  for (auto& r : db["results"]) r["load"] = {{"cold_ms", 900.0}};
+  const json fb = json::array({finding("load.no_mmap", 3.0, "measured", nullptr, "load")});
+  const auto e = run(da, doctor(db, fb));
+  const auto& l = phase_of(e, "load");
+  EXPECT_NEAR(l.ratio, 150.0 / 900.0, 1e-12);
+  EXPECT_NEAR(factor_of(l, "hardware")->factor, 0.5, 1e-12);
+  EXPECT_NEAR(factor_of(l, "load.no_mmap")->factor, 1 / 3.0, 1e-12);
+  EXPECT_NEAR(factor_of(l, "unexplained")->factor, 1.0, 1e-9);
+  // The load cause is not a decode one.
+  EXPECT_EQ(factor_of(phase_of(e, "decode"), "load.no_mmap"), nullptr);
+  std::ostringstream md;
+  report::write_explain_report(to_json(e), "md", md);
+  EXPECT_NE(md.str().find("first load: A 150 ms · B 900 ms"), std::string::npos) << md.str();
+  // Without a storage ceiling on a side the load is left out, saying why; the rest stands.
+  for (auto& r : db["results"]) r["roofline"].erase("load_ceiling_ms");
+  const auto without = run(da, db);
+  EXPECT_EQ(without.phases.size(), 2u);
+  bool said = false;
+  for (const auto& n : without.notes) said = said || n.find("no storage ceiling") != std::string::npos;
+  EXPECT_TRUE(said);
+}
