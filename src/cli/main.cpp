@@ -12,6 +12,7 @@
 #include "cli/cli_errors.h"
 #include "cli/cmd_bench.h"
 #include "cli/cmd_compare.h"
+#include "cli/cmd_explain.h"
 #include "cli/cmd_doctor.h"
 #include "cli/cmd_export.h"
 #include "cli/cmd_kv_serve.h"
@@ -82,6 +83,7 @@ int main(int argc, char** argv) {
   cli::register_runs(app);
   cli::register_export(app);
   cli::register_compare(app);
+  cli::register_explain(app);
   cli::register_doctor(app, command_line);
   cli::register_run(app, command_line);
   cli::register_report(app);
