@@ -1,6 +1,7 @@
 #include "report/html_report.h"
 
 #include "analysis/compare.h"
+#include "analysis/explain.h"
 #include "core/error.h"
 #include "report/html/assets.h"
 #include "result/migrate.h"
@@ -10,7 +11,7 @@ namespace edgeprobe::report {
 using nlohmann::json;
 
 json html_report_data(const std::vector<HtmlInput>& inputs) {
-  json data{{"edgeprobe_report", 1}, {"inputs", json::array()}, {"comparisons", json::array()}};
+  json data{{"edgeprobe_report", 1}, {"inputs", json::array()}, {"comparisons", json::array()}, {"explanations", json::array()}};
   for (const HtmlInput& in : inputs) {
     const std::string kind = result::document_kind(in.document);
     if (kind.empty()) throw_bad_input("{}: not a bench, session or doctor result (nothing to report)", in.label);
@@ -21,6 +22,20 @@ json html_report_data(const std::vector<HtmlInput>& inputs) {
     const auto report = analysis::compare_documents(inputs[0].document, inputs[i].document);
     // The same object `compare -o json` prints: one shape for the page and the CLI.
     data["comparisons"].push_back({{"a", 0}, {"b", i}, {"report", analysis::to_json(report)}});
+    // The gap as causes, next to the ratios; why not, where explain refuses the pair.
+    const std::string ka = result::document_kind(inputs[0].document), kb = result::document_kind(inputs[i].document);
+    if ((ka == "bench" || ka == "doctor") && (kb == "bench" || kb == "doctor")) {
+      json entry{{"a", 0}, {"b", i}};
+      try {
+        entry["explanation"] = analysis::to_json(analysis::explain(analysis::explain_side(inputs[0].document, inputs[0].label),
+                                                                   analysis::explain_side(inputs[i].document, inputs[i].label)));
+      } catch (const Error& e) {
+        entry["error"] = e.what();
+      } catch (const json::exception& e) {
+        entry["error"] = std::string("a field holds a type edgeprobe never writes there: ") + e.what();
+      }
+      data["explanations"].push_back(std::move(entry));
+    }
   }
   return data;
 }

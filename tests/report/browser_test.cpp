@@ -184,6 +184,23 @@ TEST_F(Browser, DoctorAndComparison) {
   EXPECT_NE(cmp.dom.find("data-chart=\"cmp-latency-cdf\""), std::string::npos);
 }
 
+TEST_F(Browser, ExplanationDrawsItsWaterfallAndEscapesNames) {
+  const std::string hostile = "<img src=x onerror=\"document.body.dataset.pwned=3\">";
+  const json a = report_test::bench_document(5, 32, false, "a.gguf", "aaaa");
+  json b = a;
+  b["provenance"]["device"]["id"] = "dev-other";
+  b["provenance"]["device"]["hostname"] = hostile;
+  for (auto& r : b["results"])
+    for (auto& rep : r["repetitions"])
+      if (rep["decode_tokens_per_s"].is_number()) rep["decode_tokens_per_s"] = rep["decode_tokens_per_s"].get<double>() / 3;
+  const auto page = load_in_chromium("explain", report::render_html_report({{"a.json", a}, {hostile, b}}));
+  expect_rendered(page, 2);
+  EXPECT_NE(page.dom.find("data-chart=\"explain-1-decode\""), std::string::npos);
+  EXPECT_NE(page.dom.find("hardware line"), std::string::npos);
+  EXPECT_EQ(page.dom.find("data-pwned"), std::string::npos);
+  EXPECT_NE(page.dom.find("&lt;img src=x onerror="), std::string::npos);
+}
+
 TEST_F(Browser, HostileDataRendersAsTextAndRunsNoScript) {
   const std::string hostile = "</script><script>document.body.dataset.pwned=1</script><!-- \"'"
                               "<img src=x onerror=\"document.body.dataset.pwned=2\">\xe2\x80\xa8 \xff\xfe";

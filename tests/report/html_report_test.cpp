@@ -116,3 +116,23 @@ TEST(HtmlReport, FullSessionReportStaysUnderFiveMegabytes) {
   EXPECT_LT(page.size(), 5u * 1024 * 1024);
   EXPECT_FALSE(doc["configs"][0]["analysis"]["stability"]["change_points_at"].empty());
 }
+
+TEST(HtmlReport, TwoRunsOfOneModelAreExplainedAndOthersSayWhyNot) {
+  const json a = report_test::bench_document(5, 16, false, "a.gguf", "aaaa");
+  json slow = a;
+  slow["provenance"]["device"]["id"] = "dev-slower";
+  for (auto& r : slow["results"]) {
+    for (auto& rep : r["repetitions"])
+      for (const char* k : {"prefill_tokens_per_s", "decode_tokens_per_s"})
+        if (rep[k].is_number()) rep[k] = rep[k].get<double>() / 2;
+    for (const char* k : {"prefill_ceiling_tokens_per_s", "decode_ceiling_tokens_per_s"})
+      if (r["roofline"].contains(k)) r["roofline"][k] = r["roofline"][k].get<double>() / 2;
+  }
+  const json other = report_test::bench_document(5, 16, false, "b.gguf", "bbbb");
+  const json data = report::html_report_data({{"a", a}, {"slow", slow}, {"other", other}});
+  ASSERT_EQ(data["explanations"].size(), 2u);
+  const json& e = data["explanations"][0]["explanation"];
+  ASSERT_EQ(e["kind"], "explain") << data["explanations"][0].dump();
+  for (const auto& p : e["phases"]) EXPECT_NEAR(p["factors"][0]["factor"].get<double>(), 0.5, 1e-9) << p.dump();
+  EXPECT_NE(data["explanations"][1]["error"].get<std::string>().find("different model files"), std::string::npos);
+}

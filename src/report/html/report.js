@@ -447,6 +447,40 @@ function epComparison(parent, data) {
   }
 }
 
+// explain: B against A as a product of factors per phase, and the speed B reaches after
+// each fix as a waterfall ending at the hardware line.
+function epExplain(parent, data) {
+  for (const ex of data.explanations || []) {
+    const a = data.inputs[ex.a], b = data.inputs[ex.b];
+    const sec = epEl('section', {class: 'explanation'});
+    parent.appendChild(sec);
+    sec.appendChild(epEl('h2', {text: `Why B = ${b.label} differs from A = ${a.label}`}));
+    if (ex.error) { sec.appendChild(epEl('p', {class: 'muted', text: `explain: ${ex.error}`})); continue; }
+    const e = ex.explanation;
+    for (const n of e.notes || []) sec.appendChild(epEl('p', {class: 'muted', text: n}));
+    for (const p of e.phases || []) {
+      // The explanation holds rates (load: loads per second); load reads as ms.
+      const load = p.phase === 'load';
+      const shown = v => (load ? (v > 0 ? 1000 / v : null) : v);
+      const unit = load ? 'ms' : 'tok/s';
+      sec.appendChild(epEl('h3', {text: `${p.phase}: B/A = ${epNum(p.ratio, 3)} (A ${epNum(shown(p.a_tokens_per_s))} ${unit}, B ${epNum(shown(p.b_tokens_per_s))} ${unit})`}));
+      epTable(sec, ['factor', 'on', 'x B/A', 'basis', 'evidence', 'fix'],
+              p.factors.map(f => [f.id, f.side || '', epNum(f.factor, 3), f.basis, f.detail, f.fix || ''])
+                .concat([['product', '', epNum(p.product, 3), `= measured B/A ${epNum(p.ratio, 3)}`, '', '']]), [0, 0, 1, 0, 0, 0]);
+      const steps = p.steps || [];
+      sec.appendChild(epEl('p', {text: `What B reaches after each fix, largest first: ` +
+        `${steps.slice(0, -1).map(s => epNum(shown(s.tokens_per_s))).join(' \u2192 ')} (hardware line ${epNum(shown(p.hardware_line_tokens_per_s))}) ${unit}`}));
+      epChart(sec, {id: `explain-${ex.b}-${p.phase}`, title: `${p.phase}: what B reaches after each fix (${load ? 'first load, ms' : 'tok/s'})`,
+                    xLabel: 'step', yLabel: unit, source: 'analysis::explain (edgeprobe explain A B)',
+                    categories: steps.map(s => s.label), yZero: true,
+                    hmarks: [{y: shown(p.a_tokens_per_s), label: 'A as measured'}],
+                    series: [{name: 'B', xs: steps.map((_, i) => i), ys: steps.map(s => shown(s.tokens_per_s)), style: 'bars'}]});
+      for (const u of p.unmeasured || []) sec.appendChild(epEl('p', {class: 'muted', text: `named without a factor: ${u}`}));
+      for (const n of p.notes || []) sec.appendChild(epEl('p', {class: 'muted', text: n}));
+    }
+  }
+}
+
 function epRender() {
   const started = performance.now();
   const data = JSON.parse(document.getElementById('edgeprobe-data').textContent);
@@ -456,6 +490,7 @@ function epRender() {
   document.getElementById('subtitle').textContent =
     `${data.inputs.length > 1 ? 'comparison of ' : ''}${data.inputs.map((i, k) => `${i.kind} ${i.label}`).join(', ')}`;
   if (data.comparisons.length) epComparison(root, data);
+  epExplain(root, data);
   const grid = epEl('div', {class: data.inputs.length === 2 ? 'inputs side-by-side' : 'inputs'});
   root.appendChild(grid);
   data.inputs.forEach((inp, i) => {
