@@ -153,6 +153,16 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
                                        options.config, best, pair_tests, "seconds per reference turn", turn},
                                       share(planned--), options.stop_rule, progress);
     }
+    // The fixes are measured in pairs in order, each with the ones before it applied, as the
+    // seed's table applies them (0.5 -> 7 with the right kernels -> 22 with the threads
+    // fixed): what a thread count costs depends on how fast the kernels are, so its pairs
+    // run the variant the first fix loads.
+    RunConfig base = options.config;
+    std::string base_note;
+    if (e.variant_pairs && e.variant_pairs->verdict == PairVerdict::kFaster) {
+      base.cpu_variant = "";
+      base_note = fmt::format(", {}", gap.value("best_variant", "best variant"));
+    }
     const auto counts = sweep_counts(std::max(usable, 1), options.config.threads);
     if (!counts.empty()) {
       std::string list;
@@ -160,7 +170,7 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
       ChildTests sweep = default_tests(options);
       sweep.sweep_args = {"-t", list};
       sweep.repetitions = 1;  // a screen: the count worth confirming is then measured in pairs
-      RunConfig config = options.config;
+      RunConfig config = options.config;  // the screen compares with the primary run: as configured
       config.threads = 0;
       progress(fmt::format("screening other thread counts (-t {})", list));
       e.thread_sweep = run_bench_child(options, "thread sweep -t " + list, config, sweep, &probe);
@@ -180,10 +190,10 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
       if (candidate) ++planned;
     }
     if (candidate) {
-      RunConfig fix = options.config;
+      RunConfig fix = base;
       fix.threads = candidate;
-      const ComparisonSpec spec{"threads", fmt::format("-t {}", options.config.threads), fmt::format("-t {}", candidate),
-                                options.config, fix, pair_tests, "seconds per reference turn", turn};
+      const ComparisonSpec spec{"threads", fmt::format("-t {}{}", options.config.threads, base_note),
+                                fmt::format("-t {}{}", candidate, base_note), base, fix, pair_tests, "seconds per reference turn", turn};
       e.thread_pairs = compare_pairs(options, probe, spec, share(planned--), options.stop_rule, progress);
       // The reason and the measurement disagree: measure once more, for as long again.
       if (oversubscribed && e.thread_pairs->verdict != PairVerdict::kFaster && e.thread_pairs->error.empty()) {
@@ -198,7 +208,7 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
       }
     }
     if (!options.config.use_mmap) {
-      RunConfig mmap = options.config;
+      RunConfig mmap = base;
       mmap.use_mmap = true;
       progress("measuring a load with mmap");
       e.with_mmap = run_bench_child(options, "with mmap", mmap, {8, 0, 1, false, {}}, &probe);
@@ -208,7 +218,7 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
         const auto& ms = field(field(results[0], "load"), "cold_ms");
         return ms.is_number() ? std::optional<double>(ms.get<double>()) : std::nullopt;
       };
-      e.mmap_pairs = compare_pairs(options, probe, {"mmap", "--mmap 0", "--mmap 1", options.config, mmap, {8, 0, 1, false, {}}, "load ms", load_ms},
+      e.mmap_pairs = compare_pairs(options, probe, {"mmap", "--mmap 0", "--mmap 1", base, mmap, {8, 0, 1, false, {}}, "load ms", load_ms},
                                    share(planned--), options.stop_rule, progress);
     }
   }

@@ -107,6 +107,7 @@ nlohmann::json to_json(const Comparison& c) {
           {"phases",
            {{"prefill", c.prefill_estimate ? to_json(*c.prefill_estimate) : nlohmann::json(nullptr)},
             {"decode", c.decode_estimate ? to_json(*c.decode_estimate) : nlohmann::json(nullptr)}}},
+          {"b_ceilings", c.b_ceilings},
           {"includes_disturbed", c.includes_disturbed},
           {"verdict", verdict_name(c.verdict)},
           {"first_round", c.first_estimate ? to_json(*c.first_estimate) : nlohmann::json(nullptr)},
@@ -162,6 +163,22 @@ void settle(Comparison& c, double best_ms, const StopRule& rule, bool out_of_tim
   c.verdict = decide(c.estimate, rule, out_of_time || static_cast<int>(all.size()) >= rule.max_pairs || !c.error.empty());
 }
 
+namespace {
+
+// A bench report's binding ceilings per phase, from its tests' rooflines; null when none.
+nlohmann::json phase_ceilings(const nlohmann::json& report) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& r : field(report, "results")) {
+    const auto& roof = field(r, "roofline");
+    for (const char* key : {"prefill_ceiling_tokens_per_s", "decode_ceiling_tokens_per_s"})
+      if (field(roof, key).is_number() && !out.contains(key)) out[key] = field(roof, key);
+    if (field(roof, "decode_bound").is_string() && !out.contains("decode_bound")) out["decode_bound"] = field(roof, "decode_bound");
+  }
+  return out.empty() ? nlohmann::json(nullptr) : out;
+}
+
+}  // namespace
+
 Comparison compare_pairs(const DoctorOptions& o, const SpeedProbe& probe, const ComparisonSpec& spec, SteadyTime deadline,
                          const StopRule& rule, const ProgressFn& progress) {
   Comparison c;
@@ -186,6 +203,7 @@ Comparison compare_pairs(const DoctorOptions& o, const SpeedProbe& probe, const 
     child.wall_s = run.window.wall_s;
     child.error = run.error;
     if (run.ok()) {
+      if (is_b && c.b_ceilings.is_null()) c.b_ceilings = phase_ceilings(run.report);
       child.value = spec.metric(run);
       const Rates r = rates(run.report, spec.tests.n_prompt, spec.tests.n_gen);
       child.prefill_tokens_per_s = r.pp;

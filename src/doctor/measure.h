@@ -81,6 +81,10 @@ struct Comparison {
   // The same pairs per phase: B's tokens/s over A's (> 1 = B is faster); nullopt when the
   // children do not time that phase.
   std::optional<PairedEstimate> prefill_estimate, decode_estimate;
+  // The first B child's ceilings per phase ({"prefill_ceiling_tokens_per_s", ...}): for a
+  // variant comparison, the device's ceilings with the better variant (`explain` needs
+  // them to keep a fallback out of the hardware factor). Null when its bench had none.
+  nlohmann::json b_ceilings;
   bool includes_disturbed = false;
   PairVerdict verdict = PairVerdict::kInconclusive;
   // A first round that disagreed with the reason for measuring, measured again.

@@ -162,8 +162,10 @@ Comparison pairs_of(const std::string& a, const std::string& b, const std::vecto
   c.b_label = b;
   for (size_t i = 0; i < seconds.size(); ++i) {
     const auto [ka, kb] = i < kernel_ms.size() ? kernel_ms[i] : std::pair{1.0, 1.0};
-    PairChild ca{false, seconds[i].first, {ka, ka}, 0.0, 0.0, std::nullopt, 1, ""};
-    PairChild cb{true, seconds[i].second, {kb, kb}, 0.0, 0.0, std::nullopt, 1, ""};
+    // Rates per phase that follow the seconds: prefill gains what the turn gains, decode half of it.
+    PairChild ca{false, seconds[i].first, {ka, ka}, 0.0, 0.0, std::nullopt, 1, "", 100.0, 10.0};
+    PairChild cb{true, seconds[i].second, {kb, kb}, 0.0, 0.0, std::nullopt, 1, "",
+                 100.0 * seconds[i].first / seconds[i].second, 10.0 * (1 + (seconds[i].first / seconds[i].second - 1) / 2)};
     if (i % 2) std::swap(ca, cb);  // ABBA: the B child first in odd pairs
     c.children.push_back(ca);
     c.children.push_back(cb);
@@ -191,6 +193,11 @@ TEST(DoctorChecks, MoreThreadsThanUsableCpusTakesTheSpeedupFromThePairs) {
   EXPECT_NE(f->speedup_basis.find("[4.50, 6.00]"), std::string::npos) << f->speedup_basis;
   EXPECT_EQ(f->fix, "-t 2");
   EXPECT_FALSE(f->data.contains("disagreement"));
+  // The same pairs per phase, for explain: prefill x5.25, decode half the gain (x3.125).
+  const json& phases = f->data["measured"]["phases"];
+  EXPECT_NEAR(phases["prefill"]["median_ratio"].get<double>(), 5.25, 1e-9) << phases.dump();
+  EXPECT_NEAR(phases["decode"]["median_ratio"].get<double>(), 3.125, 1e-9) << phases.dump();
+  EXPECT_EQ(phases["decode"]["pairs"], 4);
 }
 
 // Issue 17: -t 2 on one CPU, and the measured fix came out slower twice. The finding
