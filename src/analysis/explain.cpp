@@ -108,11 +108,11 @@ void side_factors(const ExplainSide& side, const std::string& name, const std::s
     const json& phase_pairs = at(f, ("/data/measured/phases/" + phase).c_str());
     double speedup = 0;
     const bool has_speedup = f.contains("speedup") && f["speedup"].is_number() && f["speedup"].get<double>() > 0;
-    if (has_speedup && phase_pairs.is_object() && number_at(phase_pairs, "/median") > 0) {
-      speedup = number_at(phase_pairs, "/median");
+    if (has_speedup && phase_pairs.is_object() && number_at(phase_pairs, "/median_ratio") > 0) {
+      speedup = number_at(phase_pairs, "/median_ratio");
       factor.basis = "measured";
       factor.detail = fmt::format("{}: median of {} interleaved pairs x{:.2f} [{:.2f}, {:.2f}] in {} tokens/s", name,
-                                  static_cast<int>(number_at(phase_pairs, "/n")), speedup, number_at(phase_pairs, "/low"),
+                                  static_cast<int>(number_at(phase_pairs, "/pairs")), speedup, number_at(phase_pairs, "/low"),
                                   number_at(phase_pairs, "/high"), phase);
     } else if (has_speedup) {
       speedup = f["speedup"].get<double>();
@@ -177,6 +177,15 @@ Ceiling ceiling_of(const ExplainSide& side, const PhaseSample& sample, const std
   return c;
 }
 
+// The ceiling doctor's best-variant children had for this phase (their bench probed the
+// device with that variant): the device's ceiling without the fallback. 0 when none.
+double best_variant_ceiling(const ExplainSide& side, const std::string& phase) {
+  for (const json& f : side.findings)
+    if (f.value("id", "") == "kernel.isa_fallback")
+      return number_at(f, ("/data/measured/b_ceilings/" + phase + "_ceiling_tokens_per_s").c_str());
+  return 0;
+}
+
 // Ceilings from the kernels (prefill always, decode when the kernels bind) were measured
 // with the variant that loaded: a side that fell back has its fallback in its ceiling.
 bool ceiling_from_kernels(const Ceiling& c) { return c.bound != "bandwidth" && c.bound != "storage"; }
@@ -210,7 +219,12 @@ ExplainFactor hardware_factor(const ExplainSide& a, const ExplainSide& b, const 
   // fallback is counted once, as software, not also as hardware.
   auto lift = [&](const ExplainSide& side, const std::string& name, const Ceiling& c, double& ceiling) {
     if (!side.variant_fallback || !ceiling_from_kernels(c)) return;
-    if (const ExplainFactor* v = variant_factor(causes, name)) {
+    if (const double best = best_variant_ceiling(side, phase); best > 0) {
+      notes.push_back(fmt::format("{}'s {} ceiling is the best variant's ('{}', {:.4g} tok/s, probed for doctor's pairs on that "
+                                  "device), not the one that loaded ('{}', {:.4g} tok/s): the fallback counts once, as software",
+                                  name, phase, side.best_variant, best, side.cpu_variant, ceiling));
+      ceiling = best;
+    } else if (const ExplainFactor* v = variant_factor(causes, name)) {
       const double speedup = name == "B" ? 1 / v->factor : v->factor;
       ceiling *= speedup;
       notes.push_back(fmt::format("{}'s {} ceiling was probed with the variant that loaded ('{}'); its device's ceiling is "
@@ -243,8 +257,9 @@ void provenance_unmeasured(const ExplainSide& side, const std::string& name, con
         name, side.cpu_variant, side.best_variant, side.kind == "doctor" ? "that device again (its pairs did not settle)" : "that device"));
 }
 
+// `changed`: on one device, the settings that differ ("threads: 2 → 1; ..."), "" else.
 PhaseExplanation explain_phase(const ExplainSide& a, const ExplainSide& b, const std::string& phase,
-                               const PhaseSample& sa, const PhaseSample& sb, bool same_device) {
+                               const PhaseSample& sa, const PhaseSample& sb, bool same_device, const std::string& changed) {
   PhaseExplanation p;
   p.phase = phase;
   p.test_a = sa.test;
@@ -274,7 +289,9 @@ PhaseExplanation explain_phase(const ExplainSide& a, const ExplainSide& b, const
   ExplainFactor rest{"unexplained", "", "what the factors above do not account for", p.ratio / product, "residual", "", {}, ""};
   rest.detail = "measured B/A over the product of the other factors: differences in efficiency nothing here names "
                 "(per-token work beyond the ceilings, noise between the two runs)";
-  if (same_device) rest.detail += "; on one device this is what changed between the runs (see the settings that differ)";
+  if (same_device)
+    rest.detail += changed.empty() ? "; on one device with no setting that differs, this is the runs' noise"
+                                   : "; on one device this is what changed between the runs: " + changed;
   p.factors.push_back(std::move(rest));
   p.product = 1;
   for (const auto& f : p.factors) p.product *= f.factor;
@@ -373,6 +390,8 @@ Explanation explain(const ExplainSide& a, const ExplainSide& b, const ExplainOpt
   e.b = b;
   e.same_device = !a.device_id.empty() && a.device_id == b.device_id;
   e.differences = setting_differences(a.bench, b.bench);
+  std::string changed;
+  for (const auto& d : e.differences) changed += (changed.empty() ? "" : "; ") + one_line(d.text(), 120);
   for (const char* phase : kExplainPhases) {
     const auto samples = matching_samples(a, b, phase);
     if (!samples) {
@@ -384,7 +403,7 @@ Explanation explain(const ExplainSide& a, const ExplainSide& b, const ExplainOpt
       e.notes.push_back(fmt::format("{}: A's {} against B's {} (no test of the same name on both sides)", phase,
                                     one_line(samples->first.test, 60), one_line(samples->second.test, 60)));
     try {
-      e.phases.push_back(explain_phase(a, b, phase, samples->first, samples->second, e.same_device));
+      e.phases.push_back(explain_phase(a, b, phase, samples->first, samples->second, e.same_device, changed));
     } catch (const MissingLoadCeiling& m) {
       e.notes.push_back(fmt::format("no load to explain: {} has no storage ceiling ('edgeprobe probe -m MODEL' on that "
                                     "device measures one)", one_line(m.label)));

@@ -79,7 +79,10 @@ json finding(const std::string& id, std::optional<double> speedup, const std::st
   return f;
 }
 
-json phase(double median) { return {{"median", median}, {"n", 4}, {"low", median * 0.9}, {"high", median * 1.1}}; }
+// A per-phase estimate as doctor::to_json(PairedEstimate) writes it.
+json phase(double median) {
+  return {{"median_ratio", median}, {"pairs", 4}, {"low", median * 0.9}, {"high", median * 1.1}, {"coverage", 0.875}};
+}
 
 const PhaseExplanation& phase_of(const Explanation& e, const std::string& name) {
   for (const auto& p : e.phases)
@@ -345,4 +348,21 @@ TEST(Explain, TheFirstLoadIsAPhaseWithItsStorageCeilingAndMmapCause) {
   bool said = false;
   for (const auto& n : without.notes) said = said || n.find("no storage ceiling") != std::string::npos;
   EXPECT_TRUE(said);
+}
+
+TEST(Explain, TheBestVariantsOwnCeilingFromDoctorsPairsIsTheHardwareLine) {
+  Device a, b;
+  b.id = "dev-b";
+  b.variant = "sse42";
+  b.prefill_ceiling = 300;  // probed with the fallback
+  json f = finding("kernel.isa_fallback", 2.0, "measured", {{"prefill", phase(2.0)}, {"decode", phase(1.2)}});
+  // The pair children that ran the best variant probed this device with it.
+  f["data"]["measured"]["b_ceilings"] = {{"prefill_ceiling_tokens_per_s", 500.0}, {"decode_ceiling_tokens_per_s", 60.0},
+                                         {"decode_bound", "kernel"}};
+  const auto e = run(bench(a, 1000, 100), doctor(bench(b, 250, 50), json::array({f})));
+  const auto& p = phase_of(e, "prefill");
+  EXPECT_NEAR(factor_of(p, "hardware")->factor, 0.5, 1e-12) << "500 over A's 1000, not 300 x the pairs' 2.0";
+  EXPECT_NEAR(factor_of(p, "kernel.isa_fallback")->factor, 0.5, 1e-12);
+  EXPECT_NEAR(factor_of(p, "unexplained")->factor, 1.0, 1e-9);
+  EXPECT_NEAR(factor_of(phase_of(e, "decode"), "hardware")->factor, 0.6, 1e-12);
 }
