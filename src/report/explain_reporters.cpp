@@ -24,7 +24,11 @@ std::string md_cell(const json& v, size_t bytes = 240) {
   return out;
 }
 
-std::string rate(double tokens_per_s) { return fmt::format("{:.3g}", tokens_per_s); }
+// Three significant digits, without exponents for the rates a device reaches.
+std::string rate(double tokens_per_s) {
+  if (tokens_per_s >= 100) return fmt::format("{:.0f}", tokens_per_s);
+  return fmt::format("{:.3g}", tokens_per_s);
+}
 
 // A phase's speed as a person reads it: tokens/s, or for load the first load's time (the
 // explanation holds loads per second so that B/A reads alike in every phase).
@@ -97,14 +101,25 @@ void write_markdown(const json& e, std::ostream& out) {
          "from telemetry; unexplained is what is left, never forced to 1.\n";
 }
 
-void write_csv(const json& e, std::ostream& out) {
-  out << "phase,factor,side,value,basis,detail,fix\n";
+// One row per factor, for csv and jsonl alike.
+std::vector<json> factor_rows(const json& e) {
+  std::vector<json> rows;
   for (const auto& p : e.value("phases", json::array()))
     for (const auto& f : p.value("factors", json::array()))
-      out << fmt::format("{},{},{},{:.6g},{},{},{}\n", csv_field(p.value("phase", "")), csv_field(f.value("id", "")),
-                         csv_field(f.value("side", json()).is_string() ? f["side"].get<std::string>() : ""), f.value("factor", 0.0),
-                         csv_field(f.value("basis", "")), csv_field(f.value("detail", "")),
-                         csv_field(f.value("fix", json()).is_string() ? f["fix"].get<std::string>() : ""));
+      rows.push_back({{"phase", p.value("phase", "")}, {"factor", f.value("id", "")},
+                      {"side", f.value("side", json()).is_string() ? f["side"].get<std::string>() : ""},
+                      {"value", f.value("factor", 0.0)}, {"basis", f.value("basis", "")}, {"detail", f.value("detail", "")},
+                      {"fix", f.value("fix", json()).is_string() ? f["fix"].get<std::string>() : ""}});
+  return rows;
+}
+
+void write_csv(const json& e, std::ostream& out) {
+  out << "phase,factor,side,value,basis,detail,fix\n";
+  for (const auto& r : factor_rows(e)) {
+    auto cell = [&](const char* key) { return csv_field(r[key].get<std::string>()); };
+    out << fmt::format("{},{},{},{:.6g},{},{},{}\n", cell("phase"), cell("factor"), cell("side"), r["value"].get<double>(),
+                       cell("basis"), cell("detail"), cell("fix"));
+  }
 }
 
 }  // namespace
@@ -153,6 +168,14 @@ void write_explain_lab_report(const json& lab, const std::string& format, std::o
       rows.push_back(std::move(row));
     }
   }
+  if (format == "jsonl") {
+    for (const auto& r : rows)
+      out << json{{"device", r.device}, {"job", r.job}, {"phase", r.phase}, {"ratio", r.ratio}, {"hardware", r.hardware},
+                  {"largest_cause", r.cause}, {"unexplained", r.unexplained}, {"fix_path", r.path}}
+                 .dump()
+          << "\n";
+    return;
+  }
   if (format == "csv") {
     out << "device,job,phase,ratio,hardware,largest_cause,unexplained,fix_path\n";
     for (const auto& r : rows)
@@ -173,6 +196,8 @@ void write_explain_lab_report(const json& lab, const std::string& format, std::o
 void write_explain_report(const json& e, const std::string& format, std::ostream& out) {
   if (format == "json") out << e.dump(2) << "\n";
   else if (format == "csv") write_csv(e, out);
+  else if (format == "jsonl")
+    for (const auto& r : factor_rows(e)) out << r.dump() << "\n";
   else write_markdown(e, out);
 }
 

@@ -147,6 +147,8 @@ class Conventions : public ::testing::Test {
         {"edgeprobe export", {"1", "--db", db}},
         {"edgeprobe compare", {"1", "1", "--db", db}},
         {"edgeprobe report", {"1", "--db", db}},
+        // A run against itself: one device, so no ceilings are needed.
+        {"edgeprobe explain", {"1", "1", "--db", db}},
         {"edgeprobe run", {"--plan", file("plan.json")}},
         // -q is predict's quantization list (issue 25); --quiet is its quiet. A spec: no probe.
         {"edgeprobe predict", {"-m", "tiny", "--bandwidth", "25", "--db", db}},
