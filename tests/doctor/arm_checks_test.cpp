@@ -7,6 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include <tuple>
+
+#include "analysis/explain.h"
 #include "doctor/doctor.h"
 #include "doctor/evidence.h"
 #include "doctor/finding.h"
@@ -196,3 +199,57 @@ TEST(DoctorArm, UnderEmulationEverySpeedupSaysSoAndDoesNotRank) {
 }
 
 }  // namespace
+
+// explain on the phone: B's doctor findings from the fixture (threads on the little cores,
+// the prime core held at half its clock) become factors of B/A with their fixes, against a
+// healthy run of the same model on the same phone.
+TEST(DoctorArm, ExplainGivesThePhonesPlacementAndClockTheirFactorsAndFixes) {
+  ScratchPhone phone;
+  phone.write("/sys/devices/system/cpu/cpufreq/policy7/scaling_max_freq", "1593600");  // 50 % of 3.19 GHz
+  const json on_little = decode_telemetry({{"policy0", 0.7}, {"policy3", 0.3}, {"policy7", 0.0}});
+  const auto findings = diagnose(phone_evidence(phone.root(), phone_report(kBestVariant, on_little)));
+  // What explain reads beside the findings: rates per repetition, ceilings, the model's hash.
+  auto explainable = [](json report, double pp, double tg) {
+    report["kind"] = "bench";
+    report["provenance"]["device"] = {{"id", "dev-phone"}, {"cpu_model", "phone"}};
+    report["provenance"]["models"][0]["sha256"] = "5ca1ab1e";
+    json results = json::array();
+    for (const auto& [test, n_prompt, n_gen] : {std::tuple{"pp128", 128, 0}, std::tuple{"tg32", 0, 32}}) {
+      results.push_back({{"test", test}, {"status", "ok"},
+                         {"config", {{"n_threads", 2}, {"n_prompt", n_prompt}, {"n_gen", n_gen}}},
+                         {"repetitions", {{{"prefill_tokens_per_s", n_prompt ? pp : 0.0}, {"decode_tokens_per_s", n_gen ? tg : 0.0}}}},
+                         {"roofline", {{"prefill_ceiling_tokens_per_s", 400.0}, {"decode_ceiling_tokens_per_s", 40.0},
+                                       {"decode_bound", "bandwidth"}}}});
+    }
+    report["results"] = results;
+    return report;
+  };
+  json b_findings = json::array();
+  for (const auto& f : findings) b_findings.push_back(to_json(f));
+  const json b = {{"kind", "doctor"},
+                  {"doctor", {{"findings", b_findings}, {"primary", explainable(phone_report(kBestVariant, on_little), 100, 8)}}}};
+  const json a = explainable(phone_report(kBestVariant), 300, 30);
+  const auto e = analysis::explain(analysis::explain_side(a, "healthy.json"), analysis::explain_side(b, "phone.json"));
+  ASSERT_EQ(e.phases.size(), 2u);
+  const auto& decode = e.phases[1];
+  ASSERT_EQ(decode.phase, "decode");
+  const analysis::ExplainFactor *little = nullptr, *clock = nullptr;
+  for (const auto& f : decode.factors) {
+    if (f.id == "threads.little_cores") little = &f;
+    if (f.id == "power.big_core_pinned") clock = &f;
+  }
+  ASSERT_NE(little, nullptr) << analysis::to_json(e).dump(1);
+  ASSERT_NE(clock, nullptr) << analysis::to_json(e).dump(1);
+  EXPECT_EQ(little->side, "B");
+  EXPECT_LT(little->factor, 1.0);
+  EXPECT_NE(little->fix.find("--cpu-strict 1"), std::string::npos) << little->fix;
+  EXPECT_NEAR(clock->factor, 1593600.0 / 3187200.0, 1e-6);
+  EXPECT_NE(clock->fix.find("scaling_max_freq"), std::string::npos) << clock->fix;
+  // The table has a step per fix, each with the fix, and the product is the measured ratio.
+  size_t with_fix = 0;
+  for (const auto& s : decode.steps) with_fix += !s.fix.empty();
+  EXPECT_GE(with_fix, 2u);
+  double product = 1;
+  for (const auto& f : decode.factors) product *= f.factor;
+  EXPECT_NEAR(product, decode.ratio, 1e-12);
+}

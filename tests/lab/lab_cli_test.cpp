@@ -343,6 +343,45 @@ TEST_F(LabCli, DeviceRunsAreListedComparedAndUsableAsADoctorBaseline) {
   EXPECT_NE(missing.err.find("no run 999"), std::string::npos) << missing.err;
 }
 
+TEST_F(LabCli, ExplainTakesALabRunDeviceByDeviceAgainstABaseline) {
+  const std::string inv = inventory("    a: {transport: local, workdir: " + dir_.file("a") +
+                                    "}\n    b: {transport: local, workdir: " + dir_.file("b") + "}\n");
+  const std::string db = dir_.file("lab.db");
+  const auto r = lab(with({"run", "-i", inv, "--db", db, "-q"}, bench_flags(3)));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  store::RunId lab_run = 0, bench_run = 0;
+  {
+    auto s = store::open_store(db, store::Mode::kMustExist);
+    for (const auto& run : s->list_runs({})) (run.kind == "lab" ? lab_run : bench_run) = run.id;
+  }
+  ASSERT_GT(lab_run, 0);
+  const auto j = run_process({EDGEPROBE_BINARY, "explain", "--lab", std::to_string(lab_run), "--baseline", "a", "--db", db,
+                              "-o", "json"}, 60);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const json e = json::parse(j.out);
+  EXPECT_EQ(e["kind"], "explain-lab");
+  ASSERT_EQ(e["rows"].size(), 1u) << e.dump(1);
+  const json& row = e["rows"][0];
+  EXPECT_EQ(row["device"], "b");
+  ASSERT_TRUE(row.contains("explanation")) << row.dump(1);
+  for (const auto& p : row["explanation"]["phases"]) {
+    // Both local devices are this machine: the hardware is the same.
+    EXPECT_EQ(p["factors"][0]["basis"], "same device") << p.dump(1);
+    double product = 1;
+    for (const auto& f : p["factors"]) product *= f["factor"].get<double>();
+    EXPECT_NEAR(product / p["ratio"].get<double>(), 1, 1e-9);
+  }
+  const auto md = run_process({EDGEPROBE_BINARY, "explain", "--lab", std::to_string(lab_run), "--baseline", "a", "--db", db}, 60);
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("| b | 0 | decode |"), std::string::npos) << md.out;
+  const auto unknown = run_process({EDGEPROBE_BINARY, "explain", "--lab", std::to_string(lab_run), "--baseline", "zz", "--db", db}, 60);
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("its devices: a, b"), std::string::npos) << unknown.err;
+  const auto not_lab = run_process({EDGEPROBE_BINARY, "explain", "--lab", std::to_string(bench_run), "--baseline", "a", "--db", db}, 60);
+  EXPECT_EQ(not_lab.exit_code, 2);
+  EXPECT_NE(not_lab.err.find("not a lab run"), std::string::npos) << not_lab.err;
+}
+
 TEST_F(LabCli, PlansRunInOrderOnEachDeviceWithACooldownBeforeEach) {
   write_file(dir_.file("prompts.jsonl"),
              "{\"id\": \"a\", \"lang\": \"en\", \"turns\": [\"Hello there.\", \"And again.\"]}\n");
