@@ -317,12 +317,38 @@ DeviceCeilings keep_higher(const DeviceCeilings& stored, DeviceCeilings fresh) {
   return fresh;
 }
 
+namespace {
+
+// Figures probed while other processes held the CPUs are kept out of the ceilings; a cache
+// that holds any is measured again on a later use rather than left without a ceiling until
+// someone refreshes it by hand. Not within minutes of its last measurement: a machine busy
+// then is likely still busy, and runs started back to back would each pay for a probe.
+constexpr auto kContendedRetryAfter = std::chrono::minutes(10);
+
+bool remeasure_contended(const DeviceCeilings& c) {
+  bool contended = false;
+  for (const auto& p : c.bandwidth.points) contended = contended || p.contended();
+  for (const auto& p : c.compute.points) contended = contended || (p.error.empty() && !p.usable());
+  if (!contended) return false;
+  std::error_code ec;
+  const auto written = std::filesystem::last_write_time(c.cache_path, ec);
+  return !ec && std::filesystem::file_time_type::clock::now() - written >= kContendedRetryAfter;
+}
+
+}  // namespace
+
 DeviceCeilings load_or_measure(const ProbeOptions& options, bool refresh) {
   std::string variant = options.variant;
   if (options.measure_compute) variant = engine::load_cpu_backend(options.variant, options.backend_dir).variant;
   const std::string path = cache_file(options, variant);
   if (!refresh) {
-    if (auto c = load_cached(options)) {
+    auto cached = load_cached(options);
+    if (cached && remeasure_contended(*cached)) {
+      // As a refresh: keep_higher keeps every usable stored figure, so a machine busy again
+      // now loses nothing the cache had.
+      if (options.progress) options.progress("measuring again the ceilings probed under contention", 0, 1);
+      refresh = true;
+    } else if (auto& c = cached) {
       if (!options.model_path.empty() && !(c->storage && same_file(*c->storage, options.model_path))) {
         if (options.progress) options.progress("storage: reading " + options.model_path + " cold and warm", 0, 1);
         c->storage = measure_storage(options.model_path, options.storage);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -84,6 +85,16 @@ TEST(CeilingHonesty, ABandwidthMeasuredUnderCompetitionIsNeverTheCeiling) {
   bool said = false;
   for (const auto& n : c["bandwidth"]["notes"]) said |= n.get<std::string>().find("kept out of the ceilings") != std::string::npos;
   EXPECT_TRUE(said) << c["bandwidth"]["notes"].dump();
+  // Right after, the cache is read as it is (a busy machine is likely still busy); ten
+  // minutes later its next use measures again instead of leaving the device without a
+  // ceiling until a refresh by hand, and keeps every clean figure it had.
+  EXPECT_TRUE(probe(home)["from_cache"].get<bool>());
+  for (const auto& f : fs::directory_iterator(home.file("cache/edgeprobe/probe")))
+    fs::last_write_time(f.path(), fs::file_time_type::clock::now() - std::chrono::minutes(11));
+  const json next = probe(home);
+  ASSERT_TRUE(next.is_object());
+  EXPECT_FALSE(next["from_cache"].get<bool>());
+  EXPECT_GE(next["bandwidth"]["read_median_gb_per_s"].get<double>(), c["bandwidth"]["read_median_gb_per_s"].get<double>());
 }
 
 TEST(CeilingHonesty, ARefreshUnderLoadDoesNotLowerTheStoredCeiling) {
@@ -160,7 +171,9 @@ TEST(CeilingHonesty, AForcedLowCeilingIsCeilingSuspectInEveryFormat) {
     const json& rf = r["roofline"];
     for (const char* phase : {"prefill", "decode"}) {
       const json e = rf.value(std::string(phase) + "_efficiency", json());
-      if (e.is_number()) EXPECT_LE(e.get<double>(), 1.10) << phase << " " << rf.dump();  // never a figure above the margin
+      if (e.is_number()) {
+        EXPECT_LE(e.get<double>(), 1.10) << phase << " " << rf.dump();  // never a figure above the margin
+      }
       if (rf.value(std::string(phase) + "_ceiling_suspect", false)) {
         any_suspect = true;
         EXPECT_TRUE(e.is_null());
