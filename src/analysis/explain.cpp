@@ -239,6 +239,17 @@ ExplainFactor hardware_factor(const ExplainSide& a, const ExplainSide& b, const 
   };
   lift(a, "A", ca, ceil_a);
   lift(b, "B", cb, ceil_b);
+  // A run that beat its own ceiling by more than the probe's noise had its ceiling probed
+  // while the machine was slower: the factor stands, with the reason to doubt it.
+  for (const auto& [name, sample] : {std::pair{"A", &sa}, std::pair{"B", &sb}}) {
+    const json& roof = at(*sample->result, "/roofline");
+    if (at(roof, ("/" + phase + "_ceiling_suspect").c_str()) != true) continue;
+    hw.basis = "measured, ceiling suspect";
+    notes.push_back(fmt::format("{}'s {} ran at x{:.2f} its ceiling, so the ceiling was probed while that machine was slower: "
+                                "the hardware factor is in doubt until it is measured again ({})",
+                                name, phase, number_at(roof, ("/" + phase + "_over_ceiling").c_str()),
+                                one_line(text_at(roof, "/remeasure_command"), 160)));
+  }
   hw.factor = ceil_b / ceil_a;
   hw.title = fmt::format("the devices' {} ceilings for this model", phase);
   hw.detail = fmt::format("B's ceiling {} over A's {}: the gap if both ran at the same efficiency", cb.text, ca.text);

@@ -366,3 +366,23 @@ TEST(Explain, TheBestVariantsOwnCeilingFromDoctorsPairsIsTheHardwareLine) {
   EXPECT_NEAR(factor_of(p, "unexplained")->factor, 1.0, 1e-9);
   EXPECT_NEAR(factor_of(phase_of(e, "decode"), "hardware")->factor, 0.6, 1e-12);
 }
+
+TEST(Explain, ACeilingTheRunBeatIsNamedAsADoubtOnTheHardwareFactor) {
+  Device a, b;
+  b.id = "dev-b";
+  json da = bench(a, 1000, 100);
+  // A's prefill ran at twice its ceiling: that ceiling was probed while A's machine was slower.
+  for (auto& r : da["results"]) {
+    r["roofline"]["prefill_ceiling_suspect"] = true;
+    r["roofline"]["prefill_over_ceiling"] = 2.0;
+    r["roofline"]["remeasure_command"] = "edgeprobe probe -m MODEL --refresh --replace";
+  }
+  const auto e = run(da, bench(b, 500, 50));
+  const auto& p = phase_of(e, "prefill");
+  EXPECT_EQ(factor_of(p, "hardware")->basis, "measured, ceiling suspect");
+  bool said = false;
+  for (const auto& n : p.notes) said = said || (n.find("A's prefill ran at x2.00 its ceiling") != std::string::npos &&
+                                               n.find("--refresh --replace") != std::string::npos);
+  EXPECT_TRUE(said) << ::testing::PrintToString(p.notes);
+  EXPECT_EQ(factor_of(phase_of(e, "decode"), "hardware")->basis, "measured");
+}
