@@ -20,6 +20,7 @@
 using edgeprobe::test_support::ProcessResult;
 using edgeprobe::test_support::run_process;
 using edgeprobe::test_support::TempDir;
+using edgeprobe::test_support::write_file;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -205,6 +206,37 @@ TEST_F(ArmBundle, DoctorOnCortexA76WithTheBaselineForcedNamesTheDotprodGapFirst)
       EXPECT_EQ(f["speedup_detail"].get<std::string>().rfind("from an emulated run", 0), 0u) << f.dump();
     }
   }
+
+  // explain (the x86-64 build, on the two results): the best variant on the same emulated
+  // CPU against the baseline forced; the gap is the variant's, named with DOTPROD, and
+  // every line says the timings are the emulator's.
+  write_file(dir_->file("b-doctor.json"), r.out);
+  const auto a = edgeprobe("cortex-a76", {"bench", "-m", model, "-p", "16", "-n", "4", "-r", "1", "--no-store", "--ceilings", "off",
+                                          "-o", "json", "-q"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  write_file(dir_->file("a-bench.json"), a.out);
+  const auto x = run_process({EDGEPROBE_BINARY, "explain", dir_->file("a-bench.json"), dir_->file("b-doctor.json"), "-o", "json"}, 60);
+  ASSERT_EQ(x.exit_code, 0) << x.err;
+  const json e = json::parse(x.out);
+  EXPECT_TRUE(e["b"]["emulated"].is_string()) << e["b"].dump();
+  EXPECT_TRUE(e["same_device"].get<bool>());
+  bool named = false;
+  for (const auto& p : e["phases"]) {
+    EXPECT_EQ(p["factors"][0]["basis"], "same device") << p["factors"][0].dump();
+    for (const auto& f : p["factors"])
+      if (f["id"] == "kernel.isa_fallback") {
+        named = true;
+        EXPECT_NE(f["title"].get<std::string>().find("DOTPROD"), std::string::npos) << f.dump();
+        EXPECT_NE(f["detail"].get<std::string>().find("emulated"), std::string::npos) << f.dump();
+        EXPECT_LT(f["factor"].get<double>(), 1.0);
+      }
+    for (const auto& u : p["unmeasured"])
+      if (u.get<std::string>().find("kernel.isa_fallback") != std::string::npos) {
+        named = true;  // its pairs did not settle within the budget: named, without a factor
+        EXPECT_NE(u.get<std::string>().find("DOTPROD"), std::string::npos) << u;
+      }
+  }
+  EXPECT_TRUE(named) << e.dump(1);
 }
 
 // Cross-architecture correctness: one model file, greedy decoding from an empty cache, the

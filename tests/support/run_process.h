@@ -65,7 +65,10 @@ class TestCgroup {
  public:
   ~TestCgroup();
   const std::string& error() const { return error_; }
-  std::string enter_prefix() const { return "echo $$ > " + dir_ + "/cgroup.procs && exec "; }
+  std::string enter_prefix() const { return enter_command() + " && exec "; }
+  // The shell command that moves the shell into the group: two of them joined with &&
+  // put a command in two controllers' groups at once (a cpuset and a quota).
+  std::string enter_command() const { return "echo $$ > " + dir_ + "/cgroup.procs"; }
 
  protected:
   // Creates a group under /sys/fs/cgroup/<controller> when `probe_file` is there.

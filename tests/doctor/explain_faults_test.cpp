@@ -1,0 +1,245 @@
+// `explain` on real runs with faults injected for real: a weaker device (one CPU of two)
+// must come out as hardware alone, and a stack of three faults on one run (a forced lower
+// CPU variant, two threads confined to one CPU, a cgroup CPU quota) must be attributed
+// fault by fault near what each costs when measured alone. The model (~60 MB q4_0) is large
+// enough that its matmuls, more than per-token overheads, set its speed: a one-CPU device is
+// then about as much slower as its kernels are, and the faults multiply rather than hide
+// each other (on a 20 MB model decode barely scales with cores; docs/explain.md says why
+// that shows as unexplained), and small enough that doctor settles its pairs on the
+// stacked device, twenty times slower, within its budget. These tests run serially, since another test's CPU use would be a
+// fault of its own, with a probe cache of their own, since ceilings that parallel tests
+// probed while contending with each other would not be ceilings.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "support/run_process.h"
+
+using namespace edgeprobe::test_support;
+using nlohmann::json;
+
+namespace {
+
+// The variant forced as the fault: lower than any x86-64 CPU of the last decade runs, and
+// present in every all-variants build.
+constexpr const char* kLowVariant = "sse42";
+
+std::string mid_model() {
+  return synth_model("explain-faults-q4_0", {"--shape", "tiny", "--n-embd", "1024", "--n-layer", "8", "--n-ff", "2816", "--n-head", "16",
+                                  "--n-head-kv", "4", "--n-vocab", "8192", "-q", "q4_0"});
+}
+
+// One probe cache for this binary's tests, measured while nothing else runs.
+std::string test_home() {
+  static const TempDir home;
+  return home.path();
+}
+
+// `edgeprobe ARGS -o json -q` after a shell prefix (cgroups); the parsed result, and the
+// file it was saved to for explain.
+json edgeprobe_json(const std::vector<std::string>& args, const std::string& prefix, const std::string& save_as) {
+  std::string cmd = prefix + std::string(EDGEPROBE_BINARY);
+  for (const auto& a : args) cmd += " '" + a + "'";
+  cmd += " -o json -q";
+  const auto r = run_process({"/bin/sh", "-c", cmd}, 900,
+                             {{"XDG_CACHE_HOME", test_home() + "/cache"}, {"XDG_DATA_HOME", test_home() + "/data"}});
+  EXPECT_EQ(r.exit_code, 0) << cmd << "\n" << r.err;
+  if (r.exit_code != 0) return nullptr;
+  write_file(save_as, r.out);
+  return json::parse(r.out);
+}
+
+std::vector<std::string> bench_args(const std::string& threads, int reps, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args{"bench", "-m", mid_model(), "-p", "128", "-n", "32", "-r", std::to_string(reps),
+                                "-t", threads, "--no-store"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+// A device's ceilings as the best of three probes (a first bench, then two refreshes, which
+// keep the higher figure): on a host whose speed swings, one probe can land in a slow
+// stretch, and the hardware factor is a ratio of two devices' ceilings.
+void settle_ceilings(const std::string& threads, const std::string& prefix, const TempDir& dir) {
+  for (int i = 0; i < 3; ++i)
+    edgeprobe_json(bench_args(threads, 1, {"--ceilings", i == 0 ? "auto" : "refresh"}), prefix, dir.file("settle.json"));
+}
+
+// The tokens/s of a bench report's test of `phase` at `threads`, per repetition.
+std::vector<double> rates(const json& bench, const std::string& phase, int threads) {
+  const std::string key = phase + "_tokens_per_s";
+  std::vector<double> v;
+  for (const auto& r : bench["results"]) {
+    if (r["config"].value("n_threads", 0) != threads) continue;
+    if (r["config"].value(phase == "prefill" ? "n_prompt" : "n_gen", 0) <= 0) continue;
+    for (const auto& rep : r["repetitions"]) v.push_back(rep.value(key, 0.0));
+  }
+  if (v.empty()) ADD_FAILURE() << "no " << phase << " test at -t " << threads;
+  return v;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 1 : v[v.size() / 2];
+}
+
+// The best repetition over runs of one configuration made in interleaved rounds: this
+// host's noise only slows a run, so the best is the stable figure of each configuration.
+double best(const std::vector<json>& runs, const std::string& phase, int threads) {
+  double top = 0;
+  for (const auto& run : runs)
+    for (double x : rates(run, phase, threads)) top = std::max(top, x);
+  return top > 0 ? top : 1;
+}
+
+json explain(const std::string& a, const std::string& b) {
+  const auto r = run_edgeprobe({"explain", a, b, "-o", "json"}, 60);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.exit_code == 0 ? json::parse(r.out) : json::object();
+}
+
+const json& phase_of(const json& e, const std::string& phase) {
+  for (const auto& p : e["phases"])
+    if (p["phase"] == phase) return p;
+  static const json kNone = json::object();
+  ADD_FAILURE() << "no " << phase << " in " << e.dump(1);
+  return kNone;
+}
+
+std::map<std::string, double> factors_of(const json& p) {
+  std::map<std::string, double> out;
+  for (const auto& f : p.value("factors", json::array())) out[f["id"]] = f["factor"].get<double>();
+  return out;
+}
+
+// The product of the factors is the measured ratio: an identity, whatever the noise.
+void expect_identity(const json& p) {
+  double product = 1;
+  for (const auto& f : p["factors"]) product *= f["factor"].get<double>();
+  EXPECT_NEAR(product / p["ratio"].get<double>(), 1.0, 1e-9) << p.dump(1);
+}
+
+void expect_within(double attributed, double isolated, double tolerance, const std::string& what) {
+  EXPECT_LE(std::abs(attributed / isolated - 1), tolerance)
+      << what << ": attributed x" << attributed << ", measured alone x" << isolated;
+}
+
+}  // namespace
+
+TEST(ExplainFaults, AWeakerDeviceIsItsHardwareAndNoFixIsNamed) {
+  const CpusetCgroup one_cpu("0");
+  if (!one_cpu.error().empty()) GTEST_SKIP() << one_cpu.error();
+  TempDir dir;
+  settle_ceilings("2", "", dir);
+  settle_ceilings("1", one_cpu.enter_prefix(), dir);
+  const json a = edgeprobe_json(bench_args("2", 3), "", dir.file("a.json"));
+  const json b = edgeprobe_json(bench_args("1", 3), one_cpu.enter_prefix(), dir.file("b.json"));
+  const json again = edgeprobe_json(bench_args("2", 3), "", dir.file("a-again.json"));
+  ASSERT_FALSE(a.is_null() || b.is_null() || again.is_null());
+  // A before and after B measures the host: where its speed moved by more than the
+  // tolerance in between, the ratio is the host's, not the devices'.
+  for (const char* phase : {"prefill", "decode"}) {
+    const double r0 = median(rates(a, phase, 2)), r1 = median(rates(again, phase, 2));
+    if (std::min(r0, r1) / std::max(r0, r1) < 0.85)
+      GTEST_SKIP() << "this host's speed moved by " << static_cast<int>(100 * (1 - std::min(r0, r1) / std::max(r0, r1)))
+                   << " % between two runs of A (" << phase << " " << r0 << " and " << r1 << " tok/s): not judged";
+  }
+  const json e = explain(dir.file("a.json"), dir.file("b.json"));
+  ASSERT_TRUE(e.contains("phases")) << "explain failed";
+  for (const char* phase : {"prefill", "decode"}) {
+    const json& p = phase_of(e, phase);
+    expect_identity(p);
+    const auto f = factors_of(p);
+    std::printf("%s: measured B/A %.3f = hardware %.3f x unexplained %.3f\n", phase, p["ratio"].get<double>(),
+                f.count("hardware") ? f.at("hardware") : 0.0, f.count("unexplained") ? f.at("unexplained") : 0.0);
+    EXPECT_EQ(f.size(), 2u) << "a cause was named: " << p["factors"].dump(1);
+    ASSERT_TRUE(f.count("hardware") && f.count("unexplained"));
+    EXPECT_LT(f.at("hardware"), 1.0) << "one CPU is the smaller device";
+    // The hardware factor explains the gap within 25 %.
+    EXPECT_GE(f.at("unexplained"), 0.8) << p.dump(1);
+    EXPECT_LE(f.at("unexplained"), 1.25) << p.dump(1);
+    for (const auto& s : p["steps"]) EXPECT_TRUE(s["fix"].is_null()) << s.dump();
+  }
+}
+
+// Disabled in the suite: the faults interact on this 2-vCPU host (two threads spinning at
+// ggml's barriers on one CPU burn the quota too, so B is slower than the product of the
+// faults alone), and of the judged runs so far one held every bound and one did not (decode
+// unexplained x0.73). bench/explain-stacked.sh runs it and prints the table; the figures
+// are in docs/explain.md.
+TEST(ExplainFaults, DISABLED_StackedFaultsAreEachAttributedNearTheirIsolatedFactor) {
+  const CpusetCgroup one_cpu("0");
+  if (!one_cpu.error().empty()) GTEST_SKIP() << one_cpu.error();
+  // Half a CPU in 10 ms periods: with docker's 100 ms, a decode of a few tens of ms runs
+  // its first 50 ms unthrottled, and costs less than half (measured here: x0.67 alone
+  // against the quota's x0.5), where a long run costs what the quota says.
+  const QuotaCgroup half_cpu(5000, 10000);
+  if (!half_cpu.error().empty()) GTEST_SKIP() << half_cpu.error();
+  const std::string both = one_cpu.enter_command() + " && " + half_cpu.enter_command() + " && exec ";
+  TempDir dir;
+  // The ceilings of the two devices the hardware factor compares: this machine, and one CPU
+  // of it (B's device without its fallback, which doctor's best-variant children read).
+  settle_ceilings("2", "", dir);
+  settle_ceilings("1", one_cpu.enter_prefix(), dir);
+  // A, healthy; then each fault alone, on the configuration it is a fault of; in two
+  // interleaved rounds, each fault's factor from the best repetitions.
+  std::vector<json> a, variant, cpu, quota;
+  for (int round = 0; round < 2; ++round) {
+    const std::string n = std::to_string(round);
+    a.push_back(edgeprobe_json(bench_args("2", 3), "", dir.file("a" + n + ".json")));
+    variant.push_back(edgeprobe_json(bench_args("2", 3, {"--cpu-variant", kLowVariant}), "", dir.file("v" + n + ".json")));
+    cpu.push_back(edgeprobe_json(bench_args("1,2", 3), one_cpu.enter_prefix(), dir.file("c" + n + ".json")));
+    quota.push_back(edgeprobe_json(bench_args("1", 3), both, dir.file("q" + n + ".json")));
+  }
+  for (const auto* runs : {&a, &variant, &cpu, &quota})
+    for (const auto& run : *runs) ASSERT_FALSE(run.is_null());
+  // The two rounds of A measure the host: where its speed moved by more than the tolerance
+  // in between, no attribution can be judged against isolated factors.
+  for (const char* phase : {"prefill", "decode"}) {
+    const double r0 = best({a[0]}, phase, 2), r1 = best({a[1]}, phase, 2);
+    if (std::min(r0, r1) / std::max(r0, r1) < 0.85)
+      GTEST_SKIP() << "this host's speed moved by " << static_cast<int>(100 * (1 - std::min(r0, r1) / std::max(r0, r1)))
+                   << " % between two runs of A (" << phase << " " << r0 << " and " << r1 << " tok/s): not judged";
+  }
+  // A is the round whose medians were least slowed.
+  const int a_round = median(rates(a[0], "decode", 2)) * median(rates(a[0], "prefill", 2)) >=
+                              median(rates(a[1], "decode", 2)) * median(rates(a[1], "prefill", 2))
+                          ? 0 : 1;
+  // The one-CPU device's ceilings with the low variant, measured outside the quota (the
+  // first bench of a device and build measures them; a probe under a quota would measure
+  // the quota).
+  edgeprobe_json(bench_args("1,2", 1, {"--cpu-variant", kLowVariant}), one_cpu.enter_prefix(), dir.file("pre.json"));
+  // B: every fault at once, diagnosed by doctor (which measures the fixes in pairs).
+  const json b = edgeprobe_json({"doctor", "-m", mid_model(), "-t", "2", "--cpu-variant", kLowVariant, "--budget", "300",
+                                 "--no-store"},
+                                both, dir.file("b.json"));
+  ASSERT_FALSE(b.is_null());
+  const json e = explain(dir.file("a" + std::to_string(a_round) + ".json"), dir.file("b.json"));
+  ASSERT_TRUE(e.contains("phases")) << "explain failed";
+  for (const char* phase : {"prefill", "decode"}) {
+    const json& p = phase_of(e, phase);
+    expect_identity(p);
+    const auto f = factors_of(p);
+    const std::map<std::string, double> isolated = {
+        {"hardware", best(cpu, phase, 1) / best(a, phase, 2)},
+        {"kernel.isa_fallback", best(variant, phase, 2) / best(a, phase, 2)},
+        {"threads.oversubscribed", best(cpu, phase, 2) / best(cpu, phase, 1)},
+        {"throttle.cgroup_quota", best(quota, phase, 1) / best(cpu, phase, 1)},
+    };
+    std::printf("%s: measured B/A %.3f\n", phase, p["ratio"].get<double>());
+    for (const auto& [id, iso] : isolated)
+      std::printf("  %-24s isolated x%.3f  attributed x%.3f\n", id.c_str(), iso, f.count(id) ? f.at(id) : 0.0);
+    std::printf("  %-24s attributed x%.3f\n", "unexplained", f.count("unexplained") ? f.at("unexplained") : 0.0);
+    // A fault named without a factor counts as 1: right where it costs little alone (two
+    // threads on one CPU cost prefill next to nothing on a model this size).
+    for (const auto& [id, iso] : isolated) expect_within(f.count(id) ? f.at(id) : 1.0, iso, 0.25, std::string(phase) + " " + id);
+    EXPECT_GE(f.at("unexplained"), 0.8) << p.dump(1);
+    EXPECT_LE(f.at("unexplained"), 1.25) << p.dump(1);
+    // The table: B, one step per fault on B that has a factor, the hardware line.
+    EXPECT_EQ(p["steps"].size(), f.size()) << p["steps"].dump(1);
+  }
+}
