@@ -186,11 +186,11 @@ TEST(ExplainFaults, AWeakerDeviceIsItsHardwareAndNoFixIsNamed) {
   }
 }
 
-// Disabled in the suite: the faults interact on this 2-vCPU host (two threads spinning at
-// ggml's barriers on one CPU burn the quota too, so B is slower than the product of the
-// faults alone), and of the judged runs so far one held every bound and one did not (decode
-// unexplained x0.73). bench/explain-stacked.sh runs it and prints the table; the figures
-// are in docs/explain.md.
+// Disabled in the suite: in decode the faults interact on this 2-vCPU host (B was 20-32 %
+// slower than the product of the faults alone in three judged runs; likely two threads
+// spinning at ggml's barriers on one CPU burn the quota too), so its unexplained bound
+// failed in two runs of three while every factor held. bench/explain-stacked.sh runs it
+// and prints the table; the figures are in docs/explain.md.
 TEST(ExplainFaults, DISABLED_StackedFaultsAreEachAttributedNearTheirIsolatedFactor) {
   const CpusetCgroup one_cpu("0");
   if (!one_cpu.error().empty()) GTEST_SKIP() << one_cpu.error();
