@@ -141,46 +141,48 @@ void write_explain_lab_report(const json& lab, const std::string& format, std::o
     return;
   }
   // One row per device, job and phase: the ratio, its hardware share, the largest cause and
-  // what is left, and the path of fixes.
-  struct Row {
-    std::string device, job, phase, ratio, hardware, cause, unexplained, path;
-  };
-  std::vector<Row> rows;
+  // what is left, and the path of fixes; as data (jsonl), then as text for csv and md.
+  std::vector<json> rows;
   for (const auto& r : lab.value("rows", json::array())) {
-    const std::string device = md_cell(r.value("device", json()), 60), job = md_cell(r.value("job", json()), 10);
+    const json device = r.value("device", json()), job = r.value("job", json());
     if (r.contains("error")) {
-      rows.push_back({device, job, "", "", "", "not explained: " + md_cell(r["error"], 300), "", ""});
+      rows.push_back({{"device", device}, {"job", job}, {"error", r["error"]}});
       continue;
     }
     for (const auto& p : r["explanation"].value("phases", json::array())) {
-      Row row{device, job, md_cell(p.value("phase", json()), 10), fmt::format("{:.3f}", p.value("ratio", 0.0)), "", "", "", fix_path_line(p)};
+      json row{{"device", device},   {"job", job},          {"phase", p.value("phase", json())}, {"ratio", p.value("ratio", json())},
+               {"hardware", nullptr}, {"largest_cause", nullptr}, {"unexplained", nullptr},   {"fix_path", fix_path_line(p)}};
       double largest = 0;
       for (const auto& f : p.value("factors", json::array())) {
         const std::string id = f.value("id", "");
         const double v = f.value("factor", 1.0);
-        if (id == "hardware") row.hardware = fmt::format("{:.3f}", v);
-        else if (id == "unexplained") row.unexplained = fmt::format("{:.3f}", v);
+        if (id == "hardware" || id == "unexplained") row[id] = v;
         else if (std::abs(std::log(v)) > largest) {
           largest = std::abs(std::log(v));
-          row.cause = fmt::format("{} on {} x{:.3f}", md_cell(f.value("id", json()), 60), md_cell(f.value("side", json()), 4), v);
+          row["largest_cause"] = {{"id", id}, {"side", f.value("side", json())}, {"factor", v}};
         }
       }
       rows.push_back(std::move(row));
     }
   }
   if (format == "jsonl") {
-    for (const auto& r : rows)
-      out << json{{"device", r.device}, {"job", r.job}, {"phase", r.phase}, {"ratio", r.ratio}, {"hardware", r.hardware},
-                  {"largest_cause", r.cause}, {"unexplained", r.unexplained}, {"fix_path", r.path}}
-                 .dump()
-          << "\n";
+    for (const auto& r : rows) out << r.dump() << "\n";
     return;
   }
+  auto number = [](const json& v) { return v.is_number() ? fmt::format("{:.3f}", v.get<double>()) : std::string(); };
+  auto cause = [](const json& r) {
+    if (r.contains("error")) return "not explained: " + md_cell(r["error"], 300);
+    const json& c = r["largest_cause"];
+    return c.is_object() ? fmt::format("{} on {} x{:.3f}", md_cell(c["id"], 60), md_cell(c["side"], 4), c["factor"].get<double>())
+                         : std::string();
+  };
+  auto text = [](const json& r, const char* key, size_t bytes) { return md_cell(r.value(key, json()), bytes); };
   if (format == "csv") {
     out << "device,job,phase,ratio,hardware,largest_cause,unexplained,fix_path\n";
     for (const auto& r : rows)
-      out << fmt::format("{},{},{},{},{},{},{},{}\n", csv_field(r.device), csv_field(r.job), csv_field(r.phase), r.ratio,
-                         r.hardware, csv_field(r.cause), r.unexplained, csv_field(r.path));
+      out << fmt::format("{},{},{},{},{},{},{},{}\n", csv_field(text(r, "device", 60)), csv_field(text(r, "job", 10)),
+                         csv_field(text(r, "phase", 10)), number(r.value("ratio", json())), number(r.value("hardware", json())),
+                         csv_field(cause(r)), number(r.value("unexplained", json())), csv_field(text(r, "fix_path", 300)));
     return;
   }
   out << fmt::format("edgeprobe explain: lab run {}, every device against {}\n\n", md_cell(lab.value("lab_run", json()), 20),
@@ -188,8 +190,9 @@ void write_explain_lab_report(const json& lab, const std::string& format, std::o
   out << "| device | job | phase | B/A | hardware | largest cause | unexplained | after each fix (hardware line) |\n"
          "|---|---:|---|---:|---:|---|---:|---|\n";
   for (const auto& r : rows)
-    out << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", r.device, r.job, r.phase, r.ratio, r.hardware, r.cause,
-                       r.unexplained, r.path);
+    out << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", text(r, "device", 60), text(r, "job", 10),
+                       text(r, "phase", 10), number(r.value("ratio", json())), number(r.value("hardware", json())), cause(r),
+                       number(r.value("unexplained", json())), text(r, "fix_path", 300));
   out << "\n'edgeprobe explain BASELINE_RUN RUN' shows one device's factors in full.\n";
 }
 

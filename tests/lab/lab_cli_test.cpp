@@ -371,6 +371,17 @@ TEST_F(LabCli, ExplainTakesALabRunDeviceByDeviceAgainstABaseline) {
     for (const auto& f : p["factors"]) product *= f["factor"].get<double>();
     EXPECT_NEAR(product / p["ratio"].get<double>(), 1, 1e-9);
   }
+  // jsonl: one object per device and phase, its figures as numbers.
+  const auto jl = run_process({EDGEPROBE_BINARY, "explain", "--lab", std::to_string(lab_run), "--baseline", "a", "--db", db,
+                               "-o", "jsonl"}, 60);
+  ASSERT_EQ(jl.exit_code, 0) << jl.err;
+  size_t lines = 0;
+  for (size_t at = 0, end; (end = jl.out.find('\n', at)) != std::string::npos; at = end + 1, ++lines) {
+    const json line = json::parse(jl.out.substr(at, end - at));
+    EXPECT_EQ(line["device"], "b") << line.dump();
+    EXPECT_TRUE(line["ratio"].is_number() && line["hardware"].is_number() && line["unexplained"].is_number()) << line.dump();
+  }
+  EXPECT_EQ(lines, row["explanation"]["phases"].size()) << jl.out;
   const auto md = run_process({EDGEPROBE_BINARY, "explain", "--lab", std::to_string(lab_run), "--baseline", "a", "--db", db}, 60);
   ASSERT_EQ(md.exit_code, 0) << md.err;
   EXPECT_NE(md.out.find("| b | 0 | decode |"), std::string::npos) << md.out;
