@@ -27,6 +27,7 @@ packages+=(libpq-dev postgresql)  # the PostgreSQL results store (libpq) and the
 packages+=(clang libclang-rt-14-dev)  # libFuzzer for the KV frame parser's fuzz test (tests/kv)
 packages+=(libcurl4-openssl-dev)  # the HTTP endpoint engine (src/http) talks to servers through libcurl
 packages+=(iptables libnetfilter-queue-dev)  # network tests: a link's latency (netfilter-queue delay; netem is not in this kernel)
+packages+=(glslc libvulkan-dev spirv-headers mesa-vulkan-drivers)  # the Vulkan backend, and lavapipe (a Vulkan device on the CPU) its tests run on
 packages+=(ccache)  # a second clone or worktree (CI's clean clone) compiles only what differs (CMakeLists.txt)
 missing=()
 for p in "${packages[@]}"; do
@@ -55,7 +56,10 @@ fi
 prefix=$(scripts/build-llama.sh)
 echo "setup: llama.cpp at $prefix" >&2
 
-cmake --preset default -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+# The -U's forget what an earlier configure found under another llama.cpp prefix (a build
+# flavour bump), so an existing build/ follows the new one.
+cmake --preset default -DCMAKE_PREFIX_PATH="$prefix" -Ullama_DIR -Uggml_DIR -Ullama_LIBRARY \
+  -UEDGEPROBE_GGML_BACKEND_DIR >/dev/null
 # The binary first, so the first result does not wait for the test suite's build
 # (scripts/test.sh builds the rest).
 cmake --build --preset default --target edgeprobe
