@@ -9,5 +9,6 @@ inline constexpr int kDefaultBatch = 2048;   // logical batch: prompt tokens per
 inline constexpr int kDefaultUbatch = 512;   // physical batch: tokens per compute graph
 inline constexpr int kDefaultPoll = 50;      // threadpool polling level, 0..100
 inline constexpr const char* kDefaultCacheType = "f16";  // K and V cache type
+inline constexpr int kDefaultGpuLayers = -1;  // llama-bench's -ngl: every layer a GPU can take
 
 }  // namespace edgeprobe

@@ -31,6 +31,30 @@ std::string default_backend_dir();
 // The ggml backends registered in this process, by name ("CPU"): what a result ran on.
 std::vector<std::string> registered_backends();
 
+// A GPU (or other accelerator) device a loaded ggml backend offers.
+struct GpuDeviceInfo {
+  std::string name;         // "Vulkan0", "CUDA0": what -dev takes
+  std::string description;  // "NVIDIA H200", "llvmpipe (LLVM 15.0.6, 256 bits)"
+  std::string type;         // "gpu", "igpu", "accel"
+  uint64_t memory_total = 0, memory_free = 0;  // bytes; 0 when the backend does not say
+};
+
+// A GPU backend library installed beside the CPU variants (libggml-vulkan.so, ...) and
+// what became of it here. ggml loads backends silently: a library that fails to load, or
+// loads and finds no device, leaves no trace in a release build. edgeprobe loads them
+// itself and keeps why, which is what doctor's gpu.* findings name.
+struct GpuBackendInfo {
+  std::string name;          // "vulkan", "cuda": the library's tag
+  std::string library_path;
+  std::string error;         // why it did not load; "" when it did
+  std::vector<GpuDeviceInfo> devices;  // loaded with none: every device was skipped
+};
+
+// Loads every GPU backend library in `dir` (default: default_backend_dir()) once per
+// process, after the CPU backend. EDGEPROBE_NO_GPU=1 loads none (a CPU-only run that does
+// not even start a GPU driver).
+const std::vector<GpuBackendInfo>& load_gpu_backends(const std::string& dir = "");
+
 // llama.cpp / ggml log lines, captured with llama_log_set instead of printed, so that
 // `doctor` can scan them (fallback, repack, unsupported) and stdout stays clean. The
 // levels keep ggml_log_level's numbers: stored results hold them ("level": 3 = warning).

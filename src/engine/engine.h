@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 
 #include "core/clock.h"
 #include "core/context_defaults.h"
+#include "engine/placement.h"
 
 // The engine seam: what a runner needs from an inference engine, and nothing of how one
 // works. Implementations: llama.cpp in-process (llama_engine.h), a scripted fake for
@@ -21,6 +23,13 @@ struct ModelOptions {
   std::string path;
   bool use_mmap = true;
   bool use_repack = true;  // llama.cpp's CPU_REPACK extra buffer types
+  // GPU offload, as llama-bench takes it: layers on the GPU (-1 all, 0 none), the devices
+  // ("" llama.cpp's choice, "none" no GPU, else names joined by '/'), how layers split
+  // over several GPUs ("none", "layer", "row") and which GPU holds the model for "none".
+  int n_gpu_layers = kDefaultGpuLayers;
+  std::string devices{};
+  std::string split_mode = "layer";
+  int main_gpu = 0;
   bool operator==(const ModelOptions&) const = default;
 };
 
@@ -33,6 +42,9 @@ struct ContextOptions {
   bool cpu_strict = false;
   int poll = kDefaultPoll;
   int flash_attn = -1;  // -1 auto, 0 off, 1 on
+  // Ops whose weights sit in host memory may run on a GPU for large batches (llama.cpp's
+  // op_offload; llama-bench's -nopo turns it off).
+  bool op_offload = true;
   std::string type_k = kDefaultCacheType;
   std::string type_v = "f16";
   // Room for a scratch sequence beside the cache's own, so that a tail of the cache can be
@@ -132,6 +144,16 @@ class LoadedModel {
   virtual uint64_t size_bytes() const = 0;
   virtual uint64_t n_params() const = 0;
   virtual std::string chat_template() const = 0;  // "" when the model has none
+  // Where the load put the model: devices, layers offloaded, model buffers (no graphs).
+  virtual Placement placement() const { return {}; }
+  // The placement with a context like `options` made, and, from an untimed pass, the
+  // backend of each node of a prefill of `n_prompt` tokens (none when 0) and of one decode
+  // step. nullopt when the engine cannot tell.
+  virtual std::optional<Placement> probe_placement(const ContextOptions& options, int n_prompt) const {
+    (void)options;
+    (void)n_prompt;
+    return std::nullopt;
+  }
 
   // Formats a conversation with the model's chat template; a model without one (or with
   // one the engine cannot apply) gets plain_chat_text, and `used_fallback` says so.

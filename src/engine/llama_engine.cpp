@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <regex>
 
 #include "core/error.h"
 #include "core/stop_token.h"
@@ -50,11 +52,97 @@ ggml_backend_reg_t cpu_reg() {
 
 class LlamaModel;
 
+// Counts, for each graph node the scheduler computes, which backend ran it: the node's
+// output lives in that backend's buffer (a host buffer is the CPU's, even when a GPU's
+// driver allocated it). Answers "no" to every ask, so the scheduler computes each split
+// whole and synchronizes once per split: slower than a timed run, never part of one.
+struct NodeTally {
+  std::map<std::string, BackendShare> backends;
+  std::map<std::pair<std::string, std::string>, NodeGroup> cpu_groups;  // (op, tensor)
+
+  static bool on_node(ggml_tensor* t, bool ask, void* user) {
+    if (ask) static_cast<NodeTally*>(user)->count(t);
+    return false;
+  }
+
+  void count(const ggml_tensor* t) {
+    if (t->op == GGML_OP_NONE || t->op == GGML_OP_VIEW || t->op == GGML_OP_RESHAPE || t->op == GGML_OP_PERMUTE ||
+        t->op == GGML_OP_TRANSPOSE)
+      return;  // no work: the data stays where its source is
+    const ggml_tensor* owner = t->view_src ? t->view_src : t;
+    const std::string backend = backend_of(owner->buffer);
+    uint64_t weights = 0;
+    for (const ggml_tensor* src : t->src)
+      if (src && src->buffer && ggml_backend_buffer_get_usage(src->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS)
+        weights += ggml_nbytes(src);
+    auto& b = backends[backend];
+    b.backend = backend;
+    b.nodes += 1;
+    b.weight_bytes += weights;
+    if (backend != "CPU") return;
+    const std::string op = ggml_op_desc(t);
+    const std::string tensor = std::regex_replace(std::string(t->name), std::regex("-[0-9]+$"), "");
+    auto& g = cpu_groups[{op, tensor}];
+    g.op = op;
+    g.tensor = tensor;
+    g.count += 1;
+    g.weight_bytes += weights;
+  }
+
+  static std::string backend_of(ggml_backend_buffer_t buffer) {
+    if (!buffer) return "unallocated";
+    ggml_backend_buffer_type_t type = ggml_backend_buffer_get_type(buffer);
+    if (ggml_backend_buft_is_host(type)) return "CPU";
+    if (ggml_backend_dev_t dev = ggml_backend_buft_get_device(type)) return ggml_backend_dev_name(dev);
+    return ggml_backend_buft_name(type);
+  }
+
+  GraphPlacement result(int n_tokens) const {
+    GraphPlacement g;
+    g.n_tokens = n_tokens;
+    for (const auto& [name, b] : backends) g.backends.push_back(b);
+    std::sort(g.backends.begin(), g.backends.end(), [](const auto& a, const auto& b) { return a.nodes > b.nodes; });
+    if (g.backends.size() > 1) {
+      for (const auto& [key, group] : cpu_groups) g.cpu_nodes.push_back(group);
+      std::sort(g.cpu_nodes.begin(), g.cpu_nodes.end(), [](const auto& a, const auto& b) {
+        return a.weight_bytes != b.weight_bytes ? a.weight_bytes > b.weight_bytes : a.count > b.count;
+      });
+    }
+    return g;
+  }
+};
+
+// The placement facts llama.cpp logs while it loads a model or makes a context.
+void read_placement_lines(const std::vector<LogLine>& log, size_t from, Placement& p) {
+  static const std::regex offloaded(R"(offloaded (\d+)/(\d+) layers to GPU)");
+  static const std::regex buffer(R"((\S+)\s+(model|KV|compute|output)\s+buffer size\s*=\s*([0-9.]+)\s*MiB)");
+  static const std::regex splits(R"(graph splits = (\d+)(?: \(with bs=\d+\), (\d+) \(with bs=1\))?)");
+  for (size_t i = from; i < log.size(); ++i) {
+    const std::string& text = log[i].text;
+    std::smatch m;
+    if (const auto at = text.find("using device "); at != std::string::npos) {
+      p.devices.push_back(text.substr(at + 13));
+    } else if (std::regex_search(text, m, offloaded)) {
+      p.layers_offloaded = std::stoi(m[1].str());
+      p.layers_total = std::stoi(m[2].str());
+    } else if (std::regex_search(text, m, buffer)) {
+      p.buffers_mib[m[1].str() + " " + m[2].str()] = std::stod(m[3].str());
+    } else if (std::regex_search(text, m, splits)) {
+      p.graph_splits_prefill = std::stoi(m[1].str());
+      p.graph_splits_decode = m[2].matched ? std::stoi(m[2].str()) : p.graph_splits_prefill;
+    } else if (text.find("cannot be used with preferred buffer type") != std::string::npos) {
+      const auto at = text.find("tensor '");
+      p.weights_moved.push_back(at == std::string::npos ? text : text.substr(at));
+    }
+  }
+}
+
 // A context with its own ggml threadpool, exactly like llama-bench. Every decode ends
 // with llama_synchronize so a timing taken around it is real.
 class LlamaContext : public Context {
  public:
-  LlamaContext(const LlamaModel& model, llama_model* raw_model, const ContextOptions& options);
+  LlamaContext(const LlamaModel& model, llama_model* raw_model, const ContextOptions& options,
+               NodeTally* tally = nullptr);
   ~LlamaContext() override;
   LlamaContext(const LlamaContext&) = delete;
   LlamaContext& operator=(const LlamaContext&) = delete;
@@ -82,7 +170,8 @@ class LlamaContext : public Context {
 
 class LlamaModel : public LoadedModel {
  public:
-  LlamaModel(llama_model* model, ModelOptions options) : model_(model), options_(std::move(options)) {}
+  LlamaModel(llama_model* model, ModelOptions options, Placement placement)
+      : model_(model), options_(std::move(options)), placement_(std::move(placement)) {}
   ~LlamaModel() override { llama_model_free(model_); }
   LlamaModel(const LlamaModel&) = delete;
   LlamaModel& operator=(const LlamaModel&) = delete;
@@ -103,12 +192,37 @@ class LlamaModel : public LoadedModel {
   std::unique_ptr<Context> new_context(const ContextOptions& options) const override {
     return std::make_unique<LlamaContext>(*this, model_, options);
   }
+  Placement placement() const override { return placement_; }
+  std::optional<Placement> probe_placement(const ContextOptions& options, int n_prompt) const override;
 
  private:
   const llama_vocab* vocab() const { return llama_model_get_vocab(model_); }
   llama_model* model_;
   ModelOptions options_;
+  Placement placement_;
 };
+
+// A context of its own with the node tally on: the context's log lines (buffers, graph
+// splits), then a prefill of n_prompt tokens (at most one physical batch: the graph of
+// every later batch is the same) and one decode step, each tallied apart.
+std::optional<Placement> LlamaModel::probe_placement(const ContextOptions& options, int n_prompt) const {
+  Placement p = placement_;
+  NodeTally tally;
+  const size_t mark = captured_log().size();
+  LlamaContext ctx(*this, model_, options, &tally);
+  read_placement_lines(captured_log(), mark, p);
+  const int n_ctx = ctx.n_ctx();
+  const int n_tokens = std::clamp(std::min(n_prompt, options.n_ubatch), 0, std::max(0, n_ctx - 2));
+  const Token token = bos_token() >= 0 ? bos_token() : 0;
+  if (n_tokens > 0) {
+    ctx.decode(std::vector<Token>(static_cast<size_t>(n_tokens), token), true);
+    p.prefill = tally.result(n_tokens);
+    tally = NodeTally{};
+  }
+  ctx.decode_one(token);
+  p.decode = tally.result(1);
+  return p;
+}
 
 std::vector<Token> LlamaModel::tokenize(const std::string& text, bool add_special) const {
   std::vector<Token> tokens(text.size() + 8);
@@ -166,7 +280,8 @@ std::string LlamaModel::apply_chat_template(const std::vector<ChatMessage>& mess
   return plain_chat_text(messages, add_assistant);
 }
 
-LlamaContext::LlamaContext(const LlamaModel& model, llama_model* raw_model, const ContextOptions& o)
+LlamaContext::LlamaContext(const LlamaModel& model, llama_model* raw_model, const ContextOptions& o,
+                           NodeTally* tally)
     : model_(model), tail_states_(o.tail_states), n_batch_(o.n_batch) {
   if (o.n_threads < 1 || o.n_threads > GGML_MAX_N_THREADS) throw_bad_input("thread count {} out of range", o.n_threads);
   if (o.n_batch < 1 || o.n_ubatch < 1) throw_bad_input("batch sizes must be positive (got -b {} -ub {})", o.n_batch, o.n_ubatch);
@@ -183,6 +298,11 @@ LlamaContext::LlamaContext(const LlamaModel& model, llama_model* raw_model, cons
                            : o.flash_attn == 0 ? LLAMA_FLASH_ATTN_TYPE_DISABLED
                                                : LLAMA_FLASH_ATTN_TYPE_ENABLED;
   params.no_perf = true;
+  params.op_offload = o.op_offload;
+  if (tally) {
+    params.cb_eval = &NodeTally::on_node;
+    params.cb_eval_user_data = tally;
+  }
   if (o.tail_states) {
     // One unified cache for both sequences: a scratch sequence's cells can then be
     // shared with the real one (llama_memory_seq_cp), which is how a tail is cut and
@@ -314,6 +434,18 @@ Capabilities LlamaEngine::capabilities() const {
   return c;
 }
 
+nlohmann::json gpu_backends_json(const std::vector<GpuBackendInfo>& backends) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& b : backends) {
+    nlohmann::json devices = nlohmann::json::array();
+    for (const auto& d : b.devices)
+      devices.push_back({{"name", d.name}, {"description", d.description}, {"type", d.type},
+                         {"memory_total_bytes", d.memory_total}, {"memory_free_bytes", d.memory_free}});
+    out.push_back({{"name", b.name}, {"library", b.library_path}, {"error", b.error}, {"devices", devices}});
+  }
+  return out;
+}
+
 nlohmann::json LlamaEngine::provenance() const {
   nlohmann::json features = nlohmann::json::object();
   for (const auto& [key, value] : backend_.features) features[key] = value;
@@ -325,14 +457,60 @@ nlohmann::json LlamaEngine::provenance() const {
           {"cpu_variant_library", backend_.library_path},
           {"cpu_variant_features", features},
           {"backends", registered_backends()},
+          {"gpu_backends", gpu_backends_json(gpus_)},
           {"capabilities", capabilities().to_json()}};
   if (!backend_.passed_over.empty()) j["details"]["cpu_variants_passed_over"] = backend_.passed_over;
   return j;
 }
 
+namespace {
+
+// -dev as llama-bench takes it: "" = llama.cpp's choice (nullptr), "none" = no GPU (an
+// empty list), else device names joined by '/'. The list ends with nullptr.
+std::vector<ggml_backend_dev_t> parse_devices(const std::string& text) {
+  std::vector<ggml_backend_dev_t> devices;
+  if (text != "none") {
+    size_t start = 0;
+    while (start <= text.size()) {
+      const size_t end = std::min(text.find('/', start), text.size());
+      const std::string name = text.substr(start, end - start);
+      ggml_backend_dev_t dev = ggml_backend_dev_by_name(name.c_str());
+      if (!dev || ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU) {
+        std::string known;
+        for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+          ggml_backend_dev_t d = ggml_backend_dev_get(i);
+          if (ggml_backend_dev_type(d) != GGML_BACKEND_DEVICE_TYPE_CPU) known += std::string(known.empty() ? "" : ", ") + ggml_backend_dev_name(d);
+        }
+        throw_bad_input("-dev: no GPU device named '{}' here (devices: {}; 'none' runs on the CPU only)", name,
+                        known.empty() ? "none: no GPU backend found a device" : known);
+      }
+      devices.push_back(dev);
+      start = end + 1;
+    }
+  }
+  devices.push_back(nullptr);
+  return devices;
+}
+
+llama_split_mode parse_split_mode(const std::string& text) {
+  if (text == "none") return LLAMA_SPLIT_MODE_NONE;
+  if (text == "layer") return LLAMA_SPLIT_MODE_LAYER;
+  if (text == "row") return LLAMA_SPLIT_MODE_ROW;
+  throw_bad_input("-sm: unknown split mode '{}'; use none, layer or row", text);
+}
+
+}  // namespace
+
 std::unique_ptr<LoadedModel> LlamaEngine::load(const ModelOptions& options) {
   llama_model_params params = llama_model_default_params();
-  params.n_gpu_layers = 0;
+  params.n_gpu_layers = options.n_gpu_layers;
+  params.split_mode = parse_split_mode(options.split_mode);
+  params.main_gpu = options.main_gpu;
+  std::vector<ggml_backend_dev_t> devices;
+  if (!options.devices.empty()) {
+    devices = parse_devices(options.devices);
+    params.devices = devices.data();
+  }
   params.load_mode = options.use_mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
   params.use_extra_bufts = options.use_repack;
   const size_t mark = captured_log().size();
@@ -341,7 +519,9 @@ std::unique_ptr<LoadedModel> LlamaEngine::load(const ModelOptions& options) {
     const std::string why = first_llama_error_since(mark);
     throw_bad_input("llama.cpp could not load '{}'{}{}", options.path, why.empty() ? "" : ": ", why);
   }
-  return std::make_unique<LlamaModel>(model, options);
+  Placement placement;
+  read_placement_lines(captured_log(), mark, placement);
+  return std::make_unique<LlamaModel>(model, options, std::move(placement));
 }
 
 int parse_cache_type(const std::string& name) {

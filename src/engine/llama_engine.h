@@ -7,14 +7,15 @@
 
 namespace edgeprobe::engine {
 
-// llama.cpp in-process, on the ggml CPU backend that load_cpu_backend() loaded. Models
-// load with no GPU layers; each context runs on its own ggml threadpool (so -C,
+// llama.cpp in-process, on the ggml CPU backend that load_cpu_backend() loaded and the
+// GPU backends installed beside it (load_gpu_backends(), called here). Models load with
+// the offload ModelOptions asks for (all layers by default, as llama-bench); each context runs on its own ggml threadpool (so -C,
 // --cpu-strict and --poll apply, as in llama-bench) and synchronizes after every decode.
 // Load failures throw Error(kBadInput) with llama.cpp's own first error line, so a user
 // sees "unknown model architecture: 'foo'" rather than a null pointer.
 class LlamaEngine : public Engine {
  public:
-  explicit LlamaEngine(const CpuBackendInfo& backend) : backend_(backend) {}
+  explicit LlamaEngine(const CpuBackendInfo& backend) : backend_(backend), gpus_(load_gpu_backends()) {}
   std::string name() const override { return "llama.cpp"; }
   Capabilities capabilities() const override;
   nlohmann::json provenance() const override;
@@ -23,7 +24,11 @@ class LlamaEngine : public Engine {
 
  private:
   CpuBackendInfo backend_;
+  std::vector<GpuBackendInfo> gpus_;
 };
+
+// The provenance's "gpu_backends": each library, why it did not load, its devices.
+nlohmann::json gpu_backends_json(const std::vector<GpuBackendInfo>& backends);
 
 // "f16", "q8_0", ... -> the ggml type's number; throws kBadInput for a type llama.cpp's
 // KV cache cannot hold.
