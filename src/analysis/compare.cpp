@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <set>
 #include <tuple>
 
 #include "analysis/compare_internal.h"
 #include "core/stats.h"
 #include "result/migrate.h"
+#include "result/result.h"
 
 namespace edgeprobe::analysis {
 namespace {
@@ -178,8 +180,15 @@ std::optional<std::string> workload_signature(const nlohmann::json& doc) {
   nlohmann::json configs = nlohmann::json::array();
   const std::string kind = result::document_kind(doc);
   if (kind == "bench") {
-    for (const nlohmann::json& r : doc["results"])
-      if (r.is_object()) configs.push_back({{"test", r.value("test", "")}, {"config", r.value("config", nlohmann::json())}});
+    for (const nlohmann::json& r : doc["results"]) {
+      if (!r.is_object()) continue;
+      // GPU settings are compared by where the compute ran (compute_signature): -ngl 99
+      // on a machine with no GPU device runs the same workload as -ngl 0.
+      nlohmann::json config = r.value("config", nlohmann::json());
+      if (config.is_object())
+        for (const char* key : {"n_gpu_layers", "devices", "split_mode", "main_gpu", "op_offload"}) config.erase(key);
+      configs.push_back({{"test", r.value("test", "")}, {"config", config}});
+    }
   } else if (kind == "session") {
     // A session: the configurations without the model path (the SHA-256 check covers it).
     for (const nlohmann::json& c : doc["configs"]) {
@@ -190,6 +199,33 @@ std::optional<std::string> workload_signature(const nlohmann::json& doc) {
   }
   if (configs.empty()) return std::nullopt;
   return configs.dump();
+}
+
+// Where each test's compute ran, from its placement: "CPU", or "GPU (Vulkan0)" when layers
+// were offloaded or a graph ran nodes on another backend; the distinct values in order.
+// A result without placement (older, or an endpoint) ran on the CPU as far as it says.
+std::optional<std::string> compute_signature(const nlohmann::json& doc) {
+  if (!doc.is_object() || result::document_kind(doc) != "bench") return std::nullopt;
+  std::vector<std::string> seen;
+  for (const nlohmann::json& r : doc["results"]) {
+    if (!r.is_object()) continue;
+    const engine::Placement p = result::placement_from_json(r.value("placement", nlohmann::json()));
+    std::set<std::string> gpus;
+    for (const auto* g : {&p.prefill, &p.decode})
+      if (*g)
+        for (const auto& b : (*g)->backends)
+          if (b.backend != "CPU" && b.nodes > 0) gpus.insert(b.backend);
+    std::string where = "CPU";
+    if (!gpus.empty() || p.layers_offloaded > 0) {
+      std::string names;
+      for (const auto& g : gpus) names += (names.empty() ? "" : "/") + g;
+      where = "GPU (" + (names.empty() ? std::string("offloaded") : names) + ")";
+    }
+    if (std::find(seen.begin(), seen.end(), where) == seen.end()) seen.push_back(where);
+  }
+  std::string out;
+  for (const auto& s : seen) out += (out.empty() ? "" : ", ") + s;
+  return out.empty() ? std::nullopt : std::optional<std::string>(out);
 }
 
 MetricSamples extract_metric_samples(const nlohmann::json& doc) {
@@ -235,6 +271,7 @@ CompareReport compare_documents(const nlohmann::json& a, const nlohmann::json& b
   CompareReport report;
   std::vector<FieldCheck> checks = provenance_checks(extract_provenance(a), extract_provenance(b));
   checks.push_back({"workload", workload_signature(a), workload_signature(b)});
+  checks.push_back({"compute", compute_signature(a), compute_signature(b)});
   report.mismatches = comparability_mismatches(checks);
   report.differences = setting_differences(a, b);
   // The workload signature is a long JSON text; name the configuration fields instead.

@@ -80,6 +80,8 @@ std::vector<FieldCheck> provenance_checks(const nlohmann::json& provenance_a, co
 // of test configurations of the document (result file or stored run). Two runs whose
 // workload differs measure different things.
 std::optional<std::string> workload_signature(const nlohmann::json& document);
+// Where the compute ran, test by test ("CPU", "GPU (Vulkan0)"): a comparability field.
+std::optional<std::string> compute_signature(const nlohmann::json& document);
 
 // Per-metric samples of one run, keyed by test ("tg64", "session", ...) then metric.
 using MetricSamples = std::map<std::string, std::map<std::string, std::vector<double>>>;

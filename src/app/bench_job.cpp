@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "engine/cpu_mask.h"
+#include "platform/vulkan_devices.h"
 #include "platform/cpu_features.h"
 #include "platform/isa_gap.h"
 #include "app/predict_job.h"
@@ -116,6 +117,7 @@ void record_test(store::Store& store, int64_t run, size_t case_index, const json
                             {"telemetry", r.value("telemetry", json(nullptr))},
                             {"roofline", r.value("roofline", json(nullptr))},
                             {"serving", r.value("serving", json(nullptr))},
+                            {"placement", r.value("placement", json(nullptr))},
                             {"error", error.is_object() ? error : json(nullptr)}});
 }
 
@@ -172,6 +174,10 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   }
   if (engine.cpu_backend)
     report.provenance.extra["isa_gap"] = platform::to_json(platform::compare_isa(cpu_features, *engine.cpu_backend));
+  // The Vulkan devices the driver lists, beside the ones ggml took: the difference is
+  // what doctor's gpu.no_device names (a CPU-type device skipped, no driver at all).
+  for (const auto& gpu : report.provenance.engine.gpu_backends)
+    if (gpu.name == "vulkan") report.provenance.extra["vulkan_devices"] = platform::to_json(platform::list_vulkan_devices());
 
   const auto ceilings = device_ceilings(plan, models, report.provenance.engine.cpu_variant, ctx);
   if (!ceilings.empty() && ceilings[0]) report.provenance.extra["ceilings"] = probe::to_json(*ceilings[0]);

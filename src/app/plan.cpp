@@ -79,7 +79,25 @@ json sweep_json(const workload::SweepSpec& s) {
           {"prompt_gen", pg},         {"n_depth", s.n_depth},       {"threads", s.threads},
           {"cpu_masks", s.cpu_masks}, {"cpu_strict", s.cpu_strict}, {"poll", s.poll},
           {"n_batch", s.n_batch},     {"n_ubatch", s.n_ubatch},     {"flash_attn", s.flash_attn},
-          {"type_k", s.type_k},       {"type_v", s.type_v},         {"use_mmap", s.use_mmap}};
+          {"type_k", s.type_k},       {"type_v", s.type_v},         {"use_mmap", s.use_mmap},
+          {"n_gpu_layers", s.n_gpu_layers}, {"devices", s.devices}, {"split_mode", s.split_mode},
+          {"main_gpu", s.main_gpu},   {"op_offload", s.op_offload}};
+}
+
+// -ngl -1 is llama.cpp's "all layers"; -dev names are checked against the devices when
+// the model loads (they exist only once the GPU backends have loaded).
+void check_gpu_settings(const std::vector<int>& layers, const std::vector<std::string>& devices,
+                        const std::vector<std::string>& split_modes, const std::vector<int>& main_gpus) {
+  check_range(layers, "-ngl", -1, 100000);
+  check_range(main_gpus, "-mg", 0, 255);
+  for (const auto& sm : split_modes)
+    if (sm != "none" && sm != "layer" && sm != "row") throw_bad_input("-sm '{}': use none, layer or row", sm);
+  for (const auto& d : devices) {
+    if (d.empty() || d == "none") continue;
+    for (const auto& name : workload::split_list(d, '/'))
+      if (name.empty() || name.find_first_of(" \t\n") != std::string::npos)
+        throw_bad_input("-dev '{}': give device names joined by '/' (e.g. Vulkan0/Vulkan1), or none", d);
+  }
 }
 
 void validate_case(const workload::TestCase& c) {
@@ -94,6 +112,7 @@ void validate_case(const workload::TestCase& c) {
   if (!c.cpu_mask.empty()) engine::parse_cpu_mask(c.cpu_mask);
   engine::parse_cache_type(c.type_k);
   engine::parse_cache_type(c.type_v);
+  check_gpu_settings({c.n_gpu_layers}, {c.devices}, {c.split_mode}, {c.main_gpu});
   if (c.n_prompt == 0 && c.n_gen == 0) throw_bad_input("a test with neither prompt nor generation tokens measures nothing");
 }
 
@@ -124,6 +143,8 @@ void validate(BenchPlan& plan, int default_threads) {
     check_range(s.n_ubatch, "-ub", 1, 1 << 20);
     check_range(s.use_mmap, "--mmap", 0, 1);
     check_range(s.flash_attn, "--flash-attn", -1, 1);
+    check_range(s.op_offload, "-nopo", 0, 1);
+    check_gpu_settings(s.n_gpu_layers, s.devices, s.split_mode, s.main_gpu);
     for (const auto& m : s.cpu_masks)
       if (!m.empty()) engine::parse_cpu_mask(m);
     for (const auto& t : s.type_k) engine::parse_cache_type(t);
@@ -251,6 +272,7 @@ void validate(DoctorPlan& p, int default_threads) {
   engine::parse_cache_type(p.config.type_k);
   engine::parse_cache_type(p.config.type_v);
   if (!p.config.cpu_mask.empty()) engine::parse_cpu_mask(p.config.cpu_mask);
+  check_gpu_settings({p.config.n_gpu_layers}, {p.config.devices}, {"layer"}, {0});
   if (!(p.sample_hz >= 1 && p.sample_hz <= 1000)) throw_bad_input("--sample-hz {} out of range 1..1000", p.sample_hz);
   if (!(p.budget_s == 0 || (p.budget_s >= 1 && p.budget_s <= 86400)))
     throw_bad_input("--budget {} out of range 1..86400 seconds", p.budget_s);
@@ -276,7 +298,10 @@ json to_json(const DoctorPlan& p) {
             {"type_k", c.type_k},
             {"type_v", c.type_v},
             {"use_mmap", c.use_mmap},
-            {"cpu_variant", c.cpu_variant}}},
+            {"cpu_variant", c.cpu_variant},
+            {"n_gpu_layers", c.n_gpu_layers},
+            {"devices", c.devices},
+            {"op_offload", c.op_offload}}},
           {"n_prompt", p.n_prompt},
           {"n_gen", p.n_gen},
           {"repetitions", p.repetitions},

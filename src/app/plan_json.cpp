@@ -128,7 +128,8 @@ workload::SweepSpec sweep_from_json(const json& j) {
   reject_unknown_keys(
       j,
       {"models", "n_prompt", "n_gen", "prompt_gen", "n_depth", "threads", "cpu_masks", "cpu_strict", "poll",
-       "n_batch", "n_ubatch", "flash_attn", "type_k", "type_v", "use_mmap"},
+       "n_batch", "n_ubatch", "flash_attn", "type_k", "type_v", "use_mmap", "n_gpu_layers", "devices", "split_mode",
+       "main_gpu", "op_offload"},
       "plan sweep");
   workload::SweepSpec s = BenchPlan::default_sweep();
   read(j, "models", s.models, "plan sweep");
@@ -155,6 +156,11 @@ workload::SweepSpec sweep_from_json(const json& j) {
   read(j, "type_k", s.type_k, "plan sweep");
   read(j, "type_v", s.type_v, "plan sweep");
   read(j, "use_mmap", s.use_mmap, "plan sweep");
+  read(j, "n_gpu_layers", s.n_gpu_layers, "plan sweep");
+  read(j, "devices", s.devices, "plan sweep");
+  read(j, "split_mode", s.split_mode, "plan sweep");
+  read(j, "main_gpu", s.main_gpu, "plan sweep");
+  read(j, "op_offload", s.op_offload, "plan sweep");
   return s;
 }
 
@@ -200,6 +206,12 @@ workload::TestCase case_from_json(const json& c, const std::string& entry) {
   t.type_k = required_as<std::string>(config, "type_k", kWhere, e);
   t.type_v = required_as<std::string>(config, "type_v", kWhere, e);
   t.use_mmap = required_as<bool>(config, "use_mmap", kWhere, e);
+  // GPU settings are optional: a plan written before them means the defaults.
+  read(config, "n_gpu_layers", t.n_gpu_layers, kWhere);
+  read(config, "devices", t.devices, kWhere);
+  read(config, "split_mode", t.split_mode, kWhere);
+  read(config, "main_gpu", t.main_gpu, kWhere);
+  read(config, "op_offload", t.op_offload, kWhere);
   return t;
 }
 
@@ -349,7 +361,7 @@ DoctorPlan doctor_plan_from_json(const json& j) {
     const json& c = object_at(j, "config", "doctor plan");
     reject_unknown_keys(c,
                         {"threads", "cpu_mask", "cpu_strict", "poll", "n_batch", "n_ubatch", "flash_attn",
-                         "type_k", "type_v", "use_mmap", "cpu_variant"},
+                         "type_k", "type_v", "use_mmap", "cpu_variant", "n_gpu_layers", "devices", "op_offload"},
                         "doctor plan config");
     read(c, "threads", p.config.threads, "doctor plan config");
     read(c, "cpu_mask", p.config.cpu_mask, "doctor plan config");
@@ -362,6 +374,9 @@ DoctorPlan doctor_plan_from_json(const json& j) {
     read(c, "type_v", p.config.type_v, "doctor plan config");
     read(c, "use_mmap", p.config.use_mmap, "doctor plan config");
     read(c, "cpu_variant", p.config.cpu_variant, "doctor plan config");
+    read(c, "n_gpu_layers", p.config.n_gpu_layers, "doctor plan config");
+    read(c, "devices", p.config.devices, "doctor plan config");
+    read(c, "op_offload", p.config.op_offload, "doctor plan config");
   }
   read(j, "n_prompt", p.n_prompt);
   read(j, "n_gen", p.n_gen);

@@ -24,7 +24,9 @@ struct BenchFlags {
                                    cpu_strict = ints_as_text(defaults.cpu_strict), poll = ints_as_text(defaults.poll),
                                    n_batch = ints_as_text(defaults.n_batch), n_ubatch = ints_as_text(defaults.n_ubatch),
                                    flash_attn{"auto"}, type_k = defaults.type_k, type_v = defaults.type_v,
-                                   mmap = ints_as_text(defaults.use_mmap);
+                                   mmap = ints_as_text(defaults.use_mmap),
+                                   gpu_layers = ints_as_text(defaults.n_gpu_layers), devices, split_mode = defaults.split_mode,
+                                   main_gpu = ints_as_text(defaults.main_gpu), no_op_offload{"0"};
   std::vector<std::string> concurrency;
   std::string slo;
   bool no_warmup = false, no_hash = false;
@@ -62,6 +64,13 @@ void fill_sweep(const BenchFlags& f, workload::SweepSpec& s) {
   s.type_v = split_all(f.type_v);
   s.use_mmap.clear();
   for (const auto& m : split_all(f.mmap)) s.use_mmap.push_back(workload::parse_bool(m, "--mmap"));
+  s.n_gpu_layers = workload::parse_int_lists(f.gpu_layers, "-ngl");
+  // -dev lists are comma-separated, one device set each ("Vulkan0/Vulkan1,none").
+  s.devices = f.devices.empty() ? std::vector<std::string>{""} : split_all(f.devices);
+  s.split_mode = split_all(f.split_mode);
+  s.main_gpu = workload::parse_int_lists(f.main_gpu, "-mg");
+  s.op_offload.clear();
+  for (const auto& v : split_all(f.no_op_offload)) s.op_offload.push_back(workload::parse_bool(v, "-nopo") ? 0 : 1);
 }
 
 int run(const BenchFlags& f, app::BenchPlan plan, const std::string& command_line) {
@@ -111,6 +120,14 @@ void register_bench(CLI::App& app, const std::vector<std::string>& command_line)
   cmd->add_option("--cache-type-k", f->type_k, "K cache types (alias -ctk)")->capture_default_str();
   cmd->add_option("--cache-type-v", f->type_v, "V cache types (alias -ctv)")->capture_default_str();
   cmd->add_option("--mmap", f->mmap, "Load with mmap (1) or read into memory (0) (alias -mmp)")->capture_default_str();
+  cmd->add_option("--n-gpu-layers", f->gpu_layers, "Layers to offload to a GPU, -1 = all (alias -ngl; docs/gpu.md)")
+      ->capture_default_str();
+  cmd->add_option("--device", f->devices, "GPU devices by name joined by '/', or none (alias -dev; default: llama.cpp's choice)");
+  cmd->add_option("--split-mode", f->split_mode, "How layers split over GPUs: none, layer or row (alias -sm)")
+      ->capture_default_str();
+  cmd->add_option("--main-gpu", f->main_gpu, "The GPU that holds the model with -sm none (alias -mg)")->capture_default_str();
+  cmd->add_option("--no-op-offload", f->no_op_offload, "1 keeps ops with weights in host memory off the GPU (alias -nopo)")
+      ->capture_default_str();
   cmd->add_option("-r,--repetitions", plan->run.repetitions, "Timed repetitions per test")->capture_default_str();
   cmd->add_option("--delay", plan->run.delay_s, "Seconds to sleep before each test (cool-down)")->capture_default_str();
   cmd->add_flag("--no-warmup", f->no_warmup, "Skip the untimed full-length warm-up run (alias -nw)");

@@ -46,7 +46,9 @@ int run(KvServeFlags f) {
   // Our own bounds-checked GGUF reader sees the file before llama.cpp does.
   const kv::Fingerprint fingerprint = kv::make_fingerprint(path, o.context);
   const app::EngineHandle engine = app::make_engine(f.env);
-  const auto model = engine.engine->load({path, true, true});
+  engine::ModelOptions load;
+  load.path = path;
+  const auto model = engine.engine->load(load);
   // A context of the largest size once, so a setting llama.cpp refuses fails now, not
   // on the first client.
   model->new_context(o.context);

@@ -12,7 +12,8 @@ namespace edgeprobe::cli {
 std::vector<std::string> rewrite_llama_bench_aliases(const std::vector<std::string>& args) {
   static const std::map<std::string, std::string> kAliases = {
       {"-pg", "--pg"},          {"-ub", "--ubatch-size"}, {"-fa", "--flash-attn"}, {"-ctk", "--cache-type-k"},
-      {"-ctv", "--cache-type-v"}, {"-mmp", "--mmap"},     {"-nw", "--no-warmup"}};
+      {"-ctv", "--cache-type-v"}, {"-mmp", "--mmap"},     {"-nw", "--no-warmup"},  {"-ngl", "--n-gpu-layers"},
+      {"-dev", "--device"},       {"-sm", "--split-mode"},  {"-mg", "--main-gpu"},   {"-nopo", "--no-op-offload"}};
   std::vector<std::string> out;
   for (const auto& a : args) {
     auto it = kAliases.find(a);

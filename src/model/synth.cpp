@@ -53,6 +53,9 @@ const std::map<std::string, llama_ftype>& quant_ftypes() {
       {"q4_k_s", LLAMA_FTYPE_MOSTLY_Q4_K_S}, {"q4_k_m", LLAMA_FTYPE_MOSTLY_Q4_K_M},
       {"q5_k_s", LLAMA_FTYPE_MOSTLY_Q5_K_S}, {"q5_k_m", LLAMA_FTYPE_MOSTLY_Q5_K_M},
       {"q6_k", LLAMA_FTYPE_MOSTLY_Q6_K},    {"iq4_nl", LLAMA_FTYPE_MOSTLY_IQ4_NL},
+      // Ternary: the pinned Vulkan backend has no TQ1_0 matmul, so its weights stay on the
+      // CPU (the GPU's silent fallback, reproduced for real: docs/gpu.md).
+      {"tq1_0", LLAMA_FTYPE_MOSTLY_TQ1_0},  {"tq2_0", LLAMA_FTYPE_MOSTLY_TQ2_0},
   };
   return types;
 }

@@ -76,6 +76,17 @@ json to_json(const EngineIdentity& e) {
             {"cpu_variant_library", e.cpu_variant_library},
             {"cpu_variant_features", features}};
   if (!e.backends.empty()) j["backends"] = e.backends;
+  if (!e.gpu_backends.empty()) {
+    json gpus = json::array();
+    for (const auto& b : e.gpu_backends) {
+      json devices = json::array();
+      for (const auto& d : b.devices)
+        devices.push_back({{"name", d.name}, {"description", d.description}, {"type", d.type},
+                           {"memory_total_bytes", d.memory_total}, {"memory_free_bytes", d.memory_free}});
+      gpus.push_back({{"name", b.name}, {"library", b.library_path}, {"error", b.error}, {"devices", devices}});
+    }
+    j["gpu_backends"] = gpus;
+  }
   if (!e.details.empty()) j["details"] = e.details;
   return j;
 }
@@ -159,6 +170,15 @@ EngineIdentity engine_from_json(const json& j) {
   if (j.contains("backends") && j["backends"].is_array())
     for (const auto& b : j["backends"])
       if (b.is_string()) e.backends.push_back(b.get<std::string>());
+  for (const auto& b : j.value("gpu_backends", json::array())) {
+    if (!b.is_object()) continue;
+    engine::GpuBackendInfo g{text(b, "name"), text(b, "library"), text(b, "error"), {}};
+    for (const auto& d : b.value("devices", json::array()))
+      if (d.is_object())
+        g.devices.push_back({text(d, "name"), text(d, "description"), text(d, "type"),
+                             d.value("memory_total_bytes", uint64_t{0}), d.value("memory_free_bytes", uint64_t{0})});
+    e.gpu_backends.push_back(std::move(g));
+  }
   if (j.contains("details") && j["details"].is_object()) e.details = j["details"];
   return e;
 }
@@ -195,7 +215,8 @@ json to_json(const workload::TestCase& c) {
           {"n_threads", c.n_threads},   {"cpu_mask", c.cpu_mask},     {"cpu_strict", c.cpu_strict},
           {"poll", c.poll},             {"n_batch", c.n_batch},       {"n_ubatch", c.n_ubatch},
           {"flash_attn", c.flash_attn}, {"type_k", c.type_k},         {"type_v", c.type_v},
-          {"use_mmap", c.use_mmap}};
+          {"use_mmap", c.use_mmap},     {"n_gpu_layers", c.n_gpu_layers}, {"devices", c.devices},
+          {"split_mode", c.split_mode}, {"main_gpu", c.main_gpu},   {"op_offload", c.op_offload}};
 }
 
 json to_json(const Repetition& rep) {
@@ -257,7 +278,66 @@ workload::TestCase test_case_from_json(const json& j, const std::string& model_p
   c.type_k = j.at("type_k");
   c.type_v = j.at("type_v");
   c.use_mmap = j.at("use_mmap");
+  // Results from before GPU offload ran every layer on the CPU.
+  c.n_gpu_layers = j.value("n_gpu_layers", 0);
+  c.devices = j.value("devices", "");
+  c.split_mode = j.value("split_mode", "layer");
+  c.main_gpu = j.value("main_gpu", 0);
+  c.op_offload = j.value("op_offload", true);
   return c;
+}
+
+namespace {
+
+json to_json(const engine::GraphPlacement& g) {
+  json backends = json::array(), cpu_nodes = json::array();
+  for (const auto& b : g.backends)
+    backends.push_back({{"backend", b.backend}, {"nodes", b.nodes}, {"weight_bytes", b.weight_bytes}});
+  for (const auto& n : g.cpu_nodes)
+    cpu_nodes.push_back({{"op", n.op}, {"tensor", n.tensor}, {"count", n.count}, {"weight_bytes", n.weight_bytes}});
+  return {{"n_tokens", g.n_tokens}, {"backends", backends}, {"cpu_nodes", cpu_nodes}};
+}
+
+std::optional<engine::GraphPlacement> graph_placement_from_json(const json& j) {
+  if (!j.is_object()) return std::nullopt;
+  engine::GraphPlacement g;
+  g.n_tokens = j.value("n_tokens", 0);
+  for (const auto& b : j.value("backends", json::array()))
+    g.backends.push_back({b.value("backend", ""), b.value("nodes", 0), b.value("weight_bytes", uint64_t{0})});
+  for (const auto& n : j.value("cpu_nodes", json::array()))
+    g.cpu_nodes.push_back({n.value("op", ""), n.value("tensor", ""), n.value("count", 0), n.value("weight_bytes", uint64_t{0})});
+  return g;
+}
+
+}  // namespace
+
+json to_json(const engine::Placement& p) {
+  const auto known = [](int v) { return v < 0 ? json(nullptr) : json(v); };
+  return {{"devices", p.devices},
+          {"layers_offloaded", known(p.layers_offloaded)},
+          {"layers_total", known(p.layers_total)},
+          {"buffers_mib", p.buffers_mib},
+          {"weights_moved", p.weights_moved},
+          {"graph_splits", {{"prefill", known(p.graph_splits_prefill)}, {"decode", known(p.graph_splits_decode)}}},
+          {"prefill", p.prefill ? to_json(*p.prefill) : json(nullptr)},
+          {"decode", p.decode ? to_json(*p.decode) : json(nullptr)}};
+}
+
+engine::Placement placement_from_json(const json& j) {
+  engine::Placement p;
+  if (!j.is_object()) return p;
+  const auto number = [](const json& o, const char* key) { return o.contains(key) && o[key].is_number_integer() ? o[key].get<int>() : -1; };
+  p.devices = j.value("devices", std::vector<std::string>{});
+  p.layers_offloaded = number(j, "layers_offloaded");
+  p.layers_total = number(j, "layers_total");
+  p.buffers_mib = j.value("buffers_mib", std::map<std::string, double>{});
+  p.weights_moved = j.value("weights_moved", std::vector<std::string>{});
+  const json splits = j.value("graph_splits", json::object());
+  p.graph_splits_prefill = number(splits, "prefill");
+  p.graph_splits_decode = number(splits, "decode");
+  p.prefill = graph_placement_from_json(j.value("prefill", json(nullptr)));
+  p.decode = graph_placement_from_json(j.value("decode", json(nullptr)));
+  return p;
 }
 
 json to_json(const TestResult& r) {
@@ -296,6 +376,7 @@ json to_json(const TestResult& r) {
   j["telemetry"] = r.telemetry;
   j["roofline"] = r.roofline;
   if (!r.serving.is_null()) j["serving"] = r.serving;
+  if (!r.placement.empty()) j["placement"] = to_json(r.placement);
   return j;
 }
 

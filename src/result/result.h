@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "core/stats.h"
+#include "engine/backend.h"
+#include "engine/placement.h"
 #include "workload/sweep.h"
 
 namespace edgeprobe::result {
@@ -51,6 +53,8 @@ struct EngineIdentity {
   std::string cpu_variant_library;
   std::vector<std::pair<std::string, std::string>> cpu_variant_features;
   std::vector<std::string> backends;  // the ggml backends registered ("CPU"); absent in older results
+  // Each GPU backend library installed, why it did not load, the devices it found.
+  std::vector<engine::GpuBackendInfo> gpu_backends;
   nlohmann::json details = nlohmann::json::object();
 };
 
@@ -120,6 +124,9 @@ struct TestResult {
   nlohmann::json telemetry;  // {"sample_hz", "unavailable", "load"}: null when off
   nlohmann::json roofline;   // ceilings and efficiencies (null when unknown)
   nlohmann::json serving;    // load levels (runner/load_runner.h), vLLM's field names; null when none
+  // Where the model and its compute lived: devices, layers offloaded, buffers, and from an
+  // untimed probe which backend ran the graphs (docs/gpu.md). Empty when not known.
+  engine::Placement placement;
 };
 
 struct BenchReport {
@@ -156,6 +163,8 @@ nlohmann::json to_json(const workload::TestCase& config);  // without the model 
 workload::TestCase test_case_from_json(const nlohmann::json& config, const std::string& model_path);
 nlohmann::json to_json(const Repetition& repetition);
 Repetition repetition_from_json(const nlohmann::json& j);  // for --resume from the store
+nlohmann::json to_json(const engine::Placement& placement);
+engine::Placement placement_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const TestResult& result);
 nlohmann::json to_json(const BenchReport& report);
 

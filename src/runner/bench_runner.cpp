@@ -40,6 +40,18 @@ engine::ContextOptions context_options(const workload::TestCase& c) {
   o.flash_attn = c.flash_attn;
   o.type_k = c.type_k;
   o.type_v = c.type_v;
+  o.op_offload = c.op_offload;
+  return o;
+}
+
+engine::ModelOptions model_options(const workload::TestCase& c) {
+  engine::ModelOptions o;
+  o.path = c.model_path;
+  o.use_mmap = c.use_mmap;
+  o.n_gpu_layers = c.n_gpu_layers;
+  o.devices = c.devices;
+  o.split_mode = c.split_mode;
+  o.main_gpu = c.main_gpu;
   return o;
 }
 
@@ -168,7 +180,7 @@ LoadedGroup load_group(engine::Engine& engine, const workload::TestCase& test, c
       if (callbacks.progress) callbacks.progress(fmt::format("loading {} ({}/{})", test.model_path, l + 1, loads));
       g.model.reset();
       const int64_t t0 = clock.now_ns();
-      g.model = engine.load({test.model_path, test.use_mmap, true});
+      g.model = engine.load(model_options(test));
       const int64_t t1 = clock.now_ns();
       if (!in_process) continue;
       g.load_ms.push_back(ms_between(t0, t1));
@@ -205,6 +217,13 @@ void run_case(engine::Engine& engine, const engine::LoadedModel& model, size_t i
   check_supported(engine, test);
   const bool kv_state = engine.capabilities().kv_state;
   const bool requests = uses_requests(engine, options);
+  res.placement = model.placement();
+  if (!requests && !res.placement.devices.empty()) {
+    // A GPU is in play: which backend runs each node, from an untimed pass of its own,
+    // before the timed context exists (its buffers would otherwise be held twice).
+    progress(label + ": placement probe");
+    if (auto probed = model.probe_placement(context_options(test), test.n_prompt)) res.placement = std::move(*probed);
+  }
   std::unique_ptr<engine::Context> ctx;
   std::unique_ptr<engine::Completer> completer;
   if (requests) {

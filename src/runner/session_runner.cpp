@@ -308,7 +308,9 @@ void run_session(engine::Engine& engine, const std::vector<SessionConfig>& confi
       load_error.reset();
       if (cb.progress) cb.progress("loading " + cfg.model_path);
       try {
-        model = engine.load({cfg.model_path, true, true});
+        engine::ModelOptions load;  // GPU offload: llama-bench's default, as bench's
+        load.path = cfg.model_path;
+        model = engine.load(load);
       } catch (const std::exception& e) {
         load_error = to_error_info(e);
       }

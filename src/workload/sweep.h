@@ -36,9 +36,19 @@ struct TestCase {
   int flash_attn = -1;
   std::string type_k = kDefaultCacheType;
   std::string type_v = kDefaultCacheType;
+  // GPU offload (engine::ModelOptions and ContextOptions say what each means).
+  int n_gpu_layers = kDefaultGpuLayers;
+  std::string devices;  // "" = llama.cpp's choice
+  std::string split_mode = "layer";
+  int main_gpu = 0;
+  bool op_offload = true;
 
   std::string name() const;  // "pp512", "tg128", "pp512+tg128", with " @ d512" at depth
-  bool same_model(const TestCase& other) const { return model_path == other.model_path && use_mmap == other.use_mmap; }
+  // Tests that can share one load of the model (the GPU settings are load settings).
+  bool same_model(const TestCase& other) const {
+    return model_path == other.model_path && use_mmap == other.use_mmap && n_gpu_layers == other.n_gpu_layers &&
+           devices == other.devices && split_mode == other.split_mode && main_gpu == other.main_gpu;
+  }
 };
 
 // Every swept parameter as given by the user, after parsing. Empty lists take defaults.
@@ -58,10 +68,15 @@ struct SweepSpec {
   std::vector<std::string> type_k{kDefaultCacheType};
   std::vector<std::string> type_v{kDefaultCacheType};
   std::vector<int> use_mmap{1};
+  std::vector<int> n_gpu_layers{kDefaultGpuLayers};
+  std::vector<std::string> devices{""};
+  std::vector<std::string> split_mode{"layer"};
+  std::vector<int> main_gpu{0};
+  std::vector<int> op_offload{1};
 };
 
-// The cross product, ordered so that all tests of one model (and load mode) run
-// together: a model loads once per group, never once per test.
+// The cross product, ordered so that all tests of one model (and load mode and offload)
+// run together: a model loads once per group, never once per test.
 std::vector<TestCase> expand(const SweepSpec& spec, int default_threads);
 
 // The names of the parameters that take more than one value (for the md table's columns).

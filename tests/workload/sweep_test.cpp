@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 
@@ -110,4 +111,28 @@ TEST(ExpandSweep, CountsTheCrossProductWithoutOverflowAndRefusesPastTheBound) {
   EXPECT_NE(test_support::error_message([&] { workload::expand(s, 1); }).find("over 18446744073709551615 tests"),
             std::string::npos);
   EXPECT_EQ(workload::saturating_product({3, 0, std::numeric_limits<uint64_t>::max()}), 0u);
+}
+
+TEST(ExpandSweep, GpuSettingsAreLoadSettingsSoEachOffloadLoadsOnce) {
+  workload::SweepSpec spec;
+  spec.models = {"m.gguf"};
+  spec.n_prompt = {16};
+  spec.n_gen = {4};
+  spec.threads = {1, 2};
+  spec.n_gpu_layers = {0, 99};
+  spec.op_offload = {1, 0};
+  const auto cases = workload::expand(spec, 2);
+  ASSERT_EQ(cases.size(), 2u * 2u * 2u * 2u);
+  // Tests that share a load are together: the model loads once per -ngl value.
+  int loads = 1;
+  for (size_t i = 1; i < cases.size(); ++i) loads += !cases[i].same_model(cases[i - 1]);
+  EXPECT_EQ(loads, 2);
+  EXPECT_EQ(cases.front().n_gpu_layers, 0);
+  EXPECT_EQ(cases.back().n_gpu_layers, 99);
+  EXPECT_TRUE(cases.front().op_offload);
+  EXPECT_FALSE(cases.back().op_offload);
+  const auto varied = workload::varied_parameters(cases);
+  EXPECT_NE(std::find(varied.begin(), varied.end(), "n_gpu_layers"), varied.end());
+  EXPECT_NE(std::find(varied.begin(), varied.end(), "op_offload"), varied.end());
+  EXPECT_EQ(std::find(varied.begin(), varied.end(), "devices"), varied.end());
 }
