@@ -78,6 +78,7 @@ std::vector<Finding> diagnose(const Evidence& e) {
   checks::check_precision(e, out);
   checks::check_memory(e, out);
   checks::check_kernel(e, out);
+  checks::check_gpu(e, out);
   checks::check_threads(e, out);
   checks::check_contention(e, out);
   checks::check_cgroup(e, out);

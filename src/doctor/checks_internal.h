@@ -6,6 +6,7 @@
 //   checks_runtime.cpp what happens while it runs: clock and heat, big cores held back,
 //                      decode step-downs,
 //                      load, the device's ceilings
+//   checks_gpu.cpp     GPU backends, offload, ops on the CPU, the GPU against the CPU
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -58,5 +59,7 @@ void check_big_cores(const Evidence& e, std::vector<Finding>& out);
 void check_decode_steps(const Evidence& e, std::vector<Finding>& out);
 void check_load(const Evidence& e, std::vector<Finding>& out);
 void check_ceiling(const Evidence& e, std::vector<Finding>& out);
+
+void check_gpu(const Evidence& e, std::vector<Finding>& out);
 
 }  // namespace edgeprobe::doctor::checks

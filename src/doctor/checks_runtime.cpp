@@ -14,6 +14,98 @@
 namespace edgeprobe::doctor::checks {
 
 // ---- 6. throttling: clock and heat ----------------------------------------------------
+
+namespace {
+
+constexpr double kGpuBusyShare = 0.30;  // a GPU this busy on average was doing the run's work
+constexpr const char* kGpuCoolFix =
+    "cool the device (no case, a fan or heatsink), add --delay between tests, or lighten the GPU's load";
+constexpr const char* kJetsonClockFix =
+    "a higher power mode and fixed clocks while measuring (sudo nvpmodel -m 0; sudo jetson_clocks)";
+constexpr const char* kDevfreqClockFix =
+    "the performance governor on the GPU's devfreq while measuring (echo performance > <devfreq>/governor, "
+    "as root), or a performance mode";
+
+// One GPU over prefill+decode: duration-weighted clock and busy shares, lowest cap, heat.
+struct GpuAcc {
+  std::string kind, governor, rail, rail_shared_with;
+  double share_sum = 0, share_ms = 0, busy_sum = 0, busy_ms = 0, mean_freq_sum = 0;
+  double min_cap = 1, max_freq_hz = 0;
+  double max_temp = NAN;
+};
+
+void add_gpu_phase(const json& g, double ms, GpuAcc& a) {
+  a.kind = text(g, "kind", a.kind);
+  a.governor = text(g, "governor", a.governor);
+  a.rail = text(g, "rail", a.rail);
+  a.rail_shared_with = text(g, "rail_shared_with", a.rail_shared_with);
+  a.max_freq_hz = num(g, "max_freq_hz", a.max_freq_hz);
+  if (field(g, "mean_freq_share").is_number()) {
+    a.share_sum += num(g, "mean_freq_share") * ms;
+    a.mean_freq_sum += num(g, "mean_freq_hz") * ms;
+    a.share_ms += ms;
+  }
+  if (field(g, "mean_busy_share").is_number()) {
+    a.busy_sum += num(g, "mean_busy_share") * ms;
+    a.busy_ms += ms;
+  }
+  if (field(g, "min_cap_share").is_number()) a.min_cap = std::min(a.min_cap, num(g, "min_cap_share"));
+  if (field(g, "max_temp_c").is_number() && (std::isnan(a.max_temp) || num(g, "max_temp_c") > a.max_temp))
+    a.max_temp = num(g, "max_temp_c");
+}
+
+// The evidence of a GPU clock finding: the GPU, its figures, governor, heat and rail.
+std::vector<std::string> gpu_evidence(const std::string& name, const GpuAcc& a, double share, double busy) {
+  std::vector<std::string> ev = {fmt::format(
+      "GPU {} ({}) was busy {} of the time and ran at {} of its {:.0f} MHz on average ({:.0f} MHz)", name,
+      a.kind, pct(busy), pct(share), a.max_freq_hz / 1e6, a.mean_freq_sum / a.share_ms / 1e6)};
+  if (a.min_cap < 0.98) {
+    ev.push_back(fmt::format("its clock was capped to {} of its top clock", pct(a.min_cap)));
+  }
+  if (!a.governor.empty()) ev.push_back(fmt::format("governor '{}'", a.governor));
+  if (!std::isnan(a.max_temp)) ev.push_back(fmt::format("GPU temperature up to {:.1f} °C", a.max_temp));
+  if (!a.rail.empty()) {
+    const std::string shared = a.rail_shared_with.empty() ? "" : " (shared with " + a.rail_shared_with + ")";
+    ev.push_back("power rail " + a.rail + shared);
+  }
+  return ev;
+}
+
+// A GPU kept busy while its clock ran below its maximum: with heat or a cap it is thermal
+// throttling, without them its governor or a power mode holds it back.
+void check_gpu_clock(const std::map<std::string, GpuAcc>& gpus, std::vector<Finding>& out) {
+  for (const auto& [name, a] : gpus) {
+    if (a.share_ms <= 0 || a.busy_ms <= 0) continue;
+    const double share = a.share_sum / a.share_ms, busy = a.busy_sum / a.busy_ms;
+    if (busy < kGpuBusyShare || share >= kLowClockShare) continue;
+    const bool capped = a.min_cap < 0.98, hot = !std::isnan(a.max_temp) && a.max_temp >= kHotC;
+    const json max_temp = std::isnan(a.max_temp) ? json(nullptr) : json(a.max_temp);
+    Finding f{"", Severity::kWarning, "", gpu_evidence(name, a, share, busy), "prefill+decode",
+              1.0 / std::max(share, 0.05),
+              "estimated: the GPU's maximum clock over its mean clock while busy (an upper bound: only GPU "
+              "work gains, and memory-bound work gains less)",
+              "",
+              {{"gpu", name}, {"kind", a.kind}, {"mean_freq_share", share}, {"mean_busy_share", busy},
+               {"min_cap_share", a.min_cap}, {"governor", a.governor}, {"max_temp_c", max_temp}}};
+    if (hot || capped) {
+      f.id = "throttle.gpu_thermal";
+      f.title = hot ? fmt::format("GPU thermal throttling: '{}' ran at {} of its clock at {:.0f} °C", name,
+                                  pct(share), a.max_temp)
+                    : fmt::format("GPU clock cap: '{}' capped to {} of its clock while busy", name,
+                                  pct(a.min_cap));
+      f.fix = kGpuCoolFix;
+    } else {
+      f.id = "throttle.gpu_clock";
+      f.title = fmt::format("GPU '{}' ran at {} of its maximum clock while {} busy", name, pct(share),
+                            pct(busy));
+      f.fix = a.kind == "jetson" ? kJetsonClockFix : kDevfreqClockFix;
+    }
+    out.push_back(std::move(f));
+  }
+}
+
+}  // namespace
+
 void check_clock_and_heat(const Evidence& e, std::vector<Finding>& out) {
   const auto& o = e.options;
   const json* tg = rv::find_result(e.primary.report, fmt::format("tg{}", o.n_gen));
@@ -25,6 +117,7 @@ void check_clock_and_heat(const Evidence& e, std::vector<Finding>& out) {
     bool thread_known = false;
   };
   std::map<std::string, Acc> acc;
+  std::map<std::string, GpuAcc> gpus;
   double first_temp = NAN, max_temp = NAN;
   std::string hottest;
   for (const json* r : {pp, tg}) {
@@ -47,6 +140,7 @@ void check_clock_and_heat(const Evidence& e, std::vector<Finding>& out) {
             a.thread_ms += ms;
           }
         }
+        for (const auto& g : p.value("gpus", json::array())) add_gpu_phase(g, ms, gpus[text(g, "name")]);
         const json thermal = p.value("thermal", json::object());
         for (const auto& [zone, t] : thermal.items()) {
           const double m = num(t, "max_temp_c", NAN);
@@ -104,7 +198,10 @@ void check_clock_and_heat(const Evidence& e, std::vector<Finding>& out) {
     }
     out.push_back(std::move(f));
   }
-  if (hot && std::none_of(out.begin(), out.end(), [](const Finding& f) { return f.id == "throttle.thermal"; })) {
+  check_gpu_clock(gpus, out);
+  if (hot && std::none_of(out.begin(), out.end(), [](const Finding& f) {
+        return f.id == "throttle.thermal" || f.id == "throttle.gpu_thermal";
+      })) {
     out.push_back({"thermal.hot", Severity::kInfo, fmt::format("{} reached {:.1f} °C during the run", hottest, max_temp),
                    {fmt::format("from {:.1f} °C", first_temp)}, "prefill+decode", std::nullopt, "",
                    "watch for throttling in longer runs (edgeprobe session); --delay lets the device cool between tests", {}});

@@ -18,6 +18,9 @@ std::vector<std::string> RunConfig::bench_args() const {
   if (type_v != defaults.type_v) a.insert(a.end(), {"-ctv", type_v});
   if (!use_mmap) a.insert(a.end(), {"-mmp", "0"});
   if (!cpu_variant.empty()) a.insert(a.end(), {"--cpu-variant", cpu_variant});
+  if (n_gpu_layers != defaults.n_gpu_layers) a.insert(a.end(), {"-ngl", std::to_string(n_gpu_layers)});
+  if (!devices.empty()) a.insert(a.end(), {"-dev", devices});
+  if (!op_offload) a.insert(a.end(), {"-nopo", "1"});
   return a;
 }
 

@@ -20,6 +20,9 @@ struct RunConfig {
   std::string type_k = kDefaultCacheType, type_v = kDefaultCacheType;
   bool use_mmap = true;
   std::string cpu_variant;   // "" = the best for this CPU
+  int n_gpu_layers = kDefaultGpuLayers;  // -ngl; -1 = all
+  std::string devices;                   // -dev; "" = llama.cpp's choice, "none" = CPU only
+  bool op_offload = true;                // -nopo 1 turns it off
 
   // The settings as `edgeprobe bench` arguments (only those that differ from the
   // defaults, so the command line stays readable).

@@ -12,6 +12,7 @@
 #include "core/subprocess.h"
 #include "platform/cpu_features.h"
 #include "result/migrate.h"
+#include "result/result.h"
 
 namespace edgeprobe::doctor {
 namespace {
@@ -49,6 +50,21 @@ double auto_budget_s(const BenchRun& primary, const DoctorOptions& o) {
     load_s = num(field(*res, "load"), "cold_ms") / 1000;
   const double llama_bench_s = 6 * (512 / *r.pp + 128 / *r.tg) + 2 * load_s;
   return std::max(kMinAutoBudget, 2 * llama_bench_s);
+}
+
+// Whether the first run used a GPU: offloaded layers, or ran on the CPU with a GPU
+// device present (a pair then measures the other way).
+enum class GpuUse { kNone, kOffloaded, kIdle };
+GpuUse gpu_use(const nlohmann::json& report) {
+  const auto engine = result::engine_from_json(field(field(report, "provenance"), "engine"));
+  bool device = false;
+  for (const auto& b : engine.gpu_backends) device = device || !b.devices.empty();
+  if (!device) return GpuUse::kNone;
+  const auto& results = field(report, "results");
+  if (results.is_array())
+    for (const auto& r : results)
+      if (result::placement_from_json(field(r, "placement")).layers_offloaded > 0) return GpuUse::kOffloaded;
+  return GpuUse::kIdle;
 }
 
 }  // namespace
@@ -136,6 +152,8 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
     const int usable = static_cast<int>(usable_cpus(e.device, options.config).size());
     const bool oversubscribed = options.config.threads > std::max(usable, 1);
     int planned = (oversubscribed ? 1 : 0) + (options.config.use_mmap ? 0 : 1);
+    const GpuUse gpu = gpu_use(e.primary.report);
+    planned += gpu == GpuUse::kNone ? 0 : 1;
     const auto& gap = field(e.primary.report, "provenance").value("isa_gap", nlohmann::json::object());
     const bool variant_forced_low = gap.value("fallback", false) && !options.config.cpu_variant.empty();
     planned += variant_forced_low ? 1 : 0;
@@ -221,6 +239,22 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
       e.mmap_pairs = compare_pairs(options, probe, {"mmap", "--mmap 0", "--mmap 1", base, mmap, {8, 0, 1, false, {}}, "load ms", load_ms},
                                    share(planned--), options.stop_rule, progress);
     }
+    if (gpu != GpuUse::kNone) {
+      // The GPU against the CPU, both ways: a run that offloaded against the CPU alone (the
+      // GPU slower, as on many phones and boards), a run on the CPU against the GPU.
+      RunConfig other = base;
+      const bool offloaded = gpu == GpuUse::kOffloaded;
+      other.n_gpu_layers = offloaded ? 0 : kDefaultGpuLayers;
+      other.devices = offloaded ? "none" : "";
+      other.op_offload = true;
+      const std::string a_label = offloaded ? fmt::format("-ngl {}{}", options.config.n_gpu_layers, base_note)
+                                            : fmt::format("CPU only{}", base_note);
+      const std::string b_label = offloaded ? fmt::format("-dev none (CPU only){}", base_note)
+                                            : fmt::format("-ngl {} (all layers on the GPU){}", kDefaultGpuLayers, base_note);
+      progress(offloaded ? "measuring the model on the CPU alone against the GPU" : "measuring the model on the GPU");
+      e.gpu_pairs = compare_pairs(options, probe, {"gpu", a_label, b_label, base, other, pair_tests, "seconds per reference turn", turn},
+                                  share(planned--), options.stop_rule, progress);
+    }
   }
   // The machine's speed over every child of the diagnosis.
   e.reference_best_ms = probe.best_ms();
@@ -230,7 +264,7 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
   };
   add_speed(e.primary.reference_ms);
   if (e.thread_sweep) add_speed(e.thread_sweep->reference_ms);
-  for (const auto* c : {&e.variant_pairs, &e.thread_pairs, &e.mmap_pairs})
+  for (const auto* c : {&e.variant_pairs, &e.thread_pairs, &e.mmap_pairs, &e.gpu_pairs})
     if (*c)
       for (const auto& child : (*c)->children) add_speed(child.reference_ms);
   e.speed_variation = speed_variation(speeds);

@@ -47,6 +47,9 @@ struct Evidence {
   std::optional<BenchRun> with_mmap;      // when the configuration turns mmap off
   // Interleaved pairs: the configuration (A) against the fix (B).
   std::optional<Comparison> variant_pairs, thread_pairs, mmap_pairs;
+  // The GPU against the CPU: the configuration against -ngl 0 -nopo 1 when it offloaded,
+  // against -ngl 99 when it ran on the CPU with a GPU device present.
+  std::optional<Comparison> gpu_pairs;
   double reference_best_ms = 0;  // the reference kernel's fastest time during the diagnosis
   double speed_variation = 0;    // (max - min) / max of its speed over all the children
   double budget_s = 0;           // the budget the comparisons ran under

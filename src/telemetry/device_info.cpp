@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+
 #include "telemetry/file_reader.h"
 
 namespace edgeprobe::telemetry {
@@ -9,6 +11,27 @@ namespace {
 
 std::string mhz(const std::optional<int64_t>& khz) {
   return khz ? fmt::format("{:.0f} MHz", static_cast<double>(*khz) / 1000.0) : "?";
+}
+
+std::string gpu_mhz(const std::optional<int64_t>& hz) {
+  return hz ? fmt::format("{:.0f} MHz", static_cast<double>(*hz) / 1e6) : "?";
+}
+
+// One GPU in a line or two: what it is, how its clock is governed, what feeds it.
+void render_gpu(const Gpu& g, const std::function<void(const std::string&)>& line) {
+  std::string text = fmt::format("  {} {}", g.kind, g.name);
+  if (!g.model.empty()) text += " model " + g.model;
+  if (!g.governor.empty()) text += " governor " + g.governor;
+  text += fmt::format(" now {} max {}", gpu_mhz(g.cur_hz), gpu_mhz(g.max_hz));
+  if (g.cap_hz && g.max_hz && *g.cap_hz < *g.max_hz)
+    text += fmt::format(" (capped to {})", gpu_mhz(g.cap_hz));
+  if (g.busy_share) text += fmt::format(" busy {:.0f} %", *g.busy_share * 100);
+  if (g.temp_c) text += fmt::format(" {:.1f} °C", *g.temp_c);
+  line(text);
+  if (!g.rail.empty()) {
+    line("    power rail " + g.rail +
+         (g.rail_shared_with.empty() ? "" : " (shared with " + g.rail_shared_with + ")"));
+  }
 }
 
 template <typename T>
@@ -26,6 +49,8 @@ DeviceInfo describe_device(const FsRoot& fs, int pid) {
   info.thermal = discover_thermal(fs, &info.unavailable);
   info.power = discover_power(fs);
   info.unavailable.insert(info.unavailable.end(), info.power.unavailable.begin(), info.power.unavailable.end());
+  info.gpu = discover_gpus(fs, info.power.rails);
+  info.unavailable.insert(info.unavailable.end(), info.gpu.unavailable.begin(), info.gpu.unavailable.end());
   info.cgroup = discover_cgroup(fs, pid);
   info.unavailable.insert(info.unavailable.end(), info.cgroup.unavailable.begin(), info.cgroup.unavailable.end());
   return info;
@@ -57,6 +82,9 @@ std::string render_text(const DeviceInfo& info) {
     line(fmt::format("  {:<15} {:<24} {:.1f} °C{}", z.name, z.type, z.temp_c.value_or(0),
                      z.divisor == 1000 ? "" : fmt::format(" (raw unit 1/{} °C, guessed)", z.divisor)));
   }
+  const size_t gpus = info.gpu.gpus.size();
+  line(gpus == 0 ? std::string("GPU: none found in sysfs") : fmt::format("GPUs: {}", gpus));
+  for (const auto& g : info.gpu.gpus) render_gpu(g, line);
   line("Power:");
   for (const auto& b : info.power.batteries) {
     line(fmt::format("  battery {} status {}{}{}", b.name, b.status.empty() ? "?" : b.status,
@@ -155,6 +183,20 @@ nlohmann::json to_json(const DeviceInfo& info) {
     put(jr, "current_ma", r.current_ma);
     rails.push_back(jr);
   }
+  json gpus = json::array();
+  for (const auto& g : info.gpu.gpus) {
+    json jg = {{"kind", g.kind}, {"name", g.name}, {"model", g.model}, {"governor", g.governor}};
+    put(jg, "cur_freq_hz", g.cur_hz);
+    put(jg, "min_freq_hz", g.min_hz);
+    put(jg, "max_freq_hz", g.max_hz);
+    put(jg, "cap_freq_hz", g.cap_hz);
+    put(jg, "busy_share", g.busy_share);
+    put(jg, "temp_c", g.temp_c);
+    if (!g.rail.empty()) jg["rail"] = g.rail;
+    if (!g.rail_shared_with.empty()) jg["rail_shared_with"] = g.rail_shared_with;
+    gpus.push_back(jg);
+  }
+  j["gpus"] = gpus;
   j["power"] = {{"batteries", batteries}, {"rapl", rapl}, {"ina3221_rails", rails}};
   const auto& cg = info.cgroup;
   json jc = {{"version", cg.version}};

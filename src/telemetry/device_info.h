@@ -16,6 +16,7 @@ struct DeviceInfo {
   CpuLayout cpu;
   std::vector<ThermalZone> thermal;
   PowerLayout power;
+  GpuLayout gpu;
   CgroupInfo cgroup;
   std::vector<std::string> unavailable;  // every "<what>: unavailable: <why>"
 };

@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/fs.h"
@@ -96,6 +97,39 @@ struct PowerLayout {
   std::vector<std::string> unavailable;
 };
 
+// How a GPU reports how busy it was over its last window.
+enum class GpuBusyFormat {
+  kNone,
+  kPercent,     // kgsl gpu_busy_percentage: "37 %"
+  kBusyTotal,   // kgsl gpubusy: "<busy> <total>" over the last window
+  kLoadAtFreq,  // Rockchip devfreq load: "37@300000000Hz" (percent busy at a clock)
+  kPerMille,    // Jetson <devfreq>/device/load: 0..1000
+};
+
+// A GPU found under sysfs, its clock in Hz: Adreno kgsl (Qualcomm's
+// drivers/gpu/msm/kgsl_pwrctrl.c), a Mali under devfreq (Rockchip's kbase, mainline
+// panfrost/panthor), or a Jetson iGPU under devfreq (jetson_stats jtop/core/gpu.py).
+struct Gpu {
+  std::string kind;      // "kgsl", "mali", "jetson"
+  std::string name;      // "kgsl-3d0", "fb000000.gpu", "17000000.gpu"
+  std::string model;     // "Adreno740v2", "Mali-G610", "ga10b"; "" when the device does not say
+  std::string governor;  // "msm-adreno-tz", "simple_ondemand", "nvhost_podgov"
+  std::string dir;       // the kgsl or devfreq directory (device path)
+  std::string freq_path, cap_path, busy_path, temp_path;  // "" when absent
+  GpuBusyFormat busy_format = GpuBusyFormat::kNone;
+  double temp_divisor = 1000;
+  std::optional<int64_t> cur_hz, min_hz, cap_hz;
+  std::optional<int64_t> max_hz;             // the hardware's top clock: what shares are of
+  std::optional<double> busy_share, temp_c;  // at discovery
+  // The INA3221 rail that feeds it (Jetson), and who else that rail feeds.
+  std::string rail, rail_shared_with;
+};
+
+struct GpuLayout {
+  std::vector<Gpu> gpus;
+  std::vector<std::string> unavailable;  // only about GPUs that were found
+};
+
 // The cgroup the measured process sits in: cpu.stat throttling counters and limits.
 // v1: Documentation/scheduler/sched-bwc.rst; v2: Documentation/admin-guide/cgroup-v2.rst.
 struct CgroupInfo {
@@ -117,6 +151,11 @@ CpuLayout discover_cpus(const FsRoot& fs);
 std::vector<ThermalZone> discover_thermal(const FsRoot& fs, std::vector<std::string>* unavailable);
 PowerLayout discover_power(const FsRoot& fs);
 CgroupInfo discover_cgroup(const FsRoot& fs, int pid);
+// GPUs under /sys/class/kgsl and /sys/class/devfreq; `rails` (discover_power) name the
+// rail that feeds a Jetson GPU. Nothing found is no line: most machines have none.
+GpuLayout discover_gpus(const FsRoot& fs, const std::vector<PowerRail>& rails = {});
+// One busy reading to a share 0..1; nullopt when the text is not in that format.
+std::optional<double> parse_gpu_busy(std::string_view text, GpuBusyFormat format);
 
 // Raw thermal reading -> degrees C by the unit the zone was found to use.
 double normalise_temp_c(long long raw, double divisor);

@@ -31,6 +31,8 @@ Sampler::Sampler(SamplerOptions options, RunClock clock)
   const auto zones = discover_thermal(fs_, &lines);
   const PowerLayout power = discover_power(fs_);
   lines.insert(lines.end(), power.unavailable.begin(), power.unavailable.end());
+  const GpuLayout gpus = discover_gpus(fs_, power.rails);
+  lines.insert(lines.end(), gpus.unavailable.begin(), gpus.unavailable.end());
   const CgroupInfo cgroup = discover_cgroup(fs_, options_.pid);
   lines.insert(lines.end(), cgroup.unavailable.begin(), cgroup.unavailable.end());
 
@@ -38,6 +40,14 @@ Sampler::Sampler(SamplerOptions options, RunClock clock)
   if (!cpus.policies.empty()) sources_.push_back(make_cpufreq_source(fs_, cpus));
   if (std::any_of(cpus.policies.begin(), cpus.policies.end(), [](const CpufreqPolicy& p) { return p.scaling_max_khz.has_value(); })) {
     sources_.push_back(make_cpufreq_cap_source(fs_, cpus));
+  }
+  // Right after the CPU clocks, so that the trace shows both clocks side by side.
+  for (const auto& g : gpus.gpus) {
+    timeline_.gpus.push_back({g.name, g.kind, g.model, g.governor, g.max_hz, g.rail, g.rail_shared_with});
+  }
+  if (!gpus.gpus.empty()) {
+    sources_.push_back(make_gpu_source(fs_, gpus));
+    sources_.push_back(make_gpu_slow_source(fs_, gpus));
   }
   if (!zones.empty() || std::any_of(power.batteries.begin(), power.batteries.end(), [](const Battery& b) { return b.has_temp; })) {
     sources_.push_back(make_thermal_source(fs_, zones, power.batteries));

@@ -40,6 +40,9 @@ std::unique_ptr<Source> make_cpufreq_source(const FsRoot& fs, const CpuLayout& c
 std::unique_ptr<Source> make_cpufreq_cap_source(const FsRoot& fs, const CpuLayout& cpus);
 std::unique_ptr<Source> make_thermal_source(const FsRoot& fs, const std::vector<ThermalZone>& zones,
                                             const std::vector<Battery>& batteries);
+// GPU clock and busy share at most 10 Hz; its cap and temperature at most 5 Hz.
+std::unique_ptr<Source> make_gpu_source(const FsRoot& fs, const GpuLayout& gpus);
+std::unique_ptr<Source> make_gpu_slow_source(const FsRoot& fs, const GpuLayout& gpus);
 std::unique_ptr<Source> make_power_source(const FsRoot& fs, const PowerLayout& power);
 std::unique_ptr<Source> make_procstat_source(const FsRoot& fs, const std::vector<int>& cpus);
 // live_self: the sampler measures its own process on the real root, so getrusage() can

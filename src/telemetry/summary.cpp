@@ -51,6 +51,49 @@ std::optional<double> sum_deltas(const Timeline& tl, Metric metric, int64_t star
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
+// Each GPU's clock, cap, busy share and temperature over the phase; the rail's power is
+// filled in once the power sources are summed.
+std::vector<GpuPhase> summarize_gpus(const Timeline& tl, int64_t start_ns, int64_t end_ns) {
+  std::vector<GpuPhase> out;
+  for (size_t g = 0; g < tl.gpus.size(); ++g) {
+    const auto& info = tl.gpus[g];
+    GpuPhase phase;
+    phase.name = info.name;
+    phase.kind = info.kind;
+    phase.model = info.model;
+    phase.governor = info.governor;
+    phase.rail = info.rail;
+    phase.rail_shared_with = info.rail_shared_with;
+    if (info.max_hz && *info.max_hz > 0) phase.max_freq_hz = static_cast<double>(*info.max_hz);
+    for (size_t s = 0; s < tl.series.size(); ++s) {
+      if (tl.series[s].index != static_cast<int>(g)) continue;
+      const Metric metric = tl.series[s].metric;
+      if (metric != Metric::kGpuFreqHz && metric != Metric::kGpuCapHz && metric != Metric::kGpuBusyShare &&
+          metric != Metric::kGpuTempC) {
+        continue;
+      }
+      const auto stats = level_stats(tl, s, start_ns, end_ns);
+      if (!stats) continue;
+      if (metric == Metric::kGpuFreqHz) {
+        phase.mean_freq_hz = stats->mean;
+        phase.min_freq_hz = stats->min;
+        if (phase.max_freq_hz) {
+          phase.mean_freq_share = stats->mean / *phase.max_freq_hz;
+          phase.min_freq_share = stats->min / *phase.max_freq_hz;
+        }
+      } else if (metric == Metric::kGpuCapHz) {
+        if (phase.max_freq_hz) phase.min_cap_share = std::min(1.0, stats->min / *phase.max_freq_hz);
+      } else if (metric == Metric::kGpuBusyShare) {
+        phase.mean_busy_share = stats->mean;
+      } else {
+        phase.max_temp_c = stats->max;
+      }
+    }
+    out.push_back(std::move(phase));
+  }
+  return out;
+}
+
 }  // namespace
 
 PhaseTelemetry summarize_phase(const Timeline& tl, int64_t start_ns, int64_t end_ns, int64_t tokens) {
@@ -146,6 +189,8 @@ PhaseTelemetry summarize_phase(const Timeline& tl, int64_t start_ns, int64_t end
     out.clusters.push_back(std::move(phase));
   }
 
+  out.gpus = summarize_gpus(tl, start_ns, end_ns);
+
   for (size_t s : tl.find(Metric::kTempC)) {
     if (const auto stats = level_stats(tl, s, start_ns, end_ns)) {
       out.thermal.push_back({tl.series[s].group, stats->max, stats->mean});
@@ -183,6 +228,11 @@ PhaseTelemetry summarize_phase(const Timeline& tl, int64_t start_ns, int64_t end
       battery_names.push_back(info.group);
       const auto stats = level_stats(tl, s, start_ns, end_ns);
       if (!stats || stats->min <= 0) battery_discharging = false;
+    }
+  }
+  for (auto& gpu : out.gpus) {
+    for (const auto& ps : out.power_sources) {
+      if (!gpu.rail.empty() && ps.name == gpu.rail) gpu.rail_mean_power_w = ps.mean_power_w;
     }
   }
   if (battery_total && !battery_discharging) {
@@ -274,6 +324,27 @@ nlohmann::json to_json(const PhaseTelemetry& p) {
     clusters.push_back(jc);
   }
   j["clusters"] = clusters;
+  if (!p.gpus.empty()) {
+    json gpus = json::array();
+    for (const auto& g : p.gpus) {
+      json jg = {{"name", g.name}, {"kind", g.kind}};
+      if (!g.model.empty()) jg["model"] = g.model;
+      if (!g.governor.empty()) jg["governor"] = g.governor;
+      put(jg, "max_freq_hz", g.max_freq_hz);
+      put(jg, "mean_freq_hz", g.mean_freq_hz);
+      put(jg, "min_freq_hz", g.min_freq_hz);
+      put(jg, "mean_freq_share", g.mean_freq_share);
+      put(jg, "min_freq_share", g.min_freq_share);
+      put(jg, "min_cap_share", g.min_cap_share);
+      put(jg, "mean_busy_share", g.mean_busy_share);
+      put(jg, "max_temp_c", g.max_temp_c);
+      if (!g.rail.empty()) jg["rail"] = g.rail;
+      if (!g.rail_shared_with.empty()) jg["rail_shared_with"] = g.rail_shared_with;
+      put(jg, "rail_mean_power_w", g.rail_mean_power_w);
+      gpus.push_back(jg);
+    }
+    j["gpus"] = gpus;
+  }
   json thermal = json::object();
   for (const auto& z : p.thermal) thermal[z.zone] = {{"max_temp_c", z.max_temp_c}, {"mean_temp_c", z.mean_temp_c}};
   j["thermal"] = thermal;

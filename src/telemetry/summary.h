@@ -23,6 +23,18 @@ struct ClusterPhase {
   std::optional<double> thread_time_share;  // share of the process's thread-time here
 };
 
+// A GPU over one phase: clock as a share of its top clock, busy share, its own temperature.
+struct GpuPhase {
+  std::string name, kind, model, governor;
+  std::optional<double> max_freq_hz;  // the top clock: what the shares are of
+  std::optional<double> mean_freq_hz, min_freq_hz, mean_freq_share, min_freq_share;
+  std::optional<double> min_cap_share;  // lowest cap over the top clock: < 1 = capped
+  std::optional<double> mean_busy_share, max_temp_c;
+  // The INA3221 rail that feeds it (Jetson) and its mean power: never the GPU's alone.
+  std::string rail, rail_shared_with;
+  std::optional<double> rail_mean_power_w;
+};
+
 struct ZonePhase {
   std::string zone;
   double max_temp_c = 0;
@@ -41,6 +53,7 @@ struct PhaseTelemetry {
   int64_t start_ns = 0, end_ns = 0, tokens = 0;
   size_t samples = 0;  // samples inside the phase
   std::vector<ClusterPhase> clusters;
+  std::vector<GpuPhase> gpus;  // empty where no GPU was found
   std::vector<ZonePhase> thermal;
   std::vector<PowerSourcePhase> power_sources;
   std::string energy_source;  // which source energy_j comes from

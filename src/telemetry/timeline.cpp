@@ -30,6 +30,13 @@ const char* metric_unit(Metric metric) {
     case Metric::kInvoluntaryCtxSwitches: return "switches";
     case Metric::kThrottledPeriods:
     case Metric::kPeriods: return "periods";
+    case Metric::kGpuFreqHz:
+    case Metric::kGpuCapHz:
+      return "Hz";
+    case Metric::kGpuBusyShare:
+      return "share";
+    case Metric::kGpuTempC:
+      return "°C";
   }
   return "";
 }
@@ -120,6 +127,7 @@ Timeline Timeline::slice(int64_t start_ns, int64_t end_ns) const {
   Timeline out;
   out.series = series;
   out.clusters = clusters;
+  out.gpus = gpus;
   out.sample_hz = sample_hz;
   out.values.resize(series.size());
   auto [first, last] = window(start_ns, end_ns);

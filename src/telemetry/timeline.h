@@ -30,6 +30,10 @@ enum class Metric {
   kThrottledS,         // counter: cgroup throttled time
   kThrottledPeriods,   // counter: cgroup nr_throttled
   kPeriods,            // counter: cgroup nr_periods
+  kGpuFreqHz,          // level: a GPU's current clock; group = GPU name, index = Timeline::gpus
+  kGpuCapHz,           // level: the highest clock the GPU may take now (thermal/QoS cap)
+  kGpuBusyShare,       // level: 0..1, how busy the GPU was over its driver's last window
+  kGpuTempC,           // level: the GPU's own temperature in degrees C
 };
 
 const char* metric_unit(Metric metric);
@@ -48,6 +52,12 @@ struct ClusterSummaryInfo {
   std::string name, role;
   std::vector<int> cpus;
   std::optional<int64_t> max_khz;
+};
+
+struct GpuSummaryInfo {
+  std::string name, kind, model, governor;
+  std::optional<int64_t> max_hz;       // the top clock: what shares are of
+  std::string rail, rail_shared_with;  // the INA3221 rail feeding it, "" unknown
 };
 
 // One cpufreq stats/time_in_state reading (Documentation/cpu-freq/cpufreq-stats.rst:
@@ -75,6 +85,7 @@ struct Timeline {
   std::vector<int64_t> t_ns;
   std::vector<std::vector<double>> values;
   std::vector<ClusterSummaryInfo> clusters;
+  std::vector<GpuSummaryInfo> gpus;
   std::vector<TimeInStateSnapshot> time_in_state;
   std::vector<ThreadSample> threads;
   double sample_hz = 0;

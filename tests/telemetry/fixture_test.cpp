@@ -18,27 +18,14 @@ using namespace edgeprobe;
 using namespace edgeprobe::telemetry;
 using edgeprobe::telemetry::testing::fixture;
 using edgeprobe::telemetry::testing::ScratchRoot;
+using edgeprobe::telemetry::testing::contains;
+using edgeprobe::telemetry::testing::sample_once;
+using edgeprobe::telemetry::testing::value_of;
 
 namespace {
 
-double value_of(const Timeline& tl, const std::string& series, size_t sample = 0) {
-  const auto s = tl.find(series);
-  if (!s) {
-    ADD_FAILURE() << "no series " << series;
-    return std::nan("");
-  }
-  return tl.values[*s][sample];
-}
 
-Timeline sample_once(const std::string& root) {
-  Sampler sampler({.hz = 10, .sysfs_root = root, .pid = 0}, RunClock());
-  sampler.sample_at(0);
-  return sampler.timeline();
-}
 
-bool contains(const std::vector<std::string>& lines, const std::string& needle) {
-  return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(needle) != std::string::npos; });
-}
 
 }  // namespace
 

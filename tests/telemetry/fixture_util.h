@@ -6,10 +6,40 @@
 
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "telemetry/sampler.h"
+#include "telemetry/timeline.h"
+
 namespace edgeprobe::telemetry::testing {
 
 inline std::string fixture(const std::string& name) {
   return std::string(EDGEPROBE_TEST_DATA_DIR) + "/fixtures/sysfs/" + name;
+}
+
+// The value of one series at one sample; NaN and a test failure when there is no such series.
+inline double value_of(const Timeline& tl, const std::string& series, size_t sample = 0) {
+  const auto s = tl.find(series);
+  if (!s) {
+    ADD_FAILURE() << "no series " << series;
+    return std::nan("");
+  }
+  return tl.values[*s][sample];
+}
+
+// One sample of everything the sampler finds under `root`, at time 0.
+inline Timeline sample_once(const std::string& root) {
+  Sampler sampler({.hz = 10, .sysfs_root = root, .pid = 0}, RunClock());
+  sampler.sample_at(0);
+  return sampler.timeline();
+}
+
+inline bool contains(const std::vector<std::string>& lines, const std::string& needle) {
+  return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(needle) != std::string::npos; });
 }
 
 // A scratch root under the system temp dir, removed at the end of the test.

@@ -108,7 +108,7 @@ function epBenchTimeline(parent, doc, key) {
   }
   const sec = ns => (ns - t0) / 1e9;
   const latency = [];
-  const phaseSeries = {freq: new Map(), temp: new Map(), power: new Map(), throttled: new Map(), other: new Map()};
+  const phaseSeries = {freq: new Map(), gpufreq: new Map(), gpubusy: new Map(), temp: new Map(), power: new Map(), throttled: new Map(), other: new Map()};
   const addSeg = (kind, name, seg) => {
     if (!phaseSeries[kind].has(name)) phaseSeries[kind].set(name, []);
     phaseSeries[kind].get(name).push(seg);
@@ -136,6 +136,10 @@ function epBenchTimeline(parent, doc, key) {
         const a = phase === 'decode' ? rep.end_ns - dur : rep.start_ns, b = a + dur;
         const seg = y => [sec(a), sec(b), y];
         for (const c of p.clusters || []) if (typeof c.mean_freq_share === 'number') addSeg('freq', `${c.name}${c.role ? ' (' + c.role + ')' : ''}`, seg(c.mean_freq_share * 100));
+        for (const g of p.gpus || []) {
+          if (typeof g.mean_freq_share === 'number') addSeg('gpufreq', g.name, seg(g.mean_freq_share * 100));
+          if (typeof g.mean_busy_share === 'number') addSeg('gpubusy', g.name, seg(g.mean_busy_share * 100));
+        }
         for (const [zone, z] of Object.entries(p.thermal || {})) if (typeof z.max_temp_c === 'number') addSeg('temp', zone, seg(z.max_temp_c));
         if (typeof p.mean_power_w === 'number') addSeg('power', p.energy_source || 'total', seg(p.mean_power_w));
         if (typeof p.throttled_ms === 'number') addSeg('throttled', 'cgroup throttled', seg(p.throttled_ms));
@@ -155,6 +159,8 @@ function epBenchTimeline(parent, doc, key) {
   const off = 'telemetry was off for this run (no sampler ran)';
   const panels = [
     ['freq', 'CPU frequency per cluster (mean per phase)', 'share of max frequency (%)', ['cpufreq', 'frequency', 'cluster']],
+    ['gpufreq', 'GPU clock (mean per phase)', 'share of max clock (%)', null],
+    ['gpubusy', 'GPU busy (mean per phase)', 'busy (%)', null],
     ['temp', 'Temperature (max per phase)', '\u00b0C', ['thermal', 'temp']],
     ['power', 'Power (mean per phase)', 'W', ['power', 'rapl', 'battery', 'energy']],
     ['throttled', 'Throttled time (per phase)', 'ms', ['cgroup', 'throttl', 'cpu.stat']],
@@ -162,6 +168,7 @@ function epBenchTimeline(parent, doc, key) {
   for (const [kind, title, unit, words] of panels) {
     const id = `${key}-telemetry-${kind}`;
     const series = [...phaseSeries[kind].entries()].map(([name, segs]) => ({name, segs, style: 'segments'}));
+    if (!series.length && !words) continue;  // GPU panels: only where a GPU was found
     if (!series.length) {
       epNotMeasured(parent, id, title, telemetryOff ? [off] : epReasons(unavailable, words, 'the device offered no such figure for any phase'));
       continue;
