@@ -1,0 +1,226 @@
+// GPU offload through the real binary on Mesa's lavapipe: a Vulkan device that computes on
+// this machine's CPU, so placement, fallbacks and their findings are real while speeds are
+// not a GPU's (docs/gpu.md). Tiny synthesized models keep each run to seconds.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <iostream>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "support/run_process.h"
+
+using edgeprobe::test_support::ProcessResult;
+using edgeprobe::test_support::run_process;
+using edgeprobe::test_support::TempDir;
+using edgeprobe::test_support::tiny_model;
+using nlohmann::json;
+
+namespace {
+
+using Env = std::vector<std::pair<std::string, std::string>>;
+const Env kLavapipe{{"GGML_VK_VISIBLE_DEVICES", "0"}};
+
+ProcessResult run_edgeprobe_with(std::vector<std::string> args, const Env& env, int timeout_s = 300) {
+  args.insert(args.begin(), EDGEPROBE_BINARY);
+  return run_process(args, timeout_s, env);
+}
+
+// The Vulkan backend library beside the CPU variants, and lavapipe under it: else skip,
+// saying which is missing (a build without Vulkan, a machine without Mesa's driver).
+std::string vulkan_missing() {
+  const auto r = run_edgeprobe_with({"bench", "-m", tiny_model(), "-p", "0", "-n", "1", "-r", "1", "--no-warmup", "--no-store",
+                            "--sample-hz", "0", "--ceilings", "off", "-o", "json", "-q"},
+                           kLavapipe);
+  if (r.exit_code != 0) return "bench failed: " + r.err;
+  const json gpus = json::parse(r.out)["provenance"]["engine"].value("gpu_backends", json::array());
+  for (const auto& g : gpus)
+    if (g["name"] == "vulkan") return g["devices"].empty() ? "the Vulkan backend finds no device (no lavapipe?)" : "";
+  return "no libggml-vulkan.so beside the CPU variants (a llama.cpp build without Vulkan)";
+}
+
+#define SKIP_WITHOUT_LAVAPIPE()                              \
+  do {                                                       \
+    static const std::string missing = vulkan_missing();     \
+    if (!missing.empty()) GTEST_SKIP() << missing;           \
+  } while (0)
+
+json bench(const std::vector<std::string>& extra, const Env& env = kLavapipe) {
+  std::vector<std::string> args{"bench", "-p", "64", "-n", "8", "-r", "1", "-t", "1", "--no-store",
+                                "--sample-hz", "0", "--ceilings", "off", "-o", "json", "-q"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const auto r = run_edgeprobe_with(args, env);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.exit_code == 0 ? json::parse(r.out) : json();
+}
+
+const json& result_of(const json& report, const std::string& test, int ngl, bool op_offload = true) {
+  for (const auto& r : report["results"])
+    if (r["test"] == test && r["config"]["n_gpu_layers"] == ngl && r["config"]["op_offload"] == op_offload) return r;
+  static const json none;
+  ADD_FAILURE() << "no " << test << " at -ngl " << ngl << " op_offload " << op_offload;
+  return none;
+}
+
+// Nodes a graph ran on a backend.
+int nodes_on(const json& graph, const std::string& backend) {
+  int n = 0;
+  for (const auto& b : graph["backends"])
+    if (b["backend"] == backend) n += b["nodes"].get<int>();
+  return n;
+}
+
+bool ran_matmul_on_cpu(const json& graph) {
+  for (const auto& n : graph["cpu_nodes"])
+    if (n["op"] == "MUL_MAT") return true;
+  return false;
+}
+
+}  // namespace
+
+TEST(Vulkan, NglAllRunsTheMatmulsOnVulkanAndNglZeroOnTheCpu) {
+  SKIP_WITHOUT_LAVAPIPE();
+  const json report = bench({"-m", tiny_model(), "-ngl", "0,99", "-nopo", "0,1"});
+  ASSERT_TRUE(report.is_object());
+  ASSERT_EQ(report["results"].size(), 8u);  // pp64 and tg8 at 2 x 2 settings
+
+  // -ngl 99: every layer on the GPU; both graphs ran there but for the token embedding
+  // lookup, which llama.cpp keeps on the CPU by design.
+  for (const char* test : {"pp64", "tg8"}) {
+    const json& p = result_of(report, test, 99)["placement"];
+    EXPECT_GT(p["layers_total"].get<int>(), 0) << p.dump();
+    EXPECT_EQ(p["layers_offloaded"], p["layers_total"]) << p.dump();
+    EXPECT_NE(p["devices"][0].get<std::string>().find("Vulkan0"), std::string::npos) << p.dump();
+    EXPECT_GT(p["buffers_mib"].value("Vulkan0 model", 0.0), 0.0) << p.dump();
+    const json& decode = p["decode"];
+    EXPECT_GT(nodes_on(decode, "Vulkan0"), 10 * nodes_on(decode, "CPU")) << decode.dump();
+    EXPECT_FALSE(ran_matmul_on_cpu(decode)) << decode.dump();
+  }
+  EXPECT_FALSE(ran_matmul_on_cpu(result_of(report, "pp64", 99)["placement"]["prefill"]));
+
+  // -ngl 0 -nopo 1: nothing but the CPU, in both graphs.
+  for (const char* graph : {"prefill", "decode"}) {
+    const json& p = result_of(report, "pp64", 0, false)["placement"];
+    EXPECT_EQ(p["layers_offloaded"], 0) << p.dump();
+    EXPECT_EQ(nodes_on(p[graph], "Vulkan0"), 0) << p[graph].dump();
+    EXPECT_GT(nodes_on(p[graph], "CPU"), 0) << p[graph].dump();
+  }
+  // -ngl 0 with op offload (llama.cpp's default): the 64-token prefill's matmuls move to the
+  // GPU (batches of 32 and more), decode stays on the CPU: the placement says so.
+  const json& offload = result_of(report, "pp64", 0, true)["placement"];
+  EXPECT_GT(nodes_on(offload["prefill"], "Vulkan0"), 0) << offload["prefill"].dump();
+  EXPECT_EQ(nodes_on(offload["decode"], "Vulkan0"), 0) << offload["decode"].dump();
+  // A speed on both sides: the runs completed (lavapipe is a CPU; its speed is no GPU's).
+  for (const auto& r : report["results"]) EXPECT_EQ(r["status"], "ok") << r.dump();
+}
+
+TEST(Vulkan, GreedyTokensAtNglAllAgreeWithTheCpuOnTheFirstTurn) {
+  SKIP_WITHOUT_LAVAPIPE();
+  const std::vector<std::string> args{"session", "-m", tiny_model("q8_0"), "--rounds", "1", "--conversations", "1",
+                                      "--max-tokens", "16", "-t", "1", "--no-store", "--sample-hz", "0", "-o", "json", "-q"};
+  const auto gpu = run_edgeprobe_with(args, kLavapipe);
+  const auto cpu = run_edgeprobe_with(args, {{"EDGEPROBE_NO_GPU", "1"}});
+  ASSERT_EQ(gpu.exit_code, 0) << gpu.err;
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  const auto tokens = [](const std::string& out) {
+    const json j = json::parse(out);
+    return j["configs"][0]["turns"][0]["reply_tokens"].get<std::vector<int>>();
+  };
+  const auto on_gpu = tokens(gpu.out), on_cpu = tokens(cpu.out);
+  ASSERT_FALSE(on_gpu.empty());
+  ASSERT_FALSE(on_cpu.empty());
+  size_t agree = 0;
+  while (agree < on_gpu.size() && agree < on_cpu.size() && on_gpu[agree] == on_cpu[agree]) ++agree;
+  // The two backends sum in different orders and Vulkan rounds activations through f16,
+  // so a near-tie between two logits (common with random weights) may flip later tokens;
+  // the first greedy token must agree.
+  EXPECT_GE(agree, 1u) << "GPU and CPU disagree from the first token";
+  std::cout << "greedy tokens agreeing from the start: " << agree << " of " << on_cpu.size() << "\n";
+}
+
+TEST(Vulkan, TernaryWeightsStayOnTheCpuAndDoctorNamesThem) {
+  SKIP_WITHOUT_LAVAPIPE();
+  // The pinned ggml-vulkan has no TQ1_0 matmul: llama.cpp keeps those weights in host
+  // memory (a DEBUG line) and the scheduler runs their matmuls on the CPU.
+  const std::string model = tiny_model("tq1_0");
+  const json report = bench({"-m", model, "-ngl", "99", "-p", "0"});
+  ASSERT_TRUE(report.is_object());
+  const json& p = report["results"][0]["placement"];
+  EXPECT_EQ(p["layers_offloaded"], p["layers_total"]) << p.dump();
+  EXPECT_TRUE(ran_matmul_on_cpu(p["decode"])) << p["decode"].dump();
+  ASSERT_FALSE(p["weights_moved"].empty()) << p.dump();
+  EXPECT_NE(p["weights_moved"][0].get<std::string>().find("using CPU instead"), std::string::npos) << p.dump();
+  EXPECT_GT(p["graph_splits"]["decode"].get<int>(), 2) << p.dump();
+
+  const auto d = run_edgeprobe_with({"doctor", "-m", model, "-t", "1", "-p", "32", "-n", "8", "-r", "1", "--no-experiments",
+                            "--no-store", "-o", "json", "-q"},
+                           kLavapipe);
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  const json diagnosis = json::parse(d.out)["doctor"];
+  const json* fallback = nullptr;
+  for (const auto& f : diagnosis["findings"])
+    if (f["id"] == "gpu.cpu_fallback_ops") fallback = &f;
+  ASSERT_NE(fallback, nullptr) << diagnosis["findings"].dump(1);
+  EXPECT_EQ((*fallback)["severity"], "warning");
+  const double share = (*fallback)["data"]["cpu_weight_share"].get<double>();
+  EXPECT_GT(share, 0.2) << fallback->dump(1);
+  EXPECT_LT(share, 1.0) << fallback->dump(1);
+  EXPECT_NE((*fallback)["title"].get<std::string>().find("Vulkan0"), std::string::npos) << fallback->dump(1);
+  bool names_ffn = false;
+  for (const auto& line : (*fallback)["evidence"]) names_ffn = names_ffn || line.get<std::string>().find("MUL_MAT on ffn_") == 0;
+  EXPECT_TRUE(names_ffn) << fallback->dump(1);
+}
+
+TEST(Vulkan, ALibraryThatFailsToLoadIsNamedWithItsReason) {
+  SKIP_WITHOUT_LAVAPIPE();
+  // A broken Vulkan loader first on the library path: libggml-vulkan.so cannot load, which
+  // ggml's own loader passes over in silence.
+  TempDir dir;
+  std::ofstream(dir.file("libvulkan.so.1")) << "not an ELF file\n";
+  const Env broken{{"LD_LIBRARY_PATH", dir.path()}, {"GGML_VK_VISIBLE_DEVICES", "0"}};
+  const json report = bench({"-m", tiny_model(), "-p", "0"}, broken);
+  ASSERT_TRUE(report.is_object());
+  const json gpus = report["provenance"]["engine"]["gpu_backends"];
+  ASSERT_EQ(gpus.size(), 1u) << gpus.dump();
+  EXPECT_NE(gpus[0]["error"].get<std::string>().find("libvulkan.so.1"), std::string::npos) << gpus.dump();
+  EXPECT_TRUE(report["results"][0]["placement"]["devices"].empty());
+
+  const auto d = run_edgeprobe_with({"doctor", "-m", tiny_model(), "-t", "1", "-p", "16", "-n", "4", "-r", "1", "--no-experiments",
+                            "--no-store", "-o", "json", "-q"},
+                           broken);
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  bool named = false;
+  const json diagnosis = json::parse(d.out)["doctor"];
+  for (const auto& f : diagnosis["findings"])
+    if (f["id"] == "gpu.backend_failed") named = f["evidence"][0].get<std::string>().find("libvulkan.so.1") != std::string::npos;
+  EXPECT_TRUE(named) << d.out;
+}
+
+TEST(Vulkan, ACpuTypeDeviceSkippedByDefaultIsNamed) {
+  SKIP_WITHOUT_LAVAPIPE();
+  // Without GGML_VK_VISIBLE_DEVICES, ggml-vulkan passes lavapipe over (a CPU-type device):
+  // the backend loads with no device, and doctor says which device it skipped.
+  const auto d = run_edgeprobe_with({"doctor", "-m", tiny_model(), "-t", "1", "-p", "16", "-n", "4", "-r", "1", "--no-experiments",
+                            "--no-store", "-o", "json", "-q"},
+                           {});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  json found;
+  const json diagnosis = json::parse(d.out)["doctor"];
+  for (const auto& f : diagnosis["findings"])
+    if (f["id"] == "gpu.no_device") found = f;
+  ASSERT_TRUE(found.is_object()) << d.out;
+  EXPECT_EQ(found["severity"], "info");
+  EXPECT_NE(found["title"].get<std::string>().find("llvmpipe"), std::string::npos) << found.dump(1);
+}
+
+TEST(Vulkan, AnUnknownDeviceIsOneLineNamingTheDevicesThere) {
+  SKIP_WITHOUT_LAVAPIPE();
+  const auto r = run_edgeprobe_with({"bench", "-m", tiny_model(), "-p", "0", "-n", "1", "-r", "1", "--no-store", "-dev", "Nope0", "-q"},
+                           kLavapipe);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("no GPU device named 'Nope0'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Vulkan0"), std::string::npos) << r.err;
+}
