@@ -75,13 +75,20 @@ json environment_json(const Environment& e) {
 json sweep_json(const workload::SweepSpec& s) {
   json pg = json::array();
   for (auto [p, g] : s.prompt_gen) pg.push_back({p, g});
-  return {{"models", s.models},       {"n_prompt", s.n_prompt},     {"n_gen", s.n_gen},
-          {"prompt_gen", pg},         {"n_depth", s.n_depth},       {"threads", s.threads},
-          {"cpu_masks", s.cpu_masks}, {"cpu_strict", s.cpu_strict}, {"poll", s.poll},
-          {"n_batch", s.n_batch},     {"n_ubatch", s.n_ubatch},     {"flash_attn", s.flash_attn},
-          {"type_k", s.type_k},       {"type_v", s.type_v},         {"use_mmap", s.use_mmap},
-          {"n_gpu_layers", s.n_gpu_layers}, {"devices", s.devices}, {"split_mode", s.split_mode},
-          {"main_gpu", s.main_gpu},   {"op_offload", s.op_offload}};
+  json j = {{"models", s.models},       {"n_prompt", s.n_prompt},     {"n_gen", s.n_gen},
+            {"prompt_gen", pg},         {"n_depth", s.n_depth},       {"threads", s.threads},
+            {"cpu_masks", s.cpu_masks}, {"cpu_strict", s.cpu_strict}, {"poll", s.poll},
+            {"n_batch", s.n_batch},     {"n_ubatch", s.n_ubatch},     {"flash_attn", s.flash_attn},
+            {"type_k", s.type_k},       {"type_v", s.type_v},         {"use_mmap", s.use_mmap}};
+  // GPU lists only where they differ from the defaults: a plan that leaves them alone
+  // still runs on a device whose edgeprobe predates them (a lab mid-upgrade).
+  const workload::SweepSpec d = BenchPlan::default_sweep();
+  if (s.n_gpu_layers != d.n_gpu_layers) j["n_gpu_layers"] = s.n_gpu_layers;
+  if (s.devices != d.devices) j["devices"] = s.devices;
+  if (s.split_mode != d.split_mode) j["split_mode"] = s.split_mode;
+  if (s.main_gpu != d.main_gpu) j["main_gpu"] = s.main_gpu;
+  if (s.op_offload != d.op_offload) j["op_offload"] = s.op_offload;
+  return j;
 }
 
 // -ngl -1 is llama.cpp's "all layers"; -dev names are checked against the devices when
@@ -284,7 +291,7 @@ void validate(DoctorPlan& p, int default_threads) {
 
 json to_json(const DoctorPlan& p) {
   const auto& c = p.config;
-  return {{"kind", "doctor"},
+  json j = {{"kind", "doctor"},
           {"plan_version", kPlanVersion},
           {"model", p.model},
           {"config",
@@ -298,10 +305,7 @@ json to_json(const DoctorPlan& p) {
             {"type_k", c.type_k},
             {"type_v", c.type_v},
             {"use_mmap", c.use_mmap},
-            {"cpu_variant", c.cpu_variant},
-            {"n_gpu_layers", c.n_gpu_layers},
-            {"devices", c.devices},
-            {"op_offload", c.op_offload}}},
+            {"cpu_variant", c.cpu_variant}}},
           {"n_prompt", p.n_prompt},
           {"n_gen", p.n_gen},
           {"repetitions", p.repetitions},
@@ -312,6 +316,12 @@ json to_json(const DoctorPlan& p) {
           {"tune", p.tune},
           {"baseline_name", p.baseline_name},
           {"baseline", p.baseline}};
+  // GPU settings only where they differ from the defaults, as in a bench plan's sweep.
+  const doctor::RunConfig d;
+  if (c.n_gpu_layers != d.n_gpu_layers) j["config"]["n_gpu_layers"] = c.n_gpu_layers;
+  if (c.devices != d.devices) j["config"]["devices"] = c.devices;
+  if (c.op_offload != d.op_offload) j["config"]["op_offload"] = c.op_offload;
+  return j;
 }
 
 doctor::DoctorOptions doctor_options(const DoctorPlan& p, const std::string& model_path) {

@@ -206,7 +206,9 @@ workload::TestCase case_from_json(const json& c, const std::string& entry) {
   t.type_k = required_as<std::string>(config, "type_k", kWhere, e);
   t.type_v = required_as<std::string>(config, "type_v", kWhere, e);
   t.use_mmap = required_as<bool>(config, "use_mmap", kWhere, e);
-  // GPU settings are optional: a plan written before them means the defaults.
+  // GPU settings as result::to_json(TestCase) writes them: absent means every layer on
+  // the CPU (a plan written before them ran so too).
+  t.n_gpu_layers = 0;
   read(config, "n_gpu_layers", t.n_gpu_layers, kWhere);
   read(config, "devices", t.devices, kWhere);
   read(config, "split_mode", t.split_mode, kWhere);

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "workload/sweep.h"
+#include "result/result.h"
 
 namespace edgeprobe::doctor {
 namespace {
@@ -195,7 +196,7 @@ Rates rates(const nlohmann::json& report, int n_prompt, int n_gen, const std::st
     if (!report.is_object() || !report.contains("results")) return std::nullopt;
     for (const auto& r : field(report, "results")) {
       if (r.value("test", "") != test || r.value("status", "") != "ok") continue;
-      if (!key.empty() && (!field(r, "config").contains(key) || field(field(r, "config"), key.c_str()) != value)) continue;
+      if (!key.empty() && result::config_field(field(r, "config"), key) != value) continue;
       return report_view::median(&r, phase);
     }
     return std::nullopt;

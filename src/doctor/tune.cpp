@@ -34,7 +34,7 @@ struct Setting {
 
 // Runs one child sweeping `values` of `s` on top of `current` and picks the fastest.
 TuneStep sweep(const DoctorOptions& o, const Setting& s, RunConfig& current, const std::vector<std::string>& values,
-               const ProgressFn& progress) {
+               const ProgressFn& progress, nlohmann::json* report = nullptr) {
   TuneStep step{s.name, {}, s.get(current), ""};
   if (values.size() < 2) return step;
   progress(fmt::format("tuning {}: {} {}", s.name, s.flag, join(values)));
@@ -42,6 +42,7 @@ TuneStep sweep(const DoctorOptions& o, const Setting& s, RunConfig& current, con
   s.set(base, "");  // cleared: the swept list below takes its place
   ChildTests tests{o.n_prompt, o.n_gen, std::max(1, o.repetitions - 1), true, {s.flag, join(values)}};
   const BenchRun run = run_bench_child(o, "tune " + s.name, base, tests);
+  if (report) *report = run.report;
   if (!run.ok()) {
     step.error = run.error;
     return step;
@@ -61,6 +62,18 @@ TuneStep sweep(const DoctorOptions& o, const Setting& s, RunConfig& current, con
     s.set(current, best->value);
   }
   return step;
+}
+
+// The GPU devices the children's llama.cpp offers ("Vulkan0"), from a result's provenance.
+std::vector<std::string> gpu_devices(const nlohmann::json& report) {
+  std::vector<std::string> names;
+  const auto& backends = field(field(field(report, "provenance"), "engine"), "gpu_backends");
+  if (backends.is_array())
+    for (const auto& b : backends)
+      if (const auto& devices = field(b, "devices"); devices.is_array())
+        for (const auto& d : devices)
+          if (field(d, "name").is_string()) names.push_back(field(d, "name").get<std::string>());
+  return names;
 }
 
 Rates measure(const DoctorOptions& o, const RunConfig& config, const std::string& label) {
@@ -145,11 +158,32 @@ TuneResult tune(const DoctorOptions& options, const ProgressFn& progress_fn, con
         [](const std::string& v) { return nlohmann::json(v == "auto" ? -1 : std::stoi(v)); }},
        {"0", "1"}},
   };
+  nlohmann::json first_report;
   for (const auto& [setting, values] : plan) {
     std::vector<std::string> vs = values;
     const std::string now = setting.get(current);
     if (std::find(vs.begin(), vs.end(), now) == vs.end()) vs.push_back(now);
-    result.steps.push_back(sweep(options, setting, current, vs, progress));
+    result.steps.push_back(sweep(options, setting, current, vs, progress, first_report.is_null() ? &first_report : nullptr));
+  }
+  // With a GPU device there (the first child's llama.cpp saw one): the CPU alone against
+  // every layer on the GPU, then each device alone when there are several.
+  if (const auto devices = gpu_devices(first_report); !devices.empty()) {
+    most += devices.size() > 1 ? 2 : 1;
+    const Setting layers{"gpu layers", "-ngl", "n_gpu_layers", [](const RunConfig& c) { return std::to_string(c.n_gpu_layers); },
+                         [](RunConfig& c, const std::string& v) { c.n_gpu_layers = v.empty() ? kDefaultGpuLayers : std::stoi(v); },
+                         int_value};
+    std::vector<std::string> vs{"0", std::to_string(kDefaultGpuLayers)};
+    if (const std::string now = layers.get(current); std::find(vs.begin(), vs.end(), now) == vs.end()) vs.push_back(now);
+    result.steps.push_back(sweep(options, layers, current, vs, progress));
+    if (devices.size() > 1 && current.n_gpu_layers != 0) {
+      const Setting device{"gpu device", "-dev", "devices", [](const RunConfig& c) { return c.devices; },
+                           [](RunConfig& c, const std::string& v) { c.devices = v; },
+                           [](const std::string& v) { return nlohmann::json(v); }};
+      std::vector<std::string> ds = devices;
+      if (!current.devices.empty() && std::find(ds.begin(), ds.end(), current.devices) == ds.end())
+        ds.push_back(current.devices);
+      result.steps.push_back(sweep(options, device, current, ds, progress));
+    }
   }
   result.best = current;
 

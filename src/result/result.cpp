@@ -118,6 +118,11 @@ namespace {
 std::string text(const json& j, const char* key) {
   return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
 }
+// A list field, or an empty list when absent or of another type.
+const json& list(const json& j, const char* key) {
+  static const json empty = json::array();
+  return j.is_object() && j.contains(key) && j[key].is_array() ? j[key] : empty;
+}
 // A number field, or T{} when absent, of another type, or out of T's range (a result file
 // from outside may hold -1e300 where a byte count goes).
 template <typename T>
@@ -170,13 +175,12 @@ EngineIdentity engine_from_json(const json& j) {
   if (j.contains("backends") && j["backends"].is_array())
     for (const auto& b : j["backends"])
       if (b.is_string()) e.backends.push_back(b.get<std::string>());
-  for (const auto& b : j.value("gpu_backends", json::array())) {
+  for (const auto& b : list(j, "gpu_backends")) {
     if (!b.is_object()) continue;
     engine::GpuBackendInfo g{text(b, "name"), text(b, "library"), text(b, "error"), {}};
-    for (const auto& d : b.value("devices", json::array()))
-      if (d.is_object())
-        g.devices.push_back({text(d, "name"), text(d, "description"), text(d, "type"),
-                             d.value("memory_total_bytes", uint64_t{0}), d.value("memory_free_bytes", uint64_t{0})});
+    for (const auto& d : list(b, "devices"))
+      g.devices.push_back({text(d, "name"), text(d, "description"), text(d, "type"),
+                           number<uint64_t>(d, "memory_total_bytes"), number<uint64_t>(d, "memory_free_bytes")});
     e.gpu_backends.push_back(std::move(g));
   }
   if (j.contains("details") && j["details"].is_object()) e.details = j["details"];
@@ -211,12 +215,19 @@ Provenance provenance_from_json(const json& j) {
 }
 
 json to_json(const workload::TestCase& c) {
-  return {{"n_prompt", c.n_prompt},     {"n_gen", c.n_gen},           {"n_depth", c.n_depth},
-          {"n_threads", c.n_threads},   {"cpu_mask", c.cpu_mask},     {"cpu_strict", c.cpu_strict},
-          {"poll", c.poll},             {"n_batch", c.n_batch},       {"n_ubatch", c.n_ubatch},
-          {"flash_attn", c.flash_attn}, {"type_k", c.type_k},         {"type_v", c.type_v},
-          {"use_mmap", c.use_mmap},     {"n_gpu_layers", c.n_gpu_layers}, {"devices", c.devices},
-          {"split_mode", c.split_mode}, {"main_gpu", c.main_gpu},   {"op_offload", c.op_offload}};
+  json j = {{"n_prompt", c.n_prompt},     {"n_gen", c.n_gen},       {"n_depth", c.n_depth},
+            {"n_threads", c.n_threads},   {"cpu_mask", c.cpu_mask}, {"cpu_strict", c.cpu_strict},
+            {"poll", c.poll},             {"n_batch", c.n_batch},   {"n_ubatch", c.n_ubatch},
+            {"flash_attn", c.flash_attn}, {"type_k", c.type_k},     {"type_v", c.type_v},
+            {"use_mmap", c.use_mmap}};
+  // GPU settings only where they differ from what a config without them means (every
+  // layer on the CPU, as results before GPU offload ran): those configs keep their bytes.
+  if (c.n_gpu_layers != 0) j["n_gpu_layers"] = c.n_gpu_layers;
+  if (!c.devices.empty()) j["devices"] = c.devices;
+  if (c.split_mode != "layer") j["split_mode"] = c.split_mode;
+  if (c.main_gpu != 0) j["main_gpu"] = c.main_gpu;
+  if (!c.op_offload) j["op_offload"] = false;
+  return j;
 }
 
 json to_json(const Repetition& rep) {
@@ -259,6 +270,13 @@ Repetition repetition_from_json(const json& j) {
   return rep;
 }
 
+json config_field(const json& config, const std::string& key) {
+  if (config.is_object() && config.contains(key)) return config[key];
+  static const json kAbsent = {{"n_gpu_layers", 0}, {"devices", ""}, {"split_mode", "layer"}, {"main_gpu", 0},
+                               {"op_offload", true}};
+  return kAbsent.contains(key) ? kAbsent[key] : json(nullptr);
+}
+
 workload::TestCase test_case_from_json(const json& j, const std::string& model_path) {
   workload::TestCase c;
   c.model_path = model_path;
@@ -278,7 +296,8 @@ workload::TestCase test_case_from_json(const json& j, const std::string& model_p
   c.type_k = j.at("type_k");
   c.type_v = j.at("type_v");
   c.use_mmap = j.at("use_mmap");
-  // Results from before GPU offload ran every layer on the CPU.
+  // Absent GPU settings: every layer on the CPU (results from before GPU offload, and
+  // configs that asked for it).
   c.n_gpu_layers = j.value("n_gpu_layers", 0);
   c.devices = j.value("devices", "");
   c.split_mode = j.value("split_mode", "layer");
@@ -301,11 +320,11 @@ json to_json(const engine::GraphPlacement& g) {
 std::optional<engine::GraphPlacement> graph_placement_from_json(const json& j) {
   if (!j.is_object()) return std::nullopt;
   engine::GraphPlacement g;
-  g.n_tokens = j.value("n_tokens", 0);
-  for (const auto& b : j.value("backends", json::array()))
-    g.backends.push_back({b.value("backend", ""), b.value("nodes", 0), b.value("weight_bytes", uint64_t{0})});
-  for (const auto& n : j.value("cpu_nodes", json::array()))
-    g.cpu_nodes.push_back({n.value("op", ""), n.value("tensor", ""), n.value("count", 0), n.value("weight_bytes", uint64_t{0})});
+  g.n_tokens = number<int>(j, "n_tokens");
+  for (const auto& b : list(j, "backends"))
+    g.backends.push_back({text(b, "backend"), number<int>(b, "nodes"), number<uint64_t>(b, "weight_bytes")});
+  for (const auto& n : list(j, "cpu_nodes"))
+    g.cpu_nodes.push_back({text(n, "op"), text(n, "tensor"), number<int>(n, "count"), number<uint64_t>(n, "weight_bytes")});
   return g;
 }
 
@@ -326,17 +345,24 @@ json to_json(const engine::Placement& p) {
 engine::Placement placement_from_json(const json& j) {
   engine::Placement p;
   if (!j.is_object()) return p;
-  const auto number = [](const json& o, const char* key) { return o.contains(key) && o[key].is_number_integer() ? o[key].get<int>() : -1; };
-  p.devices = j.value("devices", std::vector<std::string>{});
-  p.layers_offloaded = number(j, "layers_offloaded");
-  p.layers_total = number(j, "layers_total");
-  p.buffers_mib = j.value("buffers_mib", std::map<std::string, double>{});
-  p.weights_moved = j.value("weights_moved", std::vector<std::string>{});
-  const json splits = j.value("graph_splits", json::object());
-  p.graph_splits_prefill = number(splits, "prefill");
-  p.graph_splits_decode = number(splits, "decode");
-  p.prefill = graph_placement_from_json(j.value("prefill", json(nullptr)));
-  p.decode = graph_placement_from_json(j.value("decode", json(nullptr)));
+  // -1 (not said) unless a whole number is there.
+  const auto known = [](const json& o, const char* key) {
+    return o.is_object() && o.contains(key) && o[key].is_number_integer() ? number<int>(o, key) : -1;
+  };
+  for (const auto& d : list(j, "devices"))
+    if (d.is_string()) p.devices.push_back(d.get<std::string>());
+  p.layers_offloaded = known(j, "layers_offloaded");
+  p.layers_total = known(j, "layers_total");
+  if (j.contains("buffers_mib") && j["buffers_mib"].is_object())
+    for (const auto& [k, v] : j["buffers_mib"].items())
+      if (v.is_number()) p.buffers_mib[k] = v.get<double>();
+  for (const auto& line : list(j, "weights_moved"))
+    if (line.is_string()) p.weights_moved.push_back(line.get<std::string>());
+  const json& splits = j.contains("graph_splits") ? j["graph_splits"] : json();
+  p.graph_splits_prefill = known(splits, "prefill");
+  p.graph_splits_decode = known(splits, "decode");
+  p.prefill = graph_placement_from_json(j.contains("prefill") ? j["prefill"] : json());
+  p.decode = graph_placement_from_json(j.contains("decode") ? j["decode"] : json());
   return p;
 }
 

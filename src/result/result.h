@@ -161,6 +161,9 @@ DeviceIdentity device_from_json(const nlohmann::json& j);
 Provenance provenance_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const workload::TestCase& config);  // without the model path
 workload::TestCase test_case_from_json(const nlohmann::json& config, const std::string& model_path);
+// One field of a stored config; a GPU setting to_json left out reads as what its absence
+// means (n_gpu_layers 0, ...). Null for a field that is neither there nor such a setting.
+nlohmann::json config_field(const nlohmann::json& config, const std::string& key);
 nlohmann::json to_json(const Repetition& repetition);
 Repetition repetition_from_json(const nlohmann::json& j);  // for --resume from the store
 nlohmann::json to_json(const engine::Placement& placement);

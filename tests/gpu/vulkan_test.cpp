@@ -59,7 +59,9 @@ json bench(const std::vector<std::string>& extra, const Env& env = kLavapipe) {
 
 const json& result_of(const json& report, const std::string& test, int ngl, bool op_offload = true) {
   for (const auto& r : report["results"])
-    if (r["test"] == test && r["config"]["n_gpu_layers"] == ngl && r["config"]["op_offload"] == op_offload) return r;
+    if (r["test"] == test && r["config"].value("n_gpu_layers", 0) == ngl &&
+        r["config"].value("op_offload", true) == op_offload)
+      return r;
   static const json none;
   ADD_FAILURE() << "no " << test << " at -ngl " << ngl << " op_offload " << op_offload;
   return none;
