@@ -99,7 +99,7 @@ std::vector<Finding> diagnose(const Evidence& e) {
   }
   // A comparison that ended undecided is said once, with how much the machine moved.
   std::vector<std::string> undecided;
-  for (const auto* c : {&e.variant_pairs, &e.thread_pairs, &e.mmap_pairs})
+  for (const auto* c : {&e.variant_pairs, &e.thread_pairs, &e.mmap_pairs, &e.gpu_pairs})
     if (*c && (*c)->verdict == PairVerdict::kInconclusive)
       undecided.push_back(fmt::format("{}: {} against {}: {}", (*c)->what, (*c)->b_label, (*c)->a_label, (*c)->text()));
   if (!undecided.empty()) {

@@ -224,9 +224,10 @@ void check_decode_on_cpu(const GpuRun& r, std::vector<Finding>& out) {
 void check_slower_gpu(const Evidence& e, const GpuRun& r, std::vector<Finding>& out) {
   if (!e.gpu_pairs || r.placement.layers_offloaded <= 0 || e.gpu_pairs->verdict != PairVerdict::kFaster) return;
   Finding f{"gpu.slower_than_cpu", Severity::kWarning,
-            fmt::format("the GPU is slower than the CPU for this model: -ngl 0 (CPU only) measured faster"),
+            "the GPU is slower than the CPU for this model: the CPU alone (-dev none) measured faster",
             {fmt::format("{} of {} layers ran on the GPU", r.placement.layers_offloaded, r.placement.layers_total)},
-            "prefill+decode", std::nullopt, "", "-ngl 0 -nopo 1 (run on the CPU), or a faster GPU driver or build",
+            "prefill+decode", std::nullopt, "",
+            "-dev none (or -ngl 0 -nopo 1) to run on the CPU; or a GPU driver or build whose kernels are faster",
             {}};
   apply_measured(f, e.gpu_pairs, e);
   out.push_back(std::move(f));

@@ -36,7 +36,7 @@ nlohmann::json to_json(const Diagnosis& d) {
   for (const auto* r : {&e.best_variant, &e.thread_sweep, &e.with_mmap})
     if (*r) runs.push_back(run_json(**r));
   nlohmann::json comparisons = nlohmann::json::array();
-  for (const auto* c : {&e.variant_pairs, &e.thread_pairs, &e.mmap_pairs})
+  for (const auto* c : {&e.variant_pairs, &e.thread_pairs, &e.mmap_pairs, &e.gpu_pairs})
     if (*c) comparisons.push_back(to_json(**c));
   int warnings = 0;
   for (const auto& f : d.findings) warnings += f.severity != Severity::kInfo;
