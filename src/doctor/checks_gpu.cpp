@@ -79,7 +79,25 @@ std::string main_backend(const engine::GraphPlacement& g) {
   return it == g.backends.end() ? "" : it->backend;
 }
 
-void check_backends(const GpuRun& r, std::vector<Finding>& out) {
+// "Mali-G610 (fb000000.gpu, mali)": a GPU sysfs shows.
+std::string sysfs_gpu_text(const telemetry::Gpu& g) {
+  return fmt::format("{} ({}, {})", g.model.empty() ? "a GPU" : g.model, g.name, g.kind);
+}
+
+void check_backends(const Evidence& e, const GpuRun& r, std::vector<Finding>& out) {
+  // A GPU in sysfs, and a llama.cpp with no GPU backend at all: the seed's silent fallback
+  // on a board (a Jetson build without CUDA runs its 7B model at 1.5 tok/s; 22 on the GPU).
+  if (r.engine.gpu_backends.empty() && r.engine.kind == "in-process" && !e.device.gpus.empty()) {
+    std::vector<std::string> evidence;
+    for (const auto& g : e.device.gpus) evidence.push_back("sysfs shows " + sysfs_gpu_text(g));
+    evidence.push_back("no GPU backend library (libggml-vulkan.so, libggml-cuda.so, ...) beside the CPU variants");
+    out.push_back({"gpu.no_backend", Severity::kWarning,
+                   "GPU present but not used: this llama.cpp has no GPU backend", evidence, "prefill+decode",
+                   std::nullopt, "none: nothing ran on the GPU to compare with",
+                   "a llama.cpp built with the GPU's backend (Vulkan for Mali and Adreno on Linux, CUDA on a Jetson): "
+                   "docs/gpu.md, docs/arm.md",
+                   {{"sysfs_gpus", evidence.size() - 1}}});
+  }
   for (const auto& b : r.engine.gpu_backends) {
     if (!b.error.empty()) {
       Finding f{"gpu.backend_failed", Severity::kWarning,
@@ -109,7 +127,9 @@ void check_backends(const GpuRun& r, std::vector<Finding>& out) {
                                                                         ? field(r.vulkan_devices, "error").get<std::string>()
                                                                         : "no driver"));
     }
-    const bool only_cpu_devices = !skipped.empty() && skipped.size() == devices.size();
+    for (const auto& g : e.device.gpus) evidence.push_back("sysfs shows " + sysfs_gpu_text(g) + ", which no driver offers");
+    // A CPU-type device alone is a test device, unless sysfs shows a real GPU beside it.
+    const bool only_cpu_devices = !skipped.empty() && skipped.size() == devices.size() && e.device.gpus.empty();
     Finding f{"gpu.no_device",
               only_cpu_devices ? Severity::kInfo : Severity::kWarning,
               only_cpu_devices
@@ -237,7 +257,7 @@ void check_slower_gpu(const Evidence& e, const GpuRun& r, std::vector<Finding>& 
 
 void check_gpu(const Evidence& e, std::vector<Finding>& out) {
   const GpuRun r = read_run(e);
-  check_backends(r, out);
+  check_backends(e, r, out);
   check_offload(e, r, out);
   check_fallback_ops(r, out);
   check_decode_on_cpu(r, out);

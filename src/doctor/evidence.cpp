@@ -127,6 +127,7 @@ DeviceFacts collect_device_facts(const FsRoot& fs) {
       if (CPU_ISSET(cpu, &set)) f.affinity.push_back(cpu);
   }
   f.physical_cores = workload::default_thread_count();
+  f.gpus = telemetry::discover_gpus(fs).gpus;
   return f;
 }
 

@@ -72,6 +72,7 @@ struct DeviceFacts {
   telemetry::CgroupInfo cgroup;
   std::vector<int> affinity;  // sched_getaffinity of this process (children inherit it)
   int physical_cores = 0;     // among the allowed CPUs
+  std::vector<telemetry::Gpu> gpus;  // GPUs in sysfs (kgsl, Mali, Jetson devfreq), backend or not
 };
 DeviceFacts collect_device_facts(const FsRoot& fs);
 

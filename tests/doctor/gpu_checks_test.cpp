@@ -31,7 +31,7 @@ Evidence evidence(const json& gpu_backends, const json& placement) {
   e.options.n_prompt = 64;
   e.options.n_gen = 8;
   e.primary.report = {
-      {"provenance", {{"engine", {{"name", "llama.cpp"}, {"gpu_backends", gpu_backends}}},
+      {"provenance", {{"engine", {{"name", "llama.cpp"}, {"kind", "in-process"}, {"gpu_backends", gpu_backends}}},
                       {"vulkan_devices", {{"devices", json::array({{{"name", "llvmpipe (LLVM 15.0.6, 256 bits)"}, {"type", "cpu"}}})}}}}},
       {"results", json::array({{{"test", "pp64"}, {"status", "ok"}, {"config", {{"n_threads", 2}}}, {"placement", placement}}})}};
   return e;
@@ -118,4 +118,35 @@ TEST(GpuChecks, ABackendWithOnlyACpuTypeDeviceSaysWhichItSkipped) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kInfo);
   EXPECT_NE(f->title.find("llvmpipe"), std::string::npos);
+}
+
+TEST(GpuChecks, AGpuInSysfsWithNoBackendAtAllIsNotUsed) {
+  edgeprobe::telemetry::Gpu mali;
+  mali.kind = "mali";
+  mali.name = "fb000000.gpu";
+  mali.model = "Mali-G610";
+  Evidence e = evidence(json::array(), {{"devices", json::array()}});
+  e.device.gpus = {mali};
+  const auto findings = gpu_findings(e);
+  const Finding* f = find(findings, "gpu.no_backend");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_EQ(f->evidence[0], "sysfs shows Mali-G610 (fb000000.gpu, mali)");
+  // Without a GPU in sysfs a CPU-only build is nothing to name.
+  e.device.gpus.clear();
+  EXPECT_TRUE(gpu_findings(e).empty());
+}
+
+TEST(GpuChecks, OnlyACpuTypeVulkanDeviceBesideARealGpuIsAMissingDriver) {
+  edgeprobe::telemetry::Gpu adreno;
+  adreno.kind = "kgsl";
+  adreno.name = "kgsl-3d0";
+  adreno.model = "Adreno740v2";
+  Evidence e = evidence(backends(json::array()), {{"devices", json::array()}});
+  e.device.gpus = {adreno};
+  const auto findings = gpu_findings(e);
+  const Finding* f = find(findings, "gpu.no_device");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_EQ(f->evidence.back(), "sysfs shows Adreno740v2 (kgsl-3d0, kgsl), which no driver offers");
 }
