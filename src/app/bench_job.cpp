@@ -174,10 +174,12 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   }
   if (engine.cpu_backend)
     report.provenance.extra["isa_gap"] = platform::to_json(platform::compare_isa(cpu_features, *engine.cpu_backend));
-  // The Vulkan devices the driver lists, beside the ones ggml took: the difference is
-  // what doctor's gpu.no_device names (a CPU-type device skipped, no driver at all).
+  // When ggml's Vulkan backend took no device, what the driver lists: doctor's
+  // gpu.no_device names it (a CPU-type device skipped, no driver at all). With a device,
+  // a second Vulkan instance would only repeat what the backend said.
   for (const auto& gpu : report.provenance.engine.gpu_backends)
-    if (gpu.name == "vulkan") report.provenance.extra["vulkan_devices"] = platform::to_json(platform::list_vulkan_devices());
+    if (gpu.name == "vulkan" && gpu.devices.empty())
+      report.provenance.extra["vulkan_devices"] = platform::to_json(platform::list_vulkan_devices());
 
   const auto ceilings = device_ceilings(plan, models, report.provenance.engine.cpu_variant, ctx);
   if (!ceilings.empty() && ceilings[0]) report.provenance.extra["ceilings"] = probe::to_json(*ceilings[0]);
