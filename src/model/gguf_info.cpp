@@ -1,7 +1,6 @@
 #include "model/gguf_info.h"
 
 #include <ggml.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,6 +10,7 @@
 #include <limits>
 #include <memory>
 
+#include "core/digest.h"
 #include "core/error.h"
 
 namespace edgeprobe::model {
@@ -289,22 +289,6 @@ GgufInfo read_gguf_info(const std::string& path) {
   return info;
 }
 
-std::string sha256_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_bad_input("cannot read '{}' to hash it: {}", path, std::strerror(errno));
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) throw_environment("OpenSSL SHA-256 is unavailable");
-  std::vector<char> buffer(1 << 20);
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    if (in.gcount() > 0) EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<size_t>(in.gcount()));
-  }
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_DigestFinal_ex(ctx.get(), digest, &length);
-  std::string hex;
-  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
-  return hex;
-}
+std::string sha256_file(const std::string& path) { return edgeprobe::sha256_file(path); }
 
 }  // namespace edgeprobe::model

@@ -1,13 +1,13 @@
 #include "result/migrate.h"
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
 
 #include <array>
 #include <memory>
 #include <string_view>
 
 #include "core/bounded_input.h"
+#include "core/digest.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "result/result.h"
@@ -17,18 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string sha256_hex(const std::string& text) {
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1 ||
-      EVP_DigestUpdate(ctx.get(), text.data(), text.size()) != 1 ||
-      EVP_DigestFinal_ex(ctx.get(), digest, &length) != 1)
-    throw_environment("OpenSSL SHA-256 is unavailable");
-  std::string hex;
-  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
-  return hex;
-}
 
 const json& object_at(const json& parent, const char* key) {
   static const json empty = json::object();
