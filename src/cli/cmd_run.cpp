@@ -3,11 +3,13 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <optional>
 
 #include "app/bench_job.h"
 #include "app/doctor_job.h"
 #include "app/models.h"
 #include "app/session_job.h"
+#include "app/stream_frames.h"
 #include "app/stream_sink.h"
 #include "cli/common.h"
 #include "cli/shared_flags.h"
@@ -24,7 +26,14 @@ struct RunFlags {
 
 int run(const RunFlags& f, const std::string& command_line) {
   OutputTarget output(f.output.file);
-  app::StreamSink sink(output.stream());
+  // -o lava: the same stream, framed to survive a LAVA job log (app/stream_frames.h).
+  std::optional<app::FramedOutput> framed;
+  if (f.output.format == "lava") framed.emplace(output.stream());
+  app::StreamSink sink(framed ? framed->stream() : output.stream());
+  auto close = [&] {
+    if (framed) framed->finish();
+    output.commit();
+  };
   try {
     app::Plan plan = app::read_plan(f.plan);
     app::validate(plan, workload::default_thread_count());
@@ -45,13 +54,13 @@ int run(const RunFlags& f, const std::string& command_line) {
       outcome = doctor.tune ? app::run_tune(options, ctx).outcome : app::run_doctor(options, ctx).outcome;
     }
     sink.end(outcome);
-    output.commit();
+    close();
     for (const auto& e : outcome.errors) std::cerr << "edgeprobe: error: " << e << "\n";
     return outcome.exit_code;
   } catch (const Error& e) {
     // The fatal event ends the stream as a reader expects it, so the file is kept too.
     sink.fatal(error_kind_name(e.kind()), e.what());
-    output.commit();
+    close();
     throw;
   }
 }
@@ -64,7 +73,7 @@ void register_run(CLI::App& app, const std::vector<std::string>& command_line) {
       "run", "Execute a bench or session plan (JSON) and stream JSON Lines: progress, each unit, the result");
   cmd->add_option("--plan", f->plan, "Plan file, or - for stdin (format: docs/wire-format.md)")->required();
   add_db_option(cmd, f->db, "not stored: a lab controller stores what it receives");
-  add_output_options(cmd, f->output, {{"jsonl"}}, "the stream");
+  add_output_options(cmd, f->output, {{"jsonl", "lava"}}, "the stream; lava: framed for a LAVA job log");
   cmd->add_option("--trace", f->trace, "Write a Chrome/Perfetto trace of the run");
   cmd->callback([f, command_line] {
     const int rc = run(*f, join_command_line(command_line));
