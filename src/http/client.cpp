@@ -13,7 +13,6 @@
 namespace edgeprobe::http {
 namespace {
 
-constexpr size_t kMaxKeptBody = 64 * 1024;
 
 void global_init() {
   static std::once_flag once;
@@ -30,6 +29,7 @@ struct Transfer {
   Response response;
   CURL* curl = nullptr;
   const Client::ByteSink* on_bytes = nullptr;
+  size_t max_body = 0;
   bool started = false, streaming = false, aborted = false;
   std::string location;          // a redirect's target, for the message that refuses it
   std::string content_encoding;  // none was asked for: any but identity is refused
@@ -86,8 +86,8 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
     }
     return bytes;
   }
-  if (t->response.body.size() < kMaxKeptBody)
-    t->response.body.append(data, std::min(bytes, kMaxKeptBody - t->response.body.size()));
+  if (t->response.body.size() < t->max_body)
+    t->response.body.append(data, std::min(bytes, t->max_body - t->response.body.size()));
   return bytes;
 }
 
@@ -130,12 +130,13 @@ Response Client::perform(const std::string& url, const std::string* body, const 
   Transfer t;
   t.curl = c;
   t.on_bytes = on_bytes;
+  t.max_body = options_.max_body_bytes;
   curl_slist* headers = nullptr;
   headers = curl_slist_append(headers, "Accept: application/json, text/event-stream");
   headers = curl_slist_append(headers, "Accept-Encoding: identity");
   if (body) headers = curl_slist_append(headers, "Content-Type: application/json");
   if (!options_.bearer_token.empty())
-    headers = curl_slist_append(headers, ("Authorization: Bearer " + options_.bearer_token).c_str());
+    headers = curl_slist_append(headers, ("Authorization: " + options_.auth_scheme + " " + options_.bearer_token).c_str());
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);

@@ -13,7 +13,9 @@ struct ClientOptions {
   double connect_timeout_s = 5;
   double request_timeout_s = 300;  // the whole request, stream included
   double stall_timeout_s = 60;     // no byte at all for this long (a server that hangs)
-  std::string bearer_token;        // sent as "Authorization: Bearer"; never logged
+  std::string bearer_token;        // sent as "Authorization: SCHEME TOKEN"; never logged
+  std::string auth_scheme = "Bearer";  // LAVA's REST API says "Token"
+  size_t max_body_bytes = 64 * 1024;   // of an answer kept whole; the rest is dropped
 };
 
 struct Response {

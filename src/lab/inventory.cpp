@@ -335,12 +335,14 @@ class Reader {
                                                  "serial",    "workdir",
                                                  "arch",      "labels",
                                                  "soc",       "os",
-                                                 "tier"};
+                                                 "tier",      "lava_device_type",
+                                                 "lava_tags"};
     for (const auto& [k, v] : d.vars)
       if (!kKnown.contains(k) && !k.starts_with("ansible_"))
         fail(v.second,
              "host '" + d.name + "': unknown variable '" + k +
-                 "' (use transport, host, user, port, serial, workdir, arch, labels, soc, os, tier)");
+                 "' (use transport, host, user, port, serial, workdir, arch, labels, soc, os, tier, lava_device_type, "
+                 "lava_tags)");
     Device dev;
     dev.name = d.name;
     dev.origin = path_ + ":" + std::to_string(d.line);
@@ -395,7 +397,8 @@ class Reader {
     if (dev.arch == "arm64") dev.arch = "aarch64";
     if (!dev.arch.empty() && dev.arch != "aarch64" && dev.arch != "x86_64")
       fail(line_of("arch"), "host '" + d.name + "': arch '" + dev.arch + "': use aarch64 or x86_64");
-    for (const char* k : {"soc", "os", "tier"})
+    // lava_*: how a LAVA server knows the device (lab submit --engine lava), kept as labels.
+    for (const char* k : {"soc", "os", "tier", "lava_device_type", "lava_tags"})
       if (const std::string v = scalar(d, k); !v.empty()) dev.labels[k] = v;
     if (auto it = d.vars.find("labels"); it != d.vars.end() && it->second.first->kind != Node::kNull) {
       const Node& labels = *it->second.first;

@@ -30,30 +30,12 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-std::string job_phase(const std::string& device, size_t job) {
-  return fmt::format("device:{}:job{}", device, job);
-}
 
 void sleep_s(double s, const StopToken& stop) {
   const double end = steady_seconds() + s;
   while (steady_seconds() < end && !stop.stop_requested())
     std::this_thread::sleep_for(
         std::chrono::milliseconds(std::min(200, static_cast<int>((end - steady_seconds()) * 1000) + 1)));
-}
-
-// The units a stored run holds, as a plan's "completed" list (what the stream sent).
-json completed_list(const store::Store& store, store::RunId run, const std::string& kind) {
-  json out = json::array();
-  const json doc = store.load_run(run);
-  if (kind == "bench") {
-    for (const auto& c : doc["configurations"])
-      for (const auto& r : c["repetitions"])
-        out.push_back({{"case_index", c["ordinal"]}, {"repetition", r["result"]}});
-  } else {
-    for (const auto& t : doc["turns"])
-      out.push_back({{"config_index", t["configuration_ordinal"]}, {"turn", t["result"]}});
-  }
-  return out;
 }
 
 class DeviceRunner {
@@ -314,6 +296,39 @@ LabRunResult run_devices(store::Store& raw_store, store::RunId lab_run, const st
 
 }  // namespace
 
+std::string job_phase(const std::string& device, size_t job) {
+  return fmt::format("device:{}:job{}", device, job);
+}
+
+// The units a stored run holds, as a plan's "completed" list (what the stream sent).
+json completed_list(const store::Store& store, store::RunId run, const std::string& kind) {
+  json out = json::array();
+  const json doc = store.load_run(run);
+  if (kind == "bench") {
+    for (const auto& c : doc["configurations"])
+      for (const auto& r : c["repetitions"])
+        out.push_back({{"case_index", c["ordinal"]}, {"repetition", r["result"]}});
+  } else {
+    for (const auto& t : doc["turns"])
+      out.push_back({{"config_index", t["configuration_ordinal"]}, {"turn", t["result"]}});
+  }
+  return out;
+}
+
+std::map<std::string, std::vector<json>> latest_job_records(const store::Store& store, store::RunId lab_run,
+                                                         const std::vector<Device>& devices, size_t plans) {
+  std::map<std::string, std::vector<json>> out;
+  for (const auto& d : devices) out[d.name].resize(plans);
+  const json doc = store.load_run(lab_run);
+  for (const auto& t : doc.value("telemetry", json::array())) {
+    const std::string phase = t.value("phase", "");
+    for (const auto& d : devices)
+      for (size_t k = 0; k < plans; ++k)
+        if (phase == job_phase(d.name, k)) out[d.name][k] = t["summary"];
+  }
+  return out;
+}
+
 // A plan checked as `run --plan` will check it, with its models made local files (a
 // synthesized model is written here once, so every device gets the same bytes).
 app::Plan prepare_plan(app::Plan plan) {
@@ -386,18 +401,13 @@ LabRunResult resume_lab(store::Store& store, store::RunId lab_run, const LabRunO
   for (const auto& d : record.plan.at("devices")) devices.push_back(device_from_json(d));
   // The latest word on each device's jobs.
   std::map<std::string, std::vector<DeviceJob>> previous;
-  for (const auto& d : devices) previous[d.name].resize(plans.size());
-  for (const auto& t : store.load_run(lab_run).value("telemetry", json::array())) {
-    const std::string phase = t.value("phase", "");
-    for (const auto& d : devices)
-      for (size_t k = 0; k < plans.size(); ++k)
-        if (phase == job_phase(d.name, k)) {
-          const json& s = t["summary"];
-          DeviceJob& j = previous[d.name][k];
-          if (s["run_id"].is_number()) j.run = s["run_id"];
-          j.status = s.value("status", "");
-        }
-  }
+  for (const auto& [name, records] : latest_job_records(store, lab_run, devices, plans.size()))
+    for (const auto& s : records) {
+      DeviceJob& j = previous[name].emplace_back();
+      if (!s.is_object()) continue;
+      if (s["run_id"].is_number()) j.run = s["run_id"];
+      j.status = s.value("status", "");
+    }
   // Devices whose every job is complete are done; the rest run what is left.
   std::vector<Device> todo;
   for (const auto& d : devices) {

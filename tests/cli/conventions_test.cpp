@@ -158,6 +158,9 @@ class Conventions : public ::testing::Test {
         {"edgeprobe lab run", with(small, {"-i", file("lab.yml"), "--db", file("lab.db")})},
         // deploy pushes a packaged bundle (scripts/package.sh): its flags are checked, not a run.
         {"edgeprobe lab deploy", {}},
+        // submit stages a packaged bundle and import needs a LAVA lab run: tests/lab/lava_cli_test.cpp runs both.
+        {"edgeprobe lab submit", {}},
+        {"edgeprobe lab import", {}},
     };
   }
 
@@ -171,7 +174,8 @@ TEST_F(Conventions, EveryCommandThatPrintsTakesTheSameOutputFlags) {
   const auto all = commands();
   ASSERT_GT(all.size(), 15u) << "the CLI walk found too few commands";
   const auto runs = cheap_runs();
-  const std::set<std::string> known{"md", "csv", "json", "jsonl", "html"};
+  // lava: run's stream framed for a LAVA job log (app/stream_frames.h).
+  const std::set<std::string> known{"md", "csv", "json", "jsonl", "html", "lava"};
   size_t printing = 0;
   for (const Command& c : all) {
     if (!c.flags.count("-o")) continue;
@@ -233,7 +237,7 @@ TEST_F(Conventions, ATypoGetsTheNearestNameAndTheCommandsHelp) {
   expect_usage_error({"bnech"}, "unknown subcommand 'bnech' for 'edgeprobe'; did you mean 'bench'?", "edgeprobe");
   expect_usage_error({"lab", "chekc"}, "did you mean 'check'?", "edgeprobe lab");
   expect_usage_error({"bench", "--ouput", "x.json"}, "did you mean '--output'?", "edgeprobe bench");
-  expect_usage_error({"lab"}, "'edgeprobe lab' needs a subcommand: check, deploy or run", "edgeprobe lab");
+  expect_usage_error({"lab"}, "'edgeprobe lab' needs a subcommand: check, deploy, run, submit, import or lava-cases", "edgeprobe lab");
   // A flag of a subcommand given before it.
   expect_usage_error({"-q", "bench"}, "put it after the subcommand", "edgeprobe");
 }

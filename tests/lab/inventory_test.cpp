@@ -118,7 +118,7 @@ TEST(Inventory, BadInventoriesNameFileLineAndProblem) {
   EXPECT_EQ(
       error_of("all:\n  hosts:\n    b:\n      trasnport: ssh\n"),
       "lab.yml:4: host 'b': unknown variable 'trasnport' (use transport, host, user, port, serial, workdir, "
-      "arch, labels, soc, os, tier)");
+      "arch, labels, soc, os, tier, lava_device_type, lava_tags)");
   EXPECT_EQ(error_of("all:\n  hostz:\n    b:\n"),
             "lab.yml:2: unknown key 'hostz' in group 'all' (use hosts, vars, children)");
   EXPECT_EQ(error_of("all:\n  hosts:\n    b:\n      arch: mips\n"),

@@ -1,0 +1,239 @@
+// `edgeprobe lab submit --engine lava` and `lab import` through the real binary, without
+// a LAVA server: jobs rendered and checked by LAVA's own schema (lava-common), a real
+// device stream (`run --plan -o lava`) taken from a job log as LAVA's dispatcher writes
+// it, imported twice without a unit twice, and the devices that did not finish
+// resubmitted with their stored units marked done. The dispatcher itself runs the jobs
+// in lava_dispatcher_test.cpp.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/digest.h"
+#include "edgeprobe_version.h"
+#include "support/run_process.h"
+
+using namespace edgeprobe;
+using namespace edgeprobe::test_support;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kBundle = std::string("edgeprobe-") + kVersion + "-linux-x86_64-linux-gnu";
+const char* kLavaSchema = "/usr/share/lava-common/lava-schema.py";
+
+// A LAVA job log of `target` output as the dispatcher writes it: quotes escaped, each
+// line a double-quoted YAML record; `result` closes it as the lava/job result does.
+std::string as_lava_log(const std::string& target, const std::string& result) {
+  std::string log = "- {\"dt\": \"2026-12-05T10:00:00.1\", \"lvl\": \"info\", \"msg\": \"start: 3 lava-test-retry\"}\n";
+  std::istringstream in(target);
+  for (std::string line; std::getline(in, line);) {
+    std::string msg;
+    for (const char c : line) msg += c == '"' ? std::string("\\\\\\\"") : std::string(1, c);
+    log += "- {\"dt\": \"2026-12-05T10:00:01.2\", \"lvl\": \"target\", \"msg\": \"" + msg + "\"}\n";
+  }
+  if (!result.empty()) log += "- {\"dt\": \"2026-12-05T10:00:02\", \"lvl\": \"results\", \"msg\": " + result + "}\n";
+  return log;
+}
+
+class LavaCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // A bundle whose launcher starts the edgeprobe under test, as scripts/package.sh lays it out.
+    const std::string dist = dir_.file("dist"), stage = dist + "/" + kBundle;
+    fs::create_directories(stage);
+    write_file(stage + "/edgeprobe", std::string("#!/bin/sh\nexec ") + EDGEPROBE_BINARY + " \"$@\"\n");
+    ASSERT_EQ(run_process({"/bin/tar", "-C", dist, "-czf", dist + "/" + kBundle + ".tar.gz", kBundle}, 60).exit_code, 0);
+    fs::remove_all(stage);
+    write_file(dir_.file("lab.yml"),
+               "all:\n  hosts:\n    dut-01: {transport: ssh, host: 127.0.0.1, arch: x86_64, lava_tags: site-a}\n"
+               "    dut-02: {transport: ssh, host: 127.0.0.2, arch: x86_64}\n");
+  }
+
+  ProcessResult ep(std::vector<std::string> args, int timeout_s = 300) {
+    return run_edgeprobe(args, timeout_s);
+  }
+
+  // lab submit --no-submit: the lab run is stored and each job rendered into `render`.
+  json submit(const std::string& render, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"lab", "submit", "-i", dir_.file("lab.yml"), "--dist", dir_.file("dist"),
+                                     "--artifacts-dir", dir_.file("artifacts"), "--artifacts-url",
+                                     "file://" + dir_.file("artifacts"), "--render", render, "--no-submit",
+                                     "--db", dir_.file("lab.db"), "-o", "json", "-q"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = ep(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out, nullptr, false);
+  }
+
+  std::vector<std::string> bench_plan() {
+    const json plan = {{"kind", "bench"},
+                       {"sweep", {{"models", {tiny_model()}}, {"n_prompt", {16}}, {"n_gen", {4}}, {"threads", {1}}}},
+                       {"repetitions", 2},
+                       {"ceilings", "off"},
+                       {"env", {{"sample_hz", 0}}}};
+    write_file(dir_.file("plan.json"), plan.dump());
+    return {dir_.file("plan.json")};
+  }
+
+  // The plan a rendered job carries, as the device decodes it.
+  static json job_plan(const std::string& definition) {
+    const std::string yaml = read_file(definition);
+    const json job = json::parse(yaml.substr(yaml.find('{')));
+    return json::parse(*base64_decode(
+        job["actions"][2]["test"]["definitions"][0]["parameters"]["EP_PLAN_B64"].get<std::string>()));
+  }
+
+  // What the job's `run --plan -o lava` prints, in a work directory laid out as the job
+  // lays it out (models/ holding what it fetched).
+  ProcessResult run_on_device(const json& plan) {
+    const std::string dev = dir_.file("device");
+    fs::create_directories(dev);
+    if (!fs::exists(dev + "/models")) fs::create_directory_symlink(dir_.file("artifacts"), dev + "/models");
+    write_file(dev + "/plan.json", plan.dump());
+    return run_process({"/bin/sh", "-c", "cd '" + dev + "' && exec '" + EDGEPROBE_BINARY + "' run --plan plan.json -o lava"},
+                       300);
+  }
+
+  TempDir dir_;
+};
+
+}  // namespace
+
+TEST_F(LavaCli, JobsAreRenderedPerDeviceAndLavasOwnSchemaAcceptsThem) {
+  const json out = submit(dir_.file("jobs"), bench_plan());
+  ASSERT_EQ(out["jobs"].size(), 2u) << out.dump();
+  for (const auto& j : out["jobs"]) {
+    EXPECT_EQ(j["status"], "rendered");
+    const std::string yaml = read_file(j["definition"].get<std::string>());
+    const json job = json::parse(yaml.substr(yaml.find('{')));
+    EXPECT_EQ(job["tags"][0], "ep-" + j["device"].get<std::string>());
+    // The plan the device runs names the model by its place under the job's directory,
+    // and the model is staged under a name its content fixes.
+    const json& params = job["actions"][2]["test"]["definitions"][0]["parameters"];
+    const json plan = json::parse(*base64_decode(params["EP_PLAN_B64"].get<std::string>()));
+    EXPECT_EQ(plan["sweep"]["models"][0], params["EP_MODEL_1_PATH"]);
+    EXPECT_EQ(params["EP_MODEL_1_SHA256"], sha256_file(tiny_model()));
+    EXPECT_TRUE(fs::exists(dir_.file("artifacts") + "/" + fs::path(params["EP_MODEL_1_PATH"].get<std::string>()).filename().string()));
+    EXPECT_EQ(params["EP_BUNDLE_SHA256"], sha256_file(dir_.file("dist") + "/" + kBundle + ".tar.gz"));
+    if (!fs::exists(kLavaSchema)) {
+      ADD_FAILURE() << kLavaSchema << " is missing: scripts/setup.sh installs lava-common";
+      continue;
+    }
+    const auto check = run_process({"/usr/bin/python3", kLavaSchema, "job", j["definition"].get<std::string>()}, 120);
+    EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  }
+  EXPECT_NE(out["jobs"][0]["definition"].get<std::string>().find("dut-01"), std::string::npos);
+  const std::string first = read_file(out["jobs"][0]["definition"].get<std::string>());
+  EXPECT_NE(first.find("\"site-a\""), std::string::npos) << "the inventory's lava_tags";
+
+  // Without --render, --no-submit has nothing to do; without artifacts the devices could fetch nothing.
+  const auto bare = ep({"lab", "submit", "-i", dir_.file("lab.yml"), "--no-submit", "--db", dir_.file("x.db"),
+                        bench_plan()[0]});
+  EXPECT_EQ(bare.exit_code, 2);
+  EXPECT_NE(bare.err.find("--render DIR"), std::string::npos) << bare.err;
+  const auto no_art = ep({"lab", "submit", "-i", dir_.file("lab.yml"), "--render", dir_.file("j2"), "--no-submit",
+                          "--db", dir_.file("x.db"), bench_plan()[0]});
+  EXPECT_EQ(no_art.exit_code, 2);
+  EXPECT_NE(no_art.err.find("--artifacts-dir DIR and --artifacts-url URL"), std::string::npos) << no_art.err;
+  // No server configured: one line naming both places, and no lab run stored.
+  const auto no_server = run_process({EDGEPROBE_BINARY, "lab", "submit", "-i", dir_.file("lab.yml"), "--dist",
+                                      dir_.file("dist"), "--artifacts-dir", dir_.file("a3"), "--artifacts-url",
+                                      "http://127.0.0.1:9/", "--db", dir_.file("y.db"), bench_plan()[0]},
+                                     60, {{"HOME", dir_.file("nohome")}, {"LAVA_URL", ""}, {"LAVA_TOKEN", ""}});
+  EXPECT_EQ(no_server.exit_code, 2) << no_server.err;
+  EXPECT_NE(no_server.err.find("set LAVA_URL and LAVA_TOKEN"), std::string::npos) << no_server.err;
+  EXPECT_FALSE(fs::exists(dir_.file("y.db")));
+}
+
+TEST_F(LavaCli, AJobLogIsImportedUnitByUnitAgainWithoutDuplicatesAndTheRestResubmitted) {
+  const json out = submit(dir_.file("jobs"), bench_plan());
+  const std::string lab_run = std::to_string(out["lab_run"].get<int64_t>());
+  // What the device prints in its job: the real stream of its plan, framed.
+  const auto run = run_on_device(job_plan(out["jobs"][0]["definition"]));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string pass = R"({"case": "job", "definition": "lava", "result": "pass"})";
+  write_file(dir_.file("job1.yaml"), as_lava_log(run.out, pass));
+  auto import = [&](const std::string& log, const std::string& device) {
+    const auto r = ep({"lab", "import", lab_run, "--device", device, "--lava-log", log, "--db", dir_.file("lab.db"),
+                       "-o", "json", "-q"});
+    return std::make_pair(r, json::parse(r.out, nullptr, false));
+  };
+  auto [r1, j1] = import(dir_.file("job1.yaml"), "dut-01");
+  ASSERT_TRUE(j1.is_object()) << r1.err;
+  EXPECT_EQ(j1["jobs"][0]["status"], "ok") << j1.dump();
+  EXPECT_EQ(j1["jobs"][0]["units"], 4) << "two tests of two repetitions";
+  EXPECT_EQ(j1["exit_code"], 0) << "dut-02 has not reported: the lab run is not finished";
+  auto [r2, j2] = import(dir_.file("job1.yaml"), "dut-01");
+  EXPECT_EQ(j2["jobs"][0]["units"], 0) << "imported again: nothing twice";
+  EXPECT_EQ(j2["jobs"][0]["status"], "ok") << j2.dump();
+
+  // dut-02's connection died halfway: lost, its units kept, the lab run failed.
+  // Cut after the first test's result: its repetitions arrived, the second test's did not.
+  std::string cut;
+  {
+    std::istringstream in(run.out);
+    for (std::string line; std::getline(in, line);) {
+      cut += line + "\n";
+      const auto bytes = base64_decode(line.substr(line.rfind(' ') + 1));
+      if (bytes && bytes->find("\"event\":\"test\"") != std::string::npos) break;
+    }
+  }
+  write_file(dir_.file("job2.yaml"),
+             as_lava_log(cut, R"({"case": "job", "definition": "lava", "result": "fail", "error_type": "Infrastructure", "error_msg": "Connection closed"})"));
+  auto [r3, j3] = import(dir_.file("job2.yaml"), "dut-02");
+  EXPECT_EQ(r3.exit_code, 3) << r3.err;
+  EXPECT_EQ(j3["jobs"][1]["status"], "lost") << j3.dump();
+  EXPECT_NE(j3["jobs"][1]["error"].get<std::string>().find("Connection closed"), std::string::npos);
+  const int64_t lost_run = j3["jobs"][1]["run_id"];
+  const size_t kept = j3["jobs"][1]["units"];
+  EXPECT_EQ(kept, 2u) << "the first test's two repetitions";
+  const auto runs = ep({"runs", "--kind", "lab", "-o", "json", "--db", dir_.file("lab.db")});
+  EXPECT_NE(runs.out.find("\"failed\""), std::string::npos) << runs.out;
+
+  // --resume resubmits only dut-02, attempt 2, its stored units marked done.
+  const json again = submit(dir_.file("jobs2"), {"--resume", lab_run});
+  ASSERT_EQ(again["jobs"].size(), 1u) << again.dump();
+  EXPECT_EQ(again["jobs"][0]["device"], "dut-02");
+  EXPECT_EQ(again["jobs"][0]["attempt"], 2);
+  const json plan = job_plan(again["jobs"][0]["definition"]);
+  EXPECT_EQ(plan["completed"].size(), kept) << plan.dump();
+  // The device runs the rest and the import continues the same stored run.
+  const auto rest = run_on_device(plan);
+  ASSERT_EQ(rest.exit_code, 0) << rest.err;
+  write_file(dir_.file("job3.yaml"), as_lava_log(rest.out, pass));
+  auto [r4, j4] = import(dir_.file("job3.yaml"), "dut-02");
+  EXPECT_EQ(r4.exit_code, 0) << r4.err;
+  EXPECT_EQ(j4["jobs"][1]["status"], "ok") << j4.dump();
+  EXPECT_EQ(j4["jobs"][1]["run_id"], lost_run);
+  EXPECT_EQ(j4["jobs"][1]["units"].get<size_t>(), 4u - kept);
+}
+
+TEST_F(LavaCli, ALogThatIsNotAJobLogOrNamesNoDeviceIsRefusedInOneLine) {
+  const json out = submit(dir_.file("jobs"), bench_plan());
+  const std::string lab_run = std::to_string(out["lab_run"].get<int64_t>());
+  const auto missing = ep({"lab", "import", lab_run, "--device", "dut-01", "--lava-log", dir_.file("none.yaml"),
+                           "--db", dir_.file("lab.db")});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(count_of(missing.err, "\n"), 1u) << missing.err;
+  const auto alone = ep({"lab", "import", lab_run, "--lava-log", dir_.file("none.yaml"), "--db", dir_.file("lab.db")});
+  EXPECT_EQ(alone.exit_code, 2);
+  EXPECT_NE(alone.err.find("--lava-log and --device go together"), std::string::npos) << alone.err;
+  const auto stranger = ep({"lab", "import", lab_run, "--device", "pixel", "--lava-log", dir_.file("none.yaml"),
+                            "--db", dir_.file("lab.db")});
+  EXPECT_NE(stranger.err.find("has no device 'pixel'"), std::string::npos) << stranger.err;
+  // Random bytes as a log: no stream in it, the job not finished, nothing stored.
+  write_file(dir_.file("junk.yaml"), std::string("\x01\x02{[\n- {\"lvl\": \n", 14));
+  const auto junk = ep({"lab", "import", lab_run, "--device", "dut-01", "--lava-log", dir_.file("junk.yaml"),
+                        "--db", dir_.file("lab.db"), "-o", "json"});
+  EXPECT_EQ(junk.exit_code, 0) << junk.err;
+  EXPECT_EQ(json::parse(junk.out)["jobs"][0]["status"], "running");
+  const auto bench = ep({"bench", "-q", "-m", tiny_model(), "-p", "8", "-n", "0", "-r", "1", "-t", "1", "--ceilings",
+                         "off", "--sample-hz", "0", "--db", dir_.file("lab.db")});
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  const auto not_lab = ep({"lab", "import", std::to_string(out["lab_run"].get<int64_t>() + 1), "--db", dir_.file("lab.db")});
+  EXPECT_EQ(not_lab.exit_code, 2);
+  EXPECT_NE(not_lab.err.find("is not a LAVA lab run"), std::string::npos) << not_lab.err;
+}
