@@ -3,7 +3,8 @@
 // it. LAVA's job log escapes double quotes, drops carriage returns and escape characters,
 // and replaces any line of 10^6 characters or more; JSON does not survive that, base64
 // does. Each stream line becomes one or more records
-//   EPJ1 N K/M BASE64     line N (from 1), chunk K of M, at most kFrameChunkBytes raw bytes
+//   EPJ1 N K/M BASE64     line N (from 1, without its '\n'), chunk K of M, at most
+//                         kFrameChunkBytes raw bytes (an empty line is one empty chunk)
 // and the stream closes with
 //   EPJ1 END LINES SHA256  the line count and the SHA-256 of the raw lines, each with '\n'
 // so a reader knows whether it holds all of it (docs/lab.md, "LAVA").

@@ -312,9 +312,9 @@ JobReport report_from_rest(const json& detail, const json& lava_tests) {
   if (rows.is_array())
     for (const auto& t : rows) {
       if (!t.is_object() || text_of(t, "name") != "job") continue;
-      json meta = t.value("metadata", json());
+      json meta = t.value("metadata", json());  // a YAML text in LAVA 2023.01
       if (meta.is_string()) meta = yaml_to_json(meta.get<std::string>()).value_or(json());
-      if (meta.is_object()) {
+      if (meta.is_object() && text_of(meta, "definition") == "lava") {
         r.error_type = text_of(meta, "error_type");
         r.error_msg = text_of(meta, "error_msg");
       }

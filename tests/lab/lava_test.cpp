@@ -242,3 +242,56 @@ TEST(LavaJob, HeadlineFiguresBecomeTestCasesWithUnits) {
   EXPECT_NE(cases.find("lava-test-case pp1-t2-prefill --result pass --measurement 101.5000"), std::string::npos);
   EXPECT_NE(cases.find("lava-test-case edgeprobe-exit --result pass"), std::string::npos);
 }
+
+// ---- on what a real LAVA 2023.01 wrote (tests/lab/lava/fixtures, recorded with lava-lab.sh) ----
+
+namespace {
+std::string fixture(const std::string& name) {
+  return test_support::read_file(std::string(EDGEPROBE_LAVA_FIXTURES) + "/" + name);
+}
+lava::JobReport rest_report(const std::string& job, const std::string& detail = "detail") {
+  return lava::report_from_rest(json::parse(fixture(job + "." + detail + ".json")),
+                                json::parse(fixture(job + ".tests.json")));
+}
+}  // namespace
+
+TEST(LavaRecorded, FramesSurviveARealJobLogAndItsTracedCommandsAndLongLinesAreNotFrames) {
+  // The job printed two frames whose JSON holds quotes, a 1.1 MB line, and an END with a
+  // wrong checksum; the test shell traced each echo (`+ echo 'EPJ1 ...'`).
+  const auto log = lava::parse_log(fixture("complete.logs.yaml"));
+  EXPECT_EQ(log.unreadable, 0u);
+  bool escaped = false, replaced = false;
+  app::FrameDecoder d;
+  std::vector<std::string> lines;
+  for (const auto& r : log.records) {
+    if (r.lvl != "target" || !r.msg.is_string()) continue;
+    const std::string msg = r.msg.get<std::string>();
+    escaped = escaped || msg.find("he said \\\"hello\\\"") != std::string::npos;
+    replaced = replaced || msg == "<line way too long ...>";
+    for (auto& l : d.line(msg)) lines.push_back(l);
+  }
+  EXPECT_TRUE(escaped) << "LAVA escapes the quotes of target output: why the stream is framed";
+  EXPECT_TRUE(replaced);
+  EXPECT_EQ(lines, (std::vector<std::string>{R"({"a":1})", R"({"b":2,"s":"\"q\""})"}));
+  EXPECT_NE(d.problem().find("SHA-256 does not match"), std::string::npos) << d.problem();
+  // The dispatcher alone (lava-run) writes the same records without the list's "- ".
+  const auto run = lava::report_from_log(lava::parse_log(fixture("lava-run-complete.log.yaml")));
+  EXPECT_EQ(run.state, "Finished");
+  EXPECT_EQ(run.health, "Complete");
+}
+
+TEST(LavaRecorded, TheRestApisJobStatesMapToDeviceStatuses) {
+  EXPECT_EQ(lava::device_status(rest_report("complete"), false, false), "partial");
+  EXPECT_EQ(lava::device_status(rest_report("complete"), true, false), "ok");
+  const auto dies = rest_report("ssh-dies");
+  EXPECT_EQ(dies.error_type, "Infrastructure");
+  EXPECT_EQ(dies.error_msg, "Connection closed");
+  EXPECT_EQ(lava::device_status(dies, false, false), "lost");
+  const auto cancelled = rest_report("cancel");
+  EXPECT_EQ(cancelled.error_msg, "The job was canceled");
+  EXPECT_EQ(lava::device_status(cancelled, false, false), "cancelled");
+  const auto waiting = rest_report("maintenance", "detail-after-30s");  // then cancelled
+  EXPECT_EQ(waiting.state, "Submitted");
+  EXPECT_EQ(lava::device_status(waiting, false, false), "queued");
+  EXPECT_EQ(lava::device_status(waiting, false, true), "not_scheduled");
+}
