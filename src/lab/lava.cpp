@@ -125,10 +125,13 @@ std::vector<std::string> test_steps(const JobSpec& s) {
       "ep_fetch() { if [ -f \"$3\" ] && echo \"$2  $3\" | sha256sum -c --status; then return 0; fi; mkdir -p "
       "\"$(dirname \"$3\")\"; if command -v curl >/dev/null; then curl -fsSL -o \"$3.part\" \"$1\"; else wget -q -O "
       "\"$3.part\" \"$1\"; fi && echo \"$2  $3.part\" | sha256sum -c --status && mv \"$3.part\" \"$3\"; }",
-      "EP_DIR=\"${EP_WORKDIR:-$HOME/edgeprobe-lava}\"; mkdir -p \"$EP_DIR/plans\" && cd \"$EP_DIR\" || "
-      "lava-test-raise ep-workdir",
-      "lava-test-case ep-fetch-bundle --shell ep_fetch \"$EP_BUNDLE_URL\" \"$EP_BUNDLE_SHA256\" "
-      "\"bundles/$EP_BUNDLE_NAME.tar.gz\" || lava-test-raise ep-fetch-bundle",
+      // The inventory's workdir; a relative one is under the login's home, as for `lab run`.
+      "case \"$EP_WORKDIR\" in /*) EP_DIR=\"$EP_WORKDIR\" ;; *) EP_DIR=\"$HOME/$EP_WORKDIR\" ;; esac; mkdir -p "
+      "\"$EP_DIR/plans\" && cd \"$EP_DIR\" || lava-test-raise ep-workdir",
+      // lava-test-case --shell runs its command in a script of its own, where ep_fetch is unknown.
+      "ep_case() { name=$1; shift; if \"$@\"; then lava-test-case \"$name\" --result pass; else lava-test-case "
+      "\"$name\" --result fail; lava-test-raise \"$name\"; exit 1; fi; }",
+      "ep_case ep-fetch-bundle ep_fetch \"$EP_BUNDLE_URL\" \"$EP_BUNDLE_SHA256\" \"bundles/$EP_BUNDLE_NAME.tar.gz\"",
       "[ -f \"bundles/$EP_BUNDLE_NAME/.complete\" ] && [ \"$(cat \"bundles/$EP_BUNDLE_NAME/.complete\")\" = "
       "\"$EP_BUNDLE_SHA256\" ] || { rm -rf \"bundles/$EP_BUNDLE_NAME\" && tar -xzf \"bundles/$EP_BUNDLE_NAME.tar.gz\" "
       "-C bundles && echo \"$EP_BUNDLE_SHA256\" > \"bundles/$EP_BUNDLE_NAME/.complete\"; } || lava-test-raise "
@@ -136,9 +139,8 @@ std::vector<std::string> test_steps(const JobSpec& s) {
   };
   for (size_t i = 0; i < s.models.size(); ++i)
     steps.push_back(fmt::format(
-        "lava-test-case ep-fetch-model-{} --shell ep_fetch \"$EP_MODEL_{}_URL\" \"$EP_MODEL_{}_SHA256\" "
-        "\"$EP_MODEL_{}_PATH\" || lava-test-raise ep-fetch-model-{}",
-        i + 1, i + 1, i + 1, i + 1, i + 1));
+        "ep_case ep-fetch-model-{} ep_fetch \"$EP_MODEL_{}_URL\" \"$EP_MODEL_{}_SHA256\" \"$EP_MODEL_{}_PATH\"", i + 1,
+        i + 1, i + 1, i + 1));
   steps.insert(steps.end(), {
       "echo \"$EP_PLAN_B64\" | base64 -d > \"plans/$EP_RUN.json\" && echo \"$EP_PLAN_SHA256  plans/$EP_RUN.json\" | "
       "sha256sum -c --status || lava-test-raise ep-plan",
@@ -207,6 +209,7 @@ std::string render_job(const JobSpec& s) {
   const std::string run = fmt::format("lab{}-{}-job{}-a{}", s.lab_run, lava_name(s.device.name), s.job, s.attempt);
   const std::string plan_text = s.plan.dump();
   json parameters = {{"EP_RUN", run},
+                     {"EP_WORKDIR", s.device.workdir.empty() ? "edgeprobe-lab" : s.device.workdir},
                      {"EP_BUNDLE_URL", s.bundle_url},
                      {"EP_BUNDLE_SHA256", s.bundle_sha256},
                      {"EP_BUNDLE_NAME", s.bundle_name},
@@ -241,7 +244,8 @@ std::string render_job(const JobSpec& s) {
               {{"method", "ssh"},
                {"connection", "ssh"},
                {"failure_retry", 2},
-               {"prompts", json::array({"root@", "\\$ ", "# "})},
+               // A root shell's prompt and a user's, as Debian's bash shows them.
+               {"prompts", json::array({"root@[^:]+:.*# ", "[^@ ]+@[^:]+:.*\\$ "})},
                {"timeout", {{"minutes", 5}}}}}},
             {{"test",
               {{"timeout", {{"minutes", job_minutes}}},
