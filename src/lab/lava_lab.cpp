@@ -49,6 +49,11 @@ class Rest {
 
   json get_json(const std::string& path) { return parse(path, checked(path, client_.get(url(path)))); }
   std::string get_text(const std::string& path) { return checked(path, client_.get(url(path))).body; }
+  // "" where LAVA has none (a job cancelled before a device took it has no log: 404).
+  std::string get_text_if_any(const std::string& path) {
+    http::Response r = client_.get(url(path));
+    return r.status == 404 ? "" : checked(path, std::move(r)).body;
+  }
   json post_json(const std::string& path, const json& body) {
     return parse(path, checked(path, client_.post_json(url(path), body.dump())));
   }
@@ -76,6 +81,7 @@ class Rest {
   }
   json get_json(const std::string&) { return {}; }
   std::string get_text(const std::string&) { return {}; }
+  std::string get_text_if_any(const std::string&) { return {}; }
   json post_json(const std::string&, const json&) { return {}; }
 };
 #endif
@@ -322,7 +328,9 @@ LabJobs import(store::Store& store, store::RunId lab_run, const ImportOptions& o
       }
       const bool from_log = !o.log_file.empty() && d.name == o.device && k == o.job;
       // An ok job's units are all stored (its run is complete): importing it again adds nothing.
-      const bool settled = row.status == "ok" || (row.status == "error" && !row.lava_job);
+      // So is one that never got a device: edgeprobe cancelled it (LAVA then calls it Canceled).
+      const bool settled =
+          row.status == "ok" || row.status == "not_scheduled" || (row.status == "error" && !row.lava_job);
       if (settled || (!from_log && (!o.log_file.empty() || !row.lava_job))) {
         all_finished = all_finished && (finished(row.status) && row.status != "submitted" && row.status != "rendered");
         all_ok = all_ok && row.status == "ok";
@@ -349,7 +357,7 @@ LabJobs import(store::Store& store, store::RunId lab_run, const ImportOptions& o
           rest->get_text("jobs/" + id + "/cancel/");  // LAVA's cancel; the job never ran
           if (o.say) o.say(fmt::format("[{}] LAVA job {} still queued after {:.0f} s: cancelled", d.name, id, deadline_s));
         }
-        if (!queued) log = parse_log(rest->get_text("jobs/" + id + "/logs/"));
+        if (!queued) log = parse_log(rest->get_text_if_any("jobs/" + id + "/logs/"));
       }
       const bool job_finished = report.state == "Finished";
       const std::string why = fmt::format("LAVA job {} {}{}{}", row.lava_job ? std::to_string(row.lava_job) : o.log_file,
@@ -358,7 +366,13 @@ LabJobs import(store::Store& store, store::RunId lab_run, const ImportOptions& o
       json lab_ctx = {{"lab_run", lab_run}, {"device", d.name}, {"job", k}, {"transport", "lava"},
                       {"lava_job", row.lava_job}, {"attempt", row.attempt}, {"labels", d.labels}};
       Imported imp;
-      if (!log.records.empty()) imp = import_stream(store, log, lab_ctx, row.run, job_finished, why);
+      if (row.run && store.get_run(row.run).status == "complete") {
+        // An earlier import took the whole stream while LAVA was still closing the job.
+        imp.run = row.run;
+        imp.whole = true;
+      } else if (!log.records.empty()) {
+        imp = import_stream(store, log, lab_ctx, row.run, job_finished, why);
+      }
       if (imp.run) row.run = imp.run;
       row.units = imp.committed;
       row.status = device_status(report, imp.whole, past_deadline);

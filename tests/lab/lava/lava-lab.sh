@@ -93,7 +93,12 @@ write_server_env() {
 export DJANGO_SETTINGS_MODULE=lava_server.settings.prod
 export LAVA_YAML_SETTINGS_DATABASES='{default: {ENGINE: django.db.backends.postgresql, NAME: lavaserver, USER: lavaserver, PASSWORD: "", HOST: "$DIR/pg", PORT: 5432}}'
 export PGHOST='$DIR/pg' PGPORT=5432
+# Job logs and outputs under DIR: LAVA numbers jobs from 1 in every new database, and in
+# the shared /var/lib/lava-server/default/media a new job 1 would append to an old one's log.
+export LAVA_SETTINGS_MEDIA_ROOT='$DIR/media/'
 EOF
+  mkdir -p "$DIR/media"
+  chown lavaserver:lavaserver "$DIR/media"
 }
 
 start_postgres() {
