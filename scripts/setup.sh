@@ -28,6 +28,7 @@ packages+=(clang libclang-rt-14-dev)  # libFuzzer for the KV frame parser's fuzz
 packages+=(libcurl4-openssl-dev)  # the HTTP endpoint engine (src/http) talks to servers through libcurl
 packages+=(iptables libnetfilter-queue-dev)  # network tests: a link's latency (netfilter-queue delay; netem is not in this kernel)
 packages+=(glslc libvulkan-dev spirv-headers mesa-vulkan-drivers)  # the Vulkan backend, and lavapipe (a Vulkan device on the CPU) its tests run on
+packages+=(lava-server lava-dispatcher lavacli curl)  # LAVA (lab submit --engine lava): its schema check, dispatcher and a whole server in the lab tests
 packages+=(ccache)  # a second clone or worktree (CI's clean clone) compiles only what differs (CMakeLists.txt)
 missing=()
 for p in "${packages[@]}"; do
@@ -43,7 +44,17 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then
     echo "setup: installing ${missing[*]}" >&2
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+    # No service of these packages is wanted running (the tests start their own PostgreSQL,
+    # sshd and LAVA): policy-rc.d keeps maintainer scripts from starting them, which on a
+    # machine without systemd can fail the install.
+    made_policy=0
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && made_policy=1
+    fi
+    rc=0
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 || rc=$?
+    [ "$made_policy" = 1 ] && rm -f /usr/sbin/policy-rc.d
+    [ "$rc" = 0 ] || exit "$rc"
   elif command -v sudo >/dev/null 2>&1; then
     sudo apt-get update -qq
     sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
