@@ -113,3 +113,34 @@ TEST_F(LavaDispatcher, AModelThatDoesNotMatchItsHashStopsTheJobAndTheDeviceIsAnE
   EXPECT_NE(out["jobs"][0]["error"].get<std::string>().find("ep-fetch-model-1"), std::string::npos) << out.dump();
   EXPECT_EQ(out["exit_code"], 3);
 }
+
+TEST_F(LavaDispatcher, TheShippedHealthCheckPassesOnAGoodDeviceAndRaisesOnABadBundle) {
+  const std::string shipped = read_file(std::string(EDGEPROBE_SOURCE_DIR) + "/contrib/lava/health-check-ssh.yaml");
+  const std::string tarball = dir_.file("dist") + "/" + kBundle + ".tar.gz";
+  auto filled = [&](const std::string& sha) {
+    std::string job = shipped;
+    auto set = [&](const std::string& from, const std::string& to) {
+      const auto at = job.find(from);
+      ASSERT_NE(at, std::string::npos) << from;
+      job.replace(at, from.size(), to);
+    };
+    set("http://artifacts.example/edgeprobe-0.1.0-linux-aarch64-linux-gnu.tar.gz", "file://" + tarball);
+    set(std::string(64, '0'), sha);
+    set("\"edgeprobe-0.1.0-linux-aarch64-linux-gnu\"", "\"" + kBundle + "\"");
+    set("\"edgeprobe-health\"", "\"" + dir_.file("health") + "\"");
+    job_ = dir_.file("health.yaml");
+    write_file(job_, job);
+  };
+  const auto sha = run_process({"/usr/bin/sha256sum", tarball}, 60).out.substr(0, 64);
+  filled(sha);
+  const auto good = dispatch(dir_.file("good.log"));
+  const std::string good_log = read_file(dir_.file("good.log"));
+  EXPECT_EQ(good.exit_code, 0) << good_log.substr(good_log.size() > 4000 ? good_log.size() - 4000 : 0);
+  EXPECT_NE(good_log.find("TEST_CASE_ID=ep-health-inference RESULT=pass"), std::string::npos);
+  filled(std::string(64, 'f'));  // a bundle that is not the one the check names
+  const auto bad = dispatch(dir_.file("bad.log"));
+  const std::string bad_log = read_file(dir_.file("bad.log"));
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad_log.find("TEST_CASE_ID=ep-health-sha256 RESULT=fail"), std::string::npos);
+  EXPECT_NE(bad_log.find("\"error_msg\": \"ep-health-sha256\""), std::string::npos) << "lava-test-raise names the step";
+}
