@@ -13,6 +13,7 @@
 #include "lab/deploy.h"
 #include "lab/lab_run.h"
 #include "lab/lava_lab.h"
+#include "lab/lava_notify.h"
 #include "store/store.h"
 #include "workload/sweep.h"
 
@@ -37,6 +38,7 @@ struct LabFlags {
   double queue_deadline_s = 24 * 3600;
   int64_t lab_run = 0;
   size_t lava_job_index = 1;
+  lab::lava::ReceiveOptions receive;
 };
 
 lab::lava::SubmitOptions lava_options(const LabFlags& f, const std::string& command_line) {
@@ -156,6 +158,15 @@ int import(const LabFlags& f) {
   o.job = f.lava_job_index - 1;
   o.say = sayer(f.output.quiet);
   const auto jobs = lab::lava::import(*store, f.lab_run, o);
+  print_jobs(f, jobs);
+  return jobs.exit_code;
+}
+
+int receive(const LabFlags& f) {
+  auto store = lab_store(f, store::Mode::kMustExist);
+  lab::lava::ReceiveOptions o = f.receive;
+  o.say = sayer(f.output.quiet);
+  const auto jobs = lab::lava::receive(*store, f.lab_run, o);
   print_jobs(f, jobs);
   return jobs.exit_code;
 }
@@ -306,6 +317,19 @@ void register_lab(CLI::App& app, const std::vector<std::string>& command_line) {
   add_output_options(imp, f->output, {{"md", "json"}});
   add_db_option(imp, f->db);
   imp->callback([f, fail_on] { fail_on(import(*f)); });
+
+  CLI::App* rec = lab->add_subcommand(
+      "receive", "Wait for LAVA's notify callbacks (lab submit --notify-url) and import at each, until every job ended");
+  rec->add_option("run", f->lab_run, "The lab run (lab submit printed it)")->required();
+  rec->add_option("--listen", f->receive.listen, "HOST:PORT to listen on (port 0: any free one)")
+      ->capture_default_str();
+  rec->add_option("--timeout", f->receive.timeout_s, "Give up (exit 3) when jobs have not ended by then (s)")
+      ->capture_default_str();
+  rec->add_option("--poll", f->receive.poll_s, "Import this often anyway, in case a callback was lost (s)")
+      ->capture_default_str();
+  add_output_options(rec, f->output, {{"md", "json"}});
+  add_db_option(rec, f->db);
+  rec->callback([f, fail_on] { fail_on(receive(*f)); });
 
   auto cases_file = std::make_shared<std::string>();
   CLI::App* cases = lab->add_subcommand(

@@ -161,6 +161,7 @@ class Conventions : public ::testing::Test {
         // submit stages a packaged bundle and import needs a LAVA lab run: tests/lab/lava_cli_test.cpp runs both.
         {"edgeprobe lab submit", {}},
         {"edgeprobe lab import", {}},
+        {"edgeprobe lab receive", {}},
     };
   }
 
@@ -237,7 +238,7 @@ TEST_F(Conventions, ATypoGetsTheNearestNameAndTheCommandsHelp) {
   expect_usage_error({"bnech"}, "unknown subcommand 'bnech' for 'edgeprobe'; did you mean 'bench'?", "edgeprobe");
   expect_usage_error({"lab", "chekc"}, "did you mean 'check'?", "edgeprobe lab");
   expect_usage_error({"bench", "--ouput", "x.json"}, "did you mean '--output'?", "edgeprobe bench");
-  expect_usage_error({"lab"}, "'edgeprobe lab' needs a subcommand: check, deploy, run, submit, import or lava-cases", "edgeprobe lab");
+  expect_usage_error({"lab"}, "'edgeprobe lab' needs a subcommand: check, deploy, run, submit, import, receive or lava-cases", "edgeprobe lab");
   // A flag of a subcommand given before it.
   expect_usage_error({"-q", "bench"}, "put it after the subcommand", "edgeprobe");
 }
@@ -319,7 +320,8 @@ TEST_F(Conventions, CompletionAndHelpAllComeFromTheSameDefinition) {
     return r.out;
   };
   EXPECT_EQ(offered("edgeprobe be"), "bench\n");
-  EXPECT_EQ(offered("edgeprobe lab r"), "run\n");
+  EXPECT_EQ(offered("edgeprobe lab ru"), "run\n");
+  EXPECT_EQ(offered("edgeprobe lab r"), "run receive\n");
   EXPECT_EQ(offered("edgeprobe bench --outp"), "--output-format --output\n");
   EXPECT_EQ(offered("edgeprobe lab run --job"), "--job-timeout\n");
   EXPECT_EQ(offered("edgeprobe runs ''"), "\n") << "no subcommands: files";

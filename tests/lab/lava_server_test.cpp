@@ -275,3 +275,25 @@ TEST_F(LavaServer, ADeviceInMaintenanceIsNotScheduledAndResumeRerunsOnlyIt) {
   EXPECT_EQ(units["dut-02"], 2u);
   EXPECT_EQ(done["exit_code"], 0);
 }
+
+TEST_F(LavaServer, LavasCallbacksBringTheResultsWithoutAnImportByHand) {
+  // A free port for the receiver, named in the jobs' notify block.
+  const auto port_probe = run_process({"/usr/bin/python3", "-c",
+                                       "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); "
+                                       "print(s.getsockname()[1])"},
+                                      30);
+  const std::string port = port_probe.out.substr(0, port_probe.out.find('\n'));
+  const json sub = submit("s5.db", {"--notify-url", "http://127.0.0.1:" + port + "/lava", plan("short5.json", 1, 0)});
+  const int64_t lab = sub["lab_run"];
+  // No periodic import: only LAVA's POSTs prompt one.
+  const double t0 = now_s();
+  const auto r = ep({"lab", "receive", std::to_string(lab), "--listen", "127.0.0.1:" + port, "--poll", "100000",
+                     "--timeout", "400", "--db", file("s5.db"), "-o", "json"},
+                    450);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json done = json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(done.is_object()) << r.out << r.err;
+  for (const char* d : {"dut-01", "dut-02"}) EXPECT_EQ((*row(done, d))["status"], "ok") << done.dump();
+  EXPECT_GE(count_of(r.err, "LAVA's callback (POST /lava)"), 2u) << r.err;
+  std::cerr << "[lava] callbacks brought both devices in " << now_s() - t0 << " s\n";
+}
