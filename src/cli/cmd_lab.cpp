@@ -39,6 +39,8 @@ struct LabFlags {
   int64_t lab_run = 0;
   size_t lava_job_index = 1;
   lab::lava::ReceiveOptions receive;
+  std::string pool, pool_arch;
+  int pool_count = 1;
 };
 
 lab::lava::SubmitOptions lava_options(const LabFlags& f, const std::string& command_line) {
@@ -135,7 +137,8 @@ int submit(const LabFlags& f, const std::string& command_line) {
     if (f.plans.empty() && f.models.empty())
       throw_bad_input("lab submit needs plan files or -m MODEL (-m synth:tinyllama-1.1b:q4_0 for bench's default)");
     o.plans = plans_of(f);
-    const auto devices = selected(f);
+    // A pool stands for devices LAVA picks by type and tags; else the inventory's devices.
+    const auto devices = f.pool.empty() ? selected(f) : lab::lava::pool_devices(f.pool, f.pool_count, f.pool_arch);
     auto store = lab_store(f, store::Mode::kCreate);
     jobs = lab::lava::submit(*store, devices, o);
   }
@@ -295,6 +298,11 @@ void register_lab(CLI::App& app, const std::vector<std::string>& command_line) {
       ->check(one_of({"lava"}, "engine"))
       ->capture_default_str();
   artifacts(sub);
+  sub->add_option("--pool", f->pool,
+                  "Instead of the inventory: LAVA's devices of this type and tags (TYPE[:TAG,...])");
+  sub->add_option("--count", f->pool_count, "With --pool: how many jobs (each on a device LAVA picks)")
+      ->capture_default_str();
+  sub->add_option("--arch", f->pool_arch, "With --pool: the devices' architecture (aarch64 or x86_64)");
   sub->add_option("--render", f->render_dir, "Also write each job definition (YAML) into this directory");
   sub->add_flag("--no-submit", f->no_submit, "Render only (with --render): no LAVA server is asked");
   sub->add_option("--queue-deadline", f->queue_deadline_s,

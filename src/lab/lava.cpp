@@ -203,7 +203,10 @@ std::string plan_sha256(const json& plan) { return sha256_hex(plan.dump()); }
 
 std::string render_job(const JobSpec& s) {
   const std::string type = s.device.labels.contains("lava_device_type") ? s.device.labels.at("lava_device_type") : "ssh";
-  json tags = json::array({lava_name("ep-" + s.device.name)});
+  // A device of the inventory is its own tag ep-NAME (LAVA cannot target a device by
+  // name); a pool's job goes to any device of its type with its tags (lab submit --pool).
+  json tags = json::array();
+  if (!s.device.labels.contains("lava_pool")) tags.push_back(lava_name("ep-" + s.device.name));
   if (s.device.labels.contains("lava_tags"))
     for (const auto& t : workload::split_list(s.device.labels.at("lava_tags"))) tags.push_back(lava_name(t));
   const std::string run = fmt::format("lab{}-{}-job{}-a{}", s.lab_run, lava_name(s.device.name), s.job, s.attempt);
@@ -324,7 +327,29 @@ JobReport report_from_rest(const json& detail, const json& lava_tests) {
       }
     }
   if (r.error_msg.empty()) r.error_msg = text_of(detail, "failure_comment");
+  r.actual_device = text_of(detail, "actual_device");
   return r;
+}
+
+std::vector<Device> pool_devices(const std::string& pool, int count, const std::string& arch) {
+  const auto colon = pool.find(':');
+  const std::string type = pool.substr(0, colon), tags = colon == std::string::npos ? "" : pool.substr(colon + 1);
+  if (type.empty() || lava_name(type) != type)
+    throw_bad_input("--pool '{}': give a LAVA device type, then :TAG,TAG if any (--pool rpi5:site-b)", one_line(pool, 80));
+  if (count < 1 || count > 1000) throw_bad_input("--count {}: give how many jobs the pool runs (1..1000)", count);
+  std::vector<Device> out;
+  for (int i = 1; i <= count; ++i) {
+    Device d;
+    d.name = fmt::format("{}-{}", type, i);
+    d.transport = "lava";
+    d.arch = arch;
+    d.workdir = "edgeprobe-lab";
+    d.labels = {{"lava_device_type", type}, {"lava_pool", pool}};
+    if (!tags.empty()) d.labels["lava_tags"] = tags;
+    bundle_target(d);  // an arch that has no bundle is refused now, not per job
+    out.push_back(std::move(d));
+  }
+  return out;
 }
 
 std::string device_status(const JobReport& job, bool stream_whole, bool past_queue_deadline) {

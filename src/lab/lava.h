@@ -69,7 +69,11 @@ struct JobReport {
   std::string state;   // Submitted | Scheduling | Scheduled | Running | Canceling | Finished
   std::string health;  // Unknown | Complete | Incomplete | Canceled
   std::string error_type, error_msg;
+  std::string actual_device;  // the LAVA device that took the job ("" before one did)
 };
+// The pool's stand-in devices for `lab submit --pool TYPE[:TAG,...] --count N --arch A`:
+// N jobs that LAVA gives to any N devices of that type with those tags.
+std::vector<Device> pool_devices(const std::string& pool, int count, const std::string& arch);
 // From the log alone (lava-run, or a log fetched without the job): the lava/job result.
 JobReport report_from_log(const Log& log);
 JobReport report_from_rest(const nlohmann::json& job_detail, const nlohmann::json& lava_suite_tests);

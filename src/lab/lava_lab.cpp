@@ -140,7 +140,8 @@ json job_record(const JobRow& row, const JobReport* report) {
     r["lava"] = {{"state", report->state},
                  {"health", report->health},
                  {"error_type", report->error_type},
-                 {"error_msg", report->error_msg}};
+                 {"error_msg", report->error_msg},
+                 {"actual_device", report->actual_device}};
   return r;
 }
 
@@ -325,6 +326,7 @@ LabJobs import(store::Store& store, store::RunId lab_run, const ImportOptions& o
         row.status = r.value("status", "");
         row.error = r.value("error", "");
         if (r["run_id"].is_number()) row.run = r["run_id"];
+        if (r.contains("lava") && r["lava"].is_object()) row.lava_device = r["lava"].value("actual_device", "");
       }
       const bool from_log = !o.log_file.empty() && d.name == o.device && k == o.job;
       // An ok job's units are all stored (its run is complete): importing it again adds nothing.
@@ -359,12 +361,14 @@ LabJobs import(store::Store& store, store::RunId lab_run, const ImportOptions& o
         }
         if (!queued) log = parse_log(rest->get_text_if_any("jobs/" + id + "/logs/"));
       }
+      if (!report.actual_device.empty()) row.lava_device = report.actual_device;
       const bool job_finished = report.state == "Finished";
       const std::string why = fmt::format("LAVA job {} {}{}{}", row.lava_job ? std::to_string(row.lava_job) : o.log_file,
                                           report.health, report.error_type.empty() ? "" : " (" + report.error_type + ")",
                                           report.error_msg.empty() ? "" : ": " + edgeprobe::one_line(report.error_msg, 200));
       json lab_ctx = {{"lab_run", lab_run}, {"device", d.name}, {"job", k}, {"transport", "lava"},
-                      {"lava_job", row.lava_job}, {"attempt", row.attempt}, {"labels", d.labels}};
+                      {"lava_job", row.lava_job}, {"attempt", row.attempt}, {"labels", d.labels},
+                      {"lava_device", row.lava_device}};
       Imported imp;
       if (row.run && store.get_run(row.run).status == "complete") {
         // An earlier import took the whole stream while LAVA was still closing the job.
@@ -411,15 +415,19 @@ json to_json(const LabJobs& jobs) {
     rows.push_back({{"device", j.device}, {"job", j.job}, {"attempt", j.attempt},
                     {"lava_job", j.lava_job ? json(j.lava_job) : json(nullptr)}, {"status", j.status},
                     {"run_id", j.run ? json(j.run) : json(nullptr)}, {"units", j.units}, {"error", j.error},
-                    {"definition", j.definition.empty() ? json(nullptr) : json(j.definition)}});
+                    {"definition", j.definition.empty() ? json(nullptr) : json(j.definition)},
+                    {"lava_device", j.lava_device.empty() ? json(nullptr) : json(j.lava_device)}});
   return {{"lab_run", jobs.lab_run}, {"exit_code", jobs.exit_code}, {"jobs", rows}};
 }
 
 std::string jobs_table(const LabJobs& jobs) {
-  std::string out = "| device | job | attempt | LAVA job | status | run | units | error |\n|---|---|---|---|---|---|---|---|\n";
+  std::string out =
+      "| device | job | attempt | LAVA job | LAVA device | status | run | units | error |\n"
+      "|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& j : jobs.jobs)
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", j.device, j.job + 1, j.attempt,
-                       j.lava_job ? std::to_string(j.lava_job) : "-", j.status, j.run ? std::to_string(j.run) : "-",
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", j.device, j.job + 1, j.attempt,
+                       j.lava_job ? std::to_string(j.lava_job) : "-", j.lava_device.empty() ? "-" : j.lava_device,
+                       j.status, j.run ? std::to_string(j.run) : "-",
                        j.units, edgeprobe::one_line(j.error.empty() ? j.definition : j.error, 200));
   return out;
 }

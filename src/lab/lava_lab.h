@@ -42,6 +42,7 @@ struct JobRow {
   size_t units = 0;        // committed by this import
   std::string error;
   std::string definition;  // where the rendered job was written, if it was
+  std::string lava_device; // the LAVA device that took the job (a pool's job: which one)
 };
 
 struct LabJobs {

@@ -297,3 +297,15 @@ TEST_F(LavaServer, LavasCallbacksBringTheResultsWithoutAnImportByHand) {
   EXPECT_GE(count_of(r.err, "LAVA's callback (POST /lava)"), 2u) << r.err;
   std::cerr << "[lava] callbacks brought both devices in " << now_s() - t0 << " s\n";
 }
+
+TEST_F(LavaServer, APoolsJobsRunOnDevicesLavaPicksAndSayWhich) {
+  const json sub = submit("s6.db", {"--pool", "ssh", "--count", "2", "--arch", "x86_64", plan("short6.json", 1, 0)});
+  ASSERT_EQ(sub["jobs"].size(), 2u) << sub.dump();
+  std::map<std::string, size_t> units;
+  const json done = import_until("s6.db", sub["lab_run"], all_finished, units);
+  for (const auto& j : done["jobs"]) {
+    EXPECT_EQ(j["status"], "ok") << done.dump();
+    const std::string device = j["lava_device"].is_string() ? j["lava_device"].get<std::string>() : "";
+    EXPECT_TRUE(device == "dut-01" || device == "dut-02") << done.dump();
+  }
+}

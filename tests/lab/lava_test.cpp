@@ -154,18 +154,18 @@ TEST(LavaLog, ReadsRecordsAndTheJobResultAndSkipsAHalfWrittenLine) {
 
 TEST(LavaOutcome, EveryLavaOutcomeIsADeviceStatus) {
   using lava::JobReport;
-  const JobReport complete{"Finished", "Complete", "", ""};
+  const JobReport complete{"Finished", "Complete", "", "", ""};
   EXPECT_EQ(lava::device_status(complete, true, false), "ok");
   EXPECT_EQ(lava::device_status(complete, false, false), "partial");
   for (const char* type : {"Infrastructure", "LAVATimeout"})
-    EXPECT_EQ(lava::device_status({"Finished", "Incomplete", type, "x"}, false, false), "lost") << type;
-  EXPECT_EQ(lava::device_status({"Finished", "Incomplete", "Test", "x"}, false, false), "error");
-  EXPECT_EQ(lava::device_status({"Finished", "Incomplete", "Infrastructure", "x"}, true, false), "ok")
+    EXPECT_EQ(lava::device_status({"Finished", "Incomplete", type, "x", ""}, false, false), "lost") << type;
+  EXPECT_EQ(lava::device_status({"Finished", "Incomplete", "Test", "x", ""}, false, false), "error");
+  EXPECT_EQ(lava::device_status({"Finished", "Incomplete", "Infrastructure", "x", ""}, true, false), "ok")
       << "every unit arrived: the device's results are whole whatever LAVA did after";
-  EXPECT_EQ(lava::device_status({"Finished", "Canceled", "Canceled", ""}, false, false), "cancelled");
-  EXPECT_EQ(lava::device_status({"Submitted", "Unknown", "", ""}, false, false), "queued");
-  EXPECT_EQ(lava::device_status({"Submitted", "Unknown", "", ""}, false, true), "not_scheduled");
-  EXPECT_EQ(lava::device_status({"Running", "Unknown", "", ""}, false, true), "running");
+  EXPECT_EQ(lava::device_status({"Finished", "Canceled", "Canceled", "", ""}, false, false), "cancelled");
+  EXPECT_EQ(lava::device_status({"Submitted", "Unknown", "", "", ""}, false, false), "queued");
+  EXPECT_EQ(lava::device_status({"Submitted", "Unknown", "", "", ""}, false, true), "not_scheduled");
+  EXPECT_EQ(lava::device_status({"Running", "Unknown", "", "", ""}, false, true), "running");
   EXPECT_FALSE(lava::finished("running"));
   EXPECT_TRUE(lava::finished("not_scheduled"));
 }
@@ -294,4 +294,27 @@ TEST(LavaRecorded, TheRestApisJobStatesMapToDeviceStatuses) {
   EXPECT_EQ(waiting.state, "Submitted");
   EXPECT_EQ(lava::device_status(waiting, false, false), "queued");
   EXPECT_EQ(lava::device_status(waiting, false, true), "not_scheduled");
+}
+
+TEST(LavaJob, APoolsJobsGoToAnyDeviceOfItsTypeAndTags) {
+  const auto pool = lava::pool_devices("rk3588:site-b,npu", 3, "aarch64");
+  ASSERT_EQ(pool.size(), 3u);
+  EXPECT_EQ(pool[2].name, "rk3588-3");
+  lava::JobSpec spec;
+  spec.device = pool[0];
+  spec.plan = {{"kind", "bench"}};
+  const std::string yaml = lava::render_job(spec);
+  const json job = json::parse(yaml.substr(yaml.find('{')));
+  EXPECT_EQ(job["device_type"], "rk3588");
+  EXPECT_EQ(job["tags"], json({"site-b", "npu"})) << "no ep-NAME tag: LAVA picks the device";
+  for (const auto& [pool_text, count, arch] :
+       std::vector<std::tuple<std::string, int, std::string>>{{"", 1, "aarch64"}, {"rk 3588", 1, "aarch64"},
+                                                              {"rk3588", 0, "aarch64"}, {"rk3588", 2, "riscv64"}}) {
+    try {
+      lava::pool_devices(pool_text, count, arch);
+      ADD_FAILURE() << "accepted --pool '" << pool_text << "' --count " << count << " --arch " << arch;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kBadInput) << e.what();
+    }
+  }
 }
