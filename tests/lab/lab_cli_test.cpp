@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kBundle = std::string("edgeprobe-") + kVersion + "-linux-x86_64-linux-gnu";
+const std::string kBundle = x86_64_bundle_name();
 
 class LabCli : public ::testing::Test {
  protected:
@@ -40,18 +40,7 @@ class LabCli : public ::testing::Test {
     return run_process(args, timeout_s, env);
   }
 
-  // A bundle for this machine whose launcher starts the edgeprobe under test, laid out
-  // as scripts/package.sh lays it out (building a real one takes a Release build).
-  std::string fake_dist() {
-    const std::string dist = dir_.file("dist"), stage = dist + "/" + kBundle;
-    fs::create_directories(stage);
-    write_file(stage + "/edgeprobe", std::string("#!/bin/sh\nexec ") + EDGEPROBE_BINARY + " \"$@\"\n");
-    const auto r =
-        run_process({"/bin/tar", "-C", dist, "-czf", dist + "/" + kBundle + ".tar.gz", kBundle}, 60);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    fs::remove_all(stage);
-    return dist;
-  }
+  std::string fake_dist() { return write_stand_in_bundle(dir_.file("dist")); }
 
   std::string inventory(const std::string& hosts) {
     write_file(dir_.file("lab.yml"), "all:\n  hosts:\n" + hosts);

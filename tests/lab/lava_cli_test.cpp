@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kBundle = std::string("edgeprobe-") + kVersion + "-linux-x86_64-linux-gnu";
+const std::string kBundle = x86_64_bundle_name();
 const char* kLavaSchema = "/usr/share/lava-common/lava-schema.py";
 
 // A LAVA job log of `target` output as the dispatcher writes it: quotes escaped, each
@@ -41,12 +41,7 @@ std::string as_lava_log(const std::string& target, const std::string& result) {
 class LavaCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    // A bundle whose launcher starts the edgeprobe under test, as scripts/package.sh lays it out.
-    const std::string dist = dir_.file("dist"), stage = dist + "/" + kBundle;
-    fs::create_directories(stage);
-    write_file(stage + "/edgeprobe", std::string("#!/bin/sh\nexec ") + EDGEPROBE_BINARY + " \"$@\"\n");
-    ASSERT_EQ(run_process({"/bin/tar", "-C", dist, "-czf", dist + "/" + kBundle + ".tar.gz", kBundle}, 60).exit_code, 0);
-    fs::remove_all(stage);
+    write_stand_in_bundle(dir_.file("dist"));
     write_file(dir_.file("lab.yml"),
                "all:\n  hosts:\n    dut-01: {transport: ssh, host: 127.0.0.1, arch: x86_64, lava_tags: site-a}\n"
                "    dut-02: {transport: ssh, host: 127.0.0.2, arch: x86_64}\n");

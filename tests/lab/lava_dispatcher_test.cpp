@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kBundle = std::string("edgeprobe-") + kVersion + "-linux-x86_64-linux-gnu";
+const std::string kBundle = x86_64_bundle_name();
 const std::string kLavaLab = std::string(EDGEPROBE_SOURCE_DIR) + "/tests/lab/lava/lava-lab.sh";
 
 class LavaDispatcher : public ::testing::Test {
@@ -27,11 +27,7 @@ class LavaDispatcher : public ::testing::Test {
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "LAVA's ssh device unpacks its overlay into / of the device: needs root";
     ASSERT_TRUE(fs::exists("/usr/bin/lava-run")) << "lava-dispatcher is missing: scripts/setup.sh installs it";
-    const std::string dist = dir_.file("dist"), stage = dist + "/" + kBundle;
-    fs::create_directories(stage);
-    write_file(stage + "/edgeprobe", std::string("#!/bin/sh\nexec ") + EDGEPROBE_BINARY + " \"$@\"\n");
-    ASSERT_EQ(run_process({"/bin/tar", "-C", dist, "-czf", dist + "/" + kBundle + ".tar.gz", kBundle}, 60).exit_code, 0);
-    fs::remove_all(stage);
+    const std::string dist = write_stand_in_bundle(dir_.file("dist"));
     write_file(dir_.file("lab.yml"), "all:\n  hosts:\n    dut-01: {transport: ssh, host: 127.0.0.1, arch: x86_64, "
                                      "workdir: " + dir_.file("device") + "}\n");
     const json plan = {{"kind", "bench"},

@@ -26,7 +26,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kBundle = std::string("edgeprobe-") + kVersion + "-linux-x86_64-linux-gnu";
 const std::string kLavaLab = std::string(EDGEPROBE_SOURCE_DIR) + "/tests/lab/lava/lava-lab.sh";
 
 double now_s() {
@@ -52,11 +51,7 @@ class LavaServer : public ::testing::Test {
       if (line.rfind("LAVA_TOKEN=", 0) == 0) token_ = line.substr(11);
     }
     std::cerr << "[lava] started in " << now_s() - t0 << " s\n";
-    const std::string dist = dir_->file("dist"), stage = dist + "/" + kBundle;
-    fs::create_directories(stage);
-    write_file(stage + "/edgeprobe", std::string("#!/bin/sh\nexec ") + EDGEPROBE_BINARY + " \"$@\"\n");
-    run_process({"/bin/tar", "-C", dist, "-czf", dist + "/" + kBundle + ".tar.gz", kBundle}, 60);
-    fs::remove_all(stage);
+    write_stand_in_bundle(dir_->file("dist"));
     write_file(dir_->file("lab.yml"),
                "all:\n  hosts:\n    dut-01: {transport: ssh, host: 127.0.0.1, arch: x86_64, workdir: " +
                    dir_->file("dev1") + "}\n    dut-02: {transport: ssh, host: 127.0.0.2, arch: x86_64, workdir: " +
@@ -232,7 +227,9 @@ TEST_F(LavaServer, AConnectionThatDiesLosesThatDeviceAloneWithTheUnitsItSent) {
       EXPECT_EQ(r["status"], "failed");
       EXPECT_EQ(r["repetitions"].get<size_t>(), units["dut-02"]);
     }
-    if (r["id"] == (*row(done, "dut-01"))["run_id"]) EXPECT_EQ(r["repetitions"], 16);
+    if (r["id"] == (*row(done, "dut-01"))["run_id"]) {
+      EXPECT_EQ(r["repetitions"], 16);
+    }
   }
   std::cerr << "[lava] lost device scenario in " << now_s() - t0 << " s\n";
 }

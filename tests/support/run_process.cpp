@@ -1,5 +1,7 @@
 #include "support/run_process.h"
 
+#include "edgeprobe_version.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -200,6 +202,22 @@ std::string read_file(const std::string& path) {
 void write_file(const std::string& path, const std::string& data) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << data;
+}
+
+}  // namespace edgeprobe::test_support
+
+namespace edgeprobe::test_support {
+
+std::string x86_64_bundle_name() { return std::string("edgeprobe-") + kVersion + "-linux-x86_64-linux-gnu"; }
+
+std::string write_stand_in_bundle(const std::string& dist_dir) {
+  const std::string name = x86_64_bundle_name(), stage = dist_dir + "/" + name;
+  std::filesystem::create_directories(stage);
+  write_file(stage + "/edgeprobe", std::string("#!/bin/sh\nexec ") + EDGEPROBE_BINARY + " \"$@\"\n");
+  const auto r = run_process({"/bin/tar", "-C", dist_dir, "-czf", dist_dir + "/" + name + ".tar.gz", name}, 60);
+  if (r.exit_code != 0) throw std::runtime_error("tar of the stand-in bundle failed: " + r.err);
+  std::filesystem::remove_all(stage);
+  return dist_dir;
 }
 
 }  // namespace edgeprobe::test_support

@@ -96,6 +96,13 @@ std::string error_message(const std::function<void()>& f);
 // dist/edgeprobe-*-linux-aarch64-linux-gnu.tar.gz (scripts/setup-arm.sh); "" when none.
 std::string arm64_bundle();
 
+// The name of this machine's bundle (edgeprobe-VERSION-linux-x86_64-linux-gnu), and a
+// stand-in for it in `dist_dir`: a tarball laid out as scripts/package.sh lays it out whose
+// launcher starts the edgeprobe under test (a real one takes a Release build). Returns
+// dist_dir.
+std::string x86_64_bundle_name();
+std::string write_stand_in_bundle(const std::string& dist_dir);
+
 // How many times `what` occurs in `text` (overlapping occurrences count).
 size_t count_of(const std::string& text, const std::string& what);
 std::string read_file(const std::string& path);
