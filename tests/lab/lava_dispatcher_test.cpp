@@ -140,3 +140,31 @@ TEST_F(LavaDispatcher, TheShippedHealthCheckPassesOnAGoodDeviceAndRaisesOnABadBu
   EXPECT_NE(bad_log.find("TEST_CASE_ID=ep-health-sha256 RESULT=fail"), std::string::npos);
   EXPECT_NE(bad_log.find("\"error_msg\": \"ep-health-sha256\""), std::string::npos) << "lava-test-raise names the step";
 }
+
+TEST_F(LavaDispatcher, ASessionPlanWithItsOwnConversationsRunsAndItsTurnsImport) {
+  write_file(dir_.file("prompts.jsonl"),
+             "{\"id\": \"a\", \"lang\": \"en\", \"turns\": [\"Hello there.\", \"And \\\"again\\\".\"]}\n");
+  const json plan = {{"kind", "session"},          {"models", {tiny_model()}}, {"max_tokens", {8}},
+                     {"threads", {1}},             {"rounds", 1},              {"conversations", 1},
+                     {"prompts", dir_.file("prompts.jsonl")}, {"env", {{"sample_hz", 0}}}};
+  write_file(dir_.file("session.json"), plan.dump());
+  const auto r = run_edgeprobe({"lab", "submit", "-i", dir_.file("lab.yml"), "--dist", dir_.file("dist"),
+                                "--artifacts-dir", dir_.file("artifacts"), "--artifacts-url",
+                                "file://" + dir_.file("artifacts"), "--render", dir_.file("jobs-s"), "--no-submit",
+                                "--db", dir_.file("lab.db"), "-o", "json", "-q", dir_.file("session.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json out = json::parse(r.out);
+  lab_run_ = std::to_string(out["lab_run"].get<int64_t>());
+  job_ = out["jobs"][0]["definition"];
+  const std::string log = dir_.file("session.log");
+  const auto run = dispatch(log);
+  const std::string text = read_file(log);
+  ASSERT_EQ(run.exit_code, 0) << text.substr(text.size() > 4000 ? text.size() - 4000 : 0);
+  // The conversations file travels as the models do: fetched and checked.
+  EXPECT_NE(text.find("TEST_CASE_ID=ep-fetch-model-2 RESULT=pass"), std::string::npos);
+  EXPECT_NE(text.find("TEST_CASE_ID=session-turns RESULT=pass UNITS=turns MEASUREMENT=2"), std::string::npos);
+  const json imported = import(log);
+  ASSERT_TRUE(imported.is_object());
+  EXPECT_EQ(imported["jobs"][0]["status"], "ok") << imported.dump();
+  EXPECT_EQ(imported["jobs"][0]["units"], 2) << "two turns";
+}
