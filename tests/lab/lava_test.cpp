@@ -318,3 +318,21 @@ TEST(LavaJob, APoolsJobsGoToAnyDeviceOfItsTypeAndTags) {
     }
   }
 }
+
+TEST(LavaLog, HostileLinesAreUnreadableNotFatal) {
+  std::string deep = "- {\"lvl\": \"target\", \"msg\": " + std::string(100000, '[') + std::string(100000, ']') + "}\n";
+  std::string alias = "- &a {\"lvl\": \"target\", \"msg\": *a}\n";
+  std::string binary("- {\"lvl\": \"target\", \"msg\": \"\x00\xff\xfe\"}\n", 34);
+  const auto log = lava::parse_log(deep + alias + binary + "- {\"lvl\": \"target\", \"msg\": \"EPJ1 END 0 x\"}\n");
+  EXPECT_EQ(log.unreadable, 3u);
+  ASSERT_EQ(log.records.size(), 1u);
+  app::FrameDecoder d;
+  d.line(log.records[0].msg.get<std::string>());
+  EXPECT_NE(d.problem().find("SHA-256 does not match"), std::string::npos) << d.problem();
+  // A frame that claims more chunks than any log holds only waits for them; the next
+  // line's first chunk is then a missing record, named.
+  app::FrameDecoder huge;
+  huge.line("EPJ1 1 1/999999999999999 eyJhIjoxfQ==");
+  huge.line("EPJ1 2 1/1 eyJhIjoxfQ==");
+  EXPECT_NE(huge.problem().find("missing"), std::string::npos) << huge.problem();
+}
