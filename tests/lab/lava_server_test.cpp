@@ -249,7 +249,9 @@ TEST_F(LavaServer, ACancelledJobIsCancelledAndKeepsWhatItSent) {
 
 TEST_F(LavaServer, ADeviceInMaintenanceIsNotScheduledAndResumeRerunsOnlyIt) {
   ASSERT_EQ(lavacli({"devices", "update", "--health", "MAINTENANCE", "dut-02"}).exit_code, 0);
-  const json sub = submit("s4.db", {"--queue-deadline", "20", plan("short4.json", 1, 0)});
+  // LAVA's scheduler passes every 20 s or so: a fresh instance's first job can wait that
+  // long for a device that is free, so the deadline leaves it three passes.
+  const json sub = submit("s4.db", {"--queue-deadline", "60", plan("short4.json", 1, 0)});
   const int64_t lab = sub["lab_run"];
   std::map<std::string, size_t> units;
   const json first = import_until("s4.db", lab, all_finished, units);
