@@ -18,6 +18,7 @@
 #include "platform/isa_gap.h"
 #include "app/predict_job.h"
 #include "probe/ceilings.h"
+#include "probe/gpu_ceilings.h"
 #include "probe/roofline.h"
 #include "runner/bench_runner.h"
 #include "runner/telemetry_recorder.h"
@@ -38,8 +39,32 @@ void progress(const JobContext& c, const std::string& step) {
 // The device's own ceilings per model, measured once per device and build (then cached),
 // before the sampler starts so the probe does not disturb the timeline. A device whose
 // ceilings cannot be measured still benchmarks: efficiency is then unknown.
+// The GPU devices a plan's tests may offload to: those a test names (-dev), else every GPU
+// ggml offers; none when every test keeps its layers on the CPU (-ngl 0, -dev none).
+std::vector<std::string> offload_devices(const BenchPlan& plan, const std::vector<engine::GpuBackendInfo>& backends) {
+  std::vector<std::string> all, wanted;
+  for (const auto& b : backends)
+    for (const auto& d : b.devices)
+      if (d.type == "gpu" || d.type == "igpu") all.push_back(d.name);
+  auto add = [&](const std::string& d) {
+    if (std::find(all.begin(), all.end(), d) != all.end() && std::find(wanted.begin(), wanted.end(), d) == wanted.end())
+      wanted.push_back(d);
+  };
+  for (const auto& c : plan.cases) {
+    if (c.n_gpu_layers == 0 || c.devices == "none") continue;
+    if (c.devices.empty()) {
+      for (const auto& d : all) add(d);
+      continue;
+    }
+    for (const auto& d : workload::split_list(c.devices, '/')) add(d);
+  }
+  return wanted;
+}
+
 std::vector<std::optional<probe::DeviceCeilings>> device_ceilings(const BenchPlan& plan, const ModelSet& models,
-                                                                  const std::string& variant, const JobContext& ctx) {
+                                                                  const std::string& variant,
+                                                                  const std::vector<std::string>& gpus,
+                                                                  const JobContext& ctx) {
   std::vector<std::optional<probe::DeviceCeilings>> ceilings(models.infos().size());
   if (plan.ceilings == "off") return ceilings;
   for (size_t i = 0; i < models.infos().size(); ++i) {
@@ -71,6 +96,12 @@ std::vector<std::optional<probe::DeviceCeilings>> device_ceilings(const BenchPla
       }
       progress(ctx, "measuring the model's kernels (cached after the first run)");
       probe::ensure_model_kernels(*ceilings[i], info, needs, po);
+      // A test that offloads is judged against the GPU's own ceilings (cached likewise).
+      if (!gpus.empty()) {
+        progress(ctx, "measuring the GPU's ceilings (cached after the first run)");
+        probe::ensure_gpu_ceilings(*ceilings[i], gpus, po, refresh);
+        for (const auto& gpu : gpus) probe::ensure_gpu_model_kernels(*ceilings[i], gpu, info, needs, po);
+      }
       // The per-step costs a prediction adds are `predict`'s to measure (a bench, and
       // doctor's children, stay as fast as before); a result's prediction uses them when
       // cached and says so when not.
@@ -81,6 +112,16 @@ std::vector<std::optional<probe::DeviceCeilings>> device_ceilings(const BenchPla
     }
   }
   return ceilings;
+}
+
+// The ceilings a finished test is judged against: the host's when no layer was offloaded,
+// else the GPU that held the model (the first device llama.cpp named), with a note when
+// layers stayed on the CPU; nullopt when that GPU's ceilings were not measured.
+std::optional<probe::DeviceCeilings> ceilings_for(const result::TestResult& r, const probe::DeviceCeilings& host) {
+  const auto& p = r.placement;
+  if (p.layers_offloaded <= 0 || p.devices.empty()) return host;
+  const std::string device = p.devices.front().substr(0, p.devices.front().find(' '));
+  return probe::gpu_view(host, device);
 }
 
 // Error rows become the job's errors (each distinct message once) and its exit code:
@@ -181,7 +222,8 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
     if (gpu.name == "vulkan" && gpu.devices.empty())
       report.provenance.extra["vulkan_devices"] = platform::to_json(platform::list_vulkan_devices());
 
-  const auto ceilings = device_ceilings(plan, models, report.provenance.engine.cpu_variant, ctx);
+  const auto ceilings = device_ceilings(plan, models, report.provenance.engine.cpu_variant,
+                                       offload_devices(plan, report.provenance.engine.gpu_backends), ctx);
   if (!ceilings.empty() && ceilings[0]) report.provenance.extra["ceilings"] = probe::to_json(*ceilings[0]);
 
   // The store: every repetition is committed as it completes; a resumed run reuses the
@@ -258,10 +300,27 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
     recorder.enrich(r);
     const auto i = static_cast<size_t>(r.model_index);
     if (i < ceilings.size() && ceilings[i]) {
-      r.roofline = runner::roofline_json(r, models.info(i), *ceilings[i]);
-      // The prediction from the same ceilings next to the measurement: every stored run
-      // checks the model (predict --check).
-      if (r.roofline.is_object()) r.roofline["prediction"] = bench_prediction(r, models.info(i), *ceilings[i]);
+      // The ceilings of the device that held the model: the GPU's when layers were offloaded.
+      const auto judged = ceilings_for(r, *ceilings[i]);
+      if (judged) {
+        r.roofline = runner::roofline_json(r, models.info(i), *judged);
+        const auto& p = r.placement;
+        // Op offload at -ngl 0: llama.cpp moved the prompt's matmuls to a GPU (batch >= 32).
+        const bool prefill_elsewhere = p.prefill && std::any_of(p.prefill->backends.begin(), p.prefill->backends.end(),
+                                                                [](const auto& b) { return b.backend != "CPU"; });
+        if (r.roofline.is_object() && judged->device.empty() && prefill_elsewhere && r.config.n_prompt > 0)
+          r.roofline["notes"].push_back(
+              "the prompt's matmuls ran on a GPU (op offload at -ngl 0) while the model stayed on the CPU: prefill is "
+              "judged against the CPU's ceilings (doctor's gpu.decode_on_cpu names the split)");
+        if (r.roofline.is_object() && !judged->device.empty() && p.layers_offloaded < p.layers_total)
+          r.roofline["notes"].push_back(fmt::format(
+              "partial offload: {} of {} layers on {}, the rest on the CPU, so this GPU's ceilings are above what "
+              "this configuration can reach",
+              p.layers_offloaded, p.layers_total, judged->device));
+        // The prediction from the same ceilings next to the measurement: every stored run
+        // checks the model (predict --check).
+        if (r.roofline.is_object()) r.roofline["prediction"] = bench_prediction(r, models.info(i), *judged);
+      }
     }
     // What a test has beyond its repetitions, so the stored run loads back whole.
     if (ctx.store) record_test(*ctx.store, run_id, finished_cases - 1, result::to_json(r));

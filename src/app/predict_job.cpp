@@ -16,6 +16,7 @@
 #include "core/stats.h"
 #include "model/synth.h"
 #include "platform/cpu_features.h"
+#include "probe/gpu_ceilings.h"
 #include "probe/roofline.h"
 #include "result/migrate.h"
 #include "runner/provenance.h"
@@ -67,13 +68,16 @@ void for_each_stored_roofline(const store::Store& store, store::RunFilter filter
   }
 }
 
-Checks stored_checks(const store::Store* store, const std::string& device_id) {
+// gpu: "" for runs judged against the CPU's ceilings, else that GPU's (roofline.ceiling_device).
+Checks stored_checks(const store::Store* store, const std::string& device_id, const std::string& gpu) {
   Checks c;
   if (!store || device_id.empty()) return c;
   store::RunFilter filter;
   filter.device = device_id;
   filter.device_exact = true;
   for_each_stored_roofline(*store, filter, [&](const json& roof, const std::string&) {
+    const auto on = roof.find("ceiling_device");
+    if ((on != roof.end() && on->is_string() ? on->get<std::string>() : std::string()) != gpu) return;
     const auto p = roof.find("prediction");
     if (p == roof.end() || !p->is_object()) return;
     for (const auto& [phase, out] : {std::pair{"decode", &c.decode}, std::pair{"prefill", &c.prefill}}) {
@@ -236,6 +240,8 @@ PredictReport run_predict(const PredictPlan& plan, const JobContext& ctx) {
   PredictReport report;
   engine::start_log_capture(false);  // llama.cpp's and ggml's lines stay out of the report
   if (plan.spec && !plan.device_id.empty()) throw_bad_input("give a device as --device or as a spec, not both");
+  if (plan.spec && !plan.gpu.empty())
+    throw_bad_input("--gpu names a GPU of a measured device (this machine or --device); a spec is a device never measured");
   if (plan.spec && plan.spec->bandwidth_gb_per_s <= 0)
     throw_bad_input("a device spec needs its memory bandwidth: --bandwidth GB/s (the figure decode scales with)");
   std::vector<std::pair<std::string, model::GgufInfo>> models;
@@ -296,6 +302,19 @@ PredictReport run_predict(const PredictPlan& plan, const JobContext& ctx) {
                       plan.device_id, store->location());
     }
     device_id = plan.device_id;
+    if (!plan.gpu.empty()) {
+      auto view = probe::gpu_view(ceilings, plan.gpu);
+      if (!view) {
+        std::string stored;
+        for (const auto& g : ceilings.gpus) stored += (stored.empty() ? "" : ", ") + g.device;
+        throw_bad_input("device '{}' has no ceilings for GPU '{}' in the store ({}): run edgeprobe bench -ngl 99 or "
+                        "edgeprobe probe --gpu there",
+                        plan.device_id, plan.gpu, stored.empty() ? "no GPU was probed" : "probed: " + stored);
+      }
+      ceilings = std::move(*view);
+      memory_bytes = ceilings.memory_bytes;
+      report.device += fmt::format(", GPU {} ({})", ceilings.device, ceilings.device_description);
+    }
   } else {
     const FsRoot fs(plan.sysfs_root);
     const auto features = platform::detect_cpu_features(fs);
@@ -318,9 +337,35 @@ PredictReport run_predict(const PredictPlan& plan, const JobContext& ctx) {
     report.device_basis = fmt::format("ceilings {} {}", ceilings.from_cache ? "cached in" : "measured now, cached in",
                                       ceilings.cache_path);
   }
-  const std::vector<int> threads = plan.threads.empty() ? std::vector<int>{std::max(1, ceilings.threads)} : plan.threads;
+  if (!plan.gpu.empty() && !plan.threads.empty())
+    throw_bad_input("-t does not apply with --gpu: a GPU's figures have no thread count");
+  if (!plan.gpu.empty() && plan.device_id.empty()) {
+    // This machine's GPU: its ceilings and the models' kernels on it (cached with the CPU's).
+    probe::ProbeOptions po;
+    po.sysfs_root = plan.sysfs_root;
+    po.variant = plan.cpu_variant;
+    po.progress = [&](const std::string& step, size_t, size_t) {
+      if (step != "done") progress("measuring the GPU's ceilings: " + step);
+    };
+    probe::ensure_gpu_ceilings(ceilings, {plan.gpu}, po, false);
+    for (const auto& [label, info] : models) {
+      probe::KernelNeeds needs;
+      for (int p : plan.n_prompt)
+        for (int ub : plan.n_ubatch)
+          if (p > 0) needs.prefill_tokens.insert(probe::prefill_kernel_tokens(p, ub));
+      needs.decode_threads.insert(0);
+      progress(fmt::format("measuring {}'s kernels on {} (cached after the first run)", label, plan.gpu));
+      probe::ensure_gpu_model_kernels(ceilings, plan.gpu, info, needs, po);
+    }
+    ceilings = *probe::gpu_view(ceilings, plan.gpu);
+    memory_bytes = ceilings.memory_bytes;
+    report.device += fmt::format(", GPU {} ({})", ceilings.device, ceilings.device_description);
+  }
+  const std::vector<int> threads = !plan.gpu.empty()     ? std::vector<int>{0}
+                                   : plan.threads.empty() ? std::vector<int>{std::max(1, ceilings.threads)}
+                                                          : plan.threads;
 
-  if (plan.device_id.empty()) {
+  if (plan.device_id.empty() && plan.gpu.empty()) {
     probe::ProbeOptions po;
     po.sysfs_root = plan.sysfs_root;
     po.variant = plan.cpu_variant;
@@ -341,7 +386,7 @@ PredictReport run_predict(const PredictPlan& plan, const JobContext& ctx) {
     ensure_step_costs(ceilings, std::set<int>(threads.begin(), threads.end()), env, po, ctx);
   }
 
-  const Checks checks = stored_checks(store.get(), device_id);
+  const Checks checks = stored_checks(store.get(), device_id, plan.gpu);
   for (const auto& [label, info] : models)
     for (const auto& c : configs(plan, threads)) {
       const auto ds = check_spread(checks.decode, probe_spread(ceilings, info, c.threads, true));
@@ -366,7 +411,7 @@ json to_json(const PredictReport& r) {
 json bench_prediction(const result::TestResult& r, const model::GgufInfo& info, const probe::DeviceCeilings& c) {
   if (r.error) return nullptr;
   predict::Config cfg;
-  cfg.threads = r.config.n_threads;
+  cfg.threads = c.device.empty() ? r.config.n_threads : 0;  // a GPU's figures have no thread count
   cfg.n_prompt = r.config.n_prompt;
   cfg.n_gen = r.config.n_gen;
   cfg.depth = r.config.n_depth;

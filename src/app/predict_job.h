@@ -22,6 +22,7 @@ struct PredictPlan {
   std::vector<std::string> type_k{"f16"};
   std::string cpu_variant;          // this machine: the ggml CPU variant ("" = the best)
   std::string device_id;            // a device in the store ("" = this machine)
+  std::string gpu;                  // predict for this GPU of the device ("Vulkan0"; "" = its CPU)
   std::optional<predict::DeviceSpec> spec;  // a device never measured
   std::string db;                   // the store: checks, stored devices, efficiencies
   bool remeasure = false;           // measure this machine's step costs again

@@ -91,6 +91,9 @@ void register_predict(CLI::App& app) {
   cmd->add_option("--cpu-variant", f->plan.cpu_variant, "This machine: the ggml CPU variant to predict for");
   cmd->add_option("--device", f->plan.device_id, "A device in the store (its id, as `edgeprobe runs` shows it) "
                                                  "instead of this machine");
+  cmd->add_option("--gpu", f->plan.gpu,
+                  "Predict for this GPU of the device, by ggml's name (Vulkan0): its own ceilings, measured through "
+                  "ggml (all layers offloaded)");
   cmd->add_option("--bandwidth", f->bandwidth, "A device not measured: its memory bandwidth, GB/s")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--gflops", f->gflops, "A device not measured: its matmul rate, GFLOP/s (for prefill)")

@@ -14,6 +14,7 @@
 #include "platform/topology.h"
 #include "model/gguf_info.h"
 #include "probe/ceilings.h"
+#include "probe/gpu_ceilings.h"
 #include "probe/roofline.h"
 #include "core/context_defaults.h"
 
@@ -31,6 +32,7 @@ void register_probe(CLI::App& app) {
     uint64_t buffer_mib = 0;
     bool no_compute = false;
     int ubatch = kDefaultUbatch;
+    std::vector<std::string> gpus;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -53,6 +55,12 @@ void register_probe(CLI::App& app) {
                   "With -m: the prompt batch the model's prefill kernels are measured at (bench's -ub)")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
+  cmd->add_option("--gpu", args->gpus,
+                  "Also measure these GPU devices through ggml (ggml's names, e.g. Vulkan0; 'all': every GPU here): "
+                  "bandwidth, matmul rates and, with -m, the model's kernels")
+      ->expected(0, 1)
+      ->default_str("all")
+      ->delimiter(',');
   cmd->callback([args] {
     OutputTarget output(args->output.file);  // a bad path fails before minutes of measuring
     const FsRoot fs(args->sysfs_root);
@@ -108,6 +116,26 @@ void register_probe(CLI::App& app) {
         needs.decode_threads.insert(ceilings.threads);
         sink.progress("measuring the model's prefill and decode kernels (cached for later runs)");
         probe::ensure_model_kernels(ceilings, model::read_gguf_info(args->model), needs, o);
+      }
+      if (!args->gpus.empty()) {
+        std::vector<std::string> devices = args->gpus;
+        if (devices == std::vector<std::string>{"all"} || devices == std::vector<std::string>{""}) {
+          devices = probe::gpu_device_names();
+          if (devices.empty())
+            throw_environment("--gpu: ggml offers no GPU device here ('edgeprobe sysinfo' lists the GPU backends and "
+                              "why one has none; lavapipe needs GGML_VK_VISIBLE_DEVICES=0)");
+        }
+        probe::ensure_gpu_ceilings(ceilings, devices, o, args->refresh || args->replace);
+        if (!args->model.empty()) {
+          const auto info = model::read_gguf_info(args->model);
+          probe::KernelNeeds needs;
+          needs.prefill_tokens.insert(args->ubatch);
+          needs.decode_threads.insert(0);
+          for (const auto& d : devices) {
+            sink.progress("measuring the model's kernels on " + d + " (cached for later runs)");
+            probe::ensure_gpu_model_kernels(ceilings, d, info, needs, o);
+          }
+        }
       }
       sink.done();
       out["ceilings"] = probe::to_json(ceilings);

@@ -29,6 +29,11 @@ bool is_matrix(const model::TensorInfo& t) { return t.shape.size() >= 2 && t.sha
 // describes, and the measurements it is checked against are best repetitions too.
 double decode_rate(const probe::KernelPoint& k) { return k.best_gb_per_s; }
 
+// "at 2 thread(s)" for the CPU's figures, "on Vulkan0" for a GPU's.
+std::string where(const probe::DeviceCeilings& c, int threads) {
+  return c.device.empty() ? fmt::format("at {} thread(s)", threads) : "on " + c.device;
+}
+
 // The decode kernel rate (weight GB/s) at `threads` for this model's matrices; else the
 // nearest stand-in, named in `notes`.
 double decode_kernel_gb_per_s(const model::GgufInfo& info, const probe::DeviceCeilings& c, int threads,
@@ -40,15 +45,22 @@ double decode_kernel_gb_per_s(const model::GgufInfo& info, const probe::DeviceCe
         (!best || decode_rate(k) > decode_rate(*best)))
       best = &k;
   if (best) return decode_rate(*best);
+  // A GPU without a kernel for one of the model's types runs those matmuls on the CPU:
+  // another model's rate on the GPU would stand for nothing.
+  for (const auto& k : c.kernels)
+    if (!c.device.empty() && k.phase == "decode" && k.model == signature && !k.error.empty()) {
+      notes.push_back("decode unavailable on " + c.device + ": " + k.error);
+      return 0;
+    }
   // Interpolated: another model's decode point at this thread count, the one streaming the
   // most bytes (its rate is the least helped by caches).
   for (const auto& k : c.kernels)
     if (k.phase == "decode" && k.threads == threads && k.usable() && (!best || k.weight_bytes > best->weight_bytes))
       best = &k;
   if (best) {
-    notes.push_back(fmt::format("decode kernel rate interpolated from another model's matrices ({}, {} MiB) at {} "
-                                "thread(s): this model's were not probed on this device",
-                                best->type, best->weight_bytes >> 20, threads));
+    notes.push_back(fmt::format("decode kernel rate interpolated from another model's matrices ({}, {} MiB) {}: "
+                                "this model's were not probed on this device",
+                                best->type, best->weight_bytes >> 20, where(c, threads)));
     return decode_rate(*best);
   }
   return 0;
@@ -66,6 +78,11 @@ double prefill_rate(const probe::DeviceCeilings& c, const std::string& type, int
   }
   if (exact > 0) return exact;
   if (same_type > 0) return same_type;
+  // A GPU without a kernel for the type runs it on the CPU (llama.cpp moves the weights):
+  // another type's GPU rate would stand for nothing.
+  if (!c.device.empty())
+    for (const auto& k : c.kernels)
+      if (k.phase == "prefill" && k.type == type && !k.error.empty()) return 0;
   double generic = 0;
   std::string generic_type;
   for (const std::string& t : {type, std::string(type == "f32" ? "f16" : "q8_0"), std::string("q4_0")}) {
@@ -167,9 +184,13 @@ Prediction predict(const model::GgufInfo& info, const probe::DeviceCeilings& c, 
   const double kv_bpe = (probe::kv_type_bytes_per_element(config.type_k) + probe::kv_type_bytes_per_element(config.type_v)) / 2;
   const probe::StepCosts* steps = c.step_cost(config.threads);
   if (!steps)
-    p.notes.push_back(fmt::format("per-step costs not measured at {} thread(s): predicted from the matmuls and "
-                                  "memory alone (edgeprobe predict on that device measures them)",
-                                  config.threads));
+    p.notes.push_back(c.device.empty()
+                          ? fmt::format("per-step costs not measured {}: predicted from the matmuls and memory alone "
+                                        "(edgeprobe predict on that device measures them)",
+                                        where(c, config.threads))
+                          : fmt::format("per-step costs are measured for the CPU only: on {} predicted from the "
+                                        "matmuls and memory alone, an upper bound",
+                                        c.device));
   // The bound in bench's words, from the same roofline a bench result gets.
   const probe::Roofline roof = probe::compute_roofline(info, c, config.n_prompt, config.n_gen, config.depth, 0, 0, 0,
                                                        config.threads, kv_bpe, config.n_batch, config.n_ubatch);
@@ -206,8 +227,8 @@ Prediction predict(const model::GgufInfo& info, const probe::DeviceCeilings& c, 
       const bool contended = std::any_of(c.kernels.begin(), c.kernels.end(), [&](const probe::KernelPoint& k) {
         return k.phase == "decode" && k.threads == config.threads && k.error.empty() && !k.usable();
       });
-      p.notes.push_back(fmt::format("decode unavailable: no {} at {} thread(s) on this device{}",
-                                    kernel > 0 ? "bandwidth figure" : "decode kernel rate", config.threads,
+      p.notes.push_back(fmt::format("decode unavailable: no {} {} on this device{}",
+                                    kernel > 0 ? "bandwidth figure" : "decode kernel rate", where(c, config.threads),
                                     contended ? " (probed only while other processes held the CPUs, so kept out; "
                                                 "edgeprobe probe -m MODEL --refresh on a quiet machine)"
                                               : ""));
@@ -242,11 +263,13 @@ Prediction predict(const model::GgufInfo& info, const probe::DeviceCeilings& c, 
         const bool contended = std::any_of(c.kernels.begin(), c.kernels.end(), [&](const probe::KernelPoint& k) {
           return k.phase == "prefill" && k.type == t.type && k.threads == config.threads && k.error.empty() && !k.usable();
         });
-        p.notes.push_back(fmt::format("prefill unavailable: no matmul rate for {} at {} thread(s){}", t.type,
-                                      config.threads,
-                                      contended ? " (probed only while other processes held the CPUs, so kept out; "
-                                                  "edgeprobe probe -m MODEL --refresh on a quiet machine)"
-                                                : " (edgeprobe probe -m MODEL measures the model's own)"));
+        std::string why = contended ? " (probed only while other processes held the CPUs, so kept out; "
+                                      "edgeprobe probe -m MODEL --refresh on a quiet machine)"
+                                    : " (edgeprobe probe -m MODEL measures the model's own)";
+        for (const auto& k : c.kernels)  // a GPU without the type's kernel says so
+          if (!c.device.empty() && k.phase == "prefill" && k.type == t.type && !k.error.empty()) why = ": " + k.error;
+        p.notes.push_back(
+            fmt::format("prefill unavailable: no matmul rate for {} {}{}", t.type, where(c, config.threads), why));
         break;
       }
       seconds += flop / (rate * 1e9);

@@ -101,6 +101,28 @@ const KernelPoint* DeviceCeilings::decode_kernel(const std::string& model_signat
   return best;
 }
 
+const DeviceCeilings* DeviceCeilings::gpu(const std::string& name) const {
+  for (const auto& g : gpus)
+    if (g.device == name) return &g;
+  return nullptr;
+}
+
+DeviceCeilings* DeviceCeilings::gpu(const std::string& name) {
+  for (auto& g : gpus)
+    if (g.device == name) return &g;
+  return nullptr;
+}
+
+std::optional<DeviceCeilings> gpu_view(const DeviceCeilings& host, const std::string& device) {
+  const DeviceCeilings* g = host.gpu(device);
+  if (!g) return std::nullopt;
+  DeviceCeilings view = *g;
+  view.storage = host.storage;
+  view.device_key = host.device_key;
+  view.build_key = host.build_key;
+  return view;
+}
+
 const StepCosts* DeviceCeilings::step_cost(int threads) const {
   for (const auto& c : step_costs)
     if (c.threads == threads) return &c;
@@ -313,6 +335,8 @@ DeviceCeilings keep_higher(const DeviceCeilings& stored, DeviceCeilings fresh) {
   fresh.kernels = stored.kernels;
   // Step costs are not ceilings: they stay as measured until predict --remeasure.
   fresh.step_costs = stored.step_costs;
+  // The GPUs' figures are refreshed by ensure_gpu_ceilings, which keeps the higher ones.
+  if (fresh.gpus.empty()) fresh.gpus = stored.gpus;
   if (!fresh.storage && stored.storage) fresh.storage = stored.storage;
   return fresh;
 }
@@ -400,6 +424,15 @@ nlohmann::json to_json(const DeviceCeilings& c) {
                      {"basis", sc.basis},
                      {"measured_at_utc", sc.measured_at_utc}});
   j["step_costs"] = costs;
+  if (!c.device.empty()) {
+    j["device"] = c.device;
+    j["device_description"] = c.device_description;
+  }
+  if (!c.gpus.empty()) {
+    nlohmann::json gpus = nlohmann::json::array();
+    for (const auto& g : c.gpus) gpus.push_back(to_json(g));
+    j["gpus"] = gpus;
+  }
   return j;
 }
 
@@ -436,18 +469,28 @@ DeviceCeilings ceilings_from_json(const nlohmann::json& j) {
       sc.measured_at_utc = e.value("measured_at_utc", "");
       if (sc.threads > 0) c.step_costs.push_back(sc);
     }
+  c.device = j.value("device", "");
+  c.device_description = j.value("device_description", "");
+  // One level only: a GPU entry holds no GPUs of its own.
+  if (c.device.empty() && j.contains("gpus") && j["gpus"].is_array())
+    for (const auto& g : j["gpus"])
+      if (g.is_object() && g.value("device", "") != "") c.gpus.push_back(ceilings_from_json(g));
   return c;
 }
 
-std::string to_text(const DeviceCeilings& c) {
-  std::string out = fmt::format("Device ceilings for {} ({}; {} thread(s), measured {} in {:.1f} s{})\n", c.cpu_model,
-                                c.build_key, c.threads, c.measured_at_utc, c.probe_seconds,
-                                c.from_cache ? ", from cache " + c.cache_path : "");
+namespace {
+
+// "2 thr" on the CPU; a GPU's figures have no thread count.
+std::string threads_label(int threads) { return threads > 0 ? fmt::format("{} thr", threads) : "gpu"; }
+
+// Bandwidth, compute and the model's kernels: the same for the CPU and for each GPU.
+std::string figures_text(const DeviceCeilings& c) {
+  std::string out;
   out += fmt::format("  memory bandwidth (decode ceiling): {:.1f} GB/s read, {:.1f} GB/s copy; buffer {} MiB\n",
                      c.bandwidth.read_best_gb_per_s, c.bandwidth.copy_best_gb_per_s, c.bandwidth.buffer_bytes >> 20);
   for (const auto& p : c.bandwidth.points)
-    out += fmt::format("    {:<5} {:<24} {:>3} thr  best {:>6.1f}  median {:>6.1f} GB/s  ({} passes, cpu {:.0f}%)\n",
-                       p.kernel, p.scope, p.threads, p.best_gb_per_s, p.median_gb_per_s, p.passes, p.cpu_share * 100);
+    out += fmt::format("    {:<5} {:<24} {:>7}  best {:>6.1f}  median {:>6.1f} GB/s  ({} passes, cpu {:.0f}%)\n",
+                       p.kernel, p.scope, threads_label(p.threads), p.best_gb_per_s, p.median_gb_per_s, p.passes, p.cpu_share * 100);
   for (const auto& n : c.bandwidth.notes) out += "    note: " + n + "\n";
   if (c.compute_status != "measured") {
     out += "  compute (prefill ceiling): " + c.compute_status + "\n";
@@ -458,8 +501,8 @@ std::string to_text(const DeviceCeilings& c) {
         out += fmt::format("    {:<5} unavailable: {}\n", p.type, p.error);
       else
         out += fmt::format(
-            "    {:<5} {}x{} x {} tokens, {} thr, {:<10}  best {:>7.1f}  median {:>7.1f} GFLOP/s  (cpu {:.0f}%)\n",
-            p.type, p.rows, p.cols, p.tokens, p.threads, p.weight_buffer, p.best_gflop_per_s, p.median_gflop_per_s,
+            "    {:<5} {}x{} x {} tokens, {}, {:<10}  best {:>7.1f}  median {:>7.1f} GFLOP/s  (cpu {:.0f}%)\n",
+            p.type, p.rows, p.cols, p.tokens, threads_label(p.threads), p.weight_buffer, p.best_gflop_per_s, p.median_gflop_per_s,
             p.cpu_share * 100);
     }
     for (const auto& n : c.compute.notes) out += "    note: " + n + "\n";
@@ -471,21 +514,31 @@ std::string to_text(const DeviceCeilings& c) {
       if (!k.error.empty()) {
         out += fmt::format("    {:<7} {} unavailable: {}\n", k.phase, k.type, k.error);
       } else if (k.phase == "prefill") {
-        out += fmt::format("    prefill {:<5} {}x{} x {} tokens, {} thr, {:<10}  best {:>7.1f}  median {:>7.1f} GFLOP/s  (cpu {:.0f}%)\n",
-                           k.type, k.rows, k.cols, k.tokens, k.threads, k.weight_buffer, k.best_gflop_per_s,
+        out += fmt::format("    prefill {:<5} {}x{} x {} tokens, {}, {:<10}  best {:>7.1f}  median {:>7.1f} GFLOP/s  (cpu {:.0f}%)\n",
+                           k.type, k.rows, k.cols, k.tokens, threads_label(k.threads), k.weight_buffer, k.best_gflop_per_s,
                            k.median_gflop_per_s, k.cpu_share * 100);
       } else {
         out += fmt::format(
-            "    decode  {} {} matrices, {} MiB{}, {} thr, {}  best {:>6.1f}  median {:>6.1f} GB/s  "
+            "    decode  {} {} matrices, {} MiB{}, {}, {}  best {:>6.1f}  median {:>6.1f} GB/s  "
             "(median = {:.1f} t/s of matvecs; cpu {:.0f}%)\n",
             k.type, k.matrices, k.weight_bytes >> 20,
-            k.model_bytes > k.weight_bytes ? fmt::format(" of {} MiB", k.model_bytes >> 20) : "", k.threads,
+            k.model_bytes > k.weight_bytes ? fmt::format(" of {} MiB", k.model_bytes >> 20) : "", threads_label(k.threads),
             k.weight_buffer, k.best_gb_per_s, k.median_gb_per_s,
             k.model_bytes > 0 ? k.decode_ceiling_gb_per_s() * 1e9 / static_cast<double>(k.model_bytes) : 0.0,
             k.cpu_share * 100);
       }
     }
   }
+  return out;
+}
+
+}  // namespace
+
+std::string to_text(const DeviceCeilings& c) {
+  std::string out = fmt::format("Device ceilings for {} ({}; {} thread(s), measured {} in {:.1f} s{})\n", c.cpu_model,
+                                c.build_key, c.threads, c.measured_at_utc, c.probe_seconds,
+                                c.from_cache ? ", from cache " + c.cache_path : "");
+  out += figures_text(c);
   if (c.storage) {
     const auto& s = *c.storage;
     out += fmt::format("  storage (load ceiling): {} ({} MiB read of {} MiB)\n", s.path, s.bytes_read >> 20,
@@ -496,6 +549,11 @@ std::string to_text(const DeviceCeilings& c) {
                                : fmt::format("    warm {}\n", s.warm_status);
   } else {
     out += "  storage (load ceiling): unavailable: no model file given (-m)\n";
+  }
+  for (const auto& g : c.gpus) {
+    out += fmt::format("GPU {} ({}; {} MiB, measured {} in {:.1f} s)\n", g.device, g.device_description,
+                       g.memory_bytes >> 20, g.measured_at_utc, g.probe_seconds);
+    out += figures_text(g);
   }
   return out;
 }

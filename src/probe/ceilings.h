@@ -34,6 +34,10 @@ struct StepCosts {
 struct DeviceCeilings {
   static constexpr int kSchemaVersion = 2;  // 2: wide bandwidth kernels, huge pages (issue 19)
   std::string device_key;  // cpu model, topology, memory, host: what the figures belong to
+  // "" for the CPU; a GPU's figures (an entry of `gpus`) carry ggml's device name
+  // ("Vulkan0") and description, and no thread counts (threads 0).
+  std::string device;
+  std::string device_description;
   std::string build_key;   // edgeprobe + llama.cpp versions and the loaded ggml CPU variant
   std::string cpu_model;
   std::string measured_at_utc;  // ISO 8601
@@ -52,6 +56,11 @@ struct DeviceCeilings {
   // predict needs them; absent from older caches).
   std::vector<StepCosts> step_costs;
   const StepCosts* step_cost(int threads) const;
+  // The GPUs' own ceilings, measured through ggml on each device (probe/gpu_ceilings.h):
+  // absent until `probe --gpu` or a bench that offloads asks for them.
+  std::vector<DeviceCeilings> gpus;
+  const DeviceCeilings* gpu(const std::string& name) const;
+  DeviceCeilings* gpu(const std::string& name);
   // Figures a refresh measured lower than the stored ones, which were kept (keep_higher).
   std::vector<std::string> kept_notes;  // not stored
   bool from_cache = false;      // not stored: set by load_or_measure
@@ -64,6 +73,10 @@ struct DeviceCeilings {
   // Best prefill GFLOP/s of that type and shape at `tokens` x `threads` (0 when none).
   double prefill_kernel_gflop_per_s(const MatrixShape& shape, int64_t tokens, int threads) const;
 };
+
+// The ceilings a run on that GPU is judged against: its entry, with the host's storage
+// figure (the file is read by the host before it is uploaded). nullopt when not measured.
+std::optional<DeviceCeilings> gpu_view(const DeviceCeilings& host, const std::string& device);
 
 struct ProbeOptions {
   std::string sysfs_root = "/";

@@ -1,9 +1,6 @@
 #include "probe/compute.h"
 
 #include <fmt/format.h>
-#include <ggml-alloc.h>
-#include <ggml-backend.h>
-#include <ggml.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -21,21 +18,16 @@
 #include "engine/backend.h"
 #include "engine/weight_buffer.h"
 #include "probe/contention.h"
+#include "probe/ggml_graph.h"
 
 namespace edgeprobe::probe {
 namespace {
 
-struct CtxDeleter {
-  void operator()(ggml_context* c) const { ggml_free(c); }
-};
-struct BufDeleter {
-  void operator()(ggml_backend_buffer_t b) const { ggml_backend_buffer_free(b); }
-};
-struct BackendDeleter {
-  void operator()(ggml_backend_t b) const { ggml_backend_free(b); }
-};
-using CtxPtr = std::unique_ptr<ggml_context, CtxDeleter>;
-using BufPtr = std::unique_ptr<ggml_backend_buffer, BufDeleter>;
+using ggml_graph::BufPtr;
+using ggml_graph::CtxPtr;
+using ggml_graph::fill_random;
+using ggml_graph::new_ctx;
+using ggml_graph::open_backend;
 
 bool type_from_name(const std::string& name, ggml_type& out) {
   for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
@@ -48,30 +40,11 @@ bool type_from_name(const std::string& name, ggml_type& out) {
   return false;
 }
 
-// graph_size: nodes of the graph the context will hold (0: no graph).
-CtxPtr new_ctx(size_t n_tensors, size_t graph_size) {
-  ggml_init_params params{};
-  params.mem_size = ggml_tensor_overhead() * n_tensors + (graph_size ? ggml_graph_overhead_custom(graph_size, false) : 0);
-  params.mem_buffer = nullptr;
-  params.no_alloc = true;
-  return CtxPtr(ggml_init(params));
-}
-
 double process_cpu_s() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
-}
-
-// Small, well-scaled values (a cheap LCG): throughput does not depend on them, but NaNs or
-// denormals would.
-void fill_random(std::vector<float>& v, uint32_t seed) {
-  uint32_t s = seed;
-  for (auto& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = (static_cast<float>(s >> 8) / 16777216.0f - 0.5f) * 0.2f;
-  }
 }
 
 // One graph of mul_mats: `count` weights of each shape, each times its own f32 activations of
@@ -155,6 +128,19 @@ TimedGraph time_matmuls(ggml_backend_dev_t dev, ggml_backend_t backend, const st
     g.error = "ggml could not allocate the activations";
     return g;
   }
+  // A GPU backend without a kernel for a weight type would fail the graph (llama.cpp runs
+  // such matmuls on the CPU instead, which is the fallback bench reports); say so here.
+  for (size_t i = 0; i < shapes.size(); ++i)
+    for (int n = 0; n < ggml_graph_n_nodes(graph); ++n) {
+      ggml_tensor* node = ggml_graph_node(graph, n);
+      if (node->src[0] != weights[i][0]) continue;
+      if (!ggml_backend_dev_supports_op(dev, node)) {
+        g.error = fmt::format("{} has no {} matmul kernel (llama.cpp runs it on the CPU)", ggml_backend_dev_name(dev),
+                              shapes[i].type);
+        return g;
+      }
+      break;
+    }
   for (size_t i = 0; i < shapes.size(); ++i) {
     const auto& m = shapes[i];
     std::vector<uint8_t> data(ggml_row_size(types[i], m.cols) * static_cast<size_t>(m.rows));
@@ -200,6 +186,9 @@ TimedGraph time_matmuls(ggml_backend_dev_t dev, ggml_backend_t backend, const st
     }
     if (rep > 0 && spent_s > max_seconds) break;
   }
+  // No contention check on a GPU (cpu_share 0, unknown): its work does not run on the CPUs,
+  // and a CPU-type device's (lavapipe's) own threads outnumber the cores.
+  if (ggml_backend_dev_type(dev) != GGML_BACKEND_DEVICE_TYPE_CPU) return g;
   // The share of the CPU the threads wanted that they got (schedstat); without schedstat,
   // CPU time over threads x wall (ggml's workers spin while they wait, so an undisturbed
   // run uses ~threads x wall).
@@ -234,16 +223,26 @@ ComputePoint run_type(ggml_backend_dev_t dev, ggml_backend_t backend, const std:
   return p;
 }
 
-// The CPU device of the loaded variant, with its thread count set.
-struct CpuBackend {
-  std::string variant;
-  ggml_backend_dev_t dev = nullptr;
-  std::unique_ptr<ggml_backend, BackendDeleter> backend;
-  int threads = 0;  // 0: the backend's default (no setter found)
-};
+}  // namespace
 
-CpuBackend open_cpu_backend(const std::string& variant, const std::string& backend_dir, int threads_wanted) {
-  CpuBackend b;
+ggml_graph::OpenBackend ggml_graph::open_backend(const std::string& device, const std::string& variant,
+                                                 const std::string& backend_dir, int threads_wanted) {
+  OpenBackend b;
+  if (!device.empty()) {
+    // The GPU libraries beside the CPU variants register their devices as they load.
+    const auto& backends = engine::load_gpu_backends(backend_dir);
+    b.dev = ggml_backend_dev_by_name(device.c_str());
+    if (!b.dev || ggml_backend_dev_type(b.dev) == GGML_BACKEND_DEVICE_TYPE_CPU) {
+      std::string known;
+      for (const auto& g : backends)
+        for (const auto& d : g.devices) known += (known.empty() ? "" : ", ") + d.name;
+      throw_bad_input("no GPU device '{}' here ({}); 'edgeprobe sysinfo' lists the GPU backends and why one has none",
+                      device, known.empty() ? "ggml found none" : "ggml has " + known);
+    }
+    b.backend.reset(ggml_backend_dev_init(b.dev, nullptr));
+    if (!b.backend) throw_environment("ggml_backend_dev_init failed for {}", device);
+    return b;
+  }
   const auto& info = engine::load_cpu_backend(variant, backend_dir);
   b.variant = info.variant;
   b.dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
@@ -261,8 +260,6 @@ CpuBackend open_cpu_backend(const std::string& variant, const std::string& backe
     b.threads = 0;
   return b;
 }
-
-}  // namespace
 
 double ComputeResult::gflop_per_s(const std::string& type) const {
   double best = 0;
@@ -283,9 +280,11 @@ double ComputeResult::min_cpu_share() const {
 
 ComputeResult measure_compute(const ComputeOptions& options) {
   ComputeResult result;
-  CpuBackend b = open_cpu_backend(options.variant, options.backend_dir, options.threads);
+  auto b = open_backend(options.device, options.variant, options.backend_dir, options.threads);
   result.variant = b.variant;
-  if (b.threads == 0)
+  if (!options.device.empty())
+    result.variant = options.device;  // a GPU's figures are named by the device that ran them
+  else if (b.threads == 0)
     result.notes.push_back("CPU backend has no ggml_backend_set_n_threads: ran with its default thread count");
   ggml_backend_dev_t dev = b.dev;
   ggml_backend_t backend_ptr = b.backend.get();
@@ -394,7 +393,7 @@ KernelPoint measure_prefill_kernel(const MatrixShape& shape, int64_t tokens, con
   p.rows = shape.rows;
   p.cols = shape.cols;
   p.tokens = tokens;
-  CpuBackend b = open_cpu_backend(options.variant, options.backend_dir, options.threads);
+  auto b = open_backend(options.device, options.variant, options.backend_dir, options.threads);
   p.threads = b.threads;
   // One matrix: prefill reuses each weight across the ubatch, so its working set does not matter.
   fill_rates(p, time_matmuls(b.dev, b.backend.get(), {{shape.type, shape.cols, shape.rows, 1}}, tokens, b.threads,
@@ -420,7 +419,7 @@ KernelPoint measure_decode_kernel(const std::vector<MatrixShape>& matrices, cons
     const double keep = static_cast<double>(options.max_working_set_bytes) / static_cast<double>(p.model_bytes);
     for (auto& m : graph) m.count = std::max(1, static_cast<int>(std::floor(m.count * keep)));
   }
-  CpuBackend b = open_cpu_backend(options.variant, options.backend_dir, options.threads);
+  auto b = open_backend(options.device, options.variant, options.backend_dir, options.threads);
   p.threads = b.threads;
   fill_rates(
       p, time_matmuls(b.dev, b.backend.get(), graph, 1, b.threads, options.decode_reps, options.max_seconds));

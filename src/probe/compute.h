@@ -18,6 +18,7 @@ struct ComputeOptions {
   double max_seconds_per_type = 3.0;  // stop repeating once a type has used this much
   std::string variant;   // ggml CPU variant to load ("" = best for this CPU)
   std::string backend_dir;
+  std::string device;    // a GPU device by ggml's name ("Vulkan0"); "" = the CPU variant
 };
 
 struct ComputePoint {
@@ -37,7 +38,7 @@ struct ComputePoint {
 };
 
 struct ComputeResult {
-  std::string variant;       // the ggml CPU variant that ran
+  std::string variant;       // the ggml CPU variant that ran (on a GPU: the device's name)
   std::vector<ComputePoint> points;
   std::vector<std::string> notes;
   // Best GFLOP/s for a weight type at any thread count over usable points (0 when none).
@@ -106,6 +107,7 @@ struct KernelOptions {
   uint64_t max_working_set_bytes = 1ull << 30;
   std::string variant;
   std::string backend_dir;
+  std::string device;  // a GPU device by ggml's name; "" = the CPU (threads then do not apply)
 };
 
 KernelPoint measure_prefill_kernel(const MatrixShape& shape, int64_t tokens, const KernelOptions& options);

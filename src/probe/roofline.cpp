@@ -179,7 +179,11 @@ int ensure_model_kernels(DeviceCeilings& c, const model::GgufInfo& info, const K
   KernelOptions ko;
   ko.variant = options.variant;
   ko.backend_dir = options.backend_dir;
+  ko.device = c.device;
   int measured = 0;
+  // A GPU's points have no thread count: one of each, at threads 0.
+  const bool gpu = !c.device.empty();
+  const int min_threads = gpu ? 0 : 1;
   // The figure each phase's ceiling uses: the median run (kCeilingStatistic).
   auto ceiling_rate = [](const KernelPoint& k) {
     return k.phase == "decode" ? k.decode_ceiling_gb_per_s() : k.median_gflop_per_s;
@@ -203,10 +207,10 @@ int ensure_model_kernels(DeviceCeilings& c, const model::GgufInfo& info, const K
   };
   // Prefill at the device's thread count: the ceiling is the device's, as for bandwidth;
   // and at the counts a prediction asks for.
-  std::set<int> prefill_threads = needs.prefill_threads;
+  std::set<int> prefill_threads = gpu ? std::set<int>{} : needs.prefill_threads;
   prefill_threads.insert(c.threads);
   for (int threads : prefill_threads) {
-    if (threads < 1) continue;
+    if (threads < min_threads) continue;
     for (int64_t tokens : needs.prefill_tokens) {
       if (tokens < 1) continue;
       for (const auto& shape : prefill_shapes(info)) {
@@ -225,11 +229,11 @@ int ensure_model_kernels(DeviceCeilings& c, const model::GgufInfo& info, const K
   if (!needs.decode_threads.empty()) {
     const auto matrices = decode_matrices(info);
     const std::string signature = matrices_signature(matrices);
-    std::set<int> threads = needs.decode_threads;
+    std::set<int> threads = gpu ? std::set<int>{} : needs.decode_threads;
     threads.insert(c.threads);
     for (int t : threads) {
       const KernelPoint* have = c.decode_kernel(signature, t);
-      if (t < 1 || (have && !options.remeasure_kernels)) continue;
+      if (t < min_threads || (have && !options.remeasure_kernels)) continue;
       ko.threads = t;
       keep_better(measure_uncontended([&] { return measure_decode_kernel(matrices, ko); }), [&](const KernelPoint& k) {
         return k.phase == "decode" && k.model == signature && k.threads == t;
@@ -241,10 +245,20 @@ int ensure_model_kernels(DeviceCeilings& c, const model::GgufInfo& info, const K
   return measured;
 }
 
+int ensure_gpu_model_kernels(DeviceCeilings& host, const std::string& device, const model::GgufInfo& info,
+                             const KernelNeeds& needs, const ProbeOptions& options) {
+  DeviceCeilings* g = host.gpu(device);
+  if (!g) return 0;
+  const int measured = ensure_model_kernels(*g, info, needs, options);  // an entry has no cache path of its own
+  if (measured > 0) save_cache(host);
+  return measured;
+}
+
 Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& ceilings, int64_t n_prompt, int64_t n_gen,
                           int64_t depth, double measured_pp_tps, double measured_tg_tps, double load_ms,
                           int n_threads, double kv_bytes_per_element, int64_t n_batch, int64_t n_ubatch) {
   Roofline r;
+  r.device = ceilings.device;
   // Decode: token i of n_gen reads the KV entries of the depth + i positions before it.
   if (n_gen > 0) {
     r.decode_mean_depth = static_cast<double>(depth) + static_cast<double>(n_gen - 1) / 2.0;
@@ -415,7 +429,9 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
   // contended: the efficiency is not a figure then, only "ceiling suspect" (kSuspectMargin).
   const std::string remeasure =
       shell_join({"edgeprobe", "probe", "-m", info.path, "--refresh", "--replace"}) +
-      (ceilings.compute.variant.empty() ? "" : " --cpu-variant " + shell_quote(ceilings.compute.variant));
+      (!ceilings.device.empty()             ? " --gpu " + shell_quote(ceilings.device)
+       : ceilings.compute.variant.empty() ? ""
+                                            : " --cpu-variant " + shell_quote(ceilings.compute.variant));
   auto judge = [&](const char* phase, double& efficiency, bool& suspect, double& over) {
     if (efficiency <= 1.0 + kSuspectMargin) {
       if (efficiency > 1.0)
@@ -467,7 +483,7 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
 nlohmann::json to_json(const Roofline& r) {
   auto or_null = [](double v) { return v > 0 && std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
   auto or_null_str = [](const std::string& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v); };
-  return {{"decode_bytes_per_token", or_null(r.decode_bytes_per_token)},
+  nlohmann::json j = {{"decode_bytes_per_token", or_null(r.decode_bytes_per_token)},
           {"decode_mean_depth", r.decode_mean_depth},
           {"bandwidth_gb_per_s", or_null(r.bandwidth_gb_per_s)},
           {"decode_bandwidth_ceiling_tokens_per_s", or_null(r.decode_bandwidth_ceiling_tokens_per_s)},
@@ -502,10 +518,14 @@ nlohmann::json to_json(const Roofline& r) {
           {"prefill_over_ceiling", or_null(r.prefill_over_ceiling)},
           {"remeasure_command", or_null_str(r.remeasure_command)},
           {"notes", r.notes}};
+  // Absent for the CPU, so CPU results read as before; a GPU run names the device whose
+  // ceilings it was judged against.
+  if (!r.device.empty()) j["ceiling_device"] = r.device;
+  return j;
 }
 
 std::string to_text(const Roofline& r) {
-  std::string out;
+  std::string out = r.device.empty() ? "" : "ceilings of " + r.device + " (the GPU that held the model)\n";
   if (r.decode_ceiling_tokens_per_s > 0) {
     out += fmt::format("decode: ceiling {:.1f} t/s, {}-bound{}{}\n", r.decode_ceiling_tokens_per_s, r.decode_bound,
                        r.decode_cache_resident ? " (fits in the LLC)" : "",

@@ -68,6 +68,7 @@ inline constexpr const char* kCeilingStatistic = "median";
 
 // Ceilings for one bench result and how close the measurement came to them.
 struct Roofline {
+  std::string device;  // whose ceilings: "" the CPU, else the GPU that held the model ("Vulkan0")
   // decode (tg): attainable = min(memory bandwidth / bytes per token, the ggml matrix-vector
   // kernels streaming this model's weights); the lower one is the binding limit.
   double decode_bytes_per_token = 0;      // at the mean depth of the generated tokens
@@ -152,6 +153,11 @@ struct KernelNeeds {
 // the cache file. Nothing when compute is unavailable. Returns how many were measured.
 int ensure_model_kernels(DeviceCeilings& ceilings, const model::GgufInfo& info, const KernelNeeds& needs,
                          const ProbeOptions& options);
+
+// ensure_model_kernels on the GPU entry `device` of `host` (nothing when it has none), then
+// the host's cache rewritten: a GPU's points have no thread count.
+int ensure_gpu_model_kernels(DeviceCeilings& host, const std::string& device, const model::GgufInfo& info,
+                             const KernelNeeds& needs, const ProbeOptions& options);
 
 nlohmann::json to_json(const Roofline& roofline);
 std::string to_text(const Roofline& roofline);

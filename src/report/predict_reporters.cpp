@@ -91,7 +91,9 @@ void write_predict_report(const json& doc, const std::string& format, std::ostre
     const std::string load = fmt::format("{} / {}", value_cell(r["load_cold_ms"]).empty() ? "?" : fmt::format("{:.0f}", r["load_cold_ms"]["value"].get<double>()),
                                          value_cell(r["load_warm_ms"]).empty() ? "?" : fmt::format("{:.0f}", r["load_warm_ms"]["value"].get<double>()));
     out << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} |\n",
-                       one_line(r.value("model", "")), scalar(c["threads"]), scalar(c["n_prompt"]), scalar(c["n_gen"]),
+                       one_line(r.value("model", "")),
+                       c["threads"] == 0 ? std::string("gpu") : scalar(c["threads"]),  // a GPU's figures have no thread count
+                       scalar(c["n_prompt"]), scalar(c["n_gen"]),
                        scalar(c["n_depth"]), scalar(c["n_ubatch"]), scalar(c["type_k"]),
                        estimate_cell(r["prefill_tokens_per_s"]), estimate_cell(r["decode_tokens_per_s"]),
                        estimate_cell(r["ttft_ms"]), estimate_cell(r["generation_ms"]), memory_cell(r["memory"]), load,

@@ -96,7 +96,8 @@ nlohmann::json roofline_json(const result::TestResult& r, const model::GgufInfo&
   const double pp = r.config.n_prompt > 0 ? s.prefill_tokens_per_s.median : 0;
   const double tg = r.config.n_gen > 0 ? s.decode_tokens_per_s.median : 0;
   const auto roofline = probe::compute_roofline(info, ceilings, r.config.n_prompt, r.config.n_gen, r.config.n_depth,
-                                                pp, tg, s.load_cold_ms, r.config.n_threads,
+                                                pp, tg, s.load_cold_ms,
+                                                ceilings.device.empty() ? r.config.n_threads : 0,  // a GPU has no thread count
                                                 (probe::kv_type_bytes_per_element(r.config.type_k) +
                                                  probe::kv_type_bytes_per_element(r.config.type_v)) / 2,
                                                 r.config.n_batch, r.config.n_ubatch);

@@ -226,3 +226,58 @@ TEST(Vulkan, AnUnknownDeviceIsOneLineNamingTheDevicesThere) {
   EXPECT_NE(r.err.find("no GPU device named 'Nope0'"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("Vulkan0"), std::string::npos) << r.err;
 }
+
+// The GPU's own ceilings, measured through ggml on lavapipe into a fresh cache: the probe
+// names the weight type Vulkan has no matmul for, an offloaded bench is judged against the
+// GPU's figures (the CPU run against the CPU's), and predict uses them.
+TEST(Vulkan, GpuCeilingsJudgeTheOffloadedRunAndPredictForTheGpu) {
+  SKIP_WITHOUT_LAVAPIPE();
+  TempDir home;
+  const Env env{{"GGML_VK_VISIBLE_DEVICES", "0"}, {"XDG_CACHE_HOME", home.file("cache")}};
+  const auto probe = run_edgeprobe_with({"probe", "--gpu", "Vulkan0", "-m", tiny_model("tq1_0"), "-o", "json", "-q"}, env, 600);
+  ASSERT_EQ(probe.exit_code, 0) << probe.err;
+  const json ceilings = json::parse(probe.out)["ceilings"];
+  ASSERT_EQ(ceilings["gpus"].size(), 1u) << ceilings.dump();
+  const json& gpu = ceilings["gpus"][0];
+  EXPECT_EQ(gpu["device"], "Vulkan0");
+  EXPECT_NE(gpu["device_description"].get<std::string>().find("llvmpipe"), std::string::npos);
+  const double gpu_read = gpu["bandwidth"]["read_median_gb_per_s"].get<double>();
+  EXPECT_GT(gpu_read, 0);
+  bool q4_rate = false;
+  for (const auto& p : gpu["compute"]["points"]) q4_rate = q4_rate || (p["type"] == "q4_0" && p["median_gflop_per_s"] > 0);
+  EXPECT_TRUE(q4_rate) << gpu["compute"].dump();
+  bool named = false;
+  for (const auto& k : gpu["model_kernels"])
+    named = named || k.value("error", "").find("Vulkan0 has no tq1_0 matmul kernel") != std::string::npos;
+  EXPECT_TRUE(named) << gpu["model_kernels"].dump();
+
+  std::vector<std::string> args{"bench", "-m", tiny_model(), "-ngl", "0,99", "-p", "64", "-n", "8", "-r", "1", "-t", "1",
+                                "--no-store", "--sample-hz", "0", "-o", "json", "-q"};
+  auto b = run_edgeprobe_with(args, env, 600);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const json report = json::parse(b.out);
+  const json& host = report["provenance"]["ceilings"];
+  ASSERT_EQ(host["gpus"].size(), 1u);
+  const json& on_gpu = result_of(report, "tg8", 99)["roofline"];
+  EXPECT_EQ(on_gpu.value("ceiling_device", ""), "Vulkan0") << on_gpu.dump();
+  EXPECT_DOUBLE_EQ(on_gpu["bandwidth_gb_per_s"].get<double>(), host["gpus"][0]["bandwidth"]["read_median_gb_per_s"].get<double>());
+  EXPECT_GT(on_gpu["decode_ceiling_tokens_per_s"].get<double>(), 0) << on_gpu.dump();
+  const json& on_cpu = result_of(report, "tg8", 0)["roofline"];
+  EXPECT_FALSE(on_cpu.contains("ceiling_device")) << on_cpu.dump();
+  EXPECT_DOUBLE_EQ(on_cpu["bandwidth_gb_per_s"].get<double>(), host["bandwidth"]["read_median_gb_per_s"].get<double>());
+  const json& pp_on_gpu = result_of(report, "pp64", 99)["roofline"];
+  EXPECT_GT(pp_on_gpu["prefill_ceiling_tokens_per_s"].get<double>(), 0) << pp_on_gpu.dump();
+
+  const auto p = run_edgeprobe_with({"predict", "-m", tiny_model(), "--gpu", "Vulkan0", "-p", "64", "-n", "8", "-o", "json"},
+                                    env, 600);
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const json prediction = json::parse(p.out);
+  EXPECT_NE(prediction["device"].get<std::string>().find("GPU Vulkan0"), std::string::npos) << prediction.dump();
+  ASSERT_EQ(prediction["rows"].size(), 1u);
+  EXPECT_EQ(prediction["rows"][0]["config"]["threads"], 0);
+  EXPECT_GT(prediction["rows"][0]["decode_tokens_per_s"]["value"].get<double>(), 0) << prediction.dump();
+
+  const auto bad = run_edgeprobe_with({"predict", "-m", tiny_model(), "--gpu", "Nope0"}, env);
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("no GPU device 'Nope0' here (ggml has Vulkan0)"), std::string::npos) << bad.err;
+}

@@ -121,5 +121,52 @@ TEST(CeilingsCache, KeysAreStableAndFileNameSafe) {
   EXPECT_NE(build_key("haswell"), build_key("zen4"));
 }
 
+// A GPU's figures (probe --gpu) travel inside the host's, one entry per device.
+TEST(CeilingsCache, GpuEntriesRoundTripAndAViewCarriesTheHostsStorage) {
+  DeviceCeilings host = sample();
+  DeviceCeilings gpu;
+  gpu.device = "Vulkan0";
+  gpu.device_description = "llvmpipe (LLVM 15.0.6, 256 bits)";
+  gpu.memory_bytes = 2ull << 30;
+  gpu.bandwidth.points.push_back({"read", "device", 0, {}, 3.1, 3.0, 5});
+  summarize_points(gpu.bandwidth);
+  gpu.compute_status = "measured";
+  gpu.compute.variant = "Vulkan0";
+  KernelPoint missing;
+  missing.phase = "prefill";
+  missing.type = "tq1_0";
+  missing.error = "Vulkan0 has no tq1_0 matmul kernel (llama.cpp runs it on the CPU)";
+  gpu.kernels.push_back(missing);
+  host.gpus.push_back(gpu);
+
+  const DeviceCeilings back = ceilings_from_json(to_json(host));
+  EXPECT_EQ(to_json(back), to_json(host));
+  ASSERT_EQ(back.gpus.size(), 1u);
+  ASSERT_NE(back.gpu("Vulkan0"), nullptr);
+  EXPECT_EQ(back.gpu("Vulkan1"), nullptr);
+  EXPECT_EQ(back.gpu("Vulkan0")->device_description, "llvmpipe (LLVM 15.0.6, 256 bits)");
+  EXPECT_DOUBLE_EQ(back.gpu("Vulkan0")->bandwidth.read_median_gb_per_s, 3.0);
+  EXPECT_EQ(back.gpu("Vulkan0")->kernels.at(0).error, missing.error);
+  EXPECT_TRUE(to_json(back)["gpus"][0].value("gpus", nlohmann::json()).is_null());  // one level only
+
+  const auto view = gpu_view(back, "Vulkan0");
+  ASSERT_TRUE(view.has_value());
+  EXPECT_EQ(view->device, "Vulkan0");
+  ASSERT_TRUE(view->storage.has_value());  // the host reads the file before it is uploaded
+  EXPECT_EQ(view->storage->path, "/m.gguf");
+  EXPECT_EQ(view->device_key, "dev");
+  EXPECT_FALSE(gpu_view(back, "CUDA0").has_value());
+}
+
+TEST(CeilingsCache, ACpuRefreshKeepsTheStoredGpuFigures) {
+  DeviceCeilings stored = sample();
+  DeviceCeilings gpu;
+  gpu.device = "Vulkan0";
+  stored.gpus.push_back(gpu);
+  const DeviceCeilings refreshed = keep_higher(stored, sample());
+  ASSERT_EQ(refreshed.gpus.size(), 1u);
+  EXPECT_EQ(refreshed.gpus[0].device, "Vulkan0");
+}
+
 }  // namespace
 }  // namespace edgeprobe::probe

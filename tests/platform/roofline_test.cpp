@@ -439,5 +439,24 @@ TEST(Roofline, ARefreshKeepsTheHigherStoredFigures) {
   EXPECT_DOUBLE_EQ(keep_higher(stored, fresh).bandwidth.read_median_gb_per_s, 20.0);
 }
 
+// A run that offloaded is judged against the GPU's figures: its JSON names the device, a
+// ceiling that is suspect points at the GPU's probe, and no same-thread-count figure exists.
+TEST(Roofline, AGpusCeilingsNameTheDeviceAndItsRemeasureCommand) {
+  DeviceCeilings gpu = ceilings_20gbs();
+  gpu.device = "Vulkan0";
+  gpu.threads = 0;
+  for (auto& p : gpu.bandwidth.points) p.threads = 0;
+  const Roofline r = compute_roofline(llama7b_q4_0(), gpu, 0, 1, 0, 0, 100.0, 0, 0);
+  const nlohmann::json j = to_json(r);
+  EXPECT_EQ(j.at("ceiling_device"), "Vulkan0");
+  EXPECT_TRUE(j.at("decode_ceiling_suspect").get<bool>());  // 100 t/s is far above 20 GB/s over 3.7 GB
+  EXPECT_NE(r.remeasure_command.find("--gpu Vulkan0"), std::string::npos) << r.remeasure_command;
+  EXPECT_EQ(r.remeasure_command.find("--cpu-variant"), std::string::npos) << r.remeasure_command;
+  EXPECT_EQ(r.decode_ceiling_at_threads_tokens_per_s, 0);
+  EXPECT_NE(to_text(r).find("ceilings of Vulkan0"), std::string::npos);
+  // The CPU's JSON has no such key, so CPU results read as before.
+  EXPECT_FALSE(to_json(compute_roofline(llama7b_q4_0(), ceilings_20gbs(), 0, 1, 0, 0, 4.0, 0, 1)).contains("ceiling_device"));
+}
+
 }  // namespace
 }  // namespace edgeprobe::probe

@@ -241,3 +241,72 @@ TEST(PredictCheck, CarriesBothTheBestAndTheMedianRatio) {
   EXPECT_NEAR(j["decode"]["best_over_predicted"].get<double>(), 0.9, 1e-12);
   EXPECT_NEAR(j["decode"]["median_over_predicted"].get<double>(), 0.8, 1e-12);
 }
+
+// A GPU entry of the ceilings (probe --gpu): points at threads 0, no step costs.
+probe::DeviceCeilings toy_gpu(const model::GgufInfo& info) {
+  probe::DeviceCeilings g = toy_ceilings(info, false);
+  g.device = "Vulkan0";
+  g.threads = 0;
+  for (auto& p : g.bandwidth.points) p.threads = 0;
+  for (auto& k : g.kernels) k.threads = 0;
+  return g;
+}
+
+TEST(PredictGpu, UsesTheGpusOwnKernelRatesAndSaysStepCostsAreTheCpusOnly) {
+  const auto info = toy_model();
+  predict::Config cfg;
+  cfg.threads = 0;
+  cfg.n_prompt = 64;
+  cfg.n_gen = 16;
+  const auto p = predict::predict(info, toy_gpu(info), cfg, {}, {}, 0);
+  // The same figures as the CPU's toy at 2 threads, so the same decode rate without step costs.
+  predict::Config cpu = cfg;
+  cpu.threads = 2;
+  const auto q = predict::predict(info, toy_ceilings(info, false), cpu, {}, {}, 0);
+  ASSERT_GT(p.decode_tokens_per_s.value, 0);
+  EXPECT_DOUBLE_EQ(p.decode_tokens_per_s.value, q.decode_tokens_per_s.value);
+  EXPECT_DOUBLE_EQ(p.prefill_tokens_per_s.value, q.prefill_tokens_per_s.value);
+  bool said = false;
+  for (const auto& n : p.notes) said = said || n.find("measured for the CPU only: on Vulkan0") != std::string::npos;
+  EXPECT_TRUE(said) << p.notes.front();
+}
+
+TEST(PredictGpu, ATypeTheGpuHasNoKernelForIsUnavailableNotAnotherTypesRate) {
+  const auto info = toy_model();
+  auto g = toy_gpu(info);
+  // Vulkan without the q8_0 kernel: the probe stored errors instead of rates.
+  std::erase_if(g.kernels, [](const probe::KernelPoint&) { return true; });
+  probe::KernelPoint pre;
+  pre.phase = "prefill";
+  pre.type = "q8_0";
+  pre.tokens = 64;
+  pre.error = "Vulkan0 has no q8_0 matmul kernel (llama.cpp runs it on the CPU)";
+  g.kernels.push_back(pre);
+  probe::KernelPoint dec = pre;
+  dec.phase = "decode";
+  dec.model = probe::matrices_signature(probe::decode_matrices(info));
+  g.kernels.push_back(dec);
+  probe::KernelPoint other;  // another model's decode point, which a CPU prediction would borrow
+  other.phase = "decode";
+  other.model = "q4_0:4096x4096x1";
+  other.best_gb_per_s = other.median_gb_per_s = 10;
+  other.cpu_share = 1;
+  g.kernels.push_back(other);
+  probe::ComputePoint generic;  // another type's generic rate exists: not used either
+  generic.type = "q4_0";
+  generic.best_gflop_per_s = generic.median_gflop_per_s = 50;
+  generic.cpu_share = 1;
+  g.compute.points.push_back(generic);
+  predict::Config cfg;
+  cfg.threads = 0;
+  cfg.n_prompt = 64;
+  cfg.n_gen = 16;
+  const auto p = predict::predict(info, g, cfg, {}, {}, 0);
+  EXPECT_EQ(p.decode_tokens_per_s.value, 0);
+  EXPECT_EQ(p.prefill_tokens_per_s.value, 0);
+  std::string all;
+  for (const auto& n : p.notes) all += n + "\n";
+  EXPECT_NE(all.find("decode unavailable on Vulkan0: Vulkan0 has no q8_0 matmul kernel"), std::string::npos) << all;
+  EXPECT_NE(all.find("prefill unavailable: no matmul rate for q8_0 on Vulkan0: Vulkan0 has no q8_0"), std::string::npos)
+      << all;
+}
