@@ -37,7 +37,7 @@ std::string text_at(const json& j, const char* pointer) {
 // that the unexplained factor already holds, memory and log findings name no speed.
 bool is_cause(const std::string& id) {
   for (const char* prefix : {"kernel.isa_fallback", "precision.weights_expanded", "threads.", "power.", "throttle.",
-                             "thermal.", "contention.", "load."})
+                             "thermal.", "contention.", "load.", "gpu."})
     if (id.starts_with(prefix)) return true;
   return false;
 }
@@ -153,12 +153,14 @@ struct Ceiling {
   double tokens_per_s = 0;
   std::string bound;   // "bandwidth", "kernel", "compute"
   int threads = 0;     // the probe's thread count (the device's)
+  std::string device;  // "" the CPU's ceilings, else the GPU that held the model ("Vulkan0")
   std::string text;
 };
 Ceiling ceiling_of(const ExplainSide& side, const PhaseSample& sample, const std::string& phase) {
   Ceiling c;
   const json& roof = at(*sample.result, "/roofline");
-  c.threads = static_cast<int>(number_at(side.bench, "/provenance/ceilings/threads"));
+  c.device = text_at(roof, "/ceiling_device");
+  if (c.device.empty()) c.threads = static_cast<int>(number_at(side.bench, "/provenance/ceilings/threads"));
   if (phase == "decode") {
     c.tokens_per_s = number_at(roof, "/decode_ceiling_tokens_per_s");
     c.bound = text_at(roof, "/decode_bound");
@@ -172,8 +174,9 @@ Ceiling ceiling_of(const ExplainSide& side, const PhaseSample& sample, const std
     c.tokens_per_s = number_at(roof, "/prefill_ceiling_tokens_per_s");
     c.bound = "compute";
   }
-  c.text = fmt::format("{:.4g} tok/s ({}-bound{})", c.tokens_per_s, c.bound.empty() ? "?" : c.bound,
-                       c.threads > 0 ? fmt::format(", {} thread{}", c.threads, c.threads == 1 ? "" : "s") : "");
+  c.text = fmt::format("{:.4g} tok/s ({}-bound{}{})", c.tokens_per_s, c.bound.empty() ? "?" : c.bound,
+                       c.threads > 0 ? fmt::format(", {} thread{}", c.threads, c.threads == 1 ? "" : "s") : "",
+                       c.device.empty() ? "" : ", on " + c.device);
   return c;
 }
 
@@ -195,6 +198,8 @@ ExplainFactor hardware_factor(const ExplainSide& a, const ExplainSide& b, const 
                               std::vector<std::string>& notes) {
   ExplainFactor hw{"hardware", "", "", 1, "measured", "", {}, ""};
   const Ceiling ca = ceiling_of(a, sa, phase), cb = ceiling_of(b, sb, phase);
+  // A run on the device's GPU and one on its CPU ran on different hardware of one machine.
+  same_device = same_device && ca.device == cb.device;
   // One device with as many usable CPUs on both sides is the same hardware: a ratio of
   // its ceilings from two probe runs would be the probe's noise, not hardware.
   const int cpus_a = static_cast<int>(number_at(a.bench, "/provenance/usable_cpus"));
@@ -218,7 +223,7 @@ ExplainFactor hardware_factor(const ExplainSide& a, const ExplainSide& b, const 
   // variant. Its device's ceiling is that times the variant's measured factor, so the
   // fallback is counted once, as software, not also as hardware.
   auto lift = [&](const ExplainSide& side, const std::string& name, const Ceiling& c, double& ceiling) {
-    if (!side.variant_fallback || !ceiling_from_kernels(c)) return;
+    if (!side.variant_fallback || !ceiling_from_kernels(c) || !c.device.empty()) return;  // a GPU's are not the CPU variant's
     if (const double best = best_variant_ceiling(side, phase); best > 0) {
       notes.push_back(fmt::format("{}'s {} ceiling is the best variant's ('{}', {:.4g} tok/s, probed for doctor's pairs on that "
                                   "device), not the one that loaded ('{}', {:.4g} tok/s): the fallback counts once, as software",

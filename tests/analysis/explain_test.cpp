@@ -386,3 +386,30 @@ TEST(Explain, ACeilingTheRunBeatIsNamedAsADoubtOnTheHardwareFactor) {
   EXPECT_TRUE(said) << ::testing::PrintToString(p.notes);
   EXPECT_EQ(factor_of(phase_of(e, "decode"), "hardware")->basis, "measured");
 }
+
+// One machine, the model on its GPU on B's side: different hardware (the GPU's ceilings
+// against the CPU's), and doctor's measured GPU-against-CPU pair is a cause with its fix.
+TEST(Explain, TheSameMachinesGpuIsOtherHardwareAndASlowerGpuIsACause) {
+  Device a, b;
+  b.decode_ceiling = 30;
+  b.prefill_ceiling = 500;
+  json on_gpu = bench(b, 300, 20);
+  for (auto& r : on_gpu["results"]) r["roofline"]["ceiling_device"] = "Vulkan0";
+  const json fb = json::array({finding("gpu.slower_than_cpu", 2.0, "measured",
+                                       {{"decode", phase(2.0)}, {"prefill", phase(1.5)}})});
+  const auto e = run(bench(a, 800, 80), doctor(on_gpu, fb));
+  const auto& d = phase_of(e, "decode");
+  const auto* hw = factor_of(d, "hardware");
+  ASSERT_NE(hw, nullptr);
+  EXPECT_DOUBLE_EQ(hw->factor, 0.3);  // not "the same device": the GPU's ceiling over the CPU's
+  EXPECT_NE(hw->detail.find("on Vulkan0"), std::string::npos) << hw->detail;
+  const auto* gpu = factor_of(d, "gpu.slower_than_cpu");
+  ASSERT_NE(gpu, nullptr);
+  EXPECT_EQ(gpu->side, "B");
+  EXPECT_DOUBLE_EQ(gpu->factor, 0.5);
+  EXPECT_EQ(gpu->fix, "fix gpu.slower_than_cpu");
+  // The identity: hardware x cause x unexplained = 20 / 80.
+  double product = 1;
+  for (const auto& f : d.factors) product *= f.factor;
+  EXPECT_NEAR(product, 0.25, 1e-12);
+}
