@@ -195,7 +195,7 @@ void validate(SessionPlan& plan, int default_threads) {
       for (int c : plan.n_ctx)
         for (int g : plan.max_tokens)
           for (int b : plan.n_batch)
-            for (int t : threads) plan.configs.push_back({m, c, g, b, t});
+            for (int t : threads) plan.configs.push_back({m, c, g, b, t, plan.n_gpu_layers, plan.devices, plan.op_offload});
     if (plan.configs.empty()) throw_bad_input("nothing to run: a session needs at least one value of -c, --max-tokens and -b");
   }
   if (plan.configs.size() > workload::kMaxSweepTests)
@@ -206,6 +206,7 @@ void validate(SessionPlan& plan, int default_threads) {
     check_range({c.max_tokens}, "--max-tokens", 1, 1 << 16);
     check_range({c.n_batch}, "-b", 1, 1 << 20);
     check_range({c.n_threads}, "-t", 1, 512);
+    check_gpu_settings({c.n_gpu_layers}, {c.devices}, {"layer"}, {0});
   }
 }
 
@@ -256,6 +257,9 @@ json to_json(const SessionPlan& p) {
     j["max_tokens"] = p.max_tokens;
     j["n_batch"] = p.n_batch;
     j["threads"] = p.threads;
+    if (p.n_gpu_layers != kDefaultGpuLayers) j["n_gpu_layers"] = p.n_gpu_layers;
+    if (!p.devices.empty()) j["devices"] = p.devices;
+    if (!p.op_offload) j["op_offload"] = false;
   } else {
     j["configs"] = configs;
   }

@@ -71,6 +71,10 @@ struct BenchPlan {
 struct SessionPlan {
   std::vector<std::string> models{""};  // resolved by the job like bench's
   std::vector<int> n_ctx{2048}, max_tokens{128}, n_batch{512}, threads;  // threads: empty = default
+  // GPU offload of every configuration (-ngl, -dev, -nopo), as bench's defaults.
+  int n_gpu_layers = kDefaultGpuLayers;
+  std::string devices;
+  bool op_offload = true;
   // Expanded configurations (model outermost); filled by validate() from the lists above
   // unless given explicitly (a stored plan).
   std::vector<runner::SessionConfig> configs;

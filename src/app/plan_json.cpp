@@ -321,14 +321,18 @@ BenchPlan bench_plan_from_json(const json& j) {
 SessionPlan session_plan_from_json(const json& j) {
   check_kind_and_keys(
       j, "session",
-      {"kind", "plan_version", "models", "n_ctx", "max_tokens", "n_batch", "threads", "configs", "rounds",
-       "conversations", "on_overflow", "cooldown", "seed", "prompts", "env", "completed"});
+      {"kind", "plan_version", "models", "n_ctx", "max_tokens", "n_batch", "threads", "n_gpu_layers", "devices",
+       "op_offload", "configs", "rounds", "conversations", "on_overflow", "cooldown", "seed", "prompts", "env",
+       "completed"});
   SessionPlan p;
   read(j, "models", p.models);
   read(j, "n_ctx", p.n_ctx);
   read(j, "max_tokens", p.max_tokens);
   read(j, "n_batch", p.n_batch);
   read(j, "threads", p.threads);
+  read(j, "n_gpu_layers", p.n_gpu_layers);
+  read(j, "devices", p.devices);
+  read(j, "op_offload", p.op_offload);
   if (j.contains("configs")) {
     const json& configs = list_at(j, "configs", "session plan");
     for (size_t i = 0; i < configs.size(); ++i) {
@@ -339,6 +343,12 @@ SessionPlan session_plan_from_json(const json& j) {
           {required_as<std::string>(c, "model_path", kWhere, entry),
            required_as<int>(c, "n_ctx", kWhere, entry), required_as<int>(c, "max_tokens", kWhere, entry),
            required_as<int>(c, "n_batch", kWhere, entry), required_as<int>(c, "n_threads", kWhere, entry)});
+      reject_unknown_keys(c, {"model_path", "n_ctx", "max_tokens", "n_batch", "n_threads", "n_gpu_layers", "devices",
+                              "op_offload"},
+                          ("session plan " + entry).c_str());
+      read(c, "n_gpu_layers", p.configs.back().n_gpu_layers, "session plan");
+      read(c, "devices", p.configs.back().devices, "session plan");
+      read(c, "op_offload", p.configs.back().op_offload, "session plan");
     }
   }
   read(j, "rounds", p.options.rounds);

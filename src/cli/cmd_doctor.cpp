@@ -26,7 +26,8 @@ namespace edgeprobe::cli {
 void register_doctor(CLI::App& app, const std::vector<std::string>& command_line) {
   struct Args {
     app::DoctorPlan plan;  // the defaults are the plan's (one set, shared with run --plan)
-    std::string mmap = "1", no_op_offload = "0", baseline;
+    std::string mmap = "1", baseline;
+    GpuFlags gpu;
     bool no_experiments = false;
     StoreFlags store;
     OutputFlags output;
@@ -51,13 +52,7 @@ void register_doctor(CLI::App& app, const std::vector<std::string>& command_line
       ->check(CLI::IsMember({"0", "1"}))
       ->capture_default_str();
   cmd->add_option("--cpu-variant", p.config.cpu_variant, "Load this ggml CPU variant instead of the best one");
-  cmd->add_option("--n-gpu-layers", p.config.n_gpu_layers, "Layers to offload to a GPU, -1 = all (alias -ngl)")
-      ->check(CLI::Range(-1, 100000))
-      ->capture_default_str();
-  cmd->add_option("--device", p.config.devices, "GPU devices joined by '/', or none (alias -dev)");
-  cmd->add_option("--no-op-offload", a->no_op_offload, "1 keeps ops with weights in host memory off the GPU (alias -nopo)")
-      ->check(CLI::IsMember({"0", "1"}))
-      ->capture_default_str();
+  add_gpu_options(cmd, a->gpu);
   cmd->add_option("-p,--n-prompt", p.n_prompt, "Prompt tokens of doctor's prefill test")->check(CLI::Range(1, 1 << 16))->capture_default_str();
   cmd->add_option("-n,--n-gen", p.n_gen, "Tokens of doctor's decode test")->check(CLI::Range(1, 1 << 16))->capture_default_str();
   cmd->add_option("-r,--repetitions", p.repetitions, "Repetitions per test (the median is used)")->check(CLI::Range(1, 100))->capture_default_str();
@@ -75,7 +70,9 @@ void register_doctor(CLI::App& app, const std::vector<std::string>& command_line
   cmd->callback([a, command_line] {
     auto& plan = a->plan;
     plan.config.use_mmap = a->mmap == "1";
-    plan.config.op_offload = a->no_op_offload != "1";
+    plan.config.n_gpu_layers = a->gpu.n_gpu_layers;
+    plan.config.devices = a->gpu.devices;
+    plan.config.op_offload = a->gpu.op_offload();
     plan.experiments = !a->no_experiments;
     app::validate(plan, workload::default_thread_count());
     // A bad baseline fails before minutes of measuring. Not a file: a run id in the store

@@ -1,4 +1,5 @@
 #include "cli/cmd_kv_serve.h"
+#include "cli/shared_flags.h"
 
 #include <CLI/CLI.hpp>
 #include <fstream>
@@ -22,6 +23,7 @@ struct KvServeFlags {
   engine::ContextOptions context;
   int max_ctx = 4096, timeout_ms = 10000, max_connections = -1, max_clients = 4;
   app::Environment env;
+  GpuFlags gpu;
 };
 
 int run(KvServeFlags f) {
@@ -32,6 +34,7 @@ int run(KvServeFlags f) {
   o.context = f.context;
   o.context.n_ctx = f.max_ctx;
   o.context.flash_attn = workload::parse_flash_attn(f.flash_attn);
+  o.context.op_offload = f.gpu.op_offload();
   if (!f.cpu_mask.empty()) {
     engine::check_cpu_mask_usable(f.cpu_mask);
     o.context.cpu_mask = engine::parse_cpu_mask(f.cpu_mask);
@@ -46,8 +49,10 @@ int run(KvServeFlags f) {
   // Our own bounds-checked GGUF reader sees the file before llama.cpp does.
   const kv::Fingerprint fingerprint = kv::make_fingerprint(path, o.context);
   const app::EngineHandle engine = app::make_engine(f.env);
-  engine::ModelOptions load;
+  engine::ModelOptions load;  // a prefill node on a GPU ships the same KV state (llama.cpp copies it to the host)
   load.path = path;
+  load.n_gpu_layers = f.gpu.n_gpu_layers;
+  load.devices = f.gpu.devices;
   const auto model = engine.engine->load(load);
   // A context of the largest size once, so a setting llama.cpp refuses fails now, not
   // on the first client.
@@ -91,6 +96,7 @@ void register_kv_serve(CLI::App& app) {
   cmd->add_option("--timeout-ms", f->timeout_ms, "Deadline for every read within a frame")
       ->capture_default_str();
   cmd->add_option("--cpu-variant", f->env.cpu_variant, "Load this ggml CPU variant instead of the best one");
+  add_gpu_options(cmd, f->gpu);
   cmd->add_option("--port-file", f->port_file, "Write the port listened on to this file once ready");
   cmd->add_option("--max-clients", f->max_clients,
                   "Decode nodes served at once, each with a context of its size; one more is told the server is busy")

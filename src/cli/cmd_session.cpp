@@ -6,6 +6,7 @@
 #include "cli/cmd_kv_serve.h"
 #include "cli/common.h"
 #include "cli/job_options.h"
+#include "cli/shared_flags.h"
 #include "report/reporter.h"
 #include "report/session_reporters.h"
 #include "store/store.h"
@@ -21,6 +22,7 @@ struct SessionFlags {
                                    batch = ints_as_text(defaults.n_batch), threads;
   StoreFlags store;
   OutputFlags output;
+  GpuFlags gpu;
 };
 
 int run(const SessionFlags& f, app::SessionPlan plan, const std::string& command_line) {
@@ -38,6 +40,9 @@ int run(const SessionFlags& f, app::SessionPlan plan, const std::string& command
     plan.max_tokens = workload::parse_int_lists(f.max_tokens, "--max-tokens");
     plan.n_batch = workload::parse_int_lists(f.batch, "-b");
     plan.threads = workload::parse_int_lists(f.threads, "-t");
+    plan.n_gpu_layers = f.gpu.n_gpu_layers;
+    plan.devices = f.gpu.devices;
+    plan.op_offload = f.gpu.op_offload();
   }
   TerminalSink sink(!f.output.quiet);
   const app::JobContext ctx{store.get(), f.store.resume, &sink, command_line, ""};
@@ -71,6 +76,7 @@ void register_session(CLI::App& app, const std::vector<std::string>& command_lin
   cmd->add_option("--sample-hz", plan->env.sample_hz, "Telemetry sampling rate (0 = off)")->capture_default_str();
   cmd->add_option("--sysfs-root", plan->env.sysfs_root, "Read sysfs/procfs under this root")->capture_default_str();
   cmd->add_option("--cpu-variant", plan->env.cpu_variant, "Load this ggml CPU variant instead of the best one for this CPU");
+  add_gpu_options(cmd, f->gpu);
   add_store_flags(cmd, f->store, "Continue an interrupted session run where it stopped");
   add_output_options(cmd, f->output, {report::reporter_formats()});
   add_prefill_remote_flags(cmd, plan->env);

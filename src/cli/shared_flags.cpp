@@ -72,6 +72,16 @@ CLI::Validator one_of(const std::vector<std::string>& names, const std::string& 
       "");
 }
 
+void add_gpu_options(CLI::App* cmd, GpuFlags& flags) {
+  cmd->add_option("--n-gpu-layers", flags.n_gpu_layers, "Layers to offload to a GPU, -1 = all (alias -ngl; docs/gpu.md)")
+      ->check(CLI::Range(-1, 100000))
+      ->capture_default_str();
+  cmd->add_option("--device", flags.devices, "GPU devices joined by '/', or none (alias -dev; default: llama.cpp's choice)");
+  cmd->add_option("--no-op-offload", flags.no_op_offload, "1 keeps ops with weights in host memory off the GPU (alias -nopo)")
+      ->check(CLI::IsMember({"0", "1"}))
+      ->capture_default_str();
+}
+
 CLI::Option* add_db_option(CLI::App* cmd, std::string& db, const std::string& default_text) {
   const std::string fallback =
       default_text.empty()

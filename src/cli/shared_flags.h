@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "core/context_defaults.h"
+
 namespace CLI {
 class App;
 class Option;
@@ -41,6 +43,17 @@ void add_output_options(CLI::App* cmd, OutputFlags& flags, const Formats& format
 // The check of a flag that takes one of `names` (`what` names one: "kind"): anything else
 // is one line, exit 2, listing them and the nearest to what was typed.
 CLI::Validator one_of(const std::vector<std::string>& names, const std::string& what);
+
+// GPU offload of a subcommand that runs one configuration (doctor, session, kv-serve):
+// -ngl/--n-gpu-layers, -dev/--device, -nopo/--no-op-offload, single values as llama.cpp
+// takes them (bench's, sweepable lists, are its own).
+struct GpuFlags {
+  int n_gpu_layers = kDefaultGpuLayers;  // -1 = all (llama-bench's default)
+  std::string devices;         // "" llama.cpp's choice, "none", or names joined by '/'
+  std::string no_op_offload = "0";
+  bool op_offload() const { return no_op_offload != "1"; }
+};
+void add_gpu_options(CLI::App* cmd, GpuFlags& flags);
 
 // --db, one help text for every subcommand. `default_text` says what happens without it
 // where that is not the per-user store (run: "not stored").

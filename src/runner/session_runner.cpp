@@ -253,8 +253,12 @@ std::vector<Conversation> load_conversations(const std::string& path) {
 }
 
 nlohmann::json SessionConfig::to_json() const {
-  return {{"model_path", model_path}, {"n_ctx", n_ctx}, {"max_tokens", max_tokens}, {"n_batch", n_batch},
-          {"n_threads", n_threads}};
+  nlohmann::json j = {{"model_path", model_path}, {"n_ctx", n_ctx}, {"max_tokens", max_tokens}, {"n_batch", n_batch},
+                      {"n_threads", n_threads}};
+  if (n_gpu_layers != kDefaultGpuLayers) j["n_gpu_layers"] = n_gpu_layers;
+  if (!devices.empty()) j["devices"] = devices;
+  if (!op_offload) j["op_offload"] = false;
+  return j;
 }
 
 nlohmann::json TurnResult::to_json() const {
@@ -303,13 +307,17 @@ void run_session(engine::Engine& engine, const std::vector<SessionConfig>& confi
   for (size_t ci = 0; ci < configs.size(); ++ci) {
     if (cb.stop.stop_requested()) return;
     const SessionConfig& cfg = configs[ci];
-    if (ci == 0 || cfg.model_path != configs[ci - 1].model_path) {
+    const auto& prev = configs[ci > 0 ? ci - 1 : 0];
+    if (ci == 0 || cfg.model_path != prev.model_path || cfg.n_gpu_layers != prev.n_gpu_layers ||
+        cfg.devices != prev.devices) {
       model.reset();
       load_error.reset();
       if (cb.progress) cb.progress("loading " + cfg.model_path);
       try {
-        engine::ModelOptions load;  // GPU offload: llama-bench's default, as bench's
+        engine::ModelOptions load;
         load.path = cfg.model_path;
+        load.n_gpu_layers = cfg.n_gpu_layers;
+        load.devices = cfg.devices;
         model = engine.load(load);
       } catch (const std::exception& e) {
         load_error = to_error_info(e);
@@ -325,6 +333,7 @@ void run_session(engine::Engine& engine, const std::vector<SessionConfig>& confi
       co.n_batch = cfg.n_batch;
       co.n_ubatch = std::min(cfg.n_batch, kDefaultUbatch);
       co.n_threads = cfg.n_threads;
+      co.op_offload = cfg.op_offload;
       try {
         if (requests) completer = model->new_completer(co);
         else ctx = model->new_context(co);

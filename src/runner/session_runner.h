@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/context_defaults.h"
+
 #include "core/clock.h"
 #include "core/events.h"
 #include "core/stop_token.h"
@@ -34,6 +36,11 @@ struct SessionConfig {
   int max_tokens = 128;
   int n_batch = 512;
   int n_threads = 1;
+  // GPU offload, as bench takes it (engine::ModelOptions); written to JSON only when not the
+  // default, so a CPU session's documents read as before.
+  int n_gpu_layers = kDefaultGpuLayers;
+  std::string devices;
+  bool op_offload = true;
   nlohmann::json to_json() const;
 };
 

@@ -142,6 +142,33 @@ TEST(SessionPlan, JsonRoundTripsAndReadsVersion1) {
   EXPECT_EQ(old.prompts, "/p.jsonl");
 }
 
+TEST(SessionPlan, GpuOffloadTravelsWithEveryConfigurationAndIsCheckedLikeBenchs) {
+  app::SessionPlan plan;
+  plan.n_gpu_layers = 99;
+  plan.devices = "Vulkan0";
+  plan.op_offload = false;
+  app::validate(plan, 2);
+  ASSERT_EQ(plan.configs.size(), 1u);
+  EXPECT_EQ(plan.configs[0].n_gpu_layers, 99);
+  EXPECT_EQ(plan.configs[0].devices, "Vulkan0");
+  EXPECT_FALSE(plan.configs[0].op_offload);
+  const json j = app::to_json(plan);
+  EXPECT_EQ(j["configs"][0]["n_gpu_layers"], 99);
+  auto back = app::session_plan_from_json(j);
+  app::validate(back, 2);
+  EXPECT_EQ(app::to_json(back), j);
+  // The defaults write nothing, so a CPU session's plan and documents read as before.
+  app::SessionPlan cpu;
+  app::validate(cpu, 2);
+  EXPECT_FALSE(app::to_json(cpu)["configs"][0].contains("n_gpu_layers"));
+  app::SessionPlan bad;
+  bad.n_gpu_layers = -5;
+  EXPECT_EQ(kind_of([&] { app::validate(bad, 2); }), ErrorKind::kBadInput);
+  const json typo = json::parse(R"({"kind":"session","configs":[{"model_path":"/m.gguf","n_ctx":512,
+      "max_tokens":8,"n_batch":64,"n_threads":1,"n_gpu_layer":99}]})");
+  EXPECT_EQ(kind_of([&] { app::session_plan_from_json(typo); }), ErrorKind::kBadInput);
+}
+
 TEST(SessionPlan, BadValuesNameTheFlag) {
   auto with = [](auto change) {
     return [change] {

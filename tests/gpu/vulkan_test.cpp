@@ -281,3 +281,25 @@ TEST(Vulkan, GpuCeilingsJudgeTheOffloadedRunAndPredictForTheGpu) {
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_NE(bad.err.find("no GPU device 'Nope0' here (ggml has Vulkan0)"), std::string::npos) << bad.err;
 }
+
+// session and kv-serve take bench's offload flags: llama.cpp's own log line says where the
+// layers went, and a device that is not there is refused before anything runs.
+TEST(Vulkan, SessionAndKvServeTakeTheOffloadFlags) {
+  SKIP_WITHOUT_LAVAPIPE();
+  for (const auto& [ngl, said] : {std::pair{"99", "offloaded 5/5 layers to GPU"}, std::pair{"0", "offloaded 0/5 layers to GPU"}}) {
+    const auto s = run_edgeprobe_with({"session", "-m", tiny_model(), "--rounds", "1", "--conversations", "1", "--max-tokens",
+                                       "4", "-ngl", ngl, "--no-store", "--sample-hz", "0", "-o", "json", "-v"},
+                                      kLavapipe);
+    ASSERT_EQ(s.exit_code, 0) << s.err;
+    EXPECT_NE(s.err.find(said), std::string::npos) << "-ngl " << ngl << ":\n" << s.err.substr(0, 4000);
+    const json config = json::parse(s.out)["configs"][0]["config"];
+    EXPECT_EQ(config.value("n_gpu_layers", -1), std::stoi(ngl)) << config.dump();
+  }
+  TempDir dir;
+  std::ofstream(dir.file("token")) << "0123456789abcdef0123456789abcdef\n";
+  const auto k = run_edgeprobe_with({"kv-serve", "-m", tiny_model(), "--token-file", dir.file("token"), "--listen",
+                                     "127.0.0.1:0", "-dev", "Nope0"},
+                                    kLavapipe, 60);
+  EXPECT_EQ(k.exit_code, 2) << k.err;
+  EXPECT_NE(k.err.find("no GPU device named 'Nope0'"), std::string::npos) << k.err;
+}
