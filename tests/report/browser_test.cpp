@@ -252,3 +252,39 @@ TEST_F(Browser, NotMeasuredIsADashAndABeatenCeilingIsSuspect) {
   EXPECT_EQ(page.dom.find("d32 t2 d32"), std::string::npos);
   EXPECT_NE(page.dom.find("other.gguf tg8 @ d32 t2"), std::string::npos);
 }
+
+// A run that offloaded: the placement table says where the layers and nodes went, what
+// fell back to the CPU, and whose ceilings judged each test; device names stay text.
+TEST_F(Browser, OffloadedRunsShowTheirPlacementAndTheGpusCeilings) {
+  json doc = report_test::bench_document(3, 8, false);
+  const std::string hostile = "Vulkan0 (<img src=x onerror=\"document.body.dataset.pwned=1\">) - 2048 MiB free";
+  json& r = doc["results"].back();
+  r["config"]["n_gpu_layers"] = 99;
+  r["placement"] = {{"devices", {hostile}},
+                    {"layers_offloaded", 5},
+                    {"layers_total", 5},
+                    {"weights_moved", {"tensor 'blk.0.ffn_up.weight' (tq1_0) (and 27 others) cannot be used with preferred "
+                                       "buffer type Vulkan0, using CPU instead"}},
+                    {"graph_splits", {{"prefill", 2}, {"decode", 26}}},
+                    {"decode", {{"n_tokens", 1},
+                                {"backends", {{{"backend", "Vulkan0"}, {"nodes", 45}, {"weight_bytes", 1000}},
+                                              {{"backend", "CPU"}, {"nodes", 37}, {"weight_bytes", 750}}}},
+                                {"cpu_nodes", {{{"op", "MUL_MAT"}, {"tensor", "ffn_up"}, {"count", 4}, {"weight_bytes", 400}},
+                                               {{"op", "GET_ROWS"}, {"tensor", "token_embd"}, {"count", 1}, {"weight_bytes", 0}}}}}}};
+  ASSERT_TRUE(r["roofline"].is_object());
+  r["roofline"]["ceiling_device"] = "Vulkan0";
+  const auto page = load_in_chromium("placement", report::render_html_report({{"gpu.json", doc}}));
+  expect_rendered(page, 1);
+  EXPECT_NE(page.dom.find("<h3>Placement: where the model and its compute lived</h3>"), std::string::npos);
+  EXPECT_NE(page.dom.find("<td>5 / 5</td>"), std::string::npos);
+  EXPECT_NE(page.dom.find("<td>Vulkan0 45, CPU 37</td>"), std::string::npos);
+  EXPECT_NE(page.dom.find("<td>MUL_MAT on ffn_up x4</td>"), std::string::npos);  // GET_ROWS reads no weights
+  EXPECT_NE(page.dom.find("<td>2 / 26</td>"), std::string::npos);
+  EXPECT_NE(page.dom.find("using CPU instead"), std::string::npos);
+  EXPECT_EQ(page.dom.find("data-pwned"), std::string::npos);
+  EXPECT_NE(page.dom.find("&lt;img src=x onerror="), std::string::npos);
+  EXPECT_NE(page.dom.find("ceilings of Vulkan0, the GPU that held the model"), std::string::npos);
+  // A CPU-only report has no such table.
+  const auto cpu = load_in_chromium("no-placement", report::render_html_report({{"cpu.json", report_test::bench_document(3, 8, false)}}));
+  EXPECT_EQ(cpu.dom.find("<h3>Placement: where the model"), std::string::npos);
+}

@@ -232,7 +232,8 @@ function epBenchRoofline(parent, doc, key) {
       : 'compute-bound';
     const share = suspect ? `ceiling suspect (re-measure: ${rf.remeasure_command || 'edgeprobe probe --refresh --replace'})`
                 : eff == null ? 'efficiency unknown' : epNum(eff * 100, 0) + '% of its ceiling';
-    notes.push(`${epTestLabel(r, doc)} ${phase}: ${bound}, ${epNum(achieved)} tokens/s = ${share}`);
+    const on = rf.ceiling_device ? ` (ceilings of ${rf.ceiling_device}, the GPU that held the model)` : '';
+    notes.push(`${epTestLabel(r, doc)} ${phase}: ${bound}${on}, ${epNum(achieved)} tokens/s = ${share}`);
   }
   const id = `${key}-roofline`;
   if (!rows.length) return epNotMeasured(parent, id, 'Roofline', ['no ceilings were measured (bench --ceilings off, or the probe failed)']);
@@ -281,7 +282,37 @@ function epBench(parent, doc, key) {
   parent.appendChild(epEl('h3', {text: 'Throughput across the sweep'}));
   epBenchSweep(parent, doc, key);
   epBenchRoofline(parent, doc, key);
+  epBenchPlacement(parent, doc);
   epBenchServing(parent, doc);
+}
+
+// Where each test's model and compute lived (result placement, docs/gpu.md): layers on the
+// GPU, the nodes each backend ran in prefill and decode, what fell back to the CPU while a
+// GPU held the model, and whose ceilings judged it. Nothing when no test saw a GPU.
+function epBenchPlacement(parent, doc) {
+  const shares = g => (g && Array.isArray(g.backends) && g.backends.length
+    ? g.backends.map(b => `${b.backend} ${b.nodes}`).join(', ') : null);
+  const fallback = g => {
+    const nodes = (g && Array.isArray(g.cpu_nodes) ? g.cpu_nodes : []).filter(n => n.weight_bytes > 0);
+    return nodes.length ? nodes.slice(0, 3).map(n => `${n.op} on ${n.tensor} x${n.count}`).join('; ')
+                          + (nodes.length > 3 ? ` (+${nodes.length - 3} more)` : '') : 'none';
+  };
+  const rows = [];
+  for (const r of doc.results || []) {
+    const p = r.placement;
+    if (!p || typeof p !== 'object' || !Array.isArray(p.devices) || !p.devices.length) continue;
+    const layers = typeof p.layers_total === 'number' && p.layers_total >= 0 ? `${p.layers_offloaded} / ${p.layers_total}` : null;
+    const splits = p.graph_splits || {};
+    rows.push([r.test, (r.config || {}).n_gpu_layers, p.devices.join('; '), layers, shares(p.prefill), shares(p.decode),
+               fallback(p.decode || p.prefill), (p.weights_moved || []).length ? p.weights_moved.join('; ') : 'none',
+               `${splits.prefill ?? '\u2014'} / ${splits.decode ?? '\u2014'}`,
+               (r.roofline || {}).ceiling_device || (r.roofline ? 'CPU' : null)]);
+  }
+  if (!rows.length) return;
+  parent.appendChild(epEl('h3', {text: 'Placement: where the model and its compute lived'}));
+  epTable(parent, ['test', '-ngl', 'devices', 'layers on GPU', 'prefill nodes', 'decode nodes', 'ran on the CPU (fallback)',
+                   'weights moved to the CPU', 'graph splits (prefill / decode)', 'judged against the ceilings of'], rows,
+          [0, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
 }
 
 // Load levels (--concurrency, --request-rate), one row a level, vLLM's figures; nothing
