@@ -72,10 +72,23 @@ std::string gpu_backend_of(const engine::GraphPlacement& g) {
   return "";
 }
 
-// The backend that ran most of a graph's weight bytes.
+// A "cannot be used with preferred buffer type X, using CPU instead" line about a GPU's own
+// memory. Weights of layers -ngl keeps on the CPU prefer the GPU's pinned host buffer
+// ("Vulkan_Host") and stay in plain CPU memory: host memory either way, not a fallback.
+bool moved_off_gpu(const std::string& line) {
+  const std::string key = "preferred buffer type ";
+  const size_t at = line.find(key);
+  if (at == std::string::npos) return true;  // a form not known: say it rather than hide it
+  const std::string buft = line.substr(at + key.size(), line.find(',', at) - at - key.size());
+  return !buft.ends_with("_Host");
+}
+
+// The backend that ran most of a graph's nodes. Not its weight bytes: an op llama.cpp
+// offloads for a large batch (op offload) runs on the GPU on weights held in host memory,
+// which count as the CPU's.
 std::string main_backend(const engine::GraphPlacement& g) {
   const auto it = std::max_element(g.backends.begin(), g.backends.end(),
-                                   [](const auto& a, const auto& b) { return a.weight_bytes < b.weight_bytes; });
+                                   [](const auto& a, const auto& b) { return a.nodes < b.nodes; });
   return it == g.backends.end() ? "" : it->backend;
 }
 
@@ -195,6 +208,10 @@ void check_fallback_ops(const GpuRun& r, std::vector<Finding>& out) {
   const auto& p = r.placement;
   const engine::GraphPlacement* g = p.decode ? &*p.decode : p.prefill ? &*p.prefill : nullptr;
   if (!g || g->backends.size() < 2 || p.layers_offloaded <= 0) return;
+  // Layers left on the CPU by -ngl run there by request (gpu.partial_offload says so); only
+  // weights llama.cpp moved off the GPU itself are a fallback then.
+  const bool partial = p.layers_total > 0 && p.layers_offloaded < p.layers_total;
+  if (partial && std::none_of(p.weights_moved.begin(), p.weights_moved.end(), moved_off_gpu)) return;
   const auto [cpu, all] = cpu_weight_bytes(*g);
   if (all == 0 || static_cast<double>(cpu) < kFallbackShare * static_cast<double>(all)) return;
   const double share = static_cast<double>(cpu) / static_cast<double>(all);
@@ -208,8 +225,12 @@ void check_fallback_ops(const GpuRun& r, std::vector<Finding>& out) {
     ops.push_back({{"op", n.op}, {"tensor", n.tensor}, {"count", n.count}, {"weight_bytes", n.weight_bytes}});
   }
   if (evidence.size() > 8) evidence.resize(8);
-  for (const auto& line : p.weights_moved) evidence.push_back("llama.cpp (debug log): " + line);
+  for (const auto& line : p.weights_moved)
+    if (moved_off_gpu(line)) evidence.push_back("llama.cpp (debug log): " + line);
   if (p.graph_splits_decode > 0) evidence.push_back(fmt::format("graph splits: {} per decode step", p.graph_splits_decode));
+  if (partial)
+    evidence.push_back(fmt::format("the share includes the {} layer(s) -ngl left on the CPU (gpu.partial_offload)",
+                                   p.layers_total - p.layers_offloaded));
   Finding f{"gpu.cpu_fallback_ops", Severity::kWarning,
             fmt::format("{} of the weights ran on the CPU while {} held the model: ops or weight types {} does not support",
                         pct(share), gpu, gpu),
@@ -227,12 +248,14 @@ void check_fallback_ops(const GpuRun& r, std::vector<Finding>& out) {
 void check_decode_on_cpu(const GpuRun& r, std::vector<Finding>& out) {
   const auto& p = r.placement;
   if (!p.prefill || !p.decode) return;
+  // Decode wholly on the CPU while the prompt's batch ran on a GPU: the op offload
+  // threshold. A partial offload's decode runs on both and is gpu.partial_offload's.
   const std::string prefill_on = main_backend(*p.prefill), decode_on = main_backend(*p.decode);
-  if (prefill_on.empty() || prefill_on == "CPU" || decode_on != "CPU") return;
+  if (prefill_on.empty() || prefill_on == "CPU" || decode_on != "CPU" || !gpu_backend_of(*p.decode).empty()) return;
   out.push_back({"gpu.decode_on_cpu", Severity::kWarning,
                  fmt::format("prefill ran on {} but decode on the CPU", prefill_on),
-                 {fmt::format("prefill ({} tokens): most weight bytes on {}", p.prefill->n_tokens, prefill_on),
-                  "decode (1 token): most weight bytes on the CPU",
+                 {fmt::format("prefill ({} tokens): most graph nodes on {}", p.prefill->n_tokens, prefill_on),
+                  "decode (1 token): every graph node on the CPU",
                   fmt::format("{} of {} layers were offloaded: the weights stay in host memory, and llama.cpp moves an op "
                               "to the GPU only for batches of 32 tokens and more (op offload)",
                               std::max(p.layers_offloaded, 0), p.layers_total)},

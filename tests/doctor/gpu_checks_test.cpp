@@ -85,7 +85,9 @@ TEST(GpuChecks, WeightsOnTheCpuWhileTheGpuHeldTheModelAreNamedWithTheirShare) {
 TEST(GpuChecks, PrefillOnTheGpuAndDecodeOnTheCpuIsNamed) {
   const json mm = json::array({kEmbd, {{"op", "MUL_MAT"}, {"tensor", "ffn_up"}, {"count", 4}, {"weight_bytes", 9000}}});
   const json placement = {{"devices", {"Vulkan0 (Mali-G610)"}}, {"layers_offloaded", 0}, {"layers_total", 5},
-                          {"prefill", graph(64, 40, 9000, 42, 500, {kEmbd})}, {"decode", graph(1, 0, 0, 82, 9500, mm)}};
+                          // As lavapipe measured it at -ngl 0: the prompt's ops ran on Vulkan0 on weights held
+                          // in host memory, which count as the CPU's bytes.
+                          {"prefill", graph(64, 64, 0, 18, 9500, {kEmbd})}, {"decode", graph(1, 0, 0, 82, 9500, mm)}};
   const auto findings = gpu_findings(evidence(backends(kOneDevice), placement));
   EXPECT_NE(find(findings, "gpu.decode_on_cpu"), nullptr);
   EXPECT_NE(find(findings, "gpu.not_used"), nullptr);  // no layer offloaded with a device there
@@ -101,6 +103,21 @@ TEST(GpuChecks, PartialOffloadEstimatesFromTheCpusShareOfTheWeights) {
   ASSERT_TRUE(f->speedup);
   EXPECT_NEAR(*f->speedup, 1 / (1 - 0.4), 1e-9);
   EXPECT_TRUE(f->speedup_basis.starts_with("estimated: an upper bound")) << f->speedup_basis;
+  // The layers -ngl left on the CPU are not a fallback, and a decode on both backends is
+  // not "decode on the CPU".
+  EXPECT_EQ(find(findings, "gpu.cpu_fallback_ops"), nullptr);
+  // What llama.cpp logs for those layers (as lavapipe showed): host memory either way.
+  json host = placement;
+  host["weights_moved"] = {"tensor 'token_embd.weight' (q4_0) (and 27 others) cannot be used with preferred buffer type "
+                           "Vulkan_Host, using CPU instead"};
+  EXPECT_EQ(find(gpu_findings(evidence(backends(kOneDevice), host)), "gpu.cpu_fallback_ops"), nullptr);
+  // A weight the GPU itself could not hold is a fallback even so.
+  host["weights_moved"].push_back("tensor 'blk.4.ffn_up.weight' (tq1_0) cannot be used with preferred buffer type Vulkan0, "
+                                  "using CPU instead");
+  EXPECT_NE(find(gpu_findings(evidence(backends(kOneDevice), host)), "gpu.cpu_fallback_ops"), nullptr);
+  json with_prefill = placement;
+  with_prefill["prefill"] = graph(64, 50, 6000, 30, 4500, mm);
+  EXPECT_EQ(find(gpu_findings(evidence(backends(kOneDevice), with_prefill)), "gpu.decode_on_cpu"), nullptr);
 }
 
 TEST(GpuChecks, ABackendThatFailedToLoadIsNamedWithItsReason) {

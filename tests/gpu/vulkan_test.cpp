@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -302,4 +303,35 @@ TEST(Vulkan, SessionAndKvServeTakeTheOffloadFlags) {
                                     kLavapipe, 60);
   EXPECT_EQ(k.exit_code, 2) << k.err;
   EXPECT_NE(k.err.find("no GPU device named 'Nope0'"), std::string::npos) << k.err;
+}
+
+// Two of doctor's GPU findings from real placements on lavapipe: -ngl 2 of 5 layers is a
+// partial offload (and its CPU layers are not a fallback), -ngl 0 with op offload runs the
+// prompt's batch on the GPU and every decode node on the CPU.
+TEST(Vulkan, DoctorNamesAPartialOffloadAndADecodeLeftOnTheCpu) {
+  SKIP_WITHOUT_LAVAPIPE();
+  auto findings_at = [](const std::string& ngl) {
+    const auto d = run_edgeprobe_with({"doctor", "-m", tiny_model(), "-t", "1", "-p", "64", "-n", "8", "-r", "1",
+                                       "--no-experiments", "--no-store", "-o", "json", "-q", "-ngl", ngl},
+                                      kLavapipe);
+    EXPECT_EQ(d.exit_code, 0) << d.err;
+    std::map<std::string, json> by_id;
+    const json doc = d.exit_code == 0 ? json::parse(d.out) : json::object();
+    for (const auto& f : doc.value("doctor", json::object()).value("findings", json::array()))
+      by_id[f["id"].get<std::string>()] = f;
+    return by_id;
+  };
+  const auto partial = findings_at("2");
+  ASSERT_TRUE(partial.contains("gpu.partial_offload"));
+  const json& f = partial.at("gpu.partial_offload");
+  EXPECT_EQ(f["title"], "partial offload: 2 of 5 layers on the GPU");
+  ASSERT_TRUE(f["speedup"].is_number()) << f.dump(1);
+  EXPECT_GT(f["speedup"].get<double>(), 1.2) << f.dump(1);  // 3 of 5 layers' weights stayed on the CPU
+  EXPECT_FALSE(partial.contains("gpu.cpu_fallback_ops")) << partial.at("gpu.cpu_fallback_ops").dump(1);
+  EXPECT_FALSE(partial.contains("gpu.decode_on_cpu"));
+
+  const auto none = findings_at("0");
+  EXPECT_TRUE(none.contains("gpu.not_used"));
+  ASSERT_TRUE(none.contains("gpu.decode_on_cpu"));
+  EXPECT_EQ(none.at("gpu.decode_on_cpu")["title"], "prefill ran on Vulkan0 but decode on the CPU");
 }
