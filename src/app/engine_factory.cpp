@@ -31,7 +31,9 @@ EngineHandle make_engine(const Environment& env) {
   }
   engine::start_log_capture(env.verbose_engine_log);
   h.cpu_backend = &engine::load_cpu_backend(env.cpu_variant);
-  h.engine = std::make_unique<engine::LlamaEngine>(*h.cpu_backend);
+  auto llama = std::make_unique<engine::LlamaEngine>(*h.cpu_backend);
+  const auto gpu_backends = llama->gpu_backends();
+  h.engine = std::move(llama);
   if (!env.prefill_remote.empty()) {
     kv::RemotePrefillOptions o;
     o.client.server = kv::parse_endpoint(env.prefill_remote);
@@ -44,6 +46,7 @@ EngineHandle make_engine(const Environment& env) {
     h.engine = std::make_unique<kv::RemotePrefillEngine>(*h.inner, std::move(o), h.prefill_log);
   }
   h.identity = result::engine_from_json(h.engine->provenance());
+  h.identity.gpu_backends = gpu_backends;
   return h;
 }
 

@@ -348,18 +348,6 @@ Capabilities LlamaEngine::capabilities() const {
   return c;
 }
 
-nlohmann::json gpu_backends_json(const std::vector<GpuBackendInfo>& backends) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& b : backends) {
-    nlohmann::json devices = nlohmann::json::array();
-    for (const auto& d : b.devices)
-      devices.push_back({{"name", d.name}, {"description", d.description}, {"type", d.type},
-                         {"memory_total_bytes", d.memory_total}, {"memory_free_bytes", d.memory_free}});
-    out.push_back({{"name", b.name}, {"library", b.library_path}, {"error", b.error}, {"devices", devices}});
-  }
-  return out;
-}
-
 nlohmann::json LlamaEngine::provenance() const {
   nlohmann::json features = nlohmann::json::object();
   for (const auto& [key, value] : backend_.features) features[key] = value;
@@ -371,7 +359,6 @@ nlohmann::json LlamaEngine::provenance() const {
           {"cpu_variant_library", backend_.library_path},
           {"cpu_variant_features", features},
           {"backends", registered_backends()},
-          {"gpu_backends", gpu_backends_json(gpus_)},
           {"capabilities", capabilities().to_json()}};
   if (!backend_.passed_over.empty()) j["details"]["cpu_variants_passed_over"] = backend_.passed_over;
   return j;

@@ -19,6 +19,9 @@ class LlamaEngine : public Engine {
   std::string name() const override { return "llama.cpp"; }
   Capabilities capabilities() const override;
   nlohmann::json provenance() const override;
+  // The GPU backend libraries and their devices (result::EngineIdentity::gpu_backends, whose
+  // to_json is the one writer of their JSON).
+  const std::vector<GpuBackendInfo>& gpu_backends() const { return gpus_; }
   std::unique_ptr<LoadedModel> load(const ModelOptions& options) override;
   const CpuBackendInfo& backend() const { return backend_; }
 
@@ -26,9 +29,6 @@ class LlamaEngine : public Engine {
   CpuBackendInfo backend_;
   std::vector<GpuBackendInfo> gpus_;
 };
-
-// The provenance's "gpu_backends": each library, why it did not load, its devices.
-nlohmann::json gpu_backends_json(const std::vector<GpuBackendInfo>& backends);
 
 // "f16", "q8_0", ... -> the ggml type's number; throws kBadInput for a type llama.cpp's
 // KV cache cannot hold.
