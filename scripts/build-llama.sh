@@ -34,8 +34,9 @@ LLAMA_COMMIT=80fb11ac73e66d89eae2c6a91d8a77428fa733ed
 # Bump when the build options below change, so an old cache is not reused by mistake.
 # The native build (flavour 2) adds llama-server, which the endpoint engine's tests start;
 # flavour 3 adds the Vulkan backend (libggml-vulkan.so, loaded beside the CPU variants).
-# Cross builds carry only the libraries, so theirs stays at flavour 1 (its cache stays valid).
-if [ -z "$TARGET" ]; then BUILD_FLAVOUR=dl-allvariants-vk-3; else BUILD_FLAVOUR=dl-allvariants-1; fi
+# Cross builds carry only the libraries; their flavour vk-2 adds the Vulkan backend for
+# Linux boards (Mali with panvk, Adreno with turnip, Jetson, Raspberry Pi 5).
+if [ -z "$TARGET" ]; then BUILD_FLAVOUR=dl-allvariants-vk-3; else BUILD_FLAVOUR=dl-allvariants-vk-2; fi
 CACHE_ROOT=${EDGEPROBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edgeprobe}
 PREFIX="$CACHE_ROOT/llama.cpp-${LLAMA_COMMIT:0:7}-$BUILD_FLAVOUR${TARGET:+-$TARGET}"
 JOBS=${JOBS:-$(nproc)}
@@ -80,31 +81,31 @@ if [ -n "$TARGET" ]; then
   esac
 fi
 
-gpu_args=()
-if [ -z "$TARGET" ]; then
-  # Vulkan: the GPU backend of phones' and boards' Linux (Mali, Adreno, Jetson) and the one
-  # a CPU-only machine can test for real, on Mesa's lavapipe. Needs glslc, the Vulkan
-  # headers and SPIRV-Headers (scripts/setup.sh installs them).
-  vk_header=/usr/include/vulkan/vulkan_core.h
-  if ! command -v glslc >/dev/null || [ ! -f "$vk_header" ]; then
-    log "error: the Vulkan backend needs glslc and libvulkan-dev (run scripts/setup.sh as root, or apt-get install glslc libvulkan-dev spirv-headers mesa-vulkan-drivers)"
+# Vulkan: the GPU backend of phones' and boards' Linux (Mali, Adreno, Jetson) and the one
+# a CPU-only machine can test for real, on Mesa's lavapipe. Needs glslc (run here, also in a
+# cross build, as are the shader generator it builds with the host compiler), the Vulkan
+# headers, SPIRV-Headers, and the target's Vulkan loader to link against (scripts/setup.sh
+# and, for arm64, scripts/setup-arm.sh install them).
+vk_header=/usr/include/vulkan/vulkan_core.h
+vk_lib=/usr/lib/${TARGET:-$(gcc -dumpmachine)}/libvulkan.so
+if ! command -v glslc >/dev/null || [ ! -f "$vk_header" ] || [ ! -e "$vk_lib" ]; then
+  log "error: the Vulkan backend needs glslc, libvulkan-dev and $vk_lib (run scripts/setup.sh${TARGET:+ and scripts/setup-arm.sh} as root, or apt-get install glslc libvulkan-dev${TARGET:+ libvulkan-dev:arm64} spirv-headers mesa-vulkan-drivers)"
+  exit 3
+fi
+gpu_args=(-DGGML_VULKAN=ON)
+vk_version=$(sed -n 's/^#define VK_HEADER_VERSION \([0-9]*\)$/\1/p' "$vk_header")
+if [ "${vk_version:-0}" -lt 272 ]; then
+  # The pinned ggml-vulkan fills VK_EXT_layer_settings structs (headers 1.3.272 and
+  # later) for its validation-layer mode, unguarded; Debian 12 ships 1.3.239. The mode is
+  # off unless built with GGML_VULKAN_VALIDATE, so the instance gets no settings chain.
+  vk_src="$work/src/ggml/src/ggml-vulkan/ggml-vulkan.cpp"
+  sed -i '/std::vector<vk::LayerSettingEXT> settings = {/,/vk::LayerSettingsCreateInfoEXT layer_setting_info(settings);/d' "$vk_src"
+  sed -i 's/extensions, &layer_setting_info);/extensions, nullptr);/' "$vk_src"
+  if grep -n 'LayerSettingEXT\|layer_setting_info' "$vk_src" >&2; then
+    log "error: could not take VK_EXT_layer_settings out of ggml-vulkan.cpp for Vulkan headers 1.3.$vk_version"
     exit 3
   fi
-  gpu_args=(-DGGML_VULKAN=ON)
-  vk_version=$(sed -n 's/^#define VK_HEADER_VERSION \([0-9]*\)$/\1/p' "$vk_header")
-  if [ "${vk_version:-0}" -lt 272 ]; then
-    # The pinned ggml-vulkan fills VK_EXT_layer_settings structs (headers 1.3.272 and
-    # later) for its validation-layer mode, unguarded; Debian 12 ships 1.3.239. The mode is
-    # off unless built with GGML_VULKAN_VALIDATE, so the instance gets no settings chain.
-    vk_src="$work/src/ggml/src/ggml-vulkan/ggml-vulkan.cpp"
-    sed -i '/std::vector<vk::LayerSettingEXT> settings = {/,/vk::LayerSettingsCreateInfoEXT layer_setting_info(settings);/d' "$vk_src"
-    sed -i 's/extensions, &layer_setting_info);/extensions, nullptr);/' "$vk_src"
-    if grep -n 'LayerSettingEXT\|layer_setting_info' "$vk_src" >&2; then
-      log "error: could not take VK_EXT_layer_settings out of ggml-vulkan.cpp for Vulkan headers 1.3.$vk_version"
-      exit 3
-    fi
-    log "note: Vulkan headers 1.3.$vk_version predate VK_EXT_layer_settings; ggml-vulkan's validation settings are left out"
-  fi
+  log "note: Vulkan headers 1.3.$vk_version predate VK_EXT_layer_settings; ggml-vulkan's validation settings are left out"
 fi
 
 log "building llama.cpp ${LLAMA_COMMIT:0:7} ${TARGET:+for $TARGET }with all CPU variants${gpu_args[*]:+ and Vulkan} into $PREFIX (about 20 minutes on 2 cores)"

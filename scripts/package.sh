@@ -77,6 +77,13 @@ rm -rf "$stage"
 mkdir -p "$stage/bin" "$stage/lib" "$stage/data"
 install -m 755 "$binary" "$stage/bin/edgeprobe"
 cp "$llama_prefix"/bin/libggml-cpu-*.so "$stage/lib/"
+# GPU backends beside the CPU variants, loaded the same way (docs/gpu.md).
+gpu_backends=()
+for lib in "$llama_prefix"/bin/libggml-vulkan.so; do
+  [ -e "$lib" ] || continue
+  cp "$lib" "$stage/lib/"
+  gpu_backends+=("$stage/lib/$(basename "$lib")")
+done
 cp "$REPO_ROOT/data/conversations.jsonl" "$stage/data/"
 # Shell completion, generated from the CLI definition by the binary itself; a cross build
 # that cannot run here (no qemu-user) goes without it, and says so.
@@ -99,13 +106,16 @@ find_lib() {
   return 1
 }
 
-# Copies every DT_NEEDED library (transitively) of the given ELF files into lib/.
-queue=("$stage/bin/edgeprobe" "$stage"/lib/libggml-cpu-*.so)
+# Copies every DT_NEEDED library (transitively) of the given ELF files into lib/, but the
+# Vulkan loader: it must be the device's own, which finds the device's GPU drivers (a
+# board without one gets the GPU backend named as not loaded, with the reason).
+queue=("$stage/bin/edgeprobe" "$stage"/lib/libggml-cpu-*.so ${gpu_backends[@]+"${gpu_backends[@]}"})
 while [ ${#queue[@]} -gt 0 ]; do
   elf=${queue[0]}
   queue=("${queue[@]:1}")
   for needed in $(readelf -d "$elf" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
     [ -e "$stage/lib/$needed" ] && continue
+    [ "$needed" = libvulkan.so.1 ] && continue
     src=$(find_lib "$needed") || die "$needed (needed by $(basename "$elf")) is not in: ${search_dirs[*]}" 3
     cp -L "$src" "$stage/lib/$needed"
     queue+=("$stage/lib/$needed")
@@ -166,6 +176,13 @@ EOF
 chmod 755 "$stage/edgeprobe"
 
 variants=$(cd "$stage/lib" && ls libggml-cpu-*.so | sed 's/^libggml-cpu-//; s/\.so$//' | tr '\n' ' ')
+gpu_note="No GPU backend in this bundle."
+if [ -e "$stage/lib/libggml-vulkan.so" ]; then
+  gpu_note="GPU: lib/libggml-vulkan.so, llama.cpp's Vulkan backend, uses the device's own Vulkan loader
+(libvulkan.so.1) and driver (Mesa's panvk or turnip, NVIDIA's): -ngl 99 offloads to it.
+Without them './edgeprobe sysinfo' names why it did not load. Android's GPU drivers need
+a bionic (NDK) build, which this bundle is not."
+fi
 cat > "$stage/README.txt" <<EOF
 edgeprobe $version for Linux on $arch ($TARGET)
 
@@ -178,6 +195,7 @@ The bundle needs no system libraries: lib/ holds its own glibc $glibc loader
 ($loader_name), libc, libm, libstdc++, libgomp, and llama.cpp's libraries with the ggml
 CPU variants ($variants). The best variant for the CPU loads by default;
 --cpu-variant NAME forces one. Linux kernel $min_kernel or newer (glibc's minimum).
+$gpu_note
 
 Android (no root needed; arm64 phones):
   adb push $name.tar.gz /data/local/tmp/

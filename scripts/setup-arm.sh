@@ -18,7 +18,10 @@ as_root() {
 }
 
 host_packages=(g++-aarch64-linux-gnu qemu-user file binutils)
-arm_packages=(libsqlite3-dev:arm64 libssl-dev:arm64 libhwloc-dev:arm64 libfmt-dev:arm64 zlib1g-dev:arm64 libyaml-dev:arm64)
+# libvulkan-dev:arm64: the loader the bundle's Vulkan backend links against (the board's own is used
+# at run time; the bundle does not carry one).
+arm_packages=(libsqlite3-dev:arm64 libssl-dev:arm64 libhwloc-dev:arm64 libfmt-dev:arm64 zlib1g-dev:arm64 libyaml-dev:arm64
+              libvulkan-dev:arm64)
 missing=()
 for p in "${host_packages[@]}" "${arm_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

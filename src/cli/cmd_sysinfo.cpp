@@ -1,6 +1,7 @@
 #include "cli/cmd_sysinfo.h"
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -10,6 +11,8 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "engine/backend.h"
+#include "core/text.h"
+#include "result/result.h"
 #include "probe/ceilings.h"
 #include "telemetry/device_info.h"
 
@@ -20,6 +23,27 @@ struct SysinfoOptions {
   std::string sysfs_root = "/";
   OutputFlags output;
 };
+// One line per GPU backend library and device, and why a library gave none.
+std::string gpu_backends_text(const std::vector<engine::GpuBackendInfo>& backends) {
+  if (backends.empty())
+    return "GPU backends (llama.cpp): none beside the CPU variants (a build without Vulkan or CUDA, or EDGEPROBE_NO_GPU)\n";
+  std::string out = "GPU backends (llama.cpp):\n";
+  for (const auto& b : backends) {
+    if (!b.error.empty()) {
+      out += fmt::format("  {}: did not load: {} ({})\n", b.name, one_line(b.error, 300), b.library_path);
+      continue;
+    }
+    if (b.devices.empty())
+      out += fmt::format("  {}: loaded, no device (a CPU-type Vulkan device such as lavapipe is skipped unless "
+                         "GGML_VK_VISIBLE_DEVICES names it; else no driver)\n",
+                         b.name);
+    for (const auto& d : b.devices)
+      out += fmt::format("  {}: {} ({}, {}, {} MiB)\n", b.name, d.name, one_line(d.description, 200), d.type,
+                         d.memory_total >> 20);
+  }
+  return out;
+}
+
 }  // namespace
 
 void register_sysinfo(CLI::App& app) {
@@ -37,6 +61,8 @@ void register_sysinfo(CLI::App& app) {
     // fixture trees describe another device, whose ceilings this machine cannot measure.
     std::optional<probe::DeviceCeilings> ceilings;
     std::string ceilings_note;
+    // llama.cpp's GPU backends on this machine: each library, why it did not load, its devices.
+    std::optional<std::vector<engine::GpuBackendInfo>> gpus;
     if (options->sysfs_root != "/") {
       ceilings_note = "unavailable: ceilings are measured on the live device, not read from a fixture tree";
     } else {
@@ -44,13 +70,16 @@ void register_sysinfo(CLI::App& app) {
       probe::ProbeOptions po;
       ceilings = probe::load_cached(po);
       if (!ceilings) ceilings_note = "not measured yet for this device and build: run 'edgeprobe probe'";
+      gpus = engine::load_gpu_backends();
     }
     if (options->output.format == "json") {
       auto j = telemetry::to_json(info);
       j["ceilings"] = ceilings ? probe::to_json(*ceilings) : nlohmann::json(ceilings_note);
+      j["gpu_backends"] = gpus ? result::to_json(*gpus) : nlohmann::json(nullptr);
       output.stream() << j.dump(2) << "\n";
     } else {
       output.stream() << telemetry::render_text(info);
+      if (gpus) output.stream() << gpu_backends_text(*gpus);
       output.stream() << (ceilings ? probe::to_text(*ceilings) : "Ceilings: " + ceilings_note + "\n");
     }
     output.commit();

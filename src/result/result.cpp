@@ -65,6 +65,18 @@ json to_json(const ModelIdentity& m) {
             {"n_head_kv", m.n_head_kv}, {"n_vocab", m.n_vocab}}}};
 }
 
+json to_json(const std::vector<engine::GpuBackendInfo>& backends) {
+  json gpus = json::array();
+  for (const auto& b : backends) {
+    json devices = json::array();
+    for (const auto& d : b.devices)
+      devices.push_back({{"name", d.name}, {"description", d.description}, {"type", d.type},
+                         {"memory_total_bytes", d.memory_total}, {"memory_free_bytes", d.memory_free}});
+    gpus.push_back({{"name", b.name}, {"library", b.library_path}, {"error", b.error}, {"devices", devices}});
+  }
+  return gpus;
+}
+
 json to_json(const EngineIdentity& e) {
   json features = json::object();
   for (const auto& [k, v] : e.cpu_variant_features) features[k] = v;
@@ -76,17 +88,7 @@ json to_json(const EngineIdentity& e) {
             {"cpu_variant_library", e.cpu_variant_library},
             {"cpu_variant_features", features}};
   if (!e.backends.empty()) j["backends"] = e.backends;
-  if (!e.gpu_backends.empty()) {
-    json gpus = json::array();
-    for (const auto& b : e.gpu_backends) {
-      json devices = json::array();
-      for (const auto& d : b.devices)
-        devices.push_back({{"name", d.name}, {"description", d.description}, {"type", d.type},
-                           {"memory_total_bytes", d.memory_total}, {"memory_free_bytes", d.memory_free}});
-      gpus.push_back({{"name", b.name}, {"library", b.library_path}, {"error", b.error}, {"devices", devices}});
-    }
-    j["gpu_backends"] = gpus;
-  }
+  if (!e.gpu_backends.empty()) j["gpu_backends"] = to_json(e.gpu_backends);
   if (!e.details.empty()) j["details"] = e.details;
   return j;
 }

@@ -152,6 +152,9 @@ TestSummary summarize(const TestResult& result);
 nlohmann::json to_json(const stats::Summary& summary);
 nlohmann::json to_json(const ModelIdentity& model);
 nlohmann::json to_json(const EngineIdentity& engine);
+// The GPU backend libraries as results and sysinfo write them: each with why it did not
+// load and its devices.
+nlohmann::json to_json(const std::vector<engine::GpuBackendInfo>& backends);
 nlohmann::json to_json(const DeviceIdentity& device);
 nlohmann::json to_json(const Provenance& provenance);
 // The inverse, for stored runs and result files (v2; upgrade v1 first with result/migrate.h).

@@ -335,3 +335,20 @@ TEST(Vulkan, DoctorNamesAPartialOffloadAndADecodeLeftOnTheCpu) {
   ASSERT_TRUE(none.contains("gpu.decode_on_cpu"));
   EXPECT_EQ(none.at("gpu.decode_on_cpu")["title"], "prefill ran on Vulkan0 but decode on the CPU");
 }
+
+// sysinfo names llama.cpp's GPU backends: the device a library offers, or why it gave none.
+TEST(Vulkan, SysinfoListsTheGpuBackendsAndWhyOneHasNoDevice) {
+  SKIP_WITHOUT_LAVAPIPE();
+  const auto s = run_edgeprobe_with({"sysinfo", "-o", "json"}, kLavapipe, 60);
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const json gpus = json::parse(s.out)["gpu_backends"];
+  ASSERT_EQ(gpus.size(), 1u) << gpus.dump();
+  EXPECT_EQ(gpus[0]["devices"][0]["name"], "Vulkan0");
+  const auto skipped = run_edgeprobe_with({"sysinfo"}, {}, 60);
+  EXPECT_NE(skipped.out.find("vulkan: loaded, no device"), std::string::npos) << skipped.out;
+  TempDir dir;
+  std::ofstream(dir.file("libvulkan.so.1")) << "not an ELF file\n";
+  const auto broken = run_edgeprobe_with({"sysinfo"}, {{"LD_LIBRARY_PATH", dir.path()}}, 60);
+  EXPECT_NE(broken.out.find("vulkan: did not load: "), std::string::npos) << broken.out;
+  EXPECT_NE(broken.out.find("libvulkan.so.1"), std::string::npos) << broken.out;
+}
