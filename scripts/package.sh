@@ -50,6 +50,13 @@ if [ -n "$BUILD_DIR" ] && [ -f "$BUILD_DIR/CMakeCache.txt" ]; then
 else
   llama_prefix=$("$REPO_ROOT/scripts/build-llama.sh" ${cross:+--target "$TARGET"})
   BUILD_DIR=${BUILD_DIR:-$REPO_ROOT/build-dist-$TARGET}
+  # A build directory configured against another llama.cpp (an older cache flavour) keeps
+  # that prefix in its cache: configure it afresh, or the bundle mixes the two.
+  if [ -f "$BUILD_DIR/CMakeCache.txt" ] &&
+     ! grep -qx "EDGEPROBE_GGML_BACKEND_DIR:PATH=$llama_prefix/bin" "$BUILD_DIR/CMakeCache.txt"; then
+    log "$BUILD_DIR was configured against another llama.cpp: configuring it afresh for $llama_prefix"
+    rm -rf "$BUILD_DIR/CMakeCache.txt" "$BUILD_DIR/CMakeFiles"
+  fi
   cmake_args=(-S "$REPO_ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release
               -DCMAKE_PREFIX_PATH="$llama_prefix" -DEDGEPROBE_BUILD_TESTS=OFF -DEDGEPROBE_BUILD_BENCH=OFF
               # A device streams its units to the lab controller, which stores them: the

@@ -54,7 +54,13 @@ GpuBackendInfo load_one(const std::string& tag, const std::string& path) {
   }
   ggml_backend_reg_t reg = ggml_backend_load(path.c_str());
   if (!reg) {
-    info.error = "the library loaded but its backend did not initialise (its driver refused; run with -v for ggml's log)";
+    // ggml-vulkan gives no backend when vkCreateInstance fails: a loader with no driver.
+    info.error = tag == "vulkan"
+                     ? "the library loaded but ggml's Vulkan backend did not start: the Vulkan loader found no driver it "
+                       "could use (install the GPU's Vulkan driver: Mesa's panvk or turnip, NVIDIA's), or the driver "
+                       "refused (-v shows ggml's log)"
+                     : "the library loaded but its backend did not initialise (its driver refused; run with -v for "
+                       "ggml's log)";
     return info;
   }
   for (size_t i = 0; i < ggml_backend_reg_dev_count(reg); ++i) {

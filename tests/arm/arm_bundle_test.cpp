@@ -67,14 +67,18 @@ class ArmBundle : public ::testing::Test {
   // The bundle's loader starts the binary, as the launcher does, but without the launcher's
   // environment: the binary must find its CPU variants relative to itself. Its own children
   // (doctor's bench runs) go through the same emulator: EDGEPROBE_EMULATOR.
-  static ProcessResult edgeprobe(const std::string& cpu, const std::vector<std::string>& args, int timeout_s = 900) {
+  // library_dir_first: a directory searched before the bundle's lib/ (a library planted there).
+  // backend_dir: EDGEPROBE_GGML_BACKEND_DIR, as the launcher sets it to the bundle's lib/.
+  static ProcessResult edgeprobe(const std::string& cpu, const std::vector<std::string>& args, int timeout_s = 900,
+                                 const std::string& library_dir_first = "", const std::string& backend_dir = "") {
     std::vector<std::string> argv = qemu_command(cpu);
-    argv.insert(argv.end(), {root_ + "/lib/ld-linux-aarch64.so.1", "--library-path", root_ + "/lib", root_ + "/bin/edgeprobe"});
+    const std::string library_path = (library_dir_first.empty() ? "" : library_dir_first + ":") + root_ + "/lib";
+    argv.insert(argv.end(), {root_ + "/lib/ld-linux-aarch64.so.1", "--library-path", library_path, root_ + "/bin/edgeprobe"});
     argv.insert(argv.end(), args.begin(), args.end());
     std::string emulator;
     for (const auto& word : qemu_command(cpu)) emulator += (emulator.empty() ? "" : " ") + word;
     return run_process(argv, timeout_s, {{"HOME", dir_->file("home")}, {"XDG_CACHE_HOME", dir_->file("home/cache")},
-                                         {"XDG_DATA_HOME", dir_->file("home/data")}, {"EDGEPROBE_GGML_BACKEND_DIR", ""},
+                                         {"XDG_DATA_HOME", dir_->file("home/data")}, {"EDGEPROBE_GGML_BACKEND_DIR", backend_dir},
                                          {"EDGEPROBE_EMULATED", ""}, {"EDGEPROBE_EMULATOR", emulator}});
   }
 
@@ -151,6 +155,35 @@ TEST_F(ArmBundle, DISABLED_PredictRunsUnderEmulationAndLabelsItself) {
   ASSERT_EQ(j["rows"].size(), 1u);
   EXPECT_EQ(j["rows"][0]["quant"], "q4_0");
   EXPECT_GT(j["rows"][0]["memory"]["weights_bytes"].get<double>(), 0);
+}
+
+// The bundle carries llama.cpp's Vulkan backend for Linux boards but not a Vulkan loader:
+// the board's own finds the board's driver. Under qemu here there is no arm64 GPU driver, so
+// the backend offers no device (or does not load, where no arm64 loader is installed), and a
+// loader that cannot load is named with its reason.
+TEST_F(ArmBundle, TheBundleCarriesVulkanAndSaysWhyItOffersNoDevice) {
+  EXPECT_TRUE(fs::exists(root_ + "/lib/libggml-vulkan.so"));
+  EXPECT_FALSE(fs::exists(root_ + "/lib/libvulkan.so.1"));
+  const auto r = edgeprobe("cortex-a76", {"sysinfo", "-o", "json"}, 300, "", root_ + "/lib");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json gpus = json::parse(r.out)["gpu_backends"];
+  ASSERT_EQ(gpus.size(), 1u) << gpus.dump();
+  EXPECT_EQ(gpus[0]["name"], "vulkan");
+  EXPECT_EQ(gpus[0]["library"], root_ + "/lib/libggml-vulkan.so");
+  EXPECT_TRUE(gpus[0]["devices"].empty()) << gpus.dump();
+  // This machine's arm64 loader (setup-arm.sh installs it) finds no arm64 driver; without
+  // that loader the library itself does not load.
+  const std::string error = gpus[0]["error"].get<std::string>();
+  EXPECT_TRUE(error.find("the Vulkan loader found no driver") != std::string::npos ||
+              error.find("libvulkan.so.1") != std::string::npos)
+      << gpus.dump();
+
+  TempDir planted;
+  std::ofstream(planted.file("libvulkan.so.1")) << "not an ELF file\n";
+  const auto broken = edgeprobe("cortex-a76", {"sysinfo"}, 300, planted.path(), root_ + "/lib");
+  ASSERT_EQ(broken.exit_code, 0) << broken.err;
+  EXPECT_NE(broken.out.find("vulkan: did not load: "), std::string::npos) << broken.out;
+  EXPECT_NE(broken.out.find("libvulkan.so.1"), std::string::npos) << broken.out;
 }
 
 TEST_F(ArmBundle, MaxLoadsTheBestVariantInTheBundle) {
