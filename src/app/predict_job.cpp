@@ -327,6 +327,16 @@ PredictReport run_predict(const PredictPlan& plan, const JobContext& ctx) {
     po.progress = [&](const std::string& step, size_t, size_t) {
       if (step != "done") progress("measuring the device's ceilings: " + step);
     };
+    if (features.emulated) {
+      // Under qemu the figures describe the emulator, and the full probe takes minutes:
+      // measure only what a prediction reads, small (the model's own kernels follow).
+      po.compute.types = {"q4_0"};
+      po.compute.rows = po.compute.cols = 1024;
+      po.compute.tokens = 64;
+      po.bandwidth.per_cluster = false;
+      report.notes.push_back("under emulation the probe ran reduced (generic matmul: q4_0 1024x1024 x 64 tokens; "
+                             "no per-cluster bandwidth) and no per-step costs were measured");
+    }
     progress("measuring the device's ceilings (cached after the first run)");
     ceilings = probe::load_or_measure(po, false);
     if (ceilings.compute_status != "measured")
@@ -383,7 +393,8 @@ PredictReport run_predict(const PredictPlan& plan, const JobContext& ctx) {
     Environment env;
     env.cpu_variant = plan.cpu_variant;
     env.sysfs_root = plan.sysfs_root;
-    ensure_step_costs(ceilings, std::set<int>(threads.begin(), threads.end()), env, po, ctx);
+    // Under emulation each step-cost run takes minutes and times the emulator.
+    if (!report.emulated) ensure_step_costs(ceilings, std::set<int>(threads.begin(), threads.end()), env, po, ctx);
   }
 
   const Checks checks = stored_checks(store.get(), device_id, plan.gpu);
