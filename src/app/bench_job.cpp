@@ -97,10 +97,16 @@ std::vector<std::optional<probe::DeviceCeilings>> device_ceilings(const BenchPla
       progress(ctx, "measuring the model's kernels (cached after the first run)");
       probe::ensure_model_kernels(*ceilings[i], info, needs, po);
       // A test that offloads is judged against the GPU's own ceilings (cached likewise).
+      // A GPU whose probe fails leaves its tests without a roofline, not the CPU's tests.
       if (!gpus.empty()) {
-        progress(ctx, "measuring the GPU's ceilings (cached after the first run)");
-        probe::ensure_gpu_ceilings(*ceilings[i], gpus, po, refresh);
-        for (const auto& gpu : gpus) probe::ensure_gpu_model_kernels(*ceilings[i], gpu, info, needs, po);
+        try {
+          progress(ctx, "measuring the GPU's ceilings (cached after the first run)");
+          probe::ensure_gpu_ceilings(*ceilings[i], gpus, po, refresh);
+          for (const auto& gpu : gpus) probe::ensure_gpu_model_kernels(*ceilings[i], gpu, info, needs, po);
+        } catch (const Error& e) {
+          if (e.kind() == ErrorKind::kBadInput) throw;
+          if (ctx.sink) ctx.sink->warning(fmt::format("GPU ceilings unavailable: {}", e.what()));
+        }
       }
       // The per-step costs a prediction adds are `predict`'s to measure (a bench, and
       // doctor's children, stay as fast as before); a result's prediction uses them when

@@ -10,6 +10,7 @@
 
 #include "app/bench_job.h"
 #include "runner/provenance.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "model/synth.h"
 #include "predict/predict.h"
@@ -183,7 +184,7 @@ int ensure_step_costs(probe::DeviceCeilings& ceilings, const std::set<int>& thre
                            "depth 0 and {}, pp{}; best of {} repetitions, less their matmuls at the kernel probe's rates",
                            kFewLayers, kManyLayers, infos[0].shape.n_embd, kGenTokens, kDecodeDepth, kPromptShort,
                            kPrefillDepth, kPromptLong, kRepetitions);
-    sc.measured_at_utc = runner::utc_now_rfc3339();
+    sc.measured_at_utc = utc_now_rfc3339();
     ceilings.step_costs.push_back(sc);
     ++measured;
   }

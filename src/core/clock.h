@@ -1,11 +1,16 @@
 #pragma once
 #include <cstdint>
+#include <string>
 
 namespace edgeprobe {
 
 // The one clock of a run: token events and telemetry samples are both stamped with it,
 // so they can be put on the same timeline. steady_clock is CLOCK_MONOTONIC on Linux.
 int64_t monotonic_ns();
+
+// Wall-clock now in UTC, "2026-12-05T06:30:00Z" (RFC 3339): when a result or a figure
+// was measured.
+std::string utc_now_rfc3339();
 
 // Stamps relative to the start of a run, so results do not depend on boot time.
 class RunClock {

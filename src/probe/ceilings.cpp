@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "edgeprobe_version.h"
 #include "engine/backend.h"
@@ -45,15 +46,6 @@ std::string sanitize(const std::string& s) {
   }
   while (!out.empty() && out.back() == '-') out.pop_back();
   return out.substr(0, 48);
-}
-
-std::string utc_now_iso() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 std::string mem_total_kb(const FsRoot& fs) {
@@ -202,7 +194,7 @@ DeviceCeilings measure_ceilings(const ProbeOptions& options) {
   const FsRoot fs(options.sysfs_root);
   DeviceCeilings c;
   c.cpu_model = platform::cpu_model_name(fs);
-  c.measured_at_utc = utc_now_iso();
+  c.measured_at_utc = utc_now_rfc3339();
   const auto topo = platform::detect_topology(fs);
   c.llc_total_bytes = topo.llc_total_bytes();
   c.memory_bytes = memory_total_bytes(options.sysfs_root);

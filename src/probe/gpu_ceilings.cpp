@@ -6,6 +6,7 @@
 #include <chrono>
 #include <ctime>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/stats.h"
 #include "engine/backend.h"
@@ -51,15 +52,6 @@ BandwidthPoint time_kernel(ggml_backend_t backend, const Kernel& k, const GpuBan
   // a CPU-type device's (lavapipe's) own threads outnumber the cores, which would read as
   // contention on a quiet machine.
   return p;
-}
-
-std::string utc_now_iso() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 }  // namespace
@@ -128,25 +120,32 @@ DeviceCeilings measure_gpu_ceilings(const std::string& device, const ProbeOption
         c.device_description = d.description;
         c.memory_bytes = d.memory_total;
       }
-  c.measured_at_utc = utc_now_iso();
+  c.measured_at_utc = utc_now_rfc3339();
   auto progress = [&](const std::string& step, size_t done) {
     if (options.progress) options.progress(step, done, 2);
   };
+  // Each figure apart: a backend without one op still gets the other.
   progress(fmt::format("{}: memory bandwidth through ggml", device), 0);
-  c.bandwidth = measure_gpu_bandwidth(device, options.backend_dir);
+  try {
+    c.bandwidth = measure_gpu_bandwidth(device, options.backend_dir);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kBadInput) throw;
+    c.bandwidth.notes.push_back(std::string("unavailable: ") + e.what());
+  }
   progress(fmt::format("{}: matrix compute through ggml", device), 1);
   ComputeOptions co = options.compute;
   co.device = device;
   co.backend_dir = options.backend_dir;
   co.threads = 0;
-  if (!options.measure_compute) {
-    c.compute_status = "unavailable: not requested";
-  } else try {
-    c.compute = measure_compute(co);
-    c.compute_status = "measured";
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kBadInput) throw;
-    c.compute_status = std::string("unavailable: ") + e.what();
+  c.compute_status = "unavailable: not requested";
+  if (options.measure_compute) {
+    try {
+      c.compute = measure_compute(co);
+      c.compute_status = "measured";
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kBadInput) throw;
+      c.compute_status = std::string("unavailable: ") + e.what();
+    }
   }
   c.probe_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return c;

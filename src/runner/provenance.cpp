@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/clock.h"
 #include "core/build_info.h"
 #include "core/error.h"
 #include "core/fs.h"
@@ -18,15 +19,6 @@
 #include "probe/storage.h"
 
 namespace edgeprobe::runner {
-
-std::string utc_now_rfc3339() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 namespace {
 

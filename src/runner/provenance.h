@@ -17,6 +17,5 @@ result::Provenance make_provenance(const result::EngineIdentity& engine, const s
 result::DeviceIdentity detect_device(const FsRoot& fs);
 // Identity of a model file: SHA-256, size, parameter count, tensor-type histogram.
 result::ModelIdentity model_identity(const model::GgufInfo& info, bool hash);
-std::string utc_now_rfc3339();
 
 }  // namespace edgeprobe::runner
