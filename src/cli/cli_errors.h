@@ -10,15 +10,6 @@ class ParseError;
 
 namespace edgeprobe::cli {
 
-// Edits between two words: insertions, deletions, substitutions, and a swap of two
-// neighbours counted as one (optimal string alignment), so "bnech" is one edit from "bench".
-size_t edit_distance(std::string_view a, std::string_view b);
-
-// The candidate nearest to `word` when it is near enough to be a typo of it (one edit for
-// short words, two for longer ones; none for words of one or two letters), the first of
-// equals; "" when none is. A flag's dashes do not count.
-std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates);
-
 // "edgeprobe lab run": the names from the root to `cmd`.
 std::string command_path(const CLI::App& cmd);
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace edgeprobe {
 
 std::string csv_field(std::string_view field) {
@@ -78,6 +80,47 @@ std::string shell_join(const std::vector<std::string>& words) {
     out += shell_quote(w);
   }
   return out;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  // d[i][j]: edits between a's first i and b's first j characters.
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+namespace {
+
+// A flag's dashes are no part of its spelling: "-output" is a typo of "--output".
+std::string_view without_dashes(std::string_view word) {
+  const size_t start = word.find_first_not_of('-');
+  return start == std::string_view::npos ? std::string_view() : word.substr(start);
+}
+
+}  // namespace
+
+std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates) {
+  const std::string_view typed = without_dashes(word);
+  if (typed.size() < 3) return "";  // one or two letters are a step from too many words
+  const size_t allowed = typed.size() <= 4 ? 1 : 2;
+  std::string best;
+  size_t best_distance = allowed + 1;
+  for (const std::string& c : candidates) {
+    const size_t d = edit_distance(typed, without_dashes(c));
+    if (d < best_distance) {
+      best = c;
+      best_distance = d;
+    }
+  }
+  return best;
 }
 
 }  // namespace edgeprobe
