@@ -36,9 +36,6 @@ void progress(const JobContext& c, const std::string& step) {
   if (c.sink) c.sink->progress(step);
 }
 
-// The device's own ceilings per model, measured once per device and build (then cached),
-// before the sampler starts so the probe does not disturb the timeline. A device whose
-// ceilings cannot be measured still benchmarks: efficiency is then unknown.
 // The GPU devices a plan's tests may offload to: those a test names (-dev), else every GPU
 // ggml offers; none when every test keeps its layers on the CPU (-ngl 0, -dev none).
 std::vector<std::string> offload_devices(const BenchPlan& plan, const std::vector<engine::GpuBackendInfo>& backends) {
@@ -61,6 +58,9 @@ std::vector<std::string> offload_devices(const BenchPlan& plan, const std::vecto
   return wanted;
 }
 
+// The device's own ceilings per model, measured once per device and build (then cached),
+// before the sampler starts so the probe does not disturb the timeline. A device whose
+// ceilings cannot be measured still benchmarks: efficiency is then unknown.
 std::vector<std::optional<probe::DeviceCeilings>> device_ceilings(const BenchPlan& plan, const ModelSet& models,
                                                                   const std::string& variant,
                                                                   const std::vector<std::string>& gpus,
@@ -121,8 +121,8 @@ std::vector<std::optional<probe::DeviceCeilings>> device_ceilings(const BenchPla
 }
 
 // The ceilings a finished test is judged against: the host's when no layer was offloaded,
-// else the GPU that held the model (the first device llama.cpp named), with a note when
-// layers stayed on the CPU; nullopt when that GPU's ceilings were not measured.
+// else those of the GPU that held the model (the first device llama.cpp named); nullopt
+// when that GPU's ceilings were not measured.
 std::optional<probe::DeviceCeilings> ceilings_for(const result::TestResult& r, const probe::DeviceCeilings& host) {
   const auto& p = r.placement;
   if (p.layers_offloaded <= 0 || p.devices.empty()) return host;
