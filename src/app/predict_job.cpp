@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/stats.h"
+#include "core/text.h"
 #include "model/synth.h"
 #include "platform/cpu_features.h"
 #include "probe/gpu_ceilings.h"
@@ -313,7 +314,8 @@ PredictReport run_predict(const PredictPlan& plan, const JobContext& ctx) {
       }
       ceilings = std::move(*view);
       memory_bytes = ceilings.memory_bytes;
-      report.device += fmt::format(", GPU {} ({})", ceilings.device, ceilings.device_description);
+      // A driver's words, or a stored device's from another machine: one bounded line.
+      report.device += fmt::format(", GPU {} ({})", one_line(ceilings.device, 80), one_line(ceilings.device_description, 200));
     }
   } else {
     const FsRoot fs(plan.sysfs_root);
@@ -369,7 +371,8 @@ PredictReport run_predict(const PredictPlan& plan, const JobContext& ctx) {
     }
     ceilings = *probe::gpu_view(ceilings, plan.gpu);
     memory_bytes = ceilings.memory_bytes;
-    report.device += fmt::format(", GPU {} ({})", ceilings.device, ceilings.device_description);
+    // A driver's words, or a stored device's from another machine: one bounded line.
+    report.device += fmt::format(", GPU {} ({})", one_line(ceilings.device, 80), one_line(ceilings.device_description, 200));
   }
   const std::vector<int> threads = !plan.gpu.empty()     ? std::vector<int>{0}
                                    : plan.threads.empty() ? std::vector<int>{std::max(1, ceilings.threads)}

@@ -17,6 +17,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "edgeprobe_version.h"
 #include "engine/backend.h"
 #include "platform/cpu_features.h"
@@ -543,7 +544,8 @@ std::string to_text(const DeviceCeilings& c) {
     out += "  storage (load ceiling): unavailable: no model file given (-m)\n";
   }
   for (const auto& g : c.gpus) {
-    out += fmt::format("GPU {} ({}; {} MiB, measured {} in {:.1f} s)\n", g.device, g.device_description,
+    out += fmt::format("GPU {} ({}; {} MiB, measured {} in {:.1f} s)\n", one_line(g.device, 80),
+                       one_line(g.device_description, 200),
                        g.memory_bytes >> 20, g.measured_at_utc, g.probe_seconds);
     out += figures_text(g);
   }

@@ -158,6 +158,21 @@ TEST(CeilingsCache, GpuEntriesRoundTripAndAViewCarriesTheHostsStorage) {
   EXPECT_FALSE(gpu_view(back, "CUDA0").has_value());
 }
 
+// A driver's description is outside text: the report gives it one line.
+TEST(CeilingsCache, AGpusDescriptionIsOneLineInTheText) {
+  DeviceCeilings host = sample();
+  DeviceCeilings gpu;
+  gpu.device = "Vulkan0";
+  gpu.device_description = "Mali\nfake line\x1b[2J";
+  host.gpus.push_back(gpu);
+  const std::string text = to_text(host);
+  const size_t at = text.find("GPU Vulkan0 (");
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string line = text.substr(at, text.find('\n', at) - at);
+  EXPECT_NE(line.find("fake line"), std::string::npos) << line;
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+}
+
 TEST(CeilingsCache, ACpuRefreshKeepsTheStoredGpuFigures) {
   DeviceCeilings stored = sample();
   DeviceCeilings gpu;
