@@ -20,7 +20,7 @@
 #include "probe/gpu_ceilings.h"
 #include "probe/roofline.h"
 #include "result/migrate.h"
-#include "runner/provenance.h"
+#include "platform/device_identity.h"
 #include "store/store.h"
 #include "workload/sweep.h"
 
@@ -322,7 +322,7 @@ PredictReport run_predict(const PredictPlan& plan, const JobContext& ctx) {
     const auto features = platform::detect_cpu_features(fs);
     report.emulated = features.emulated;
     if (features.emulated) report.notes.push_back(platform::emulation_warning(features));
-    device_id = runner::detect_device(fs).id;
+    device_id = platform::detect_device(fs).id;
     probe::ProbeOptions po;
     po.sysfs_root = plan.sysfs_root;
     po.variant = plan.cpu_variant;

@@ -3,23 +3,16 @@
 #include <sstream>
 
 #include "core/text.h"
+#include "platform/device_identity.h"
+#include "platform/thermal_units.h"
 
 namespace edgeprobe::lab {
 namespace {
 
 // POSIX sh only (Android's mksh and toybox; busybox on boards): no arrays, no [[ ]],
-// each fact on its own key=value line, every probe allowed to fail quietly.
+// each fact on its own key=value line, every probe allowed to fail quietly. Identity comes
+// first, from platform's script: the device is named by the rule its own runs use.
 constexpr const char* kScript = R"SH(
-echo "arch=$(uname -m)"
-echo "kernel=$(uname -r)"
-rel=$(getprop ro.build.version.release 2>/dev/null)
-if [ -n "$rel" ]; then echo "os=Android $rel"; elif [ -r /etc/os-release ]; then
-  echo "os=$(. /etc/os-release; echo "$PRETTY_NAME")"; else echo "os=$(uname -s)"; fi
-soc=$(getprop ro.soc.model 2>/dev/null)
-[ -z "$soc" ] && soc=$(getprop ro.board.platform 2>/dev/null)
-[ -z "$soc" ] && [ -r /proc/device-tree/model ] && soc=$(tr -d '\000' < /proc/device-tree/model)
-echo "soc=$soc"
-echo "cpu=$(grep -m1 -E '^(model name|Hardware|cpu model)' /proc/cpuinfo 2>/dev/null | sed 's/^[^:]*: *//')"
 echo "cpus=$(grep -c '^processor' /proc/cpuinfo 2>/dev/null)"
 for f in "$WD"/edgeprobe-*/.complete; do [ -f "$f" ] && echo "bundle=$(basename "$(dirname "$f")")"; done
 d="$WD"; while [ -n "$d" ] && [ ! -d "$d" ]; do case "$d" in */*) d=${d%/*} ;; *) d=. ;; esac; done
@@ -28,7 +21,7 @@ for p in /sys/class/power_supply/*; do
   [ "$(cat "$p/type" 2>/dev/null)" = Battery ] || continue
   echo "battery_pct=$(cat "$p/capacity" 2>/dev/null)"; echo "battery_dc=$(cat "$p/temp" 2>/dev/null)"; break
 done
-for z in /sys/class/thermal/thermal_zone*; do [ -r "$z/temp" ] && echo "zone_mc=$(cat "$z/temp" 2>/dev/null)"; done
+for z in /sys/class/thermal/thermal_zone*; do [ -r "$z/temp" ] && echo "zone=$(cat "$z/temp" 2>/dev/null)"; done
 if [ "$(id -u)" = 0 ]; then echo rooted=root; elif command -v su >/dev/null 2>&1; then echo rooted=su; else echo rooted=no; fi
 for p in /sys/devices/system/cpu/cpufreq/policy*; do
   [ -r "$p/scaling_cur_freq" ] || continue
@@ -67,29 +60,31 @@ std::string target_of_arch(const std::string& m) {
   return "";
 }
 
-std::string state_script(const std::string& workdir) { return "WD=" + shell_quote(workdir) + "; " + kScript; }
+std::string state_script(const std::string& workdir) {
+  return "WD=" + shell_quote(workdir) + "\n" + platform::identity_facts_script() + kScript;
+}
 
 DeviceState parse_state(const std::string& text) {
   DeviceState s;
+  platform::IdentityFacts facts;
+  size_t facts_bytes = 0;
+  constexpr size_t kMaxFactsBytes = 256 * 1024;
   std::istringstream in(text);
   bool ended = false;
   for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();  // adb's old pty shell
     const auto eq = line.find('=');
     if (eq == std::string::npos) continue;
+    const std::string k = line.substr(0, eq), raw = line.substr(eq + 1);
+    // Identity facts are read whole (cpuinfo's tabs, a property's '=') by platform's rule;
+    // a hostile device's answer is bounded when the names it yields are stored below.
+    if (facts_bytes < kMaxFactsBytes && platform::add_identity_fact(k, raw, facts)) {
+      facts_bytes += line.size();
+      continue;
+    }
     // The device's words reach the table, the terminal and the store: one escaped line each.
-    const std::string k = line.substr(0, eq), v = edgeprobe::one_line(line.substr(eq + 1), 200);
-    if (k == "arch")
-      s.arch = v;
-    else if (k == "kernel")
-      s.kernel = v;
-    else if (k == "os")
-      s.os = v;
-    else if (k == "soc")
-      s.soc = v;
-    else if (k == "cpu")
-      s.cpu = v;
-    else if (k == "cpus")
+    const std::string v = edgeprobe::one_line(raw, 200);
+    if (k == "cpus")
       s.cpus = number<int>(v).value_or(0);
     else if (k == "bundle")
       s.bundles.push_back(v);
@@ -99,10 +94,10 @@ DeviceState parse_state(const std::string& text) {
       s.battery_pct = number<int>(v);
     else if (k == "battery_dc") {
       if (auto t = number<double>(v)) s.battery_c = *t / 10;
-    } else if (k == "zone_mc") {
-      // Some zones report garbage (negative, or already in degrees): keep plausible ones.
-      if (auto t = number<double>(v); t && *t > 1000 && *t < 150000)
-        s.max_temp_c = std::max(s.max_temp_c.value_or(-1000), *t / 1000);
+    } else if (k == "zone") {
+      // The sampler's rule for a zone's unit; garbage (-273000, an error code) is left out.
+      if (auto raw_temp = number<long long>(v))
+        if (auto t = platform::plausible_temp_c(*raw_temp)) s.max_temp_c = std::max(s.max_temp_c.value_or(-1000), *t);
     } else if (k == "rooted")
       s.rooted = v;
     else if (k == "cpufreq") {
@@ -113,8 +108,16 @@ DeviceState parse_state(const std::string& text) {
     } else if (k == "end")
       ended = true;
   }
+  const platform::DeviceIdentity id = platform::identity_from(facts);
+  s.arch = edgeprobe::one_line(id.arch, 200);
+  s.kernel = edgeprobe::one_line(id.kernel, 200);
+  s.os = edgeprobe::one_line(id.os, 200);
+  s.soc = edgeprobe::one_line(id.soc, 200);
+  s.board = edgeprobe::one_line(id.board, 200);
+  s.cpu = edgeprobe::one_line(id.cpu_model, 200);
   s.target = target_of_arch(s.arch);
   s.reachable = ended && !s.arch.empty();
+  if (s.reachable) s.device_id = id.id;
   if (!s.reachable) s.why_not = "the device's probe ended early";
   return s;
 }
@@ -155,6 +158,8 @@ nlohmann::json to_json(const DeviceState& s) {
             {"os", s.os},
             {"kernel", s.kernel},
             {"soc", s.soc},
+            {"board", s.board},
+            {"device_id", s.device_id},
             {"cpu", s.cpu},
             {"cpus", s.cpus},
             {"bundles", s.bundles},

@@ -20,7 +20,9 @@ struct DeviceState {
   bool reachable = false;
   std::string why_not;       // when not reachable (or the probe failed)
   std::string arch, target;  // uname -m; the bundle target (aarch64-linux-gnu)
-  std::string os, kernel, soc, cpu;
+  // Named by platform/device_identity.h's rule, as the device's own results name it.
+  std::string device_id;  // the id its results will carry ("dev-..."); "" before a probe
+  std::string os, kernel, soc, board, cpu;
   int cpus = 0;
   std::vector<std::string> bundles;  // complete bundles in the workdir (directory names)
   std::optional<long> free_kb;       // free space where the workdir is

@@ -267,17 +267,24 @@ CpuFeatures detect_cpu_features(const FsRoot& fs) {
 std::string cpu_model_name(const FsRoot& fs) {
   const auto text = fs.read_text("/proc/cpuinfo");
   if (!text) return "unknown";
-  for (const char* key : {"model name", "Hardware", "Model"}) {
-    auto value = cpuinfo_value(*text, key);
 #if defined(__aarch64__)
+  return cpu_model_from_cpuinfo(*text, "aarch64");
+#else
+  return cpu_model_from_cpuinfo(*text, "");
+#endif
+}
+
+std::string cpu_model_from_cpuinfo(const std::string& text, const std::string& arch) {
+  for (const char* key : {"model name", "Hardware", "Model"}) {
+    auto value = cpuinfo_value(text, key);
     // qemu-user shows the host's cpuinfo: do not let it pass for the emulated CPU (the
     // same decision as emulation_sign's).
-    if (!value.empty() && !emulation_sign("aarch64", *text, nullptr).empty()) return value + " (x86 host, emulated aarch64)";
-#endif
+    if (!value.empty() && arch == "aarch64" && !emulation_sign("aarch64", text, nullptr).empty())
+      return value + " (x86 host, emulated aarch64)";
     if (!value.empty()) return value;
   }
   // arm64 cpuinfo has only MIDR fields: name the cores from them.
-  const auto cores = arm_core_summary(*text);
+  const auto cores = arm_core_summary(text);
   return cores.empty() ? "unknown" : cores;
 }
 

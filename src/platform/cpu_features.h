@@ -30,6 +30,9 @@ struct CpuFeatures {
 // "model name" (x86), or "Hardware" on Arm, else the Arm core types from the MIDR fields
 // ("4x Cortex-A55 + 3x Cortex-A78 + 1x Cortex-X1"); "unknown" if none.
 std::string cpu_model_name(const FsRoot& fs);
+// The same rule on cpuinfo text from a device whose uname machine is `arch` (the lab reads
+// it over ssh or adb): an aarch64 device whose cpuinfo describes an x86 host is qemu-user.
+std::string cpu_model_from_cpuinfo(const std::string& cpuinfo_text, const std::string& arch);
 
 // The core a MIDR implementer/part pair names (Linux arch/arm64/include/asm/cputype.h):
 // "Cortex-A76" for 0x41/0xd0b; "" when edgeprobe does not know it.

@@ -43,10 +43,6 @@ std::string arch_from_kernel(const std::string& kernel) {
 
 }  // namespace
 
-std::string device_id_from(const std::string& machine_key, const std::string& cpu_model) {
-  return "dev-" + sha256_hex(machine_key + "\n" + cpu_model).substr(0, 16);
-}
-
 json upgrade_provenance(const json& provenance) {
   if (!provenance.is_object() || provenance.contains("engine") || provenance.contains("device")) return provenance;
   const json& llama = object_at(provenance, "llama_cpp");

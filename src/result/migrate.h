@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "platform/device_identity.h"
+
 namespace edgeprobe::result {
 
 // Result schema v1 -> v2. Pure functions on JSON, so the store migration, `compare` of old
@@ -16,10 +18,9 @@ namespace edgeprobe::result {
 // v2 moves the engine and device facts into "engine" and "device" objects and drops
 // llama_cpp, cpu and host; every other key is kept as it is.
 
-// "dev-" + the first 16 hex digits of SHA-256(machine_key + "\n" + cpu_model): one id per
-// machine and CPU, stable across runs, that does not publish the machine key itself.
-// v1 runs use the hostname as machine_key.
-std::string device_id_from(const std::string& machine_key, const std::string& cpu_model);
+// v1 runs are given ids by platform's rule (device_id_from), with the hostname as the
+// machine key.
+using platform::device_id_from;
 
 // A v1 provenance object becomes v2; v2 input (it has "engine" or "device") and anything
 // that is not an object come back unchanged. Missing or mistyped v1 fields become "" (an

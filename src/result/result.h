@@ -11,6 +11,7 @@
 #include "core/stats.h"
 #include "engine/backend.h"
 #include "engine/placement.h"
+#include "platform/device_identity.h"
 #include "workload/sweep.h"
 
 namespace edgeprobe::result {
@@ -68,16 +69,9 @@ struct BuildIdentity {
 };
 
 // Where it ran: a stable id to group runs by device, and the names a user recognizes.
-struct DeviceIdentity {
-  std::string id;         // "dev-" + 16 hex digits (see platform/device_identity.h)
-  std::string arch;       // uname machine: x86_64, aarch64
-  std::string cpu_model;
-  std::string soc;        // e.g. Android ro.soc.model, a device tree's SoC
-  std::string board;      // phone or board model (getprop, device tree, DMI)
-  std::string os;         // "Debian GNU/Linux 12 (bookworm)", "Android 14"
-  std::string kernel;     // "Linux 6.1.0 x86_64"
-  std::string hostname;
-};
+// Who the device is, and the rule that names it, live in platform/ (the lab's probe of a
+// device applies the same rule).
+using DeviceIdentity = platform::DeviceIdentity;
 
 struct Provenance {
   std::string edgeprobe_version;

@@ -11,10 +11,7 @@ namespace edgeprobe::runner {
 // that actually loaded, the CPU, the host. Models are added with model_identity().
 // The engine object comes from the engine that runs the workload (Engine::identity()).
 result::Provenance make_provenance(const result::EngineIdentity& engine, const std::string& command_line);
-// The device this process runs on, read under `fs` (a fixture tree stands in for a phone):
-// CPU, arch, OS (os-release or Android's build.prop), board and SoC (Android properties,
-// device tree, DMI), and a stable id from /etc/machine-id (Android: ro.serialno) and the CPU.
-result::DeviceIdentity detect_device(const FsRoot& fs);
+// The device is platform::detect_device's (platform/device_identity.h).
 // Identity of a model file: SHA-256, size, parameter count, tensor-type histogram.
 result::ModelIdentity model_identity(const model::GgufInfo& info, bool hash);
 

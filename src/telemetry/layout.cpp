@@ -198,15 +198,6 @@ CpuLayout discover_cpus(const FsRoot& fs) {
 
 // ---- thermal ------------------------------------------------------------------------
 
-double guess_temp_divisor(long long raw) {
-  const long long magnitude = raw < 0 ? -raw : raw;
-  if (magnitude >= 1000) return 1000;  // millidegrees, the ABI
-  if (magnitude >= 200) return 10;     // 200..999: tenths of a degree (20.0..99.9 C)
-  return 1;                            // 0..199: whole degrees
-}
-
-double normalise_temp_c(long long raw, double divisor) { return static_cast<double>(raw) / divisor; }
-
 std::vector<ThermalZone> discover_thermal(const FsRoot& fs, std::vector<std::string>* unavailable) {
   std::vector<ThermalZone> zones;
   std::vector<std::string> names;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/fs.h"
+#include "platform/thermal_units.h"
 
 // What the device offers, found once before sampling starts: the files to read and the
 // static facts (limits, names) that turn raw readings into figures. Absent or denied
@@ -157,11 +158,9 @@ GpuLayout discover_gpus(const FsRoot& fs, const std::vector<PowerRail>& rails = 
 // One busy reading to a share 0..1; nullopt when the text is not in that format.
 std::optional<double> parse_gpu_busy(std::string_view text, GpuBusyFormat format);
 
-// Raw thermal reading -> degrees C by the unit the zone was found to use.
-double normalise_temp_c(long long raw, double divisor);
-// Guess the unit of a thermal reading from its magnitude: millidegrees (the ABI) unless
-// the value only makes sense as whole or tenth degrees.
-double guess_temp_divisor(long long raw);
+// The units of a thermal reading: one rule with the lab's device probe.
+using platform::guess_temp_divisor;
+using platform::normalise_temp_c;
 
 // Battery current to "positive while discharging" µA, from the raw value, the driver's
 // scale and the supply status (the sign convention differs between vendors).

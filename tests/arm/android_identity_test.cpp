@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "core/fs.h"
-#include "runner/provenance.h"
+#include "platform/device_identity.h"
 #include "support/run_process.h"
 
 namespace edgeprobe {
@@ -15,7 +15,7 @@ namespace {
 std::string fixture(const std::string& name) { return std::string(EDGEPROBE_TEST_DATA_DIR) + "/fixtures/sysfs/" + name; }
 
 TEST(AndroidIdentity, GetpropNamesTheModelSocAndVersion) {
-  const auto d = runner::detect_device(FsRoot(fixture("android-getprop")));
+  const auto d = platform::detect_device(FsRoot(fixture("android-getprop")));
   EXPECT_EQ(d.os, "Android 15");
   EXPECT_EQ(d.board, "SM-S928B");
   EXPECT_EQ(d.soc, "SM8650");
@@ -29,11 +29,11 @@ TEST(AndroidIdentity, GetpropWinsOverBuildProp) {
   std::filesystem::copy(fixture("android-phone-3cluster") + "/vendor", root / "vendor", std::filesystem::copy_options::recursive);
   std::filesystem::create_directories(root / "system/bin");
   std::filesystem::copy(fixture("android-getprop") + "/system/bin/getprop", root / "system/bin/getprop");
-  const auto with_getprop = runner::detect_device(FsRoot(root.string()));
+  const auto with_getprop = platform::detect_device(FsRoot(root.string()));
   EXPECT_EQ(with_getprop.board, "SM-S928B");
   EXPECT_EQ(with_getprop.soc, "SM8650");
   std::filesystem::remove(root / "system/bin/getprop");
-  const auto build_prop_only = runner::detect_device(FsRoot(root.string()));
+  const auto build_prop_only = platform::detect_device(FsRoot(root.string()));
   EXPECT_EQ(build_prop_only.board, "SM-S911B");
   EXPECT_EQ(build_prop_only.soc, "SM8550");
 }
@@ -50,7 +50,7 @@ TEST(AndroidIdentity, AFailingGetpropFallsBackToBuildProp) {
     std::fclose(f);
   }
   std::filesystem::permissions(root / "system/bin/getprop", std::filesystem::perms::owner_all);
-  const auto d = runner::detect_device(FsRoot(root.string()));
+  const auto d = platform::detect_device(FsRoot(root.string()));
   EXPECT_EQ(d.board, "SM-S911B");
   EXPECT_EQ(d.os, "Android 14");
 }

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/fs.h"
-#include "runner/provenance.h"
+#include "platform/device_identity.h"
 
 using namespace edgeprobe;
 
@@ -12,7 +12,7 @@ FsRoot fixture(const std::string& name) { return FsRoot(std::string(EDGEPROBE_TE
 }  // namespace
 
 TEST(DeviceIdentity, AndroidPhoneIsNamedFromItsBuildProperties) {
-  const auto d = runner::detect_device(fixture("android-phone-3cluster"));
+  const auto d = platform::detect_device(fixture("android-phone-3cluster"));
   EXPECT_EQ(d.os, "Android 14");
   EXPECT_EQ(d.board, "SM-S911B");
   EXPECT_EQ(d.soc, "SM8550");
@@ -21,17 +21,17 @@ TEST(DeviceIdentity, AndroidPhoneIsNamedFromItsBuildProperties) {
 }
 
 TEST(DeviceIdentity, JetsonIsNamedFromItsDeviceTree) {
-  const auto d = runner::detect_device(fixture("jetson-orin"));
+  const auto d = platform::detect_device(fixture("jetson-orin"));
   EXPECT_EQ(d.board, "NVIDIA Jetson Orin Nano Developer Kit");
   EXPECT_EQ(d.soc, "nvidia,tegra234");
 }
 
 TEST(DeviceIdentity, TheIdIsStableAndDiffersBetweenDevices) {
-  const auto phone = runner::detect_device(fixture("android-phone-3cluster"));
-  EXPECT_EQ(runner::detect_device(fixture("android-phone-3cluster")).id, phone.id);
-  EXPECT_NE(runner::detect_device(fixture("jetson-orin")).id, phone.id);
-  const auto here = runner::detect_device(FsRoot("/"));
-  EXPECT_EQ(runner::detect_device(FsRoot("/")).id, here.id);
+  const auto phone = platform::detect_device(fixture("android-phone-3cluster"));
+  EXPECT_EQ(platform::detect_device(fixture("android-phone-3cluster")).id, phone.id);
+  EXPECT_NE(platform::detect_device(fixture("jetson-orin")).id, phone.id);
+  const auto here = platform::detect_device(FsRoot("/"));
+  EXPECT_EQ(platform::detect_device(FsRoot("/")).id, here.id);
   EXPECT_FALSE(here.arch.empty());
   EXPECT_FALSE(here.cpu_model.empty());
 }
