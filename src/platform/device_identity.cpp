@@ -5,7 +5,6 @@
 
 #include <sstream>
 
-#include "core/digest.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/subprocess.h"
@@ -107,10 +106,6 @@ std::string joined(char sep, const char* const (&... lists)[N]) {
 }
 
 }  // namespace
-
-std::string device_id_from(const std::string& machine_key, const std::string& cpu_model) {
-  return "dev-" + sha256_hex(machine_key + "\n" + cpu_model).substr(0, 16);
-}
 
 IdentityFacts read_identity_facts(const FsRoot& fs) {
   IdentityFacts f;

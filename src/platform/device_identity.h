@@ -2,6 +2,8 @@
 #include <map>
 #include <string>
 
+#include "core/digest.h"
+
 namespace edgeprobe {
 class FsRoot;
 }
@@ -42,7 +44,10 @@ DeviceIdentity detect_device(const FsRoot& fs);
 
 // "dev-" + the first 16 hex digits of SHA-256(machine_key + "\n" + cpu_model): one id per
 // machine and CPU, stable across runs, that does not publish the machine key itself.
-std::string device_id_from(const std::string& machine_key, const std::string& cpu_model);
+// Inline: result/ names v1 runs by it without linking the rest of platform.
+inline std::string device_id_from(const std::string& machine_key, const std::string& cpu_model) {
+  return "dev-" + sha256_hex(machine_key + "\n" + cpu_model).substr(0, 16);
+}
 
 // POSIX sh (Android's mksh and toybox, busybox) printing the facts as key=value lines, one
 // fact or one line of a file per line, and the parser of one such line (false: not an
