@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "store/store.h"
 #include "workload/sweep.h"
+#include "report/formats.h"
 
 namespace edgeprobe::cli {
 namespace {
@@ -152,7 +153,7 @@ void register_bench(CLI::App& app, const std::vector<std::string>& command_line)
                   "keeping a higher stored figure), replace (store what is measured) or off")
       ->capture_default_str();
   add_store_flags(cmd, f->store, "Finish an interrupted bench run from the store (its stored plan)");
-  add_output_options(cmd, f->output, {report::reporter_formats()});
+  add_output_options(cmd, f->output, {report::formats_of(report::OutputKind::kResults)});
   add_prefill_remote_flags(cmd, plan->env);
   cmd->add_flag("-v,--verbose", plan->env.verbose_engine_log, "Echo llama.cpp's log to stderr");
   cmd->callback([f, plan, command_line] {

@@ -1,10 +1,4 @@
 #pragma once
-#include <nlohmann/json.hpp>
-
-#include <string>
-
-#include "analysis/compare.h"
-
 namespace CLI {
 class App;
 }
@@ -19,14 +13,5 @@ namespace edgeprobe::cli {
 // engine version, request path or workload differ are refused as not comparable (exit 2)
 // unless --force.
 void register_compare(CLI::App& app);
-
-// The markdown report; starts with a "**not comparable**: ..." line per mismatch, then the
-// settings that differ.
-std::string render_compare_markdown(const analysis::CompareReport& report, const std::string& label_a,
-                                    const std::string& label_b);
-nlohmann::json compare_report_json(const analysis::CompareReport& report);
-// One row per metric, as the json's "metrics" hold them: csv (a header, the interval as
-// ci_low,ci_high) or jsonl (one object a line).
-std::string render_compare_rows(const analysis::CompareReport& report, const std::string& format);
 
 }  // namespace edgeprobe::cli

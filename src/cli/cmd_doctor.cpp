@@ -20,6 +20,7 @@
 #include "report/doctor_reporters.h"
 #include "store/store.h"
 #include "workload/sweep.h"
+#include "report/formats.h"
 
 namespace edgeprobe::cli {
 
@@ -66,7 +67,7 @@ void register_doctor(CLI::App& app, const std::vector<std::string>& command_line
   cmd->add_flag("--no-experiments", a->no_experiments, "Diagnose from the one run; do not measure the fixes");
   cmd->add_flag("--tune", p.tune, "Search threads, CPU mask, placement, polling, batch sizes and flash attention for the fastest configuration");
   add_store_flags(cmd, a->store, nullptr);
-  add_output_options(cmd, a->output, {report::reporter_formats()});
+  add_output_options(cmd, a->output, {report::formats_of(report::OutputKind::kResults)});
   cmd->callback([a, command_line] {
     auto& plan = a->plan;
     plan.config.use_mmap = a->mmap == "1";

@@ -14,6 +14,7 @@
 #include "core/text.h"
 #include "report/explain_reporters.h"
 #include "store/store.h"
+#include "report/formats.h"
 
 namespace edgeprobe::cli {
 
@@ -34,7 +35,7 @@ void register_explain(CLI::App& app) {
   add_db_option(cmd, args->db);
   cmd->add_flag("--same-shape", args->same_shape,
                 "Allow two model files of the same architecture, quantisation and size (not one file)");
-  add_output_options(cmd, args->output, {{"md", "csv", "json", "jsonl"}}, "the explanation");
+  add_output_options(cmd, args->output, {report::formats_of(report::OutputKind::kExplain)}, "the explanation");
   cmd->callback([args] {
     std::ostringstream out;
     if (args->lab > 0) {

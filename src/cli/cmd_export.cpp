@@ -9,6 +9,7 @@
 #include "report/reporter.h"
 #include "report/session_reporters.h"
 #include "store/store.h"
+#include "report/formats.h"
 
 namespace edgeprobe::cli {
 
@@ -40,7 +41,7 @@ void register_export(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("export", "Write one stored run in any output format, as its subcommand did");
   cmd->add_option("run", a->run, "Run id (see 'edgeprobe runs')")->required();
   add_db_option(cmd, a->db);
-  add_output_options(cmd, a->output, {report::reporter_formats()});
+  add_output_options(cmd, a->output, {report::formats_of(report::OutputKind::kResults)});
   cmd->callback([a] {
     OutputTarget output(a->output.file);
     const auto store = store::open_store(resolve_db_path(a->db), store::Mode::kMustExist);

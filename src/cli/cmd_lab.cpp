@@ -14,6 +14,8 @@
 #include "lab/lab_run.h"
 #include "store/store.h"
 #include "workload/sweep.h"
+#include "report/lab_reporters.h"
+#include "report/formats.h"
 
 namespace edgeprobe::cli {
 
@@ -55,7 +57,7 @@ namespace {
 int check(const LabFlags& f) {
   OutputTarget output(f.output.file);
   const auto rows = lab::check_devices(selected(f));
-  output.stream() << (f.output.format == "json" ? lab::to_json(rows).dump(2) + "\n" : lab::check_table(rows));
+  output.stream() << (f.output.format == "json" ? lab::to_json(rows).dump(2) + "\n" : report::check_table(rows));
   output.commit();
   for (const auto& r : rows)
     if (!r.state.reachable) return static_cast<int>(ErrorKind::kEnvironment);
@@ -70,7 +72,7 @@ int deploy(const LabFlags& f) {
   options.dist_dir = f.dist;
   OutputTarget output(f.output.file);
   const auto results = lab::deploy_devices(selected(f), models, options);
-  output.stream() << (f.output.format == "json" ? lab::to_json(results).dump(2) + "\n" : lab::deploy_table(results));
+  output.stream() << (f.output.format == "json" ? lab::to_json(results).dump(2) + "\n" : report::deploy_table(results));
   output.commit();
   for (const auto& r : results)
     if (!r.error.empty()) std::cerr << "edgeprobe: error: " << r.error << "\n";
@@ -130,7 +132,7 @@ CLI::App* with_selection(CLI::App* cmd, LabFlags& f) {
       ->capture_default_str();
   cmd->add_option("--devices", f.devices, "Only these devices (comma list of inventory names)");
   cmd->add_option("--group", f.group, "Only the devices of these groups (comma list)");
-  add_output_options(cmd, f.output, {{"md", "json"}});
+  add_output_options(cmd, f.output, {report::formats_of(report::OutputKind::kLab)});
   return cmd;
 }
 

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "lab/lava_lab.h"
 #include "lab/lava_notify.h"
+#include "report/formats.h"
 
 // `lab submit`, `lab import`, `lab receive` and `lab lava-cases`: the lab's plans run by a
 // LAVA server (docs/lab.md, "LAVA"); the work is in src/lab/lava*.
@@ -133,7 +134,7 @@ void register_lab_lava(CLI::App* lab, const std::shared_ptr<LabFlags>& f, const 
   imp->add_option("--device", f->lava_device, "The device whose job --lava-log holds");
   imp->add_option("--job", f->lava_job_index, "Which of the device's jobs (the plan's place, from 1)")
       ->capture_default_str();
-  add_output_options(imp, f->output, {{"md", "json"}});
+  add_output_options(imp, f->output, {report::formats_of(report::OutputKind::kLab)});
   add_db_option(imp, f->db);
   imp->callback([f, fail_on] { fail_on(import(*f)); });
 
@@ -146,7 +147,7 @@ void register_lab_lava(CLI::App* lab, const std::shared_ptr<LabFlags>& f, const 
       ->capture_default_str();
   rec->add_option("--poll", f->receive.poll_s, "Import this often anyway, in case a callback was lost (s)")
       ->capture_default_str();
-  add_output_options(rec, f->output, {{"md", "json"}});
+  add_output_options(rec, f->output, {report::formats_of(report::OutputKind::kLab)});
   add_db_option(rec, f->db);
   rec->callback([f, fail_on] { fail_on(receive(*f)); });
 

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "report/predict_reporters.h"
 #include "workload/sweep.h"
+#include "report/formats.h"
 
 namespace edgeprobe::cli {
 namespace {
@@ -108,7 +109,7 @@ void register_predict(CLI::App& app) {
   cmd->add_flag("--remeasure", f->plan.remeasure, "Measure this machine's per-step costs again");
   cmd->add_option("--sysfs-root", f->plan.sysfs_root, "Read sysfs/procfs under this root")->capture_default_str();
   add_db_option(cmd, f->db);
-  add_output_options(cmd, f->output, {{"md", "csv", "json", "jsonl"}, /*short_quiet=*/false});
+  add_output_options(cmd, f->output, {report::formats_of(report::OutputKind::kPredict), /*short_quiet=*/false});
   cmd->callback([f, cmd] {
     const int rc = run(*f, *cmd);
     if (rc != 0) throw CLI::RuntimeError(rc);

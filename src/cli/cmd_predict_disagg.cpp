@@ -8,6 +8,7 @@
 #include "cli/shared_flags.h"
 #include "core/error.h"
 #include "kv/break_even.h"
+#include "report/formats.h"
 
 namespace edgeprobe::cli {
 namespace {
@@ -112,7 +113,7 @@ void register_predict_disagg(CLI::App& app) {
                   "Attention's growth on the prefill node: ms per token^2")
       ->capture_default_str();
   cmd->add_option("--prompts", f->prompts, "Prompt lengths to show TTFTs for");
-  add_output_options(cmd, f->output, {{"md", "json"}});
+  add_output_options(cmd, f->output, {report::formats_of(report::OutputKind::kDeviceText)});
   cmd->callback([f, cmd] {
     const int rc = run(*f, *cmd);
     if (rc != 0) throw CLI::RuntimeError(rc);

@@ -17,6 +17,8 @@
 #include "probe/gpu_ceilings.h"
 #include "probe/roofline.h"
 #include "core/context_defaults.h"
+#include "report/device_reporters.h"
+#include "report/formats.h"
 
 namespace edgeprobe::cli {
 
@@ -47,7 +49,7 @@ void register_probe(CLI::App& app) {
   cmd->add_option("--sysfs-root", args->sysfs_root,
                   "Read topology and CPU features from this tree instead of / (nothing is measured then)")
       ->capture_default_str();
-  add_output_options(cmd, args->output, {{"md", "json"}});
+  add_output_options(cmd, args->output, {report::formats_of(report::OutputKind::kDeviceText)});
   cmd->add_option("--cpu-variant", args->cpu_variant, "ggml CPU variant to load (default: the best for this CPU)");
   cmd->add_option("--buffer-mib", args->buffer_mib, "Bandwidth buffer size in MiB (default: 8x LLC, 512-1024 MiB)");
   cmd->add_flag("--no-compute", args->no_compute, "Skip the compute probe (no ggml backend is loaded)");
@@ -73,7 +75,7 @@ void register_probe(CLI::App& app) {
                           {"sysfs_root", fs.root()},
                           {"cpu_features", platform::to_json(features)},
                           {"topology", platform::to_json(topology)}};
-    std::string text = fmt::format("CPU: {}\n", model_name) + platform::to_text(features) + platform::to_text(topology);
+    std::string text = fmt::format("CPU: {}\n", model_name) + report::to_text(features) + report::to_text(topology);
 
     if (!live) {
       // No variant is loaded for another device, but the best one for its CPU can be named.
@@ -96,7 +98,7 @@ void register_probe(CLI::App& app) {
         const auto& backend = engine::load_cpu_backend(args->cpu_variant);
         const auto gap = platform::compare_isa(features, backend, engine::installed_cpu_variants());
         out["isa_gap"] = platform::to_json(gap);
-        text += platform::to_text(gap);
+        text += report::to_text(gap);
       } else {
         out["isa_gap"] = nullptr;
         text += "ggml CPU variant: not loaded (--no-compute)\n";
@@ -142,7 +144,7 @@ void register_probe(CLI::App& app) {
       out["ceilings"]["from_cache"] = ceilings.from_cache;
       out["ceilings"]["cache_path"] = ceilings.cache_path;
       out["ceilings"]["refresh_kept"] = ceilings.kept_notes;
-      text += probe::to_text(ceilings);
+      text += report::to_text(ceilings);
     }
     output.stream() << (args->output.format == "json" ? out.dump(2) + "\n" : text);
     output.commit();

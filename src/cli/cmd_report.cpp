@@ -10,6 +10,7 @@
 #include "core/text.h"
 #include "cli/shared_flags.h"
 #include "report/html_report.h"
+#include "report/formats.h"
 
 namespace edgeprobe::cli {
 
@@ -23,7 +24,7 @@ void register_report(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("report", "Write one self-contained HTML report of runs or result files");
   cmd->add_option("inputs", args->inputs, "Run ids or result JSON files (bench, session, doctor); 2+ are compared "
                                           "against the first")->required();
-  add_output_options(cmd, args->output, {{"html"}}, "the HTML page");
+  add_output_options(cmd, args->output, {report::formats_of(report::OutputKind::kHtml)}, "the HTML page");
   add_db_option(cmd, args->db);
   cmd->callback([args] {
     OutputTarget output(args->output.file);

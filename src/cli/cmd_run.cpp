@@ -15,6 +15,7 @@
 #include "cli/shared_flags.h"
 #include "core/error.h"
 #include "store/store.h"
+#include "report/formats.h"
 
 namespace edgeprobe::cli {
 namespace {
@@ -73,7 +74,7 @@ void register_run(CLI::App& app, const std::vector<std::string>& command_line) {
       "run", "Execute a bench or session plan (JSON) and stream JSON Lines: progress, each unit, the result");
   cmd->add_option("--plan", f->plan, "Plan file, or - for stdin (format: docs/wire-format.md)")->required();
   add_db_option(cmd, f->db, "not stored: a lab controller stores what it receives");
-  add_output_options(cmd, f->output, {{"jsonl", "lava"}}, "the stream; lava: framed for a LAVA job log");
+  add_output_options(cmd, f->output, {report::formats_of(report::OutputKind::kStream)}, "the stream; lava: framed for a LAVA job log");
   cmd->add_option("--trace", f->trace, "Write a Chrome/Perfetto trace of the run");
   cmd->callback([f, command_line] {
     const int rc = run(*f, join_command_line(command_line));

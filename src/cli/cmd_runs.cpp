@@ -13,6 +13,7 @@
 #include "cli/shared_flags.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "report/formats.h"
 
 namespace edgeprobe::cli {
 
@@ -91,7 +92,7 @@ void register_runs(CLI::App& app) {
   cmd->add_option("--model", a->filter.model, "Only runs of this model (the label the table shows, e.g. tiny-q4_0.gguf)");
   cmd->add_option("--last", a->filter.last, "Only the newest N matching runs, oldest first (0 = all)")
       ->capture_default_str();
-  add_output_options(cmd, a->output, {{"md", "csv", "json", "jsonl"}});
+  add_output_options(cmd, a->output, {report::formats_of(report::OutputKind::kRuns)});
   cmd->callback([a] {
     const std::string path = resolve_db_path(a->db);
     std::vector<store::RunSummary> runs;

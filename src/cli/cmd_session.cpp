@@ -11,6 +11,7 @@
 #include "report/session_reporters.h"
 #include "store/store.h"
 #include "workload/sweep.h"
+#include "report/formats.h"
 
 namespace edgeprobe::cli {
 namespace {
@@ -78,7 +79,7 @@ void register_session(CLI::App& app, const std::vector<std::string>& command_lin
   cmd->add_option("--cpu-variant", plan->env.cpu_variant, "Load this ggml CPU variant instead of the best one for this CPU");
   add_gpu_options(cmd, f->gpu);
   add_store_flags(cmd, f->store, "Continue an interrupted session run where it stopped");
-  add_output_options(cmd, f->output, {report::reporter_formats()});
+  add_output_options(cmd, f->output, {report::formats_of(report::OutputKind::kResults)});
   add_prefill_remote_flags(cmd, plan->env);
   cmd->add_flag("-v,--verbose", plan->env.verbose_engine_log, "Echo llama.cpp's log to stderr");
   cmd->callback([f, plan, command_line] {

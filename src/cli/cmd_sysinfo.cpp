@@ -15,6 +15,8 @@
 #include "result/result.h"
 #include "probe/ceilings.h"
 #include "telemetry/device_info.h"
+#include "report/device_reporters.h"
+#include "report/formats.h"
 
 namespace edgeprobe::cli {
 
@@ -23,27 +25,6 @@ struct SysinfoOptions {
   std::string sysfs_root = "/";
   OutputFlags output;
 };
-// One line per GPU backend library and device, and why a library gave none.
-std::string gpu_backends_text(const std::vector<engine::GpuBackendInfo>& backends) {
-  if (backends.empty())
-    return "GPU backends (llama.cpp): none beside the CPU variants (a build without Vulkan or CUDA, or EDGEPROBE_NO_GPU)\n";
-  std::string out = "GPU backends (llama.cpp):\n";
-  for (const auto& b : backends) {
-    if (!b.error.empty()) {
-      out += fmt::format("  {}: did not load: {} ({})\n", b.name, one_line(b.error, 300), b.library_path);
-      continue;
-    }
-    if (b.devices.empty())
-      out += fmt::format("  {}: loaded, no device (a CPU-type Vulkan device such as lavapipe is skipped unless "
-                         "GGML_VK_VISIBLE_DEVICES names it; else no driver)\n",
-                         b.name);
-    for (const auto& d : b.devices)
-      out += fmt::format("  {}: {} ({}, {}, {} MiB)\n", b.name, d.name, one_line(d.description, 200), d.type,
-                         d.memory_total >> 20);
-  }
-  return out;
-}
-
 }  // namespace
 
 void register_sysinfo(CLI::App& app) {
@@ -52,7 +33,7 @@ void register_sysinfo(CLI::App& app) {
   sub->add_option("--sysfs-root", options->sysfs_root,
                    "Read /sys and /proc under this directory (a fixture tree), default /")
       ->check(CLI::ExistingDirectory);
-  add_output_options(sub, options->output, {{"md", "json"}});
+  add_output_options(sub, options->output, {report::formats_of(report::OutputKind::kDeviceText)});
   sub->callback([options] {
     OutputTarget output(options->output.file);
     const FsRoot fs(options->sysfs_root);
@@ -78,9 +59,9 @@ void register_sysinfo(CLI::App& app) {
       j["gpu_backends"] = gpus ? result::to_json(*gpus) : nlohmann::json(nullptr);
       output.stream() << j.dump(2) << "\n";
     } else {
-      output.stream() << telemetry::render_text(info);
-      if (gpus) output.stream() << gpu_backends_text(*gpus);
-      output.stream() << (ceilings ? probe::to_text(*ceilings) : "Ceilings: " + ceilings_note + "\n");
+      output.stream() << report::to_text(info);
+      if (gpus) output.stream() << report::gpu_backends_text(*gpus);
+      output.stream() << (ceilings ? report::to_text(*ceilings) : "Ceilings: " + ceilings_note + "\n");
     }
     output.commit();
   });

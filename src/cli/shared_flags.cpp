@@ -12,17 +12,11 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "store/store.h"
+#include "report/formats.h"
 
 namespace edgeprobe::cli {
 
-std::string format_list(const Formats& formats) {
-  std::string out;
-  for (size_t i = 0; i < formats.names.size(); ++i) {
-    if (i > 0) out += i + 1 == formats.names.size() ? " or " : ", ";
-    out += formats.names[i];
-  }
-  return out;
-}
+std::string format_list(const Formats& formats) { return report::format_list(formats.names); }
 
 void add_output_options(CLI::App* cmd, OutputFlags& flags, const Formats& formats, const std::string& what) {
   const auto& names = formats.names;

@@ -45,39 +45,6 @@ std::vector<CheckRow> check_devices(const std::vector<Device>& devices, double t
   return rows;
 }
 
-std::string check_table(const std::vector<CheckRow>& rows) {
-  auto cell = [](std::string s) {
-    std::replace(s.begin(), s.end(), '|', '/');
-    return s.empty() ? std::string("-") : s;
-  };
-  std::string out =
-      "| device | transport | reachable | arch | OS | SoC / CPU | bundle | free | battery | temp | rooted |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|\n";
-  for (const auto& r : rows) {
-    const auto& s = r.state;
-    const std::string transport = r.device.transport == "adb"   ? "adb " + r.device.serial
-                                  : r.device.transport == "ssh" ? "ssh " + r.device.host
-                                                                : "local";
-    if (!s.reachable) {
-      out += fmt::format("| {} | {} | no: {} | | | | | | | | |\n", cell(r.device.name), cell(transport),
-                         cell(s.why_not));
-      continue;
-    }
-    const std::string bundle = r.bundle.empty() ? "-" : (r.bundle_present ? "yes " : "no ") + r.bundle;
-    const std::string free =
-        s.free_kb ? fmt::format("{:.1f} GB", static_cast<double>(*s.free_kb) / 1e6) : "-";
-    std::string battery = s.battery_pct ? fmt::format("{}%", *s.battery_pct) : "-";
-    if (s.battery_c) battery += fmt::format(" {:.1f} C", *s.battery_c);
-    const std::string temp = s.max_temp_c ? fmt::format("{:.1f} C", *s.max_temp_c) : "-";
-    const std::string rooted = s.rooted + (s.pinned() ? " (pinned)" : "");
-    out += fmt::format("| {} | {} | yes | {} | {} | {} | {} | {} | {} | {} | {} |\n", cell(r.device.name),
-                       cell(transport), cell(s.arch), cell(s.os),
-                       cell(s.soc.empty() ? s.cpu : s.soc + " / " + s.cpu), cell(bundle), free, battery, temp,
-                       cell(rooted));
-  }
-  return out;
-}
-
 nlohmann::json to_json(const std::vector<CheckRow>& rows) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& r : rows) {

@@ -22,7 +22,6 @@ inline constexpr int kCheckWorkers = 32;
 std::vector<CheckRow> check_devices(const std::vector<Device>& devices, double timeout_s = 30,
                                     int workers = kCheckWorkers);
 
-std::string check_table(const std::vector<CheckRow>& rows);  // markdown
 nlohmann::json to_json(const std::vector<CheckRow>& rows);
 
 }  // namespace edgeprobe::lab

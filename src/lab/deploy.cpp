@@ -162,15 +162,6 @@ std::vector<DeviceDeploy> deploy_devices(const std::vector<Device>& devices,
   return out;
 }
 
-std::string deploy_table(const std::vector<DeviceDeploy>& results) {
-  std::string out;
-  for (const auto& r : results)
-    for (const auto& f : r.result.files)
-      out += r.device + ": " + f.what + " " + f.remote +
-             (f.skipped ? " (already there)\n" : " (copied, SHA-256 verified)\n");
-  return out;
-}
-
 nlohmann::json to_json(const std::vector<DeviceDeploy>& results) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& r : results) {

@@ -54,7 +54,6 @@ struct DeviceDeploy {
 std::vector<DeviceDeploy> deploy_devices(const std::vector<Device>& devices,
                                          const std::vector<std::string>& models,
                                          const DeployOptions& options);
-std::string deploy_table(const std::vector<DeviceDeploy>& results);  // one line per file
 nlohmann::json to_json(const std::vector<DeviceDeploy>& results);
 
 }  // namespace edgeprobe::lab

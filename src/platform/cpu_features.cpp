@@ -344,14 +344,4 @@ nlohmann::json to_json(const CpuFeatures& features) {
   return j;
 }
 
-std::string to_text(const CpuFeatures& features) {
-  std::string absent;
-  for (const auto& [name, on] : features.named)
-    if (!on) absent += (absent.empty() ? "" : " ") + name;
-  std::string present;
-  for (const auto& name : features.present()) present += (present.empty() ? "" : " ") + name;
-  return fmt::format("CPU features ({}, {}): {}\n  absent: {}\n", features.arch, features.source,
-                     present.empty() ? "none" : present, absent.empty() ? "none" : absent);
-}
-
 }  // namespace edgeprobe::platform

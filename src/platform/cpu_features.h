@@ -64,6 +64,5 @@ std::string emulation_sign(const std::string& binary_arch, const std::string& ho
 std::string emulation_warning(const CpuFeatures& features);
 
 nlohmann::json to_json(const CpuFeatures& features);
-std::string to_text(const CpuFeatures& features);
 
 }  // namespace edgeprobe::platform

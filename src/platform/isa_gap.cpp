@@ -214,23 +214,4 @@ nlohmann::json to_json(const IsaGap& gap) {
           {"summary", gap.summary}};
 }
 
-std::string to_text(const IsaGap& gap) {
-  auto join = [](const std::vector<std::string>& v) {
-    std::string s;
-    for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
-    return s.empty() ? std::string("none") : s;
-  };
-  std::string out = fmt::format("ggml CPU variant: {} ({})\n", gap.loaded_variant.empty() ? "?" : gap.loaded_variant,
-                                gap.library_path.empty() ? "no library" : gap.library_path);
-  out += fmt::format("  CPU has:        {}\n", join(gap.cpu_features));
-  out += fmt::format("  variant built:  {}\n", join(gap.compiled_features));
-  out += fmt::format("  unused by it:   {}\n", join(gap.unused_features));
-  out += fmt::format("  best for CPU:   {}{}\n", gap.best_variant.empty() ? "?" : gap.best_variant,
-                     gap.best_installed_variant.empty() || gap.best_installed_variant == gap.best_variant
-                         ? ""
-                         : " (best installed: " + gap.best_installed_variant + ")");
-  out += "  " + gap.summary + "\n";
-  return out;
-}
-
 }  // namespace edgeprobe::platform

@@ -41,6 +41,5 @@ IsaGap compare_isa(const CpuFeatures& cpu, const engine::CpuBackendInfo& backend
                    const std::vector<std::string>& installed = {});
 
 nlohmann::json to_json(const IsaGap& gap);
-std::string to_text(const IsaGap& gap);
 
 }  // namespace edgeprobe::platform

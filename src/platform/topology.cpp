@@ -13,25 +13,6 @@
 namespace edgeprobe::platform {
 namespace {
 
-std::string format_cpu_list(const std::vector<int>& cpus) {
-  std::string out;
-  for (size_t i = 0; i < cpus.size();) {
-    size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-    if (!out.empty()) out += ",";
-    out += j == i ? fmt::format("{}", cpus[i]) : fmt::format("{}-{}", cpus[i], cpus[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
-std::string format_bytes(uint64_t bytes) {
-  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0) return fmt::format("{} GiB", bytes >> 30);
-  if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
-  if (bytes >= (1ull << 10)) return fmt::format("{} KiB", bytes >> 10);
-  return fmt::format("{} B", bytes);
-}
-
 // Per-CPU ranking key: bigger is faster. Efficiency (hwloc) first, then the hybrid PMU's
 // core type, capacity, max frequency. Missing values are -1 for every CPU alike, so they
 // do not split a kind.
@@ -409,34 +390,6 @@ nlohmann::json to_json(const Topology& t) {
     j["numa_nodes"].push_back({{"os_index", n.os_index}, {"cpus", n.cpus}, {"memory_bytes", n.memory_bytes}});
   j["notes"] = t.notes;
   return j;
-}
-
-std::string to_text(const Topology& t) {
-  std::string out = fmt::format("Topology ({}): {} package(s), {} core(s), {} logical CPU(s), {} NUMA node(s)\n", t.source,
-                                t.n_packages, t.n_cores, t.n_logical, t.numa_nodes.size());
-  for (const auto& c : t.clusters) {
-    std::string extra;
-    if (c.capacity >= 0) extra += fmt::format(" capacity {}", c.capacity);
-    if (c.max_freq_khz > 0) extra += fmt::format(" max {:.2f} GHz", c.max_freq_khz / 1e6);
-    if (c.hwloc_efficiency >= 0) extra += fmt::format(" hwloc efficiency {}", c.hwloc_efficiency);
-    out += fmt::format("  cluster {} {:<8} package {} cpus {} ({} cores){}\n", c.rank, c.label, c.package_id,
-                       format_cpu_list(c.cpus), c.n_cores, extra);
-  }
-  // "L2 512 KiB" -> instances, in level order (a phone's clusters have different L2s).
-  std::map<std::tuple<int, std::string, uint64_t>, int> caches;
-  for (const auto& c : t.caches)
-    ++caches[{c.level, c.type == "Data" ? "d" : c.type == "Instruction" ? "i" : "", c.size_bytes}];
-  if (!caches.empty()) {
-    out += "  caches:";
-    for (const auto& [key, n] : caches)
-      out += fmt::format(" L{}{} {} x{}", std::get<0>(key), std::get<1>(key), format_bytes(std::get<2>(key)), n);
-    out += "\n";
-  }
-  for (const auto& n : t.numa_nodes)
-    out += fmt::format("  NUMA node {}: cpus {}{}\n", n.os_index, format_cpu_list(n.cpus),
-                       n.memory_bytes ? ", " + format_bytes(n.memory_bytes) : "");
-  for (const auto& note : t.notes) out += "  note: " + note + "\n";
-  return out;
 }
 
 }  // namespace edgeprobe::platform

@@ -78,6 +78,5 @@ std::vector<int> parse_cpu_list(const std::string& text);
 uint64_t parse_size(const std::string& text);
 
 nlohmann::json to_json(const Topology& topology);
-std::string to_text(const Topology& topology);
 
 }  // namespace edgeprobe::platform

@@ -126,6 +126,5 @@ std::string build_key(const std::string& variant);
 
 nlohmann::json to_json(const DeviceCeilings& ceilings);
 DeviceCeilings ceilings_from_json(const nlohmann::json& j);
-std::string to_text(const DeviceCeilings& ceilings);
 
 }  // namespace edgeprobe::probe

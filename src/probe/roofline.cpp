@@ -524,38 +524,4 @@ nlohmann::json to_json(const Roofline& r) {
   return j;
 }
 
-std::string to_text(const Roofline& r) {
-  std::string out = r.device.empty() ? "" : "ceilings of " + r.device + " (the GPU that held the model)\n";
-  if (r.decode_ceiling_tokens_per_s > 0) {
-    out += fmt::format("decode: ceiling {:.1f} t/s, {}-bound{}{}\n", r.decode_ceiling_tokens_per_s, r.decode_bound,
-                       r.decode_cache_resident ? " (fits in the LLC)" : "",
-                       r.decode_ceiling_suspect ? ", efficiency: ceiling suspect"
-                       : r.decode_efficiency > 0 ? fmt::format(", efficiency {:.0f}%", r.decode_efficiency * 100)
-                                                 : "");
-    if (r.decode_bandwidth_ceiling_tokens_per_s > 0)
-      out += fmt::format("  bandwidth: {:.1f} t/s ({:.1f} GB/s / {:.1f} MB per token){}\n",
-                         r.decode_bandwidth_ceiling_tokens_per_s, r.bandwidth_gb_per_s, r.decode_bytes_per_token / 1e6,
-                         r.decode_bandwidth_efficiency > 0
-                             ? fmt::format(", {:.0f}% of it", r.decode_bandwidth_efficiency * 100)
-                             : "");
-    if (r.decode_kernel_ceiling_tokens_per_s > 0)
-      out += fmt::format("  matvec kernels: {:.1f} t/s ({:.1f} GB/s of weights)\n", r.decode_kernel_ceiling_tokens_per_s,
-                         r.decode_kernel_gb_per_s);
-  }
-  if (r.prefill_ceiling_tokens_per_s > 0)
-    out += fmt::format("prefill: ceiling {:.1f} t/s ({:.2f} GFLOP per token at {:.0f} GFLOP/s, {}){}\n",
-                       r.prefill_ceiling_tokens_per_s, r.prefill_flop_per_token / 1e9, r.prefill_compute_gflop_per_s,
-                       r.prefill_compute_basis,
-                       r.prefill_ceiling_suspect ? ", efficiency: ceiling suspect"
-                       : r.prefill_efficiency > 0 ? fmt::format(", efficiency {:.0f}%", r.prefill_efficiency * 100)
-                                                  : "");
-  if (r.load_ceiling_ms > 0)
-    out += fmt::format("load: ceiling {:.0f} ms ({}){}\n", r.load_ceiling_ms, r.load_ceiling_basis,
-                       r.load_efficiency > 0 ? fmt::format(", efficiency {:.0f}%", r.load_efficiency * 100) : "");
-  else
-    out += "load: " + r.load_ceiling_basis + "\n";
-  for (const auto& n : r.notes) out += "  note: " + n + "\n";
-  return out;
-}
-
 }  // namespace edgeprobe::probe

@@ -160,6 +160,5 @@ int ensure_gpu_model_kernels(DeviceCeilings& host, const std::string& device, co
                              const KernelNeeds& needs, const ProbeOptions& options);
 
 nlohmann::json to_json(const Roofline& roofline);
-std::string to_text(const Roofline& roofline);
 
 }  // namespace edgeprobe::probe

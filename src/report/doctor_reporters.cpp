@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/text.h"
+#include "report/formats.h"
 
 namespace edgeprobe::report {
 namespace {
@@ -98,7 +99,7 @@ void write_doctor_report(const json& j, const std::string& markdown, const std::
       out << line.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
     }
   } else {
-    throw_bad_input("unknown output format '{}'; use md, csv, json or jsonl", format);
+    check_format(OutputKind::kResults, format);
   }
   out.flush();
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/text.h"
+#include "report/formats.h"
 
 namespace edgeprobe::report {
 namespace {
@@ -136,6 +137,7 @@ std::string fix_path_line(const json& phase) {
 }
 
 void write_explain_lab_report(const json& lab, const std::string& format, std::ostream& out) {
+  check_format(OutputKind::kExplain, format);
   if (format == "json") {
     out << lab.dump(2) << "\n";
     return;
@@ -197,6 +199,7 @@ void write_explain_lab_report(const json& lab, const std::string& format, std::o
 }
 
 void write_explain_report(const json& e, const std::string& format, std::ostream& out) {
+  check_format(OutputKind::kExplain, format);
   if (format == "json") out << e.dump(2) << "\n";
   else if (format == "csv") write_csv(e, out);
   else if (format == "jsonl")

@@ -8,6 +8,7 @@
 
 #include "core/text.h"
 #include "report/json_cells.h"
+#include "report/formats.h"
 
 namespace edgeprobe::report {
 namespace {
@@ -51,6 +52,7 @@ static void write_rows_jsonl(const json& doc, std::ostream& out) {
 }
 
 void write_predict_report(const json& doc, const std::string& format, std::ostream& out) {
+  check_format(OutputKind::kPredict, format);
   if (format == "json") {
     out << doc.dump(2) << "\n";
     return;
@@ -114,6 +116,7 @@ void write_predict_report(const json& doc, const std::string& format, std::ostre
 }
 
 void write_predict_check(const json& doc, const std::string& format, std::ostream& out) {
+  check_format(OutputKind::kPredict, format);
   if (format == "json") {
     out << doc.dump(2) << "\n";
     return;

@@ -19,8 +19,7 @@ class Reporter {
   virtual void end(const result::BenchReport& report) = 0;
 };
 
-// "md", "csv", "json", "jsonl"; throws kBadInput for anything else.
+// A format of OutputKind::kResults (report/formats.h); throws kBadInput for anything else.
 std::unique_ptr<Reporter> make_reporter(const std::string& format, std::ostream& out);
-std::vector<std::string> reporter_formats();
 
 }  // namespace edgeprobe::report

@@ -10,6 +10,7 @@
 #include "core/text.h"
 #include "report/json_cells.h"
 #include "report/reporter.h"
+#include "report/formats.h"
 
 namespace edgeprobe::report {
 namespace {
@@ -436,14 +437,13 @@ class JsonlReporter : public Reporter {
 
 }  // namespace
 
-std::vector<std::string> reporter_formats() { return {"md", "csv", "json", "jsonl"}; }
-
 std::unique_ptr<Reporter> make_reporter(const std::string& format, std::ostream& out) {
   if (format == "md") return std::make_unique<MarkdownReporter>(out);
   if (format == "csv") return std::make_unique<CsvReporter>(out);
   if (format == "json") return std::make_unique<JsonReporter>(out);
   if (format == "jsonl") return std::make_unique<JsonlReporter>(out);
-  throw_bad_input("unknown output format '{}'; use md, csv, json or jsonl", format);
+  check_format(OutputKind::kResults, format);
+  throw Error(ErrorKind::kBug, "format '" + format + "' is declared for results but has no reporter");
 }
 
 }  // namespace edgeprobe::report

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "report/json_cells.h"
 #include "core/text.h"
+#include "report/formats.h"
 
 namespace edgeprobe::report {
 namespace {
@@ -151,7 +152,7 @@ void write_session_report(const result::SessionReport& report, const std::string
   else if (format == "json") out << j.dump(2) << "\n";
   else if (format == "csv") write_csv(j, out);
   else if (format == "jsonl") write_jsonl(j, out);
-  else throw_bad_input("unknown output format '{}'; use md, csv, json or jsonl", format);
+  else check_format(OutputKind::kResults, format);
   out.flush();
 }
 

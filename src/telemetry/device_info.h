@@ -22,7 +22,6 @@ struct DeviceInfo {
 };
 
 DeviceInfo describe_device(const FsRoot& fs, int pid = 0);
-std::string render_text(const DeviceInfo& info);
 nlohmann::json to_json(const DeviceInfo& info);
 
 }  // namespace edgeprobe::telemetry

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "probe/ceilings.h"
+#include "report/device_reporters.h"
 
 namespace edgeprobe::probe {
 namespace {
@@ -165,7 +166,7 @@ TEST(CeilingsCache, AGpusDescriptionIsOneLineInTheText) {
   gpu.device = "Vulkan0";
   gpu.device_description = "Mali\nfake line\x1b[2J";
   host.gpus.push_back(gpu);
-  const std::string text = to_text(host);
+  const std::string text = report::to_text(host);
   const size_t at = text.find("GPU Vulkan0 (");
   ASSERT_NE(at, std::string::npos) << text;
   const std::string line = text.substr(at, text.find('\n', at) - at);

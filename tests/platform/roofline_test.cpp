@@ -8,6 +8,7 @@
 #include "model/gguf_info.h"
 #include "probe/ceilings.h"
 #include "probe/roofline.h"
+#include "report/device_reporters.h"
 
 namespace edgeprobe::probe {
 namespace {
@@ -350,7 +351,7 @@ TEST(Roofline, ARateFarAboveItsCeilingIsCeilingSuspectNeverAFigure) {
   EXPECT_TRUE(j["decode_bandwidth_efficiency"].is_null());
   EXPECT_EQ(j["decode_ceiling_suspect"], true);
   EXPECT_EQ(j["prefill_ceiling_suspect"], false);
-  EXPECT_NE(to_text(r).find("ceiling suspect"), std::string::npos);
+  EXPECT_NE(report::to_text(r).find("ceiling suspect"), std::string::npos);
   // Inside the noise margin (1.08 of the ceiling) it is a figure, with a note.
   const double ceiling = 20e9 / kWeightsBytes;
   const Roofline near = compute_roofline(llama7b_q4_0(), ceilings_20gbs(), 0, 1, 0, 0, 1.08 * ceiling, 0);
@@ -453,7 +454,7 @@ TEST(Roofline, AGpusCeilingsNameTheDeviceAndItsRemeasureCommand) {
   EXPECT_NE(r.remeasure_command.find("--gpu Vulkan0"), std::string::npos) << r.remeasure_command;
   EXPECT_EQ(r.remeasure_command.find("--cpu-variant"), std::string::npos) << r.remeasure_command;
   EXPECT_EQ(r.decode_ceiling_at_threads_tokens_per_s, 0);
-  EXPECT_NE(to_text(r).find("ceilings of Vulkan0"), std::string::npos);
+  EXPECT_NE(report::to_text(r).find("ceilings of Vulkan0"), std::string::npos);
   // The CPU's JSON has no such key, so CPU results read as before.
   EXPECT_FALSE(to_json(compute_roofline(llama7b_q4_0(), ceilings_20gbs(), 0, 1, 0, 0, 4.0, 0, 1)).contains("ceiling_device"));
 }

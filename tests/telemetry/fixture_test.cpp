@@ -13,6 +13,7 @@
 #include "telemetry/source.h"
 #include "telemetry/summary.h"
 #include "fixture_util.h"
+#include "report/device_reporters.h"
 
 using namespace edgeprobe;
 using namespace edgeprobe::telemetry;
@@ -55,7 +56,7 @@ TEST(AndroidFixture, SysinfoShowsThermalCapOnPrimeCore) {
   EXPECT_EQ(prime.scaling_max_khz, 2515200);
   EXPECT_EQ(prime.cpuinfo_max_khz, 3187200);
   EXPECT_TRUE(prime.has_time_in_state);
-  const std::string text = render_text(info);
+  const std::string text = report::to_text(info);
   EXPECT_NE(text.find("policy7"), std::string::npos);
   EXPECT_NE(text.find("2515 MHz"), std::string::npos) << text;
 }

@@ -18,6 +18,7 @@
 #include "telemetry/device_info.h"
 #include "telemetry/sampler.h"
 #include "telemetry/summary.h"
+#include "report/device_reporters.h"
 
 using namespace edgeprobe;
 using namespace edgeprobe::telemetry;
@@ -364,23 +365,23 @@ TEST(GpuTrace, ClockAndBusyTracksBesideTheCpuClocks) {
 // ---- sysinfo ----------------------------------------------------------------------------
 
 TEST(GpuSysinfo, ListsEachGpuOrSaysNone) {
-  const std::string phone = render_text(describe_device(FsRoot(fixture("android-phone-3cluster"))));
+  const std::string phone = report::to_text(describe_device(FsRoot(fixture("android-phone-3cluster"))));
   EXPECT_NE(phone.find("GPUs: 1\n  kgsl kgsl-3d0 model Adreno740v2 governor msm-adreno-tz now 615 MHz max "
                        "680 MHz busy 37 % 48.3 °C"),
             std::string::npos)
       << phone;
-  const std::string rk = render_text(describe_device(FsRoot(fixture("rk3588-mali"))));
+  const std::string rk = report::to_text(describe_device(FsRoot(fixture("rk3588-mali"))));
   EXPECT_NE(rk.find("mali fb000000.gpu model Mali-G610 governor simple_ondemand now 300 MHz max 1000 MHz"),
             std::string::npos)
       << rk;
-  const std::string jetson = render_text(describe_device(FsRoot(fixture("jetson-orin"))));
+  const std::string jetson = report::to_text(describe_device(FsRoot(fixture("jetson-orin"))));
   EXPECT_NE(jetson.find("jetson 17000000.gpu model ga10b governor nvhost_podgov now 612 MHz max 625 MHz"),
             std::string::npos)
       << jetson;
   EXPECT_NE(jetson.find("    power rail VDD_CPU_GPU_CV (shared with the CPU and the CV engines)"),
             std::string::npos)
       << jetson;
-  const std::string laptop = render_text(describe_device(FsRoot(fixture("x86-laptop-hybrid-rapl"))));
+  const std::string laptop = report::to_text(describe_device(FsRoot(fixture("x86-laptop-hybrid-rapl"))));
   EXPECT_NE(laptop.find("GPU: none found in sysfs"), std::string::npos) << laptop;
   const auto j = to_json(describe_device(FsRoot(fixture("jetson-orin"))));
   ASSERT_EQ(j["gpus"].size(), 1u);
