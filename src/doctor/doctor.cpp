@@ -91,7 +91,16 @@ BenchRun run_bench_child(const DoctorOptions& options, const std::string& label,
 
   const ProcessWatch watch;
   const auto from = std::chrono::steady_clock::now();
-  const auto r = run_subprocess(run.argv, options.child_timeout_s, options.child_env);
+  SubprocessOptions po = within(options.child_timeout_s);
+  po.env = options.child_env;
+  po.own_group = false;  // a Ctrl-C at the terminal stops the child too
+  SubprocessResult r;
+  try {
+    r = run_subprocess(run.argv, po);
+  } catch (const Error& e) {
+    run.error = e.what();
+    return run;
+  }
   if (probe) run.reference_ms = probe->samples(from, std::chrono::steady_clock::now());
   run.window = watch.finish(r.wall_s, r.cpu_s, usable_cpus(collect_device_facts(FsRoot("/")), config));
   if (r.timed_out) {
