@@ -86,9 +86,9 @@ doctor::ChildOutput run_bench_child(const doctor::DoctorOptions& o, const doctor
                                     const doctor::ChildTests& tests) {
   doctor::ChildOutput out;
   const std::string plan = to_json(bench_child_plan(o, config, tests)).dump();
-  out.argv = o.edgeprobe_exe.empty() ? self_command() : std::vector<std::string>{o.edgeprobe_exe};
-  out.argv.insert(out.argv.end(), {"run", "--plan", "-"});
-  out.command = "printf '%s\\n' " + shell_quote(plan) + " | " + shell_join(out.argv);
+  std::vector<std::string> argv = o.edgeprobe_exe.empty() ? self_command() : std::vector<std::string>{o.edgeprobe_exe};
+  argv.insert(argv.end(), {"run", "--plan", "-"});
+  out.command = "printf '%s\\n' " + shell_quote(plan) + " | " + shell_join(argv);
   StreamReader stream("in the bench child");
   SubprocessOptions po = within(o.child_timeout_s);
   po.stdin_data = plan;
@@ -97,7 +97,7 @@ doctor::ChildOutput run_bench_child(const doctor::DoctorOptions& o, const doctor
   po.own_group = false;  // a Ctrl-C at the terminal reaches the child too
   SubprocessResult r;
   try {
-    r = run_subprocess(out.argv, po);
+    r = run_subprocess(argv, po);
   } catch (const Error& e) {
     out.error = one_line(e.what(), 400);
     return out;

@@ -19,9 +19,7 @@ struct ChildTests;
 
 // What one bench child gave back.
 struct ChildOutput {
-  std::vector<std::string> argv;  // the command that ran
-  // A command a person can paste to run the same child (its plan piped in).
-  std::string command;
+  std::string command;            // one a person can paste to rerun it (its plan piped in)
   nlohmann::json report;          // the child's bench report; null when it sent none
   int exit_code = -1;             // -1: it did not start
   bool timed_out = false;
