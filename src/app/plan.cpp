@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "app/doctor_child.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "engine/llama_engine.h"
@@ -330,34 +331,17 @@ json to_json(const DoctorPlan& p) {
 
 doctor::DoctorOptions doctor_options(const DoctorPlan& p, const std::string& model_path) {
   doctor::DoctorOptions o;
+  static_cast<doctor::DoctorSettings&>(o) = p;
   o.model_path = model_path;
-  o.config = p.config;
-  o.n_prompt = p.n_prompt;
-  o.n_gen = p.n_gen;
-  o.repetitions = p.repetitions;
-  o.sysfs_root = p.sysfs_root;
-  o.sample_hz = p.sample_hz;
-  o.budget_s = p.budget_s;
-  o.experiments = p.experiments;
-  o.baseline_path = p.baseline_name;
-  o.baseline = p.baseline;
+  o.bench_child = run_bench_child;
   return o;
 }
 
 DoctorPlan doctor_plan_of(const doctor::DoctorOptions& o, bool tune) {
   DoctorPlan p;
+  static_cast<doctor::DoctorSettings&>(p) = o;
   p.model = o.model_path;
-  p.config = o.config;
-  p.n_prompt = o.n_prompt;
-  p.n_gen = o.n_gen;
-  p.repetitions = o.repetitions;
-  p.sysfs_root = o.sysfs_root;
-  p.sample_hz = o.sample_hz;
-  p.budget_s = o.budget_s;
-  p.experiments = o.experiments;
   p.tune = tune;
-  p.baseline_name = o.baseline_path;
-  p.baseline = o.baseline;
   return p;
 }
 

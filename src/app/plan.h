@@ -87,18 +87,11 @@ struct SessionPlan {
 };
 
 // What `edgeprobe doctor` diagnoses, as data, so that `run --plan` and `lab run` carry it
-// to a device like a bench or a session. Its defaults are the doctor command's.
-struct DoctorPlan {
+// to a device like a bench or a session: doctor's own settings (config, tests, budget,
+// baseline; their defaults are the doctor command's) and which model, and whether to tune.
+struct DoctorPlan : doctor::DoctorSettings {
   std::string model;             // a file or synth:SHAPE[:QUANT]; "" = the built-in default
-  doctor::RunConfig config;      // the configuration under diagnosis; threads 0 = this device's default
-  int n_prompt = 128, n_gen = 32, repetitions = 3;
-  std::string sysfs_root = "/";
-  double sample_hz = 20;
-  double budget_s = 0;           // 0 = automatic (doctor::DoctorOptions::budget_s)
-  bool experiments = true;       // measure the fixes, not only name them
   bool tune = false;             // search the fastest configuration instead (doctor --tune)
-  std::string baseline_name;     // where `baseline` came from (a file, "run 12")
-  nlohmann::json baseline;       // a result of another run or device to check against; null = none
 };
 
 // Checks every value and fills the derived fields (cases/configs); throws
@@ -140,8 +133,8 @@ void map_plan_models(Plan& plan, const std::function<std::string(const std::stri
 // A session's own conversations file ("" for the built-in set and for other plans).
 std::string plan_prompts(const Plan& plan);
 
-// The options doctor runs with, once the plan's model spec is a file; and back (what a
-// doctor run stores as its plan).
+// The options doctor runs with, once the plan's model spec is a file (its children run as
+// app::run_bench_child); and back (what a doctor run stores as its plan).
 doctor::DoctorOptions doctor_options(const DoctorPlan& plan, const std::string& model_path);
 DoctorPlan doctor_plan_of(const doctor::DoctorOptions& options, bool tune);
 

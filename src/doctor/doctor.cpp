@@ -6,26 +6,13 @@
 #include <chrono>
 #include <fstream>
 #include <set>
-#include <sstream>
 
 #include "core/error.h"
-#include "core/subprocess.h"
-#include "platform/cpu_features.h"
 #include "result/migrate.h"
 #include "result/result.h"
 
 namespace edgeprobe::doctor {
 namespace {
-
-std::string first_error_line(const std::string& err) {
-  std::istringstream in(err);
-  std::string line, first;
-  while (std::getline(in, line)) {
-    if (line.starts_with("edgeprobe: error: ")) return line.substr(18);
-    if (first.empty() && !line.empty()) first = line;
-  }
-  return first.empty() ? "no output" : first;
-}
 
 // 1, 2, 4, ... up to the usable CPUs, and the usable count itself: enough to see the
 // scaling curve and the "more threads is slower" anomaly without a run per count.
@@ -73,39 +60,19 @@ ChildTests default_tests(const DoctorOptions& o) { return {o.n_prompt, o.n_gen, 
 
 BenchRun run_bench_child(const DoctorOptions& options, const std::string& label, const RunConfig& config,
                          const ChildTests& tests, const SpeedProbe* probe) {
+  if (!options.bench_child) throw Error(ErrorKind::kBug, "doctor: no bench child runner (app::doctor_options sets it)");
   BenchRun run;
   run.label = label;
   run.config = config;
-  run.argv = options.edgeprobe_exe.empty() ? self_command() : std::vector<std::string>{options.edgeprobe_exe};
-  run.argv.insert(run.argv.end(), {"bench", "-m", options.model_path, "-p", std::to_string(tests.n_prompt), "-n",
-                                   std::to_string(tests.n_gen), "-r", std::to_string(tests.repetitions), "-o", "json",
-                                   "--no-store", "-q", "--llama-log", "--sysfs-root", options.sysfs_root, "--sample-hz",
-                                   fmt::format("{}", options.sample_hz)});
-  if (!tests.warmup) run.argv.push_back("--no-warmup");
-  // A fixture tree is another device: this machine's measured ceilings would not be its.
-  // Under emulation there is no device whose ceilings they would be (and they take long).
-  static const bool emulated = platform::detect_cpu_features(FsRoot("/")).emulated;
-  if (options.sysfs_root != "/" || emulated) run.argv.insert(run.argv.end(), {"--ceilings", "off"});
-  for (auto& a : config.bench_args()) run.argv.push_back(a);
-  run.argv.insert(run.argv.end(), tests.sweep_args.begin(), tests.sweep_args.end());
-
   const ProcessWatch watch;
   const auto from = std::chrono::steady_clock::now();
-  const auto r = run_subprocess(run.argv, options.child_timeout_s, options.child_env);
+  ChildOutput child = options.bench_child(options, config, tests);
   if (probe) run.reference_ms = probe->samples(from, std::chrono::steady_clock::now());
-  run.window = watch.finish(r.wall_s, r.cpu_s, usable_cpus(collect_device_facts(FsRoot("/")), config));
-  if (r.timed_out) {
-    run.error = fmt::format("bench did not finish within {:.0f} s", options.child_timeout_s);
-    return run;
-  }
-  try {
-    run.report = nlohmann::json::parse(r.out);
-  } catch (const nlohmann::json::exception&) {
-    run.report = nullptr;
-  }
-  run.exit_code = r.exit_code;
-  if (r.exit_code != 0) run.error = first_error_line(r.err);
-  else if (!run.report.is_object()) run.error = "bench wrote no JSON result";
+  run.window = watch.finish(child.wall_s, child.cpu_s, usable_cpus(collect_device_facts(FsRoot("/")), config));
+  run.command = std::move(child.command);
+  run.report = std::move(child.report);
+  run.exit_code = child.exit_code;
+  run.error = std::move(child.error);
   return run;
 }
 
@@ -132,7 +99,7 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
   e.options = options;
   e.model = model::read_gguf_info(options.model_path);
   if (!options.baseline.is_null()) e.baseline = options.baseline;
-  else if (!options.baseline_path.empty()) e.baseline = load_baseline(options.baseline_path);
+  else if (!options.baseline_name.empty()) e.baseline = load_baseline(options.baseline_name);
   e.device = collect_device_facts(FsRoot(options.sysfs_root));
   const SpeedProbe probe;
 
@@ -141,7 +108,8 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
   if (!e.primary.ok()) {
     if (e.primary.exit_code == static_cast<int>(ErrorKind::kBadInput)) throw Error(ErrorKind::kBadInput, e.primary.error);
     throw Error(ErrorKind::kEnvironment,
-                fmt::format("the configuration does not run: {} (command: {})", e.primary.error, shell_join(e.primary.argv)));
+                fmt::format("the configuration does not run: {}{}", e.primary.error,
+                            e.primary.config.flags_text().empty() ? "" : " (" + e.primary.config.flags_text() + ")"));
   }
   e.budget_s = options.budget_s > 0 ? options.budget_s : auto_budget_s(e.primary, options);
   const auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(e.budget_s));
@@ -186,7 +154,10 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
       std::string list;
       for (int t : counts) list += (list.empty() ? "" : ",") + std::to_string(t);
       ChildTests sweep = default_tests(options);
-      sweep.sweep_args = {"-t", list};
+      for (int t : counts) {
+        sweep.sweep.push_back(options.config);
+        sweep.sweep.back().threads = t;
+      }
       sweep.repetitions = 1;  // a screen: the count worth confirming is then measured in pairs
       RunConfig config = options.config;  // the screen compares with the primary run: as configured
       config.threads = 0;

@@ -14,25 +14,51 @@
 
 namespace edgeprobe::doctor {
 
-// What to diagnose and how long to spend on it. The tests are short on purpose: doctor
-// looks for factors of 1.2 to 100, not for 1 %.
-struct DoctorOptions {
-  std::string model_path;     // resolved (synth: specs are written before doctor starts)
-  RunConfig config;           // the configuration under diagnosis; threads resolved
+struct DoctorOptions;
+struct ChildTests;
+
+// What one bench child gave back.
+struct ChildOutput {
+  std::string command;            // one a person can paste to rerun it (its plan piped in)
+  nlohmann::json report;          // the child's bench report; null when it sent none
+  int exit_code = -1;             // -1: it did not start
+  bool timed_out = false;
+  std::string error;              // one line: why it failed; "" when it worked
+  double wall_s = 0, cpu_s = 0;   // the child's wall time and its own CPU time
+};
+// Starts one bench child for `config` and `tests` and waits for it. app/ provides it
+// (app::run_bench_child: `edgeprobe run --plan -`, read back through the wire format):
+// the plan types live in app/, which depends on doctor/, so doctor only names the call.
+using BenchChildFn = std::function<ChildOutput(const DoctorOptions&, const RunConfig&, const ChildTests&)>;
+
+// What to diagnose and how long to spend on it: the settings a doctor plan carries
+// (app::DoctorPlan is these plus the model spec), so the plan and the options are one
+// struct, not two copied field by field. The tests are short on purpose: doctor looks
+// for factors of 1.2 to 100, not for 1 %.
+struct DoctorSettings {
+  RunConfig config;           // the configuration under diagnosis; threads resolved (0 in a plan: the device's default)
   int n_prompt = 128, n_gen = 32, repetitions = 3;
   std::string sysfs_root = "/";
   double sample_hz = 20;
-  std::string baseline_path;  // a bench or doctor -o json result from another run
-  nlohmann::json baseline;    // or that result itself (a stored run: --baseline RUN); wins when set
-  bool experiments = true;    // run the fixed configurations to measure the gains
-  double child_timeout_s = 1800;
-  std::string edgeprobe_exe;  // the binary whose `bench` measures; "" = this one
-  std::vector<std::pair<std::string, std::string>> child_env;
   // Wall-time target of the whole run in seconds; comparisons stop (inconclusive) once it
   // is spent. 0 = twice llama-bench's default run (-p 512 -n 128 -r 5 and its warm-up)
   // as estimated from the first child's rates, and at least kMinAutoBudget.
   double budget_s = 0;
+  bool experiments = true;    // run the fixed configurations to measure the gains
+  // A bench or doctor -o json result from another run or device: `baseline` itself (a
+  // stored run, a plan's copy) wins when set; else `baseline_name` is read as a file.
+  std::string baseline_name;  // where it came from ("a.json", "run 12")
+  nlohmann::json baseline;
+};
+
+// The settings, and how this process runs them.
+struct DoctorOptions : DoctorSettings {
+  std::string model_path;     // resolved (synth: specs are written before doctor starts)
+  double child_timeout_s = 1800;
+  std::string edgeprobe_exe;  // the binary whose `run --plan -` measures; "" = this one
+  std::vector<std::pair<std::string, std::string>> child_env;
   StopRule stop_rule;
+  BenchChildFn bench_child;   // runs each child; app::doctor_options sets it
 };
 constexpr double kMinAutoBudget = 45;  // room for a few pairs of each comparison on a small model
 
@@ -68,14 +94,14 @@ using ProgressFn = std::function<void(const std::string&)>;
 struct ChildTests {
   int n_prompt = 0, n_gen = 0, repetitions = 1;
   bool warmup = true;
-  // Appended to the command: a list for one flag ("-t", "1,4") that the caller cleared
-  // from the config, so that one child (one model load) sweeps the values.
-  std::vector<std::string> sweep_args;
+  // Configurations that differ in one setting, which one child (one model load) runs in
+  // turn, as a bench sweep; empty: the child runs its `config` alone.
+  std::vector<RunConfig> sweep;
 };
 ChildTests default_tests(const DoctorOptions& options);
 
-// Runs one `edgeprobe bench` child for `config` and returns its parsed result, with the
-// machine's activity around it. Never throws for a failed run: BenchRun::error says why.
+// Runs one bench child (options.bench_child) for `config` and returns its result, with
+// the machine's activity around it. Never throws for a failed run: BenchRun::error says why.
 // With `probe`, the run keeps the reference kernel's samples taken while it ran.
 BenchRun run_bench_child(const DoctorOptions& options, const std::string& label, const RunConfig& config,
                          const ChildTests& tests, const SpeedProbe* probe = nullptr);

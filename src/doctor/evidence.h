@@ -57,9 +57,9 @@ class ProcessWatch {
 struct BenchRun {
   std::string label;              // "as configured", "best CPU variant", "-t 1,2"
   RunConfig config;
-  std::vector<std::string> argv;  // the whole command, reproducible
-  nlohmann::json report;          // the child's -o json result; null when it failed
-  std::string error;              // why it failed (first stderr line), "" when fine
+  std::string command;            // the whole command with its plan piped in, reproducible
+  nlohmann::json report;          // the child's bench report; null when it failed
+  std::string error;              // why it failed (one line), "" when fine
   int exit_code = 0;              // the child's: 2 = bad input, as everywhere in edgeprobe
   RunWindow window;
   std::vector<double> reference_ms;  // the reference kernel timed while it ran (measure.h)

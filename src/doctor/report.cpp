@@ -13,7 +13,7 @@ namespace {
 nlohmann::json run_json(const BenchRun& run) {
   return {{"label", run.label},
           {"config", run.config.bench_args()},
-          {"command", shell_join(run.argv)},
+          {"command", run.command},
           {"error", run.error},
           {"window",
            {{"wall_s", run.window.wall_s},

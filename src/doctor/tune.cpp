@@ -40,7 +40,11 @@ TuneStep sweep(const DoctorOptions& o, const Setting& s, RunConfig& current, con
   progress(fmt::format("tuning {}: {} {}", s.name, s.flag, join(values)));
   RunConfig base = current;
   s.set(base, "");  // cleared: the swept list below takes its place
-  ChildTests tests{o.n_prompt, o.n_gen, std::max(1, o.repetitions - 1), true, {s.flag, join(values)}};
+  ChildTests tests{o.n_prompt, o.n_gen, std::max(1, o.repetitions - 1), true, {}};
+  for (const auto& v : values) {
+    tests.sweep.push_back(current);
+    s.set(tests.sweep.back(), v);
+  }
   const BenchRun run = run_bench_child(o, "tune " + s.name, base, tests);
   if (report) *report = run.report;
   if (!run.ok()) {

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "lab/deploy.h"
-#include "lab/process.h"
+#include "core/subprocess.h"
 #include "lab/transport.h"
 
 namespace edgeprobe::lab {
@@ -26,7 +26,7 @@ std::vector<CheckRow> check_devices(const std::vector<Device>& devices, double t
         row.state = read_state(*transport, row.device, timeout_s);
       } catch (const std::exception& e) {
         row.state.reachable = false;
-        row.state.why_not = one_line(e.what());
+        row.state.why_not = output_line(e.what());
       }
       if (row.device.transport == "local") {
         row.bundle = "(this edgeprobe)";

@@ -30,12 +30,12 @@ std::string local_sha256(const std::string& path) {
 
 std::string run_checked(Transport& t, const Device& d, const std::string& command, const std::string& step,
                         double timeout_s = 120) {
-  const ProcessResult r = t.run(command, within(timeout_s));
+  const SubprocessResult r = t.run(command, within(timeout_s));
   if (const std::string why = t.unreachable(r); !why.empty())
     throw_environment("{}: {}: {}", d.name, step, why);
   if (r.exit_code != 0)
     throw_environment("{}: {} failed (exit {}): {}", d.name, step, r.exit_code,
-                      one_line(r.err.empty() ? r.out : r.err));
+                      output_line(r.err.empty() ? r.out : r.err));
   return r.out;
 }
 

@@ -123,7 +123,7 @@ DeviceState parse_state(const std::string& text) {
 }
 
 DeviceState read_state(Transport& transport, const Device& device, double timeout_s) {
-  const ProcessResult r = transport.run(state_script(device.workdir), within(timeout_s));
+  const SubprocessResult r = transport.run(state_script(device.workdir), within(timeout_s));
   if (const std::string why = transport.unreachable(r); !why.empty()) {
     DeviceState s;
     s.why_not = why;
@@ -132,7 +132,7 @@ DeviceState read_state(Transport& transport, const Device& device, double timeou
   DeviceState s = parse_state(r.out);
   if (!s.reachable)
     s.why_not =
-        r.exit_code != 0 ? "probe exited " + std::to_string(r.exit_code) + ": " + one_line(r.err) : s.why_not;
+        r.exit_code != 0 ? "probe exited " + std::to_string(r.exit_code) + ": " + output_line(r.err) : s.why_not;
   if (!device.arch.empty()) s.target = target_of_arch(device.arch);  // the inventory's override
   return s;
 }

@@ -160,9 +160,9 @@ class DeviceRunner {
       f << app::to_json(device_plan).dump();
       if (!f) throw_environment("cannot write {}", local.string());
     }
-    const ProcessResult mk =
+    const SubprocessResult mk =
         transport_->run("mkdir -p " + shell_quote(device_.workdir + "/plans"), within(60));
-    if (mk.exit_code != 0) throw_environment("cannot make the plans directory: {}", one_line(mk.err));
+    if (mk.exit_code != 0) throw_environment("cannot make the plans directory: {}", output_line(mk.err));
     transport_->push(local.string(), device_.workdir + "/plans/" + name, 600);
     fs::remove(local);
 
@@ -179,7 +179,7 @@ class DeviceRunner {
     say("job {}/{} ({}) started{}", k + 1, plans_.size(), kind,
         resume ? fmt::format(", resuming run {}", resume) : "");
     double last_said = steady_seconds();
-    ProcessOptions po;
+    SubprocessOptions po;
     po.timeout_s = options_.job_timeout_s;
     po.cancel = [stop = options_.stop] { return stop.stop_requested(); };
     po.on_line = [&](std::string_view line) {
@@ -189,14 +189,14 @@ class DeviceRunner {
         say("{}", render_plain(recorder.progress()));
       }
     };
-    const ProcessResult r = transport_->run(command, po);
+    const SubprocessResult r = transport_->run(command, po);
     if (!recorder.ended()) {
       std::string why = transport_->unreachable(r);
       if (why.empty() && r.cancelled) why = "interrupted";
       if (why.empty() && !recorder.failed().empty()) why = recorder.failed();
       if (why.empty())
         why =
-            fmt::format("edgeprobe exited {} without finishing its stream: {}", r.exit_code, one_line(r.err));
+            fmt::format("edgeprobe exited {} without finishing its stream: {}", r.exit_code, output_line(r.err));
       why = fmt::format("{} (after {} units committed)", why, recorder.committed());
       recorder.finish_cut(why);
     }

@@ -51,12 +51,12 @@ void refuse_option_like(const Device& d) {
 class LocalTransport : public Transport {
  public:
   std::string describe() const override { return "local"; }
-  ProcessResult run(const std::string& command, const ProcessOptions& options) override {
-    return run_process({"/bin/sh", "-c", command}, options);
+  SubprocessResult run(const std::string& command, const SubprocessOptions& options) override {
+    return run_subprocess({"/bin/sh", "-c", command}, options);
   }
   void push(const std::string& local, const std::string& remote, double) override { copy(local, remote); }
   void pull(const std::string& remote, const std::string& local, double) override { copy(remote, local); }
-  std::string unreachable(const ProcessResult&) const override { return ""; }
+  std::string unreachable(const SubprocessResult&) const override { return ""; }
 
  private:
   static void copy(const std::string& from, const std::string& to) {
@@ -78,8 +78,8 @@ class SshTransport : public Transport {
   }
   std::string describe() const override { return "ssh " + device_.host; }
 
-  ProcessResult run(const std::string& command, const ProcessOptions& options) override {
-    return run_process(ssh_command_argv(device_, control_dir_, command), options);
+  SubprocessResult run(const std::string& command, const SubprocessOptions& options) override {
+    return run_subprocess(ssh_command_argv(device_, control_dir_, command), options);
   }
   void push(const std::string& local, const std::string& remote, double timeout_s) override {
     copy({local, target(remote)}, timeout_s, "push " + local);
@@ -87,10 +87,10 @@ class SshTransport : public Transport {
   void pull(const std::string& remote, const std::string& local, double timeout_s) override {
     copy({target(remote), local}, timeout_s, "pull " + remote);
   }
-  std::string unreachable(const ProcessResult& r) const override {
+  std::string unreachable(const SubprocessResult& r) const override {
     if (r.timed_out) return "ssh " + device_.host + ": timed out";
     if (r.exit_code == 255)
-      return "ssh " + device_.host + ": " + (r.err.empty() ? "connection failed" : one_line(r.err));
+      return "ssh " + device_.host + ": " + (r.err.empty() ? "connection failed" : output_line(r.err));
     return "";
   }
 
@@ -99,10 +99,10 @@ class SshTransport : public Transport {
   std::string target(const std::string& remote) const { return device_.host + ":" + shell_quote(remote); }
 
   void copy(std::vector<std::string> paths, double timeout_s, const std::string& what) {
-    const ProcessResult r = run_process(scp_argv(device_, control_dir_, paths), within(timeout_s));
+    const SubprocessResult r = run_subprocess(scp_argv(device_, control_dir_, paths), within(timeout_s));
     if (r.exit_code != 0)
       throw_environment("ssh {}: {} failed: {}", device_.host, what,
-                        r.timed_out ? "timed out" : one_line(r.err));
+                        r.timed_out ? "timed out" : output_line(r.err));
   }
 
   Device device_;
@@ -114,23 +114,23 @@ class AdbTransport : public Transport {
  public:
   explicit AdbTransport(const Device& d) : device_(d) {}
   std::string describe() const override { return "adb " + device_.serial; }
-  ProcessResult run(const std::string& command, const ProcessOptions& options) override {
+  SubprocessResult run(const std::string& command, const SubprocessOptions& options) override {
     connect_once();
-    return run_process({adb_program(), "-s", device_.serial, "shell", command}, options);
+    return run_subprocess({adb_program(), "-s", device_.serial, "shell", command}, options);
   }
   void push(const std::string& local, const std::string& remote, double timeout_s) override {
     connect_once();
-    check(run_process({adb_program(), "-s", device_.serial, "push", local, remote}, within(timeout_s)),
+    check(run_subprocess({adb_program(), "-s", device_.serial, "push", local, remote}, within(timeout_s)),
           "push " + local);
   }
   void pull(const std::string& remote, const std::string& local, double timeout_s) override {
     connect_once();
-    check(run_process({adb_program(), "-s", device_.serial, "pull", remote, local}, within(timeout_s)),
+    check(run_subprocess({adb_program(), "-s", device_.serial, "pull", remote, local}, within(timeout_s)),
           "pull " + remote);
   }
-  std::string unreachable(const ProcessResult& r) const override {
+  std::string unreachable(const SubprocessResult& r) const override {
     if (r.timed_out) return "adb " + device_.serial + ": timed out";
-    const std::string err = one_line(r.err);
+    const std::string err = output_line(r.err);
     for (const char* sign :
          {"not found", "offline", "unauthorized", "no devices", "device still connecting", "closed"})
       if (err.find(sign) != std::string::npos) return "adb " + device_.serial + ": " + err;
@@ -142,12 +142,12 @@ class AdbTransport : public Transport {
   void connect_once() {
     if (connected_ || device_.serial.find(':') == std::string::npos) return;
     connected_ = true;
-    run_process({adb_program(), "connect", device_.serial}, within(20));
+    run_subprocess({adb_program(), "connect", device_.serial}, within(20));
   }
-  void check(const ProcessResult& r, const std::string& what) const {
+  void check(const SubprocessResult& r, const std::string& what) const {
     if (r.exit_code != 0)
       throw_environment("adb {}: {} failed: {}", device_.serial, what,
-                        r.timed_out ? "timed out" : one_line(r.err + r.out));
+                        r.timed_out ? "timed out" : output_line(r.err + r.out));
   }
   Device device_;
   bool connected_ = false;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "lab/inventory.h"
-#include "lab/process.h"
+#include "core/subprocess.h"
 
 namespace edgeprobe::lab {
 
@@ -22,13 +22,13 @@ class Transport {
   virtual std::string describe() const = 0;
   // Runs `command` through the device's sh. A failure to reach the device is a result
   // with reached = false (exit 255 from ssh, "device offline" from adb), not an exception.
-  virtual ProcessResult run(const std::string& command, const ProcessOptions& options) = 0;
+  virtual SubprocessResult run(const std::string& command, const SubprocessOptions& options) = 0;
   // Copies a local file to a path on the device (and back); throws Error(kEnvironment)
   // with the transport's own words when it fails.
   virtual void push(const std::string& local, const std::string& remote, double timeout_s) = 0;
   virtual void pull(const std::string& remote, const std::string& local, double timeout_s) = 0;
   // Why the last run's result means the device was not reached, or "" when it was.
-  virtual std::string unreachable(const ProcessResult& result) const = 0;
+  virtual std::string unreachable(const SubprocessResult& result) const = 0;
 };
 
 // The transport of an inventory entry. ssh runs the OpenSSH client (so ~/.ssh/config,

@@ -61,7 +61,7 @@ std::map<std::string, std::string> getprop_properties(const FsRoot& fs) {
   if (access(tool.c_str(), X_OK) != 0) return props;
   SubprocessResult r;
   try {
-    r = run_subprocess({tool}, 10);
+    r = run_subprocess({tool}, within(10));
   } catch (const Error&) {
     return props;
   }

@@ -207,7 +207,8 @@ TEST(DoctorPlan, DefaultsAreDoctorsAndJsonRoundTrips) {
   // The options doctor runs with, and back: what a doctor run stores as its plan.
   const auto options = app::doctor_options(plan, "/abs/m.gguf");
   EXPECT_EQ(options.model_path, "/abs/m.gguf");
-  EXPECT_EQ(options.baseline_path, "run 7");
+  EXPECT_EQ(options.baseline_name, "run 7");
+  EXPECT_TRUE(options.bench_child);  // its children run as `run --plan -`
   EXPECT_EQ(options.config.cpu_mask, "0x3");
   EXPECT_EQ(app::doctor_plan_of(options, true).baseline, plan.baseline);
   // A hand-written plan: every field optional but the kind.

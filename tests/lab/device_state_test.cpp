@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "lab/lab_run.h"
-#include "lab/process.h"
+#include "core/subprocess.h"
 #include "platform/device_identity.h"
 
 using namespace edgeprobe;
@@ -60,7 +60,7 @@ TEST(DeviceState, ZonesInWholeOrTenthDegreesReadAsTheSamplerReadsThem) {
 // The lab's probe and a run on the same machine name it alike: the script through a real
 // sh here, against what this process reads itself.
 TEST(DeviceState, TheProbeNamesThisMachineAsItsOwnRunsDo) {
-  const auto r = run_process({"sh", "-c", state_script("/nonexistent")}, within(30));
+  const auto r = run_subprocess({"sh", "-c", state_script("/nonexistent")}, within(30));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const DeviceState s = parse_state(r.out);
   ASSERT_TRUE(s.reachable) << r.out;

@@ -85,7 +85,7 @@ TEST(SshArgv, ARealSshGivenAnOptionLikeHostRunsNothing) {
   TempDirectory tmp;
   const std::string marker = tmp.path + "/pwned";
   const Device d = hostile_ssh_device(marker);
-  const auto r = run_process(ssh_command_argv(d, tmp.path, "true"), within(30));
+  const auto r = run_subprocess(ssh_command_argv(d, tmp.path, "true"), within(30));
   EXPECT_FALSE(r.timed_out);
   EXPECT_NE(r.exit_code, 0) << r.err;
   EXPECT_FALSE(fs::exists(marker)) << "ssh ran the inventory's ProxyCommand";

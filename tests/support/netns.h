@@ -30,7 +30,7 @@ class NetNamespace {
 
   const std::string& name() const { return name_; }
   // {"/usr/sbin/ip", "netns", "exec", name}: prepend to an argv to run it inside. The ip
-  // path is absolute because run_process does not search PATH.
+  // path is absolute: /usr/sbin is not on every PATH.
   std::vector<std::string> exec_prefix() const;
   // SIGKILLs every process inside (`ip netns pids`) and waits, bounded, until they are gone.
   void kill_all() const;

@@ -71,7 +71,15 @@ BackgroundProcess::~BackgroundProcess() {
 
 ProcessResult run_process(const std::vector<std::string>& argv, int timeout_s,
                           const std::vector<std::pair<std::string, std::string>>& env) {
-  const auto r = run_subprocess(argv, timeout_s, env);
+  SubprocessOptions options = within(timeout_s);
+  options.env = env;
+  options.err_limit = options.out_limit;  // a test's failure message shows all of it
+  SubprocessResult r;
+  try {
+    r = run_subprocess(argv, options);
+  } catch (const Error& e) {  // a program that cannot start: as a shell reports it
+    return {127, "", e.what()};
+  }
   ProcessResult result{r.exit_code, r.out, r.err};
   if (r.timed_out) result.err += "\n[test harness: killed after " + std::to_string(timeout_s) + " s]";
   return result;
