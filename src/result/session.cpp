@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <limits>
 #include <string_view>
 
 #include "core/error.h"
+#include "core/json_number.h"
 #include "core/text.h"
 
 namespace edgeprobe::result {
@@ -132,16 +132,14 @@ class TurnReader {
   }
 
  private:
-  // An integer that fits Int; `whole` is the value to show when `v` is an element of it.
+  // An integer that fits Int (core/json_number.h: 5.0 is 5, 2.5 and 2^40 for an int are
+  // refused); `whole` is the value to show when `v` is an element of it.
   template <typename Int>
   static Int integer_value(std::string_view key, const json& v, std::string_view expected = "an integer",
                            const json* whole = nullptr) {
-    const bool fits = v.is_number_unsigned()  ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<Int>::max())
-                      : v.is_number_integer() ? v.get<int64_t>() >= std::numeric_limits<Int>::min() &&
-                                                    v.get<int64_t>() <= std::numeric_limits<Int>::max()
-                                              : false;
-    if (!fits) refuse(key, whole ? *whole : v, expected);
-    return static_cast<Int>(v.get<int64_t>());
+    const auto n = exact_integer<Int>(v);
+    if (!n) refuse(key, whole ? *whole : v, expected);
+    return *n;
   }
 
   const json& j_;

@@ -187,9 +187,9 @@ TEST(SessionReporters, RemotePrefillAndItsFallbackAreMarked) {
   auto r = sample_session();
   r.provenance.extra["prefill_remote"] = "10.0.0.2:7788";
   auto& turns = r.configs[0].turns;
-  turns[0]["prefill_remote"] = {{"mode", "remote"}};
-  turns[1]["prefill_remote"] = {{"mode", "local"}, {"fallback_reason", "kv peer refused: authentication failed: wrong token"}};
-  turns[2]["prefill_remote"] = {{"mode", "remote"}};
+  turns[0].prefill_remote = json{{"mode", "remote"}};
+  turns[1].prefill_remote = json{{"mode", "local"}, {"fallback_reason", "kv peer refused: authentication failed: wrong token"}};
+  turns[2].prefill_remote = json{{"mode", "remote"}};
   std::ostringstream md, csv;
   report::write_session_report(r, "md", md);
   report::write_session_report(r, "csv", csv);
