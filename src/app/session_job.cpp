@@ -177,7 +177,7 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
   for (size_t i = 0; i < plan.configs.size(); ++i) {
     result::SessionConfigResult c;
     c.ordinal = static_cast<int>(i);
-    c.config = plan.configs[i].to_json();
+    c.config = plan.configs[i];
     c.analysis = analysis::analyse_session_turns(turns[i]);
     c.turns = std::move(turns[i]);
     if (config_errors.contains(i)) c.error = config_errors[i];

@@ -64,7 +64,7 @@ result::SessionReport session_from_store(const json& doc, const result::Provenan
   for (const auto& c : doc["configurations"]) {
     result::SessionConfigResult cr;
     cr.ordinal = c["ordinal"].get<int>();
-    cr.config = c["config"];
+    cr.config = result::session_config_from_json(c["config"]);
     report.configs.push_back(std::move(cr));
   }
   for (const auto& t : doc["turns"]) {

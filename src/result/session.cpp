@@ -45,6 +45,12 @@ std::string replace_invalid_utf8(const std::string& s) {
   return out;
 }
 
+// One error for a mistyped field of a document this module reads strictly.
+[[noreturn]] void refuse_field(std::string_view what, std::string_view key, const json& v, std::string_view expected) {
+  throw_bad_input("{} field '{}' must be {}, got {}", what, key, expected,
+                  one_line(v.dump(-1, ' ', false, json::error_handler_t::replace), 80));
+}
+
 json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
 json to_json(const FrameCounts& f) { return {{"due", f.due}, {"missed", f.missed}, {"late", f.late}}; }
@@ -127,8 +133,7 @@ class TurnReader {
   }
 
   [[noreturn]] static void refuse(std::string_view key, const json& v, std::string_view expected) {
-    throw_bad_input("turn field '{}' must be {}, got {}", key, expected,
-                    one_line(v.dump(-1, ' ', false, json::error_handler_t::replace), 80));
+    refuse_field("turn", key, v, expected);
   }
 
  private:
@@ -219,13 +224,53 @@ Turn turn_from_json(const json& j) {
   return t;
 }
 
+json SessionConfig::to_json() const {
+  json j = {{"model_path", model_path}, {"n_ctx", n_ctx}, {"max_tokens", max_tokens}, {"n_batch", n_batch},
+            {"n_threads", n_threads}};
+  if (n_gpu_layers != kDefaultGpuLayers) j["n_gpu_layers"] = n_gpu_layers;
+  if (!devices.empty()) j["devices"] = devices;
+  if (!op_offload) j["op_offload"] = false;
+  return j;
+}
+
+SessionConfig session_config_from_json(const json& j) {
+  constexpr std::string_view kWhat = "session config";
+  if (!j.is_object()) refuse_field(kWhat, "(the config itself)", j, "an object");
+  SessionConfig c;
+  auto integer = [&](const char* key, int& out) {
+    if (const auto it = j.find(key); it != j.end()) {
+      const auto n = exact_integer<int>(*it);
+      if (!n) refuse_field(kWhat, key, *it, "an integer");
+      out = *n;
+    }
+  };
+  auto string = [&](const char* key, std::string& out) {
+    if (const auto it = j.find(key); it != j.end()) {
+      if (!it->is_string()) refuse_field(kWhat, key, *it, "a string");
+      out = it->get<std::string>();
+    }
+  };
+  string("model_path", c.model_path);
+  integer("n_ctx", c.n_ctx);
+  integer("max_tokens", c.max_tokens);
+  integer("n_batch", c.n_batch);
+  integer("n_threads", c.n_threads);
+  integer("n_gpu_layers", c.n_gpu_layers);
+  string("devices", c.devices);
+  if (const auto it = j.find("op_offload"); it != j.end()) {
+    if (!it->is_boolean()) refuse_field(kWhat, "op_offload", *it, "true or false");
+    c.op_offload = it->get<bool>();
+  }
+  return c;
+}
+
 json to_json(const SessionReport& r) {
   json configs = json::array();
   for (const auto& c : r.configs) {
     json turns = json::array();
     for (const auto& t : c.turns) turns.push_back(to_json(t));
     configs.push_back({{"ordinal", c.ordinal},
-                       {"config", c.config},
+                       {"config", c.config.to_json()},
                        {"error", to_json(c.error)},
                        {"analysis", c.analysis},
                        {"turns", std::move(turns)}});
@@ -249,7 +294,7 @@ SessionReport session_report_from_json(const json& j) {
   for (const auto& c : j.value("configs", json::array())) {
     SessionConfigResult cr;
     cr.ordinal = c.value("ordinal", 0);
-    cr.config = c.value("config", json::object());
+    cr.config = session_config_from_json(c.value("config", json::object()));
     cr.analysis = c.value("analysis", json(nullptr));
     for (const auto& t : c.value("turns", json::array())) cr.turns.push_back(turn_from_json(t));
     if (c.contains("error") && c["error"].is_object())

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/context_defaults.h"
 #include "result/result.h"
 
 namespace edgeprobe::result {
@@ -69,11 +70,31 @@ nlohmann::json to_json(const Turn& turn);
 // naming the field ("turn field 'ttft_ms' must be a number or null, got \"fast\"").
 Turn turn_from_json(const nlohmann::json& j);
 
+// One configuration of a session sweep (MELT's grid: model, context, generation length,
+// batch, threads), as plans, the store and session documents hold it.
+struct SessionConfig {
+  std::string model_path;
+  int n_ctx = 2048;
+  int max_tokens = 128;
+  int n_batch = 512;
+  int n_threads = 1;
+  // GPU offload, as bench takes it (engine::ModelOptions); written to JSON only when not the
+  // default, so a CPU session's documents read as before.
+  int n_gpu_layers = kDefaultGpuLayers;
+  std::string devices;
+  bool op_offload = true;
+  nlohmann::json to_json() const;
+  bool operator==(const SessionConfig&) const = default;
+};
+// The inverse of to_json: a missing key reads as its default; a key of the wrong type
+// throws Error(kBadInput) naming it. Keys it does not know are not kept.
+SessionConfig session_config_from_json(const nlohmann::json& j);
+
 // One configuration of a session sweep with its turns and the analysis of those turns
 // (stability, change points, QES).
 struct SessionConfigResult {
   int ordinal = 0;
-  nlohmann::json config;    // {"model_path", "n_ctx", "max_tokens", "n_batch", "n_threads"}
+  SessionConfig config;
   nlohmann::json analysis;  // analysis::analyse_session_turns
   std::vector<Turn> turns;
   std::optional<ErrorInfo> error;  // the configuration could not run (its model did not load)

@@ -243,15 +243,6 @@ std::vector<Conversation> load_conversations(const std::string& path) {
   return conversations;
 }
 
-nlohmann::json SessionConfig::to_json() const {
-  nlohmann::json j = {{"model_path", model_path}, {"n_ctx", n_ctx}, {"max_tokens", max_tokens}, {"n_batch", n_batch},
-                      {"n_threads", n_threads}};
-  if (n_gpu_layers != kDefaultGpuLayers) j["n_gpu_layers"] = n_gpu_layers;
-  if (!devices.empty()) j["devices"] = devices;
-  if (!op_offload) j["op_offload"] = false;
-  return j;
-}
-
 void run_session(engine::Engine& engine, const std::vector<SessionConfig>& configs,
                  const std::vector<Conversation>& conversations, const SessionOptions& options,
                  const RunClock& clock, const SessionCallbacks& cb) {

@@ -29,21 +29,8 @@ struct Conversation {
 std::vector<Conversation> load_conversations(const std::string& path);
 std::string default_conversations_path();
 
-// One configuration of a session sweep (MELT's grid: model, context, generation length,
-// batch, threads).
-struct SessionConfig {
-  std::string model_path;
-  int n_ctx = 2048;
-  int max_tokens = 128;
-  int n_batch = 512;
-  int n_threads = 1;
-  // GPU offload, as bench takes it (engine::ModelOptions); written to JSON only when not the
-  // default, so a CPU session's documents read as before.
-  int n_gpu_layers = kDefaultGpuLayers;
-  std::string devices;
-  bool op_offload = true;
-  nlohmann::json to_json() const;
-};
+// One configuration of a session sweep: the type sessions' results hold too.
+using SessionConfig = result::SessionConfig;
 
 struct SessionOptions {
   int rounds = 3;           // MELT repeats its conversations 3 times

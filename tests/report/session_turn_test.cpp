@@ -149,4 +149,32 @@ TEST(SessionTurn, ATurnThatIsNotAnObjectIsBadInput) {
   }
 }
 
+// A session configuration: GPU settings are written only when not the default, so a CPU
+// session's config reads and writes back as the five keys it always had.
+TEST(SessionConfig, RoundTripsWithAndWithoutGpuSettings) {
+  const json cpu = {{"model_path", "m.gguf"}, {"n_ctx", 2048}, {"max_tokens", 16}, {"n_batch", 512}, {"n_threads", 2}};
+  EXPECT_EQ(result::session_config_from_json(cpu).to_json().dump(), cpu.dump());
+  result::SessionConfig gpu{"m.gguf", 4096, 32, 256, 4};
+  gpu.n_gpu_layers = 20;
+  gpu.devices = "Vulkan0";
+  gpu.op_offload = false;
+  const json j = gpu.to_json();
+  EXPECT_EQ(j["n_gpu_layers"], 20);
+  EXPECT_EQ(result::session_config_from_json(j), gpu);
+}
+
+TEST(SessionConfig, AMistypedFieldIsOneBadInputErrorNamingIt) {
+  for (const auto& [doc, field] : {std::pair{json{{"n_ctx", "big"}}, "'n_ctx'"},
+                                   std::pair{json{{"model_path", 3}}, "'model_path'"},
+                                   std::pair{json{{"op_offload", "no"}}, "'op_offload'"}}) {
+    try {
+      (void)result::session_config_from_json(doc);
+      ADD_FAILURE() << "read " << doc.dump();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
