@@ -24,6 +24,7 @@ constexpr std::array<const char*, 22> kTurnKeys{
     "decode_step_ms",  "start_ns",         "prefill_end_ns", "end_ns",
     "reply",           "reply_tokens",     "telemetry",      "missed_frame_share_prefill",
     "missed_frame_share_decode", "error"};
+static_assert(kTurnKeys.size() <= 32, "Turn::absent_keys has a bit per key");
 
 // A model's pieces can split a multi-byte character (byte-fallback tokens), so a reply
 // may not be valid UTF-8; JSON must be. Invalid bytes become U+FFFD.
