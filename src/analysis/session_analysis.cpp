@@ -15,33 +15,32 @@ using nlohmann::json;
 
 // Stability and QES of one configuration's turns, in the order they ran.
 namespace {
-json decode_telemetry(const json& turn) {
-  const json telemetry = turn.value("telemetry", json());
-  return telemetry.is_object() ? telemetry.value("decode", json()) : json();
+json decode_telemetry(const result::Turn& turn) {
+  return turn.telemetry.is_object() ? turn.telemetry.value("decode", json()) : json();
 }
 }  // namespace
 
-json analyse_session_turns(const std::vector<json>& turns) {
+json analyse_session_turns(const std::vector<result::Turn>& turns) {
   std::vector<double> tps, ttft;
-  std::vector<const json*> measured;
+  std::vector<const result::Turn*> measured;
   double missed_frames = 0, due_frames = 0;
   std::optional<double> peak_temp;
   std::string peak_zone;
   for (const auto& t : turns) {
-    if (t.contains("error") && t["error"].is_object()) continue;
-    if (t.value("stop_reason", "") == "context_full" && t.value("generated_tokens", 0) == 0) continue;
+    if (t.error) continue;
+    if (t.stop_reason == "context_full" && t.generated_tokens == 0) continue;
     measured.push_back(&t);
-    ttft.push_back(t.value("ttft_ms", 0.0));
-    if (t.value("generated_tokens", 0) > 1) tps.push_back(t.value("decode_tokens_per_s", 0.0));
-    for (const char* k : {"frames_prefill", "frames_decode"}) {
-      if (t.contains(k)) {
-        missed_frames += t[k].value("missed", 0.0);
-        due_frames += t[k].value("due", 0.0);
+    ttft.push_back(t.ttft_ms.value_or(0));
+    if (t.generated_tokens > 1) tps.push_back(t.decode_tokens_per_s.value_or(0));
+    for (const auto* f : {&t.frames_prefill, &t.frames_decode}) {
+      if (*f) {
+        missed_frames += static_cast<double>((*f)->missed);
+        due_frames += static_cast<double>((*f)->due);
       }
     }
-    const json telemetry = t.value("telemetry", json());
-    if (telemetry.is_object()) {
-      for (const auto& [phase, tel] : telemetry.items()) {
+    // Telemetry stays JSON (its sources vary by device): each phase's thermal zones.
+    if (t.telemetry.is_object()) {
+      for (const auto& [phase, tel] : t.telemetry.items()) {
         if (!tel.is_object() || !tel.contains("thermal")) continue;
         for (const auto& [zone, z] : tel["thermal"].items()) {
           const double c = z.value("max_temp_c", NAN);
@@ -54,17 +53,19 @@ json analyse_session_turns(const std::vector<json>& turns) {
   json s = to_json(stability);
   // Tie every change point to the turn where it happened and the telemetry of that turn.
   json tied = json::array();
-  std::vector<const json*> with_tps;
+  std::vector<const result::Turn*> with_tps;
   for (const auto* t : measured)
-    if ((*t).value("generated_tokens", 0) > 1) with_tps.push_back(t);
+    if (t->generated_tokens > 1) with_tps.push_back(t);
   for (const auto& cp : stability.change_points) {
     if (cp.index >= with_tps.size()) continue;
-    const json& t = *with_tps[cp.index];
+    const result::Turn& t = *with_tps[cp.index];
+    // A key the stored turn lacked stays null here.
+    auto known = [&](const char* key, json v) { return t.had(key) ? v : json(); };
     tied.push_back({{"index", cp.index},
                     {"relative_change", cp.relative_change()},
-                    {"round", t.value("round", json())},
-                    {"conversation_id", t.value("conversation_id", json())},
-                    {"turn_index", t.value("turn_index", json())},
+                    {"round", known("round", t.round)},
+                    {"conversation_id", known("conversation_id", t.conversation_id)},
+                    {"turn_index", known("turn_index", t.turn_index)},
                     {"telemetry", decode_telemetry(t)}});
   }
   s["change_points_at"] = tied;

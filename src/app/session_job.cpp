@@ -56,20 +56,19 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
   const json plan_json = to_json(plan);
 
   // Turns an interrupted run already stored are replayed untimed to rebuild the history.
-  std::map<store::TurnKey, json> stored_turns;
-  for (const auto& u : plan.completed) {  // what a lab controller already holds
-    const json& r = u["turn"];
-    stored_turns[{u["config_index"].get<int64_t>(), r["round"], r["conversation_id"], r["turn_index"]}] = r;
-  }
+  std::map<store::TurnKey, result::Turn> stored_turns;
+  auto keep_stored = [&](int64_t config_index, const json& turn) {
+    result::Turn t = result::turn_from_json(turn);
+    stored_turns[{config_index, t.round, t.conversation_id, t.turn_index}] = std::move(t);
+  };
+  for (const auto& u : plan.completed)  // what a lab controller already holds
+    keep_stored(u["config_index"].get<int64_t>(), u["turn"]);
   int64_t run_id = 0;
   if (ctx.store) {
     if (ctx.resume_run) {
       run_id = ctx.resume_run;
       const json stored = ctx.store->load_run(run_id);
-      for (const auto& t : stored["turns"]) {
-        const json& r = t["result"];
-        stored_turns[{t["configuration_ordinal"], r["round"], r["conversation_id"], r["turn_index"]}] = r;
-      }
+      for (const auto& t : stored["turns"]) keep_stored(t["configuration_ordinal"].get<int64_t>(), t["result"]);
       ctx.store->resume_run(run_id);
     } else {
       run_id = ctx.store->begin_run("session", result::to_json(report.provenance), plan_json);
@@ -84,7 +83,7 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
   runner::TelemetryRecorder recorder(plan.env.sample_hz, plan.env.sysfs_root, clock, plan.env.server_pid);
   analysis::FrameProbe frames(clock);
   frames.start();
-  std::vector<std::vector<json>> turns(plan.configs.size());
+  std::vector<std::vector<result::Turn>> turns(plan.configs.size());
   for (const auto& [key, r] : stored_turns) turns[static_cast<size_t>(key.configuration_ordinal)].push_back(r);
 
   // Progress in turns, configs x rounds x conversations x turns: stored turns count as
@@ -111,45 +110,40 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
     if (ctx.sink) ctx.sink->progress(s);
   };
   cb.current_max_temp_c = [&] { return recorder.current_max_temp_c(); };
-  cb.completed_turn = [&](size_t ci, int round, const std::string& conv, int ti) -> std::optional<runner::TurnResult> {
+  cb.completed_turn = [&](size_t ci, int round, const std::string& conv, int ti) -> std::optional<result::Turn> {
     auto it = stored_turns.find({static_cast<int64_t>(ci), round, conv, ti});
     if (it == stored_turns.end()) return std::nullopt;
-    runner::TurnResult t;
-    t.reply = it->second.value("reply", "");
-    t.stop_reason = it->second.value("stop_reason", "");
-    if (it->second.contains("reply_tokens")) t.reply_tokens = it->second["reply_tokens"].get<std::vector<int32_t>>();
-    if (it->second.contains("error") && it->second["error"].is_object())
-      t.error = result::ErrorInfo{it->second["error"].value("kind", "environment"),
-                                  it->second["error"].value("message", "")};
-    return t;
+    return it->second;
   };
   std::set<std::string> fallbacks_said;
-  cb.turn_done = [&](size_t ci, runner::TurnResult& t) {
-    json prefill_remote;
+  cb.turn_done = [&](size_t ci, result::Turn& t) {
     if (engine.prefill_log && t.end_ns > 0) {
-      attach_prefill_record(*engine.prefill_log, plan.env, prefill_remote, t.ttft_ms, t.prefill_ms,
-                            t.prefill_tokens_per_s);
-      if (const auto w = fallback_warning(prefill_remote, plan.env, fallbacks_said); !w.empty() && ctx.sink)
+      // A timed turn has these figures; the record may replace them with the split's.
+      json record;
+      double ttft_ms = t.ttft_ms.value_or(0), prefill_ms = t.prefill_ms.value_or(0),
+             prefill_tps = t.prefill_tokens_per_s.value_or(0);
+      attach_prefill_record(*engine.prefill_log, plan.env, record, ttft_ms, prefill_ms, prefill_tps);
+      t.ttft_ms = ttft_ms, t.prefill_ms = prefill_ms, t.prefill_tokens_per_s = prefill_tps;
+      if (const auto w = fallback_warning(record, plan.env, fallbacks_said); !w.empty() && ctx.sink)
         ctx.sink->warning(w);
+      if (!record.is_null()) t.prefill_remote = std::move(record);
     }
-    json j;
     if (t.end_ns > 0) {
       t.telemetry = {{"prefill", recorder.summarize(t.start_ns, t.prefill_end_ns, t.prompt_tokens)},
                      {"decode", recorder.summarize(t.prefill_end_ns, t.end_ns, t.generated_tokens - 1)}};
       t.missed_frame_share_prefill = frames.missed_share(t.start_ns, t.prefill_end_ns);
       t.missed_frame_share_decode = frames.missed_share(t.prefill_end_ns, t.end_ns);
-      j = t.to_json();
-      const auto fp = frames.window_stats(t.start_ns, t.prefill_end_ns);
-      const auto fd = frames.window_stats(t.prefill_end_ns, t.end_ns);
-      j["frames_prefill"] = {{"due", fp.frames}, {"missed", fp.missed}, {"late", fp.late}};
-      j["frames_decode"] = {{"due", fd.frames}, {"missed", fd.missed}, {"late", fd.late}};
-    } else {
-      j = t.to_json();
+      auto counts = [](const analysis::FrameWindowStats& w) {
+        return result::FrameCounts{static_cast<int64_t>(w.frames), static_cast<int64_t>(w.missed),
+                                   static_cast<int64_t>(w.late)};
+      };
+      t.frames_prefill = counts(frames.window_stats(t.start_ns, t.prefill_end_ns));
+      t.frames_decode = counts(frames.window_stats(t.prefill_end_ns, t.end_ns));
     }
-    if (!prefill_remote.is_null()) j["prefill_remote"] = std::move(prefill_remote);
+    const json j = result::to_json(t);
     if (ctx.store) ctx.store->record_turn(run_id, {static_cast<int64_t>(ci), t.round, t.conversation_id, t.turn_index}, j);
     if (ctx.sink) ctx.sink->session_turn(ci, j);
-    turns[ci].push_back(std::move(j));
+    turns[ci].push_back(t);
     ++turns_done[ci];
     report_units();
   };
@@ -183,7 +177,7 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
   for (size_t i = 0; i < plan.configs.size(); ++i) {
     result::SessionConfigResult c;
     c.ordinal = static_cast<int>(i);
-    c.config = plan.configs[i].to_json();
+    c.config = plan.configs[i];
     c.analysis = analysis::analyse_session_turns(turns[i]);
     c.turns = std::move(turns[i]);
     if (config_errors.contains(i)) c.error = config_errors[i];
@@ -199,7 +193,7 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
     for (const auto& c : report.configs) {
       for (const auto& t : c.turns) {
         ++units;
-        failed += t.contains("error") && t["error"].is_object();
+        failed += t.error.has_value();
       }
       if (c.error && c.turns.empty()) ++units, ++failed;
     }

@@ -64,12 +64,12 @@ result::SessionReport session_from_store(const json& doc, const result::Provenan
   for (const auto& c : doc["configurations"]) {
     result::SessionConfigResult cr;
     cr.ordinal = c["ordinal"].get<int>();
-    cr.config = c["config"];
+    cr.config = result::session_config_from_json(c["config"]);
     report.configs.push_back(std::move(cr));
   }
   for (const auto& t : doc["turns"]) {
     const auto ordinal = t["configuration_ordinal"].get<size_t>();
-    if (ordinal < report.configs.size()) report.configs[ordinal].turns.push_back(t["result"]);
+    if (ordinal < report.configs.size()) report.configs[ordinal].turns.push_back(result::turn_from_json(t["result"]));
   }
   // The analysis is a pure function of the turns: computing it again gives what the run
   // printed, and also covers a run stopped before it stored its analysis.
@@ -92,6 +92,10 @@ StoredRun load_stored_run(const store::Store& store, int64_t run) {
     if (out.record.kind == "bench") out.bench = bench_from_store(doc, provenance);
     if (out.record.kind == "session") out.session = session_from_store(doc, provenance, run);
   } catch (const json::exception& e) {
+    throw_bad_input("run {} in {}: a stored {} unit is not what edgeprobe writes ({})", run, store.location(),
+                    out.record.kind, e.what());
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kBadInput) throw;
     throw_bad_input("run {} in {}: a stored {} unit is not what edgeprobe writes ({})", run, store.location(),
                     out.record.kind, e.what());
   }

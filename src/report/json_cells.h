@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/json_read.h"
+
 namespace edgeprobe::report {
 
 // What a reporter writes for one JSON value in a table cell: "" for null, 1/0 for
@@ -19,11 +21,7 @@ inline std::string scalar(const nlohmann::json& v) {
 }
 
 // The value at a JSON pointer, or null when the document has none there.
-inline const nlohmann::json& at(const nlohmann::json& j, const char* pointer) {
-  static const nlohmann::json kNull;
-  const nlohmann::json::json_pointer p(pointer);
-  return j.contains(p) ? j.at(p) : kNull;
-}
+using json_read::at;
 
 // The threads that ran the model, as a cell: the configuration's own in-process; behind an
 // endpoint the server's as it stated them (provenance details.server_side), "n/a" when it

@@ -19,25 +19,25 @@ std::string fmt_opt(const json& v, const char* format) {
 }
 
 // A turn's --prefill-remote record, as the reports name it.
-std::string turn_prefill(const json& turn) {
-  return prefill_path({turn.contains("prefill_remote") ? &turn["prefill_remote"] : nullptr});
+std::string turn_prefill(const result::Turn& turn) {
+  return prefill_path({turn.prefill_remote ? &*turn.prefill_remote : nullptr});
 }
 
-void print_markdown(std::ostream& out, const json& report) {
+// `j` is the JSON form of `r`: the analysis and the provenance are read from it.
+void print_markdown(std::ostream& out, const result::SessionReport& r, const json& report) {
   // --prefill-remote: which turns' prefills ran on the server and which fell back here.
   const bool remote_prefill = at(report, "/provenance/prefill_remote").is_string();
   out << "| config | model | ctx | max tokens | threads | turns | ttft ms (median) | decode t/s (median) | CV | drift "
          "| change points | missed frames | QES |"
       << (remote_prefill ? " prefill |\n" : "\n");
   out << "|---|---|---|---|---|---|---|---|---|---|---|---|---|" << (remote_prefill ? "---|\n" : "\n");
-  for (const auto& c : report["configs"]) {
-    const json& a = c["analysis"];
+  for (const auto& c : r.configs) {
+    const json& a = c.analysis;
     const json& st = a["stability"];
     const json& q = a["qes"];
-    std::string line = fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |", c["ordinal"].get<int>(),
-                       c["config"]["model_path"].get<std::string>(), c["config"]["n_ctx"].get<int>(),
-                       c["config"]["max_tokens"].get<int>(),
-                       threads_cell(report["provenance"], c["config"]["n_threads"].get<int>()),
+    std::string line = fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |", c.ordinal,
+                       c.config.model_path, c.config.n_ctx, c.config.max_tokens,
+                       threads_cell(report["provenance"], c.config.n_threads),
                        a["turns_measured"].get<int>(), fmt_opt(a["ttft_ms"]["median"], "{:.1f}"),
                        fmt_opt(a["decode_tokens_per_s"]["median"], "{:.2f}"), fmt_opt(st.value("cv", json()), "{:.3f}"),
                        st.contains("drift") && st["drift"].is_object() ? fmt_opt(st["drift"].value("ratio", json()), "{:.3f}") : "unavailable",
@@ -45,20 +45,20 @@ void print_markdown(std::ostream& out, const json& report) {
                        fmt_opt(q.value("total", json()), "{:.1f}"));
     if (remote_prefill) {
       std::vector<const json*> records;
-      for (const auto& t : c["turns"])
-        if (t.contains("prefill_remote")) records.push_back(&t["prefill_remote"]);
+      for (const auto& t : c.turns)
+        if (t.prefill_remote) records.push_back(&*t.prefill_remote);
       line += " " + prefill_path(records) + " |";
     }
     out << line << "\n";
   }
   out << "\nQES components (0-100; a component without data is left out of the total and named):\n";
-  for (const auto& c : report["configs"]) {
-    const json& q = c["analysis"]["qes"];
+  for (const auto& c : r.configs) {
+    const json& q = c.analysis["qes"];
     std::string parts;
     for (const auto& comp : q["components"])
       parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", comp["name"].get<std::string>(),
                            fmt_opt(comp.value("score", json()), "{:.1f}"));
-    out << fmt::format("- config {}: {}; rests on: {}\n", c["ordinal"].get<int>(), parts, q.value("rests_on", json::array()).dump());
+    out << fmt::format("- config {}: {}; rests on: {}\n", c.ordinal, parts, q.value("rests_on", json::array()).dump());
   }
 }
 
@@ -99,14 +99,18 @@ const Column kTurnColumns[] = {
     {"prefill", "/turn/prefill"},  // --prefill-remote: remote or local (fallback)
 };
 
-void write_csv(const json& report, std::ostream& out) {
+// The turn columns are the JSON values of each turn (a key a stored turn lacked is an
+// empty cell); status and prefill are read from the typed turn.
+void write_csv(const result::SessionReport& r, const json& report, std::ostream& out) {
   std::string header;
   for (const auto& c : kTurnColumns) header += (header.empty() ? "" : ",") + std::string(c.header);
   out << header << "\n";
-  for (const auto& config : report["configs"]) {
-    for (const auto& turn : config["turns"]) {
-      json t = turn;
-      t["status"] = turn.contains("error") && turn["error"].is_object() ? "error" : "ok";
+  for (size_t ci = 0; ci < r.configs.size(); ++ci) {
+    const json& config = report["configs"][ci];
+    for (size_t ti = 0; ti < r.configs[ci].turns.size(); ++ti) {
+      const result::Turn& turn = r.configs[ci].turns[ti];
+      json t = config["turns"][ti];
+      t["status"] = turn.error ? "error" : "ok";
       json cfg = config;
       // Behind an endpoint the threads column is the server's (empty when it did not say).
       if (at(report, "/provenance/engine/kind") == "endpoint")
@@ -144,13 +148,13 @@ void write_jsonl(const json& report, std::ostream& out) {
 void write_session_report(const result::SessionReport& report, const std::string& format, std::ostream& out) {
   const json j = result::to_json(report);
   if (format == "md") {
-    print_markdown(out, j);
+    print_markdown(out, report, j);
     const auto errors = result::session_errors(report, nullptr);
     if (!errors.empty()) out << "\nFailed turns (each ended its conversation; the sweep went on):\n";
     for (const auto& e : errors) out << "- " << e << "\n";
   }
   else if (format == "json") out << j.dump(2) << "\n";
-  else if (format == "csv") write_csv(j, out);
+  else if (format == "csv") write_csv(report, j, out);
   else if (format == "jsonl") write_jsonl(j, out);
   else check_format(OutputKind::kResults, format);
   out.flush();

@@ -9,6 +9,7 @@
 #include "core/bounded_input.h"
 #include "core/digest.h"
 #include "core/error.h"
+#include "core/json_read.h"
 #include "core/text.h"
 #include "result/result.h"
 
@@ -16,18 +17,7 @@ namespace edgeprobe::result {
 namespace {
 
 using nlohmann::json;
-
-
-const json& object_at(const json& parent, const char* key) {
-  static const json empty = json::object();
-  const auto it = parent.find(key);
-  return it != parent.end() && it->is_object() ? *it : empty;
-}
-
-std::string string_at(const json& parent, const char* key) {
-  const auto it = parent.find(key);
-  return it != parent.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
+using json_read::text;
 
 // v1 recorded uname as "Linux 6.1.0 x86_64": the machine field is the last word.
 std::string arch_from_kernel(const std::string& kernel) {
@@ -45,13 +35,13 @@ std::string arch_from_kernel(const std::string& kernel) {
 
 json upgrade_provenance(const json& provenance) {
   if (!provenance.is_object() || provenance.contains("engine") || provenance.contains("device")) return provenance;
-  const json& llama = object_at(provenance, "llama_cpp");
-  const json& cpu = object_at(provenance, "cpu");
-  const json& host = object_at(provenance, "host");
-  const std::string hostname = string_at(host, "hostname");
-  const std::string cpu_model = string_at(cpu, "model");
-  const std::string kernel = string_at(host, "kernel");
-  const json& features = object_at(cpu, "ggml_variant_features");
+  const json& llama = json_read::object(provenance, "llama_cpp");
+  const json& cpu = json_read::object(provenance, "cpu");
+  const json& host = json_read::object(provenance, "host");
+  const std::string hostname = text(host, "hostname");
+  const std::string cpu_model = text(cpu, "model");
+  const std::string kernel = text(host, "kernel");
+  const json& features = json_read::object(cpu, "ggml_variant_features");
 
   json out = provenance;
   // Only the objects read above are dropped: a key of another shape is data we do not
@@ -60,10 +50,10 @@ json upgrade_provenance(const json& provenance) {
     if (out.contains(key) && out[key].is_object()) out.erase(key);
   out["engine"] = {{"name", "llama.cpp"},
                    {"kind", "in-process"},
-                   {"version", string_at(llama, "version")},
-                   {"commit", string_at(llama, "commit")},
-                   {"cpu_variant", string_at(cpu, "ggml_variant")},
-                   {"cpu_variant_library", string_at(cpu, "ggml_variant_library")},
+                   {"version", text(llama, "version")},
+                   {"commit", text(llama, "commit")},
+                   {"cpu_variant", text(cpu, "ggml_variant")},
+                   {"cpu_variant_library", text(cpu, "ggml_variant_library")},
                    {"cpu_variant_features", features}};
   out["device"] = {{"id", hostname.empty() && cpu_model.empty() ? "" : device_id_from(hostname, cpu_model)},
                    {"arch", arch_from_kernel(kernel)},

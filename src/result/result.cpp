@@ -4,7 +4,7 @@
 #include <iterator>
 #include <type_traits>
 
-#include "core/json_number.h"
+#include "core/json_read.h"
 
 namespace edgeprobe::result {
 
@@ -116,28 +116,9 @@ json to_json(const Provenance& p) {
   return j;
 }
 
-namespace {
-std::string text(const json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
-}
-// A list field, or an empty list when absent or of another type.
-const json& list(const json& j, const char* key) {
-  static const json empty = json::array();
-  return j.is_object() && j.contains(key) && j[key].is_array() ? j[key] : empty;
-}
-// A number field, or T{} when absent, of another type, or out of T's range (a result file
-// from outside may hold -1e300 where a byte count goes).
-template <typename T>
-T number(const json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return T{};
-  const json& v = j[key];
-  if constexpr (std::is_integral_v<T>) {
-    return exact_integer<T>(v).value_or(T{});
-  } else {
-    return v.get<T>();
-  }
-}
-}  // namespace
+using json_read::list;
+using json_read::number;
+using json_read::text;
 
 ModelIdentity model_identity_from_json(const json& j) {
   ModelIdentity m;

@@ -106,6 +106,7 @@ struct Repetition {
 struct ErrorInfo {
   std::string kind;  // "bad_input", "environment", "bug"
   std::string message;
+  bool operator==(const ErrorInfo&) const = default;
 };
 
 struct TestResult {

@@ -149,7 +149,7 @@ void run_request_conversation(engine::Completer& completer, size_t ci, const Ses
       t.ttft_ms = t.prefill_ms = timing.ttft_ms;
       // The whole history is the prompt of a request (a server may serve part from cache).
       t.prompt_tokens = std::max(0, r.prompt_tokens);
-      t.prefill_tokens_per_s = t.prompt_tokens > 0 ? t.prompt_tokens / (t.prefill_ms / 1e3) : 0;
+      t.prefill_tokens_per_s = t.prompt_tokens > 0 ? t.prompt_tokens / (timing.ttft_ms / 1e3) : 0;
       t.generated_tokens = timing.completion_tokens;
       t.decode_step_ms = timing.itl_ms;
       const double decode_ms = ms_between(t.prefill_end_ns, t.end_ns);
@@ -172,9 +172,11 @@ void run_request_conversation(engine::Completer& completer, size_t ci, const Ses
     } catch (const std::exception& e) {
       t.stop_reason = "error";
       t.error = to_error_info(e);
+      settle_figures(t);
       if (cb.turn_done) cb.turn_done(ci, t);
       return;  // the history is broken: the conversation ends here
     }
+    settle_figures(t);
     if (cb.turn_done) cb.turn_done(ci, t);
   }
 }

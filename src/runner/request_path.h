@@ -44,4 +44,10 @@ void run_request_conversation(engine::Completer& completer, size_t config_index,
                               const std::string& api, int round, const Conversation& conversation,
                               const std::string& where, const RunClock& clock, const SessionCallbacks& cb);
 
+// A turn's figures as its document keeps them, set before it goes to turn_done. Not
+// measured is not zero: a failed turn's figures that it never reached are absent, and so
+// is the decode rate of a turn that generated at most one token (the first comes from the
+// prefill); a turn that finished without running (a full context) has zeros.
+void settle_figures(TurnResult& t);
+
 }  // namespace edgeprobe::runner

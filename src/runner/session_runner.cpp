@@ -19,26 +19,6 @@ namespace {
 
 double ms_between(int64_t a, int64_t b) { return static_cast<double>(b - a) / 1e6; }
 
-// A model's pieces can split a multi-byte character (byte-fallback tokens), so a reply
-// may not be valid UTF-8; JSON must be. Invalid bytes become U+FFFD.
-std::string valid_utf8(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    bool ok = len > 0 && i + len <= s.size();
-    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
-    if (ok) {
-      out.append(s, i, len);
-      i += len;
-    } else {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    }
-  }
-  return out;
-}
-
 // Waits between rounds, as MELT cools the device between its repetitions.
 void cool_down(const std::string& mode, double start_temp_c, const SessionCallbacks& cb) {
   if (mode == "none") return;
@@ -113,9 +93,11 @@ class ConfigRun {
         t.stop_reason = "error";
         t.error = to_error_info(e);
         t.context_tokens = ctx_.n_past();
+        settle_figures(t);
         if (cb_.turn_done) cb_.turn_done(ci_, t);
         return skipped(conv, ti, "a turn failed");  // the history is broken: the conversation ends here
       }
+      settle_figures(t);
       if (cb_.turn_done) cb_.turn_done(ci_, t);
       if (t.stop_reason.starts_with("context_full")) return skipped(conv, ti, "the context is full");
     }
@@ -164,9 +146,10 @@ class ConfigRun {
     ctx_.decode(tokens, true);
     engine::Token token = ctx_.argmax_last();
     t.prefill_end_ns = clock_.now_ns();
-    t.prefill_ms = ms_between(t.start_ns, t.prefill_end_ns);
-    t.prefill_tokens_per_s = t.prompt_tokens / (t.prefill_ms / 1e3);
-    t.ttft_ms = t.prefill_ms;  // greedy pick included: the first token is known here
+    const double prefill_ms = ms_between(t.start_ns, t.prefill_end_ns);
+    t.prefill_ms = prefill_ms;
+    t.prefill_tokens_per_s = t.prompt_tokens / (prefill_ms / 1e3);
+    t.ttft_ms = prefill_ms;  // greedy pick included: the first token is known here
     if (cb_.event) cb_.event({"prefill", "phase", t.start_ns, t.prefill_end_ns, t.prompt_tokens, t.round, tag});
     t.generated_tokens = 1;
     t.reply = model_.token_to_piece(token);
@@ -213,6 +196,14 @@ class ConfigRun {
 
 }  // namespace
 
+void settle_figures(TurnResult& t) {
+  for (auto* figure : {&t.ttft_ms, &t.prefill_ms, &t.prefill_tokens_per_s, &t.e2e_ms}) {
+    if (!t.error) *figure = figure->value_or(0);
+    else if (figure->value_or(0) <= 0) figure->reset();
+  }
+  if (t.generated_tokens <= 1 || !(t.decode_tokens_per_s.value_or(0) > 0)) t.decode_tokens_per_s.reset();
+}
+
 std::string default_conversations_path() {
   if (const char* env = std::getenv("EDGEPROBE_DATA_DIR"); env && *env) return std::string(env) + "/conversations.jsonl";
   return std::string(EDGEPROBE_DATA_DIR) + "/conversations.jsonl";
@@ -250,49 +241,6 @@ std::vector<Conversation> load_conversations(const std::string& path) {
   }
   if (conversations.empty()) throw_bad_input("the prompt set '{}' holds no conversation", name);
   return conversations;
-}
-
-nlohmann::json SessionConfig::to_json() const {
-  nlohmann::json j = {{"model_path", model_path}, {"n_ctx", n_ctx}, {"max_tokens", max_tokens}, {"n_batch", n_batch},
-                      {"n_threads", n_threads}};
-  if (n_gpu_layers != kDefaultGpuLayers) j["n_gpu_layers"] = n_gpu_layers;
-  if (!devices.empty()) j["devices"] = devices;
-  if (!op_offload) j["op_offload"] = false;
-  return j;
-}
-
-nlohmann::json TurnResult::to_json() const {
-  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-  // Not measured is not zero: a failed turn's figures that it never reached, and the decode
-  // rate of a turn that generated at most one token (the first comes from the prefill), are
-  // absent.
-  auto reached = [&](double v) { return v > 0 || !error ? nlohmann::json(v) : nlohmann::json(nullptr); };
-  const nlohmann::json decode_rate =
-      generated_tokens > 1 && decode_tokens_per_s > 0 ? nlohmann::json(decode_tokens_per_s) : nlohmann::json(nullptr);
-  nlohmann::json j = {{"round", round},
-            {"conversation_id", conversation_id},
-            {"turn_index", turn_index},
-            {"prompt_tokens", prompt_tokens},
-            {"context_tokens", context_tokens},
-            {"generated_tokens", generated_tokens},
-            {"stop_reason", stop_reason},
-            {"ttft_ms", reached(ttft_ms)},
-            {"prefill_ms", reached(prefill_ms)},
-            {"prefill_tokens_per_s", reached(prefill_tokens_per_s)},
-            {"decode_tokens_per_s", decode_rate},
-            {"e2e_ms", reached(e2e_ms)},
-            {"decode_step_ms", decode_step_ms},
-            {"start_ns", start_ns},
-            {"prefill_end_ns", prefill_end_ns},
-            {"end_ns", end_ns},
-            {"reply", valid_utf8(reply)},
-            {"reply_tokens", reply_tokens},
-            {"telemetry", telemetry},
-            {"missed_frame_share_prefill", opt(missed_frame_share_prefill)},
-            {"missed_frame_share_decode", opt(missed_frame_share_decode)},
-            {"error", error ? nlohmann::json{{"kind", error->kind}, {"message", error->message}} : nlohmann::json(nullptr)}};
-  if (!request.is_null()) j["request"] = request;
-  return j;
 }
 
 void run_session(engine::Engine& engine, const std::vector<SessionConfig>& configs,

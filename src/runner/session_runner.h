@@ -14,6 +14,7 @@
 #include "core/stop_token.h"
 #include "engine/engine.h"
 #include "result/result.h"
+#include "result/session.h"
 
 namespace edgeprobe::runner {
 
@@ -28,21 +29,8 @@ struct Conversation {
 std::vector<Conversation> load_conversations(const std::string& path);
 std::string default_conversations_path();
 
-// One configuration of a session sweep (MELT's grid: model, context, generation length,
-// batch, threads).
-struct SessionConfig {
-  std::string model_path;
-  int n_ctx = 2048;
-  int max_tokens = 128;
-  int n_batch = 512;
-  int n_threads = 1;
-  // GPU offload, as bench takes it (engine::ModelOptions); written to JSON only when not the
-  // default, so a CPU session's documents read as before.
-  int n_gpu_layers = kDefaultGpuLayers;
-  std::string devices;
-  bool op_offload = true;
-  nlohmann::json to_json() const;
-};
+// One configuration of a session sweep: the type sessions' results hold too.
+using SessionConfig = result::SessionConfig;
 
 struct SessionOptions {
   int rounds = 3;           // MELT repeats its conversations 3 times
@@ -55,32 +43,9 @@ struct SessionOptions {
   std::string api;
 };
 
-// One user turn, measured: what the user lives through.
-struct TurnResult {
-  int round = 0;
-  std::string conversation_id;
-  int turn_index = 0;
-  int prompt_tokens = 0;      // new tokens prefilled this turn (the history is cached)
-  int context_tokens = 0;     // tokens in the KV cache after the turn
-  int generated_tokens = 0;
-  // "end_of_turn", "max_tokens", "context_full", "context_shifted", or "error": the turn
-  // failed (see `error`) and ended its conversation.
-  std::string stop_reason;
-  double ttft_ms = 0;         // prefill + picking the first token
-  double prefill_ms = 0;
-  double prefill_tokens_per_s = 0;
-  double decode_tokens_per_s = 0;  // tokens after the first over their time
-  double e2e_ms = 0;          // from the turn's start to its last token
-  std::vector<double> decode_step_ms;
-  int64_t start_ns = 0, prefill_end_ns = 0, end_ns = 0;
-  std::string reply;          // generated text (invalid UTF-8 replaced in JSON)
-  std::vector<int32_t> reply_tokens;  // what was decoded into the cache: a resumed run replays these
-  nlohmann::json telemetry;   // {"prefill": ..., "decode": ...}
-  std::optional<double> missed_frame_share_prefill, missed_frame_share_decode;
-  std::optional<result::ErrorInfo> error;  // why the turn failed; the figures so far are kept
-  nlohmann::json request;  // a turn run as a request: the server's own timings and counts; null else
-  nlohmann::json to_json() const;
-};
+// One user turn, measured: what the user lives through. The runner fills the figures it
+// reaches; result::Turn is the one type the job, the store and the reports read.
+using TurnResult = result::Turn;
 
 struct SessionCallbacks {
   std::function<void(const std::string&)> progress;

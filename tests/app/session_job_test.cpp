@@ -26,7 +26,8 @@ TEST_F(SessionJob, RunsEveryTurnOnTheEngineTheContextChoseAndStoresEach) {
             (std::vector<json>{{{"config", 0}, {"round", 0}, {"conversation", "c1"}, {"turn", 0}},
                                {{"config", 0}, {"round", 0}, {"conversation", "c1"}, {"turn", 1}},
                                {{"config", 0}, {"round", 0}, {"conversation", "c2"}, {"turn", 0}}}));
-  for (const auto& t : turns) {
+  for (const auto& turn : turns) {
+    const json t = result::to_json(turn);  // as it is stored and streamed
     EXPECT_TRUE(t["error"].is_null()) << t.dump();
     EXPECT_EQ(t["stop_reason"], "max_tokens");  // the fake's reply never ends by itself
     EXPECT_EQ(t["generated_tokens"], 4);
@@ -34,7 +35,7 @@ TEST_F(SessionJob, RunsEveryTurnOnTheEngineTheContextChoseAndStoresEach) {
   }
   // Each conversation starts from an empty cache; its second turn prefills only the new text.
   EXPECT_EQ(fake_->counters().prefills, 3);
-  EXPECT_LT(turns[1]["prompt_tokens"].get<int>(), turns[1]["context_tokens"].get<int>());
+  EXPECT_LT(turns[1].prompt_tokens, turns[1].context_tokens);
   EXPECT_EQ(sink.last_units, (std::pair<size_t, size_t>{3, 3}));
   EXPECT_TRUE(sink.ended);
   EXPECT_FALSE(out.outcome.interrupted);
@@ -57,7 +58,7 @@ TEST_F(SessionJob, AStopThroughTheContextTokenEndsTheSessionAfterTheTurnInFlight
   EXPECT_TRUE(out.outcome.interrupted);
   ASSERT_EQ(out.report.configs.size(), 1u);
   ASSERT_EQ(out.report.configs[0].turns.size(), 1u);
-  EXPECT_EQ(out.report.configs[0].turns[0]["stop_reason"], "max_tokens");  // finished, not cut
+  EXPECT_EQ(out.report.configs[0].turns[0].stop_reason, "max_tokens");  // finished, not cut
   EXPECT_EQ(fake_->counters().prefills, 1);
   const auto run = store->get_run(out.outcome.run_id);
   EXPECT_EQ(run.status, "failed");

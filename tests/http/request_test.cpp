@@ -193,7 +193,8 @@ TEST(RequestPath, SessionTurnsCarryTheHistoryAsChatMessages) {
   ASSERT_EQ(turns.size(), 2u);
   EXPECT_EQ(turns[0].reply, "ok");
   EXPECT_EQ(turns[0].stop_reason, "end_of_turn");
-  EXPECT_EQ(turns[1].request["api"], "chat");
+  ASSERT_TRUE(turns[1].request);
+  EXPECT_EQ((*turns[1].request)["api"], "chat");
   // The second request holds the whole conversation: it is longer than the first.
   EXPECT_GT(turns[1].prompt_tokens, turns[0].prompt_tokens + 5);
 }

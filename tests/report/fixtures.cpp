@@ -123,7 +123,7 @@ json session_document(int rounds, int conversations, int turns, int steps, const
   report.provenance = provenance("model.gguf", "ab12");
   report.telemetry_unavailable = {"thermal: no /sys/class/thermal"};
   result::SessionConfigResult c;
-  c.config = {{"model_path", "model.gguf"}, {"n_ctx", 2048}, {"max_tokens", steps}, {"n_batch", 512}, {"n_threads", 2}};
+  c.config = {"model.gguf", 2048, steps, 512, 2};
   const int total = rounds * conversations * turns;
   int n = 0;
   for (int r = 0; r < rounds; ++r) {
@@ -132,13 +132,13 @@ json session_document(int rounds, int conversations, int turns, int steps, const
         const double tps = n < total / 2 ? 20.0 + (n % 5) * 0.1 : 14.0 + (n % 5) * 0.1;
         json steps_ms = json::array();
         for (int s = 0; s < steps; ++s) steps_ms.push_back(1000.0 / tps + (s % 3) * 0.25);
-        c.turns.push_back({{"round", r}, {"conversation_id", "c" + std::to_string(conv)}, {"turn_index", t},
+        c.turns.push_back(result::turn_from_json({{"round", r}, {"conversation_id", "c" + std::to_string(conv)}, {"turn_index", t},
                            {"prompt_tokens", 40}, {"context_tokens", 100 * (t + 1)}, {"generated_tokens", steps},
                            {"stop_reason", "max_tokens"}, {"ttft_ms", 200.0 + 30 * t}, {"prefill_ms", 195.0},
                            {"prefill_tokens_per_s", 200.0}, {"decode_tokens_per_s", tps},
                            {"e2e_ms", 200.0 + steps * 1000.0 / tps}, {"decode_step_ms", steps_ms}, {"reply", reply},
                            {"telemetry", {{"decode", phase(0, 1'000'000'000, tps / 20, 50 + n * 0.05)}}},
-                           {"missed_frame_share_prefill", nullptr}, {"missed_frame_share_decode", nullptr}});
+                           {"missed_frame_share_prefill", nullptr}, {"missed_frame_share_decode", nullptr}}));
       }
     }
   }

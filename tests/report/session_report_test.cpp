@@ -53,12 +53,13 @@ result::SessionReport sample_session() {
   r.telemetry_unavailable = {"thermal: no /sys/class/thermal"};
   result::SessionConfigResult c;
   c.ordinal = 0;
-  c.config = {{"model_path", "model.gguf"}, {"n_ctx", 2048}, {"max_tokens", 16}, {"n_batch", 512}, {"n_threads", 2}};
-  c.turns = {turn(0, "c01", 0, 250, 20), turn(0, "c01", 1, 120, 19.5), turn(0, "c02", 0, 260, 20.5)};
+  c.config = {"model.gguf", 2048, 16, 512, 2};
+  for (const json& t : {turn(0, "c01", 0, 250, 20), turn(0, "c01", 1, 120, 19.5), turn(0, "c02", 0, 260, 20.5)})
+    c.turns.push_back(result::turn_from_json(t));
   json failed = turn(0, "c02", 1, 0, 0);
   failed["error"] = {{"kind", "environment"}, {"message", "llama_decode failed at step 3"}};
   failed["e2e_ms"] = 0.0;
-  c.turns.push_back(failed);
+  c.turns.push_back(result::turn_from_json(failed));
   c.analysis = analysis::analyse_session_turns(c.turns);
   r.configs.push_back(c);
   return r;
@@ -186,9 +187,9 @@ TEST(SessionReporters, RemotePrefillAndItsFallbackAreMarked) {
   auto r = sample_session();
   r.provenance.extra["prefill_remote"] = "10.0.0.2:7788";
   auto& turns = r.configs[0].turns;
-  turns[0]["prefill_remote"] = {{"mode", "remote"}};
-  turns[1]["prefill_remote"] = {{"mode", "local"}, {"fallback_reason", "kv peer refused: authentication failed: wrong token"}};
-  turns[2]["prefill_remote"] = {{"mode", "remote"}};
+  turns[0].prefill_remote = json{{"mode", "remote"}};
+  turns[1].prefill_remote = json{{"mode", "local"}, {"fallback_reason", "kv peer refused: authentication failed: wrong token"}};
+  turns[2].prefill_remote = json{{"mode", "remote"}};
   std::ostringstream md, csv;
   report::write_session_report(r, "md", md);
   report::write_session_report(r, "csv", csv);

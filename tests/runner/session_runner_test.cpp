@@ -69,11 +69,12 @@ TEST_F(SessionRunner, HistoryStaysInTheCacheSoALaterTurnPrefillsOnlyItsNewText) 
   EXPECT_EQ(first.stop_reason, "end_of_turn");
   EXPECT_EQ(first.context_tokens, first.prompt_tokens + 3);
   EXPECT_FALSE(first.error);
-  EXPECT_GE(first.prefill_ms, first.prompt_tokens * 0.02);
-  EXPECT_DOUBLE_EQ(first.ttft_ms, first.prefill_ms);
+  ASSERT_TRUE(first.prefill_ms && first.ttft_ms && first.e2e_ms);
+  EXPECT_GE(*first.prefill_ms, first.prompt_tokens * 0.02);
+  EXPECT_DOUBLE_EQ(*first.ttft_ms, *first.prefill_ms);
   ASSERT_EQ(first.decode_step_ms.size(), 3u);
   for (double ms : first.decode_step_ms) EXPECT_GE(ms, 0.1);
-  EXPECT_GE(first.e2e_ms, first.prefill_ms + 0.3);
+  EXPECT_GE(*first.e2e_ms, *first.prefill_ms + 0.3);
 
   const TurnResult& second = turns.at(1);
   const int fresh = static_cast<int>(user_turn("how are you").size());
@@ -82,7 +83,7 @@ TEST_F(SessionRunner, HistoryStaysInTheCacheSoALaterTurnPrefillsOnlyItsNewText) 
   EXPECT_EQ(second.context_tokens, first.context_tokens + fresh + 3);
   EXPECT_EQ(engine.counters().prefill_sizes, (std::vector<int>{first.prompt_tokens, fresh}));
   EXPECT_EQ(phase_events, 4);  // prefill and decode of each turn
-  EXPECT_TRUE(second.to_json()["error"].is_null());
+  EXPECT_TRUE(result::to_json(second)["error"].is_null());
 }
 
 TEST_F(SessionRunner, MaxTokensEndsATurnThatDoesNotEndItself) {
@@ -102,7 +103,8 @@ TEST_F(SessionRunner, MaxTokensEndsATurnThatDoesNotEndItself) {
   double sum = 0;
   for (double ms : t.decode_step_ms) sum += ms;
   EXPECT_GE(sum, 0.4);
-  EXPECT_NEAR(t.decode_tokens_per_s, 4 / (sum / 1e3), 1e-6);
+  ASSERT_TRUE(t.decode_tokens_per_s);
+  EXPECT_NEAR(*t.decode_tokens_per_s, 4 / (sum / 1e3), 1e-6);
 }
 
 TEST_F(SessionRunner, AFullContextEndsItsConversationAndTheNextOneStartsEmpty) {
@@ -177,7 +179,7 @@ TEST_F(SessionRunner, AFailingTurnEndsItsConversationAndTheNextConversationRuns)
   EXPECT_NE(failed.error->message.find("decode step 6"), std::string::npos);
   EXPECT_EQ(failed.generated_tokens, 2);  // what was measured before the failure is kept
   EXPECT_EQ(failed.end_ns, 0);
-  const auto j = failed.to_json();
+  const auto j = result::to_json(failed);
   EXPECT_EQ(j["stop_reason"], "error");
   EXPECT_EQ(j["error"]["kind"], "environment");
   EXPECT_EQ(j["error"]["message"], failed.error->message);

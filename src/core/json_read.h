@@ -1,0 +1,52 @@
+#pragma once
+// Lenient readers of JSON from outside (result files, stored rows, another build's output):
+// what is absent or of another type reads as empty, so a reader shows "unavailable" instead
+// of throwing nlohmann's type_error. One family for result/ and report/; readers that must
+// refuse a mistyped field (plans, stored turns) check it and say which field instead.
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <type_traits>
+
+#include "core/json_number.h"
+
+namespace edgeprobe::json_read {
+
+// The value at a JSON pointer ("/provenance/engine/kind"), or null when there is none.
+inline const nlohmann::json& at(const nlohmann::json& j, const char* pointer) {
+  static const nlohmann::json kNull;
+  const nlohmann::json::json_pointer p(pointer);
+  return j.contains(p) ? j.at(p) : kNull;
+}
+
+// A string field, or "".
+inline std::string text(const nlohmann::json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+
+// A list field, or an empty list.
+inline const nlohmann::json& list(const nlohmann::json& j, const char* key) {
+  static const nlohmann::json kEmpty = nlohmann::json::array();
+  return j.is_object() && j.contains(key) && j[key].is_array() ? j[key] : kEmpty;
+}
+
+// An object field, or an empty object.
+inline const nlohmann::json& object(const nlohmann::json& j, const char* key) {
+  static const nlohmann::json kEmpty = nlohmann::json::object();
+  return j.is_object() && j.contains(key) && j[key].is_object() ? j[key] : kEmpty;
+}
+
+// A number field, or T{} when absent, of another type, or out of T's range (a result file
+// from outside may hold -1e300 where a byte count goes).
+template <typename T>
+T number(const nlohmann::json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return T{};
+  const nlohmann::json& v = j[key];
+  if constexpr (std::is_integral_v<T>) {
+    return exact_integer<T>(v).value_or(T{});
+  } else {
+    return v.get<T>();
+  }
+}
+
+}  // namespace edgeprobe::json_read
