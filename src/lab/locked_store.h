@@ -51,6 +51,18 @@ class LockedStore : public store::Store {
     const std::lock_guard lock(mutex_);
     inner_.record_run_summary(run, phase, summary);
   }
+  void record_test(store::RunId run, int64_t ordinal, const nlohmann::json& test) override {
+    const std::lock_guard lock(mutex_);
+    inner_.record_test(run, ordinal, test);
+  }
+  void record_lab_job(store::RunId lab_run, const store::LabJob& job) override {
+    const std::lock_guard lock(mutex_);
+    inner_.record_lab_job(lab_run, job);
+  }
+  std::vector<store::LabJob> lab_jobs(store::RunId lab_run) const override {
+    const std::lock_guard lock(mutex_);
+    return inner_.lab_jobs(lab_run);
+  }
   void finish_run(store::RunId run, store::Status status, const std::string& error) override {
     const std::lock_guard lock(mutex_);
     inner_.finish_run(run, status, error);

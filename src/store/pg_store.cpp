@@ -8,6 +8,7 @@
 #include "store/pg_conn.h"
 #include "store/pg_schema.h"
 #include "store/store_rows.h"
+#include "store/store_sql.h"
 
 namespace edgeprobe::store {
 namespace {
@@ -150,6 +151,34 @@ void PgStore::record_run_summary(RunId run, const std::string& phase, const nloh
   tx.commit();
 }
 
+void PgStore::record_test(RunId run, int64_t configuration_ordinal, const nlohmann::json& test) {
+  static const std::string query = sql::text(sql::kPostgresql, sql::kRecordTest);
+  const Result r = conn_->exec(query.c_str(), {param(run), param(configuration_ordinal), param(to_text(test))});
+  if (r.affected_rows() != 1)
+    throw Error(ErrorKind::kBug, fmt::format("run {} has no configuration {}", run, configuration_ordinal));
+}
+
+void PgStore::record_lab_job(RunId lab_run, const LabJob& job) {
+  static const std::string query = sql::text(sql::kPostgresql, sql::kRecordLabJob);
+  Transaction tx(*conn_);
+  get_run(lab_run);  // throws for an unknown run
+  conn_->exec(query.c_str(), {param(lab_run), param(job.device), param(job.job), param(job.status), param(job.attempt),
+                              param_or_null(job.error), job.device_run ? param(job.device_run) : pg::Param{},
+                              param(to_text(job.detail))});
+  tx.commit();
+}
+
+std::vector<LabJob> PgStore::lab_jobs(RunId lab_run) const {
+  static const std::string query = sql::text(sql::kPostgresql, sql::kLabJobs);
+  get_run(lab_run);
+  const Result r = conn_->exec(query.c_str(), {param(lab_run)});
+  std::vector<LabJob> out;
+  for (int i = 0; i < r.rows(); ++i)
+    out.push_back({r.text(i, 0), r.integer(i, 1), r.text(i, 2), r.integer(i, 3), r.text(i, 4),
+                   r.is_null(i, 5) ? 0 : r.integer(i, 5), parse_stored(r.text(i, 6), location(), "lab job")});
+  return out;
+}
+
 void PgStore::finish_run(RunId run, Status status, const std::string& error) {
   const Result r = conn_->exec(
       "UPDATE runs SET status = $1, error = $2, "
@@ -224,17 +253,18 @@ nlohmann::json PgStore::load_run(RunId run) const {
                 {"provenance", r.provenance},
                 {"plan", r.plan}};
   doc["configurations"] = nlohmann::json::array();
-  const Result c = conn_->exec(
-      "SELECT ordinal, status, error, config_json FROM configurations WHERE run_id = $1 ORDER BY ordinal",
-      {param(run)});
+  static const std::string configurations = sql::text(sql::kPostgresql, sql::kConfigurationsWithTests);
+  const Result c = conn_->exec(configurations.c_str(), {param(run)});
   std::map<int64_t, size_t> index_of;  // configuration ordinal -> position in doc
   for (int i = 0; i < c.rows(); ++i) {
-    index_of[c.integer(i, 0)] = doc["configurations"].size();
-    doc["configurations"].push_back({{"ordinal", c.integer(i, 0)},
-                                     {"status", c.text(i, 1)},
-                                     {"error", c.is_null(i, 2) ? nlohmann::json(nullptr) : nlohmann::json(c.text(i, 2))},
-                                     {"config", parse_stored(c.text(i, 3), location(), "configuration")},
-                                     {"repetitions", nlohmann::json::array()}});
+    index_of[c.integer(i, 1)] = doc["configurations"].size();
+    doc["configurations"].push_back(
+        {{"ordinal", c.integer(i, 1)},
+         {"status", c.text(i, 2)},
+         {"error", c.is_null(i, 3) ? nlohmann::json(nullptr) : nlohmann::json(c.text(i, 3))},
+         {"config", parse_stored(c.text(i, 4), location(), "configuration")},
+         {"repetitions", nlohmann::json::array()},
+         {"test", c.is_null(i, 5) ? nlohmann::json(nullptr) : parse_stored(c.text(i, 5), location(), "test")}});
   }
   const Result p = conn_->exec(
       "SELECT c.ordinal, p.id, p.ordinal, p.recorded_at, p.result_json FROM repetitions p "

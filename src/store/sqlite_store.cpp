@@ -15,6 +15,7 @@
 #include "store/sqlite_schema.h"
 #include "store/sqlite_util.h"
 #include "store/store_rows.h"
+#include "store/store_sql.h"
 
 namespace edgeprobe::store {
 namespace {
@@ -267,6 +268,36 @@ void SqliteStore::record_run_summary(RunId run, const std::string& phase, const 
   tx.commit();
 }
 
+void SqliteStore::record_test(RunId run, int64_t configuration_ordinal, const nlohmann::json& test) {
+  Statement s(db_, path_, sql::kRecordTest);
+  s.bind(1, run).bind(2, configuration_ordinal).bind(3, to_text(test)).step();
+  if (sqlite3_changes(db_) != 1)
+    throw Error(ErrorKind::kBug, fmt::format("run {} has no configuration {}", run, configuration_ordinal));
+}
+
+void SqliteStore::record_lab_job(RunId lab_run, const LabJob& job) {
+  Transaction tx(db_, path_);
+  get_run(lab_run);  // throws for an unknown run
+  Statement s(db_, path_, sql::kRecordLabJob);
+  s.bind(1, lab_run).bind(2, job.device).bind(3, job.job).bind(4, job.status).bind(5, job.attempt);
+  s.bind_or_null(6, job.error).bind(8, to_text(job.detail));
+  if (job.device_run) s.bind(7, job.device_run);
+  else s.bind_null(7);
+  s.step();
+  tx.commit();
+}
+
+std::vector<LabJob> SqliteStore::lab_jobs(RunId lab_run) const {
+  get_run(lab_run);
+  Statement s(db_, path_, sql::kLabJobs);
+  s.bind(1, lab_run);
+  std::vector<LabJob> out;
+  while (s.step())
+    out.push_back({s.text(0), s.integer(1), s.text(2), s.integer(3), s.text(4), s.integer(5),
+                   parse_stored(s.text(6), path_, "lab job")});
+  return out;
+}
+
 void SqliteStore::finish_run(RunId run, Status status, const std::string& error) {
   Statement s(db_, path_,
               "UPDATE runs SET status = ?1, error = ?2, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
@@ -329,15 +360,15 @@ nlohmann::json SqliteStore::load_run(RunId run) const {
                 {"provenance", r.provenance},
                 {"plan", r.plan}};
   doc["configurations"] = nlohmann::json::array();
-  Statement c(db_, path_,
-              "SELECT id, ordinal, status, error, config_json FROM configurations WHERE run_id = ?1 ORDER BY ordinal");
+  Statement c(db_, path_, sql::kConfigurationsWithTests);
   c.bind(1, run);
   while (c.step()) {
     nlohmann::json cj{{"ordinal", c.integer(1)},
                       {"status", c.text(2)},
                       {"error", c.is_null(3) ? nlohmann::json(nullptr) : nlohmann::json(c.text(3))},
                       {"config", parse_stored(c.text(4), path_, "configuration")},
-                      {"repetitions", nlohmann::json::array()}};
+                      {"repetitions", nlohmann::json::array()},
+                      {"test", c.is_null(5) ? nlohmann::json(nullptr) : parse_stored(c.text(5), path_, "test")}};
     Statement p(db_, path_,
                 "SELECT id, ordinal, recorded_at, result_json FROM repetitions WHERE configuration_id = ?1 "
                 "ORDER BY ordinal");

@@ -42,7 +42,10 @@ class SqliteStore final : public Store {
                             const std::vector<TelemetrySummary>& telemetry = {}) override;
   int64_t record_turn(RunId run, const TurnKey& key, const nlohmann::json& result,
                       const std::vector<TelemetrySummary>& telemetry = {}) override;
+  void record_test(RunId run, int64_t configuration_ordinal, const nlohmann::json& test) override;
   void record_run_summary(RunId run, const std::string& phase, const nlohmann::json& summary) override;
+  void record_lab_job(RunId lab_run, const LabJob& job) override;
+  std::vector<LabJob> lab_jobs(RunId lab_run) const override;
   void finish_run(RunId run, Status status, const std::string& error = "") override;
   std::vector<RunSummary> list_runs(const RunFilter& filter = {}) const override;
   nlohmann::json load_run(RunId run) const override;
