@@ -149,9 +149,7 @@ RunId SqliteStore::begin_run(const std::string& kind, const nlohmann::json& prov
     throw_bad_input("{}: run kind '{}' is not a valid name ([a-z][a-z0-9_-]{{0,31}})", path_, kind);
   const rows::DeviceColumns device = rows::device_columns(provenance);
   Transaction tx(db_, path_);
-  Statement s(db_, path_,
-              "INSERT INTO runs (kind, status, device_id, device, model, provenance_json, plan_json) "
-              "VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6)");
+  Statement s(db_, path_, sql::kInsertRun);
   s.bind(1, kind).bind_or_null(2, device.id).bind_or_null(3, device.json).bind_or_null(4, model_label(provenance));
   s.bind(5, to_text(provenance)).bind(6, to_text(plan)).step();
   const RunId id = sqlite3_last_insert_rowid(db_);
@@ -160,9 +158,7 @@ RunId SqliteStore::begin_run(const std::string& kind, const nlohmann::json& prov
 }
 
 RunRecord SqliteStore::get_run(RunId run) const {
-  Statement s(db_, path_,
-              "SELECT id, created_at, finished_at, kind, status, error, device_id, provenance_json, plan_json "
-              "FROM runs WHERE id = ?1");
+  Statement s(db_, path_, sql::kGetRun);
   s.bind(1, run);
   if (!s.step()) throw_bad_input("{}: no run {}", path_, run);
   RunRecord r;
@@ -181,12 +177,12 @@ RunRecord SqliteStore::get_run(RunId run) const {
 void SqliteStore::resume_run(RunId run) {
   const RunRecord r = get_run(run);
   if (r.status == "complete") throw_bad_input("run {} is already complete; nothing to resume", run);
-  Statement s(db_, path_, "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL WHERE id = ?1");
+  Statement s(db_, path_, sql::kResumeRun);
   s.bind(1, run).step();
 }
 
 int64_t SqliteStore::configuration_id(RunId run, int64_t ordinal) const {
-  Statement s(db_, path_, "SELECT id FROM configurations WHERE run_id = ?1 AND ordinal = ?2");
+  Statement s(db_, path_, sql::kConfiguration);
   s.bind(1, run).bind(2, ordinal);
   if (!s.step()) throw Error(ErrorKind::kBug, fmt::format("run {} has no configuration {}", run, ordinal));
   return s.integer(0);
@@ -195,7 +191,7 @@ int64_t SqliteStore::configuration_id(RunId run, int64_t ordinal) const {
 int64_t SqliteStore::add_configuration(RunId run, int64_t ordinal, const nlohmann::json& config) {
   Transaction tx(db_, path_);
   {
-    Statement existing(db_, path_, "SELECT id, config_json FROM configurations WHERE run_id = ?1 AND ordinal = ?2");
+    Statement existing(db_, path_, sql::kConfiguration);
     existing.bind(1, run).bind(2, ordinal);
     if (existing.step()) {
       // Compared as stored, so a config with invalid UTF-8 still matches itself.
@@ -205,7 +201,7 @@ int64_t SqliteStore::add_configuration(RunId run, int64_t ordinal, const nlohman
       return existing.integer(0);
     }
   }
-  Statement s(db_, path_, "INSERT INTO configurations (run_id, ordinal, config_json) VALUES (?1, ?2, ?3)");
+  Statement s(db_, path_, sql::kInsertConfiguration);
   s.bind(1, run).bind(2, ordinal).bind(3, to_text(config)).step();
   const int64_t id = sqlite3_last_insert_rowid(db_);
   tx.commit();
@@ -213,7 +209,7 @@ int64_t SqliteStore::add_configuration(RunId run, int64_t ordinal, const nlohman
 }
 
 void SqliteStore::finish_configuration(RunId run, int64_t ordinal, Status status, const std::string& error) {
-  Statement s(db_, path_, "UPDATE configurations SET status = ?1, error = ?2 WHERE run_id = ?3 AND ordinal = ?4");
+  Statement s(db_, path_, sql::kFinishConfiguration);
   s.bind(1, std::string(to_string(status)));
   s.bind_or_null(2, error);
   s.bind(3, run).bind(4, ordinal).step();
@@ -224,8 +220,7 @@ void SqliteStore::finish_configuration(RunId run, int64_t ordinal, Status status
 void SqliteStore::insert_telemetry(const char* owner_kind, int64_t owner_id,
                              const std::vector<TelemetrySummary>& telemetry) {
   for (const TelemetrySummary& t : telemetry) {
-    Statement s(db_, path_,
-                "INSERT INTO telemetry_summaries (owner_kind, owner_id, phase, summary_json) VALUES (?1, ?2, ?3, ?4)");
+    Statement s(db_, path_, sql::kInsertTelemetry);
     s.bind(1, std::string(owner_kind)).bind(2, owner_id).bind(3, t.phase).bind(4, to_text(t.summary)).step();
   }
 }
@@ -234,7 +229,7 @@ int64_t SqliteStore::record_repetition(RunId run, int64_t configuration_ordinal,
                                  const nlohmann::json& result, const std::vector<TelemetrySummary>& telemetry) {
   Transaction tx(db_, path_);
   const int64_t config_id = configuration_id(run, configuration_ordinal);
-  Statement s(db_, path_, "INSERT INTO repetitions (configuration_id, ordinal, result_json) VALUES (?1, ?2, ?3)");
+  Statement s(db_, path_, sql::kInsertRepetition);
   s.bind(1, config_id).bind(2, repetition).bind(3, to_text(result)).step();
   const int64_t id = sqlite3_last_insert_rowid(db_);
   insert_telemetry("repetition", id, telemetry);
@@ -245,9 +240,7 @@ int64_t SqliteStore::record_repetition(RunId run, int64_t configuration_ordinal,
 int64_t SqliteStore::record_turn(RunId run, const TurnKey& key, const nlohmann::json& result,
                            const std::vector<TelemetrySummary>& telemetry) {
   Transaction tx(db_, path_);
-  Statement s(db_, path_,
-              "INSERT INTO turns (run_id, configuration_ordinal, round, conversation_id, turn_index, result_json) "
-              "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+  Statement s(db_, path_, sql::kInsertTurn);
   s.bind(1, run)
       .bind(2, key.configuration_ordinal)
       .bind(3, key.round)
@@ -299,9 +292,8 @@ std::vector<LabJob> SqliteStore::lab_jobs(RunId lab_run) const {
 }
 
 void SqliteStore::finish_run(RunId run, Status status, const std::string& error) {
-  Statement s(db_, path_,
-              "UPDATE runs SET status = ?1, error = ?2, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
-              "WHERE id = ?3");
+  static const std::string finish = sql::finish_run(sql::kSqlite);
+  Statement s(db_, path_, finish.c_str());
   s.bind(1, std::string(to_string(status)));
   s.bind_or_null(2, error);
   s.bind(3, run).step();
@@ -311,11 +303,11 @@ void SqliteStore::finish_run(RunId run, Status status, const std::string& error)
 std::vector<RunSummary> SqliteStore::list_runs(const RunFilter& filter) const {
   std::vector<std::string> devices;
   if (!filter.device.empty() && !filter.device_exact) {
-    Statement d(db_, path_, rows::matching_devices_sql(rows::Dialect::kSqlite).c_str());
+    Statement d(db_, path_, sql::matching_devices_sql(sql::kSqlite).c_str());
     d.bind(1, filter.device);
     while (d.step()) devices.push_back(d.text(0));
   }
-  const rows::RunListQuery query = rows::list_runs_query(filter, rows::Dialect::kSqlite, devices);
+  const sql::RunListQuery query = sql::list_runs_query(filter, sql::kSqlite, devices);
   Statement s(db_, path_, query.sql.c_str());
   for (size_t i = 0; i < query.params.size(); ++i) s.bind(static_cast<int>(i + 1), query.params[i]);
   std::vector<RunSummary> runs;
@@ -381,9 +373,7 @@ nlohmann::json SqliteStore::load_run(RunId run) const {
     doc["configurations"].push_back(std::move(cj));
   }
   doc["turns"] = nlohmann::json::array();
-  Statement t(db_, path_,
-              "SELECT id, configuration_ordinal, round, conversation_id, turn_index, recorded_at, result_json "
-              "FROM turns WHERE run_id = ?1 ORDER BY configuration_ordinal, round, id");
+  Statement t(db_, path_, sql::kTurnsOfRun);
   t.bind(1, run);
   while (t.step())
     doc["turns"].push_back({{"configuration_ordinal", t.integer(1)},
@@ -400,16 +390,13 @@ nlohmann::json SqliteStore::load_run(RunId run) const {
 CompletedUnits SqliteStore::completed_units(RunId run) const {
   get_run(run);
   CompletedUnits done;
-  Statement p(db_, path_,
-              "SELECT c.ordinal, p.ordinal FROM repetitions p JOIN configurations c ON p.configuration_id = c.id "
-              "WHERE c.run_id = ?1");
+  Statement p(db_, path_, sql::kCompletedRepetitions);
   p.bind(1, run);
   while (p.step()) done.repetitions.insert({p.integer(0), p.integer(1)});
-  Statement t(db_, path_,
-              "SELECT configuration_ordinal, round, conversation_id, turn_index FROM turns WHERE run_id = ?1");
+  Statement t(db_, path_, sql::kCompletedTurns);
   t.bind(1, run);
   while (t.step()) done.turns.insert({t.integer(0), t.integer(1), t.text(2), t.integer(3)});
-  Statement c(db_, path_, "SELECT ordinal FROM configurations WHERE run_id = ?1 AND status = 'complete'");
+  Statement c(db_, path_, sql::kCompleteConfigurations);
   c.bind(1, run);
   while (c.step()) done.complete_configurations.insert(c.integer(0));
   return done;

@@ -116,4 +116,85 @@ const char* const kConfigurationsWithTests =
     "SELECT c.id, c.ordinal, c.status, c.error, c.config_json, t.result_json FROM configurations c "
     "LEFT JOIN tests t ON t.configuration_id = c.id WHERE c.run_id = ?1 ORDER BY c.ordinal";
 
+const char* const kInsertRun =
+    "INSERT INTO runs (kind, status, device_id, device, model, provenance_json, plan_json) "
+    "VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6)";
+
+const char* const kGetRun =
+    "SELECT id, created_at, finished_at, kind, status, error, device_id, provenance_json, plan_json "
+    "FROM runs WHERE id = ?1";
+
+const char* const kResumeRun = "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL WHERE id = ?1";
+
+std::string finish_run(const Dialect& d) {
+  return fmt::format("UPDATE runs SET status = ?1, error = ?2, finished_at = {} WHERE id = ?3", d.utc_now);
+}
+
+const char* const kConfiguration = "SELECT id, config_json FROM configurations WHERE run_id = ?1 AND ordinal = ?2";
+
+const char* const kInsertConfiguration = "INSERT INTO configurations (run_id, ordinal, config_json) VALUES (?1, ?2, ?3)";
+
+const char* const kFinishConfiguration =
+    "UPDATE configurations SET status = ?1, error = ?2 WHERE run_id = ?3 AND ordinal = ?4";
+
+const char* const kInsertTelemetry =
+    "INSERT INTO telemetry_summaries (owner_kind, owner_id, phase, summary_json) VALUES (?1, ?2, ?3, ?4)";
+
+const char* const kInsertRepetition =
+    "INSERT INTO repetitions (configuration_id, ordinal, result_json) VALUES (?1, ?2, ?3)";
+
+const char* const kInsertTurn =
+    "INSERT INTO turns (run_id, configuration_ordinal, round, conversation_id, turn_index, result_json) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+
+const char* const kTurnsOfRun =
+    "SELECT id, configuration_ordinal, round, conversation_id, turn_index, recorded_at, result_json "
+    "FROM turns WHERE run_id = ?1 ORDER BY configuration_ordinal, round, id";
+
+const char* const kCompletedRepetitions =
+    "SELECT c.ordinal, p.ordinal FROM repetitions p JOIN configurations c ON p.configuration_id = c.id "
+    "WHERE c.run_id = ?1";
+
+const char* const kCompletedTurns =
+    "SELECT configuration_ordinal, round, conversation_id, turn_index FROM turns WHERE run_id = ?1";
+
+const char* const kCompleteConfigurations =
+    "SELECT ordinal FROM configurations WHERE run_id = ?1 AND status = 'complete'";
+
+std::string matching_devices_sql(const Dialect& dialect) {
+  return text(dialect, "SELECT DISTINCT device_id FROM runs WHERE " +
+                           fmt::format(fmt::runtime(dialect.contains), "device_id", "?1"));
+}
+
+RunListQuery list_runs_query(const RunFilter& filter, const Dialect& dialect,
+                             const std::vector<std::string>& device_ids) {
+  RunListQuery q;
+  auto placeholder = [&](std::string value) {
+    q.params.push_back(std::move(value));
+    return fmt::format("{}{}", dialect.placeholder, q.params.size());
+  };
+  std::string where;
+  if (!filter.kind.empty()) where += " AND r.kind = " + placeholder(filter.kind);
+  if (!filter.device.empty() && filter.device_exact) where += " AND r.device_id = " + placeholder(filter.device);
+  if (!filter.device.empty() && !filter.device_exact) {
+    std::string list;
+    for (const std::string& id : device_ids) list += (list.empty() ? "" : ", ") + placeholder(id);
+    where += list.empty() ? " AND 0 = 1" : " AND r.device_id IN (" + list + ")";  // no device matched
+  }
+  if (!filter.model.empty()) where += " AND r.model = " + placeholder(filter.model);
+  q.sql =
+      "SELECT r.id, r.created_at, r.finished_at, r.kind, r.status, r.device_id, r.model, "
+      "(SELECT count(*) FROM configurations c WHERE c.run_id = r.id), "
+      "(SELECT count(*) FROM repetitions p JOIN configurations c ON p.configuration_id = c.id "
+      " WHERE c.run_id = r.id), "
+      "(SELECT count(*) FROM turns t WHERE t.run_id = r.id) "
+      "FROM runs r WHERE 1 = 1" +
+      where;
+  if (filter.last > 0)
+    q.sql += " ORDER BY r.id DESC LIMIT " + std::to_string(filter.last);  // a number: no quoting to get wrong
+  else
+    q.sql += " ORDER BY r.id";
+  return q;
+}
+
 }  // namespace edgeprobe::store::sql

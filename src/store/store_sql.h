@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "store/store.h"
 
@@ -60,5 +61,52 @@ extern const char* const kLabJobs;
 // ?1 run: each configuration with its test: id, ordinal, status, error, config_json,
 // test result_json (NULL: none).
 extern const char* const kConfigurationsWithTests;
+
+// ---- runs and their units ----------------------------------------------------------------
+// Each backend takes a new row's id its own way (sqlite3_last_insert_rowid, RETURNING id).
+
+// ?1 kind, ?2 device_id, ?3 device, ?4 model, ?5 provenance, ?6 plan.
+extern const char* const kInsertRun;
+// ?1 run: id, created_at, finished_at, kind, status, error, device_id, provenance_json, plan_json.
+extern const char* const kGetRun;
+extern const char* const kResumeRun;  // ?1 run
+// ?1 status, ?2 error, ?3 run; sets finished_at to the dialect's clock.
+std::string finish_run(const Dialect& dialect);
+// ?1 run, ?2 ordinal: id, config_json.
+extern const char* const kConfiguration;
+extern const char* const kInsertConfiguration;  // ?1 run, ?2 ordinal, ?3 config
+// ?1 status, ?2 error, ?3 run, ?4 ordinal.
+extern const char* const kFinishConfiguration;
+// ?1 owner kind, ?2 owner id, ?3 phase, ?4 summary.
+extern const char* const kInsertTelemetry;
+extern const char* const kInsertRepetition;  // ?1 configuration id, ?2 ordinal, ?3 result
+// ?1 run, ?2 configuration ordinal, ?3 round, ?4 conversation, ?5 turn index, ?6 result.
+extern const char* const kInsertTurn;
+// ?1 run: id, configuration_ordinal, round, conversation_id, turn_index, recorded_at,
+// result_json, in the order load_run lists them.
+extern const char* const kTurnsOfRun;
+
+// completed_units, ?1 run: (configuration ordinal, repetition ordinal); (configuration
+// ordinal, round, conversation_id, turn_index); the ordinals of complete configurations.
+extern const char* const kCompletedRepetitions;
+extern const char* const kCompletedTurns;
+extern const char* const kCompleteConfigurations;
+
+// list_runs() for both backends, with only the conditions the filter uses, so each
+// can be answered from an index (runs_kind, runs_device_id, runs_model) instead of a
+// scan of every run. Columns: id, created_at, finished_at, kind, status, device_id,
+// model, configurations, repetitions, turns. With filter.last the rows come newest first.
+struct RunListQuery {
+  std::string sql;
+  std::vector<std::string> params;  // text, for the placeholders in order
+};
+// A part of a device id is matched in two steps: first the ids that contain it
+// (matching_devices_sql, one parameter: read from the device index alone, which holds
+// no JSON), then list_runs_query with those ids, `device_ids`, as an exact IN list. One
+// query with a subquery left PostgreSQL guessing a third of all runs would match, so it
+// read every run (7 s on 100,000) for the 500 of one device.
+std::string matching_devices_sql(const Dialect& dialect);
+RunListQuery list_runs_query(const RunFilter& filter, const Dialect& dialect,
+                             const std::vector<std::string>& device_ids = {});
 
 }  // namespace edgeprobe::store::sql

@@ -10,7 +10,7 @@
 #include "store/sqlite_schema.h"
 #include "store/sqlite_store.h"
 #include "store/store.h"
-#include "store/store_rows.h"
+#include "store/store_sql.h"
 #include "support/run_process.h"
 
 namespace edgeprobe::store {
@@ -169,9 +169,9 @@ std::vector<std::string> plan_problems(Db& db, const RunFilter& filter) {
   const bool any_device = !filter.device.empty() && !filter.device_exact;  // ids matched in a set
   std::vector<std::string> steps;
   if (any_device)
-    steps = db.column("EXPLAIN QUERY PLAN " + rows::matching_devices_sql(rows::Dialect::kSqlite), {filter.device}, 3);
-  const rows::RunListQuery query =
-      rows::list_runs_query(filter, rows::Dialect::kSqlite, any_device ? db.column(rows::matching_devices_sql(rows::Dialect::kSqlite), {filter.device}) : std::vector<std::string>{});
+    steps = db.column("EXPLAIN QUERY PLAN " + sql::matching_devices_sql(sql::kSqlite), {filter.device}, 3);
+  const sql::RunListQuery query =
+      sql::list_runs_query(filter, sql::kSqlite, any_device ? db.column(sql::matching_devices_sql(sql::kSqlite), {filter.device}) : std::vector<std::string>{});
   for (const std::string& step : db.column("EXPLAIN QUERY PLAN " + query.sql, query.params, 3)) steps.push_back(step);
   std::vector<std::string> problems;
   for (const std::string& step : steps) {
