@@ -106,15 +106,8 @@ void PgStore::finish_configuration(RunId run, int64_t ordinal, Status status, co
   if (r.affected_rows() != 1) throw Error(ErrorKind::kBug, fmt::format("run {} has no configuration {}", run, ordinal));
 }
 
-void PgStore::insert_telemetry(const char* owner_kind, int64_t owner_id,
-                               const std::vector<TelemetrySummary>& telemetry) {
-  static const std::string insert = pg_sql(sql::kInsertTelemetry);
-  for (const TelemetrySummary& t : telemetry)
-    conn_->exec(insert.c_str(), {param(std::string(owner_kind)), param(owner_id), param(t.phase), param(to_text(t.summary))});
-}
-
 int64_t PgStore::record_repetition(RunId run, int64_t configuration_ordinal, int64_t repetition,
-                                   const nlohmann::json& result, const std::vector<TelemetrySummary>& telemetry) {
+                                   const nlohmann::json& result) {
   Transaction tx(*conn_);
   static const std::string select = pg_sql(sql::kConfiguration);
   static const std::string insert = pg_sql(sql::kInsertRepetition, " RETURNING id");
@@ -124,30 +117,24 @@ int64_t PgStore::record_repetition(RunId run, int64_t configuration_ordinal, int
   const int64_t id = conn_
                          ->exec(insert.c_str(), {param(config.integer(0, 0)), param(repetition), param(to_text(result))})
                          .integer(0, 0);
-  insert_telemetry("repetition", id, telemetry);
   tx.commit();
   return id;
 }
 
-int64_t PgStore::record_turn(RunId run, const TurnKey& key, const nlohmann::json& result,
-                             const std::vector<TelemetrySummary>& telemetry) {
+int64_t PgStore::record_turn(RunId run, const TurnKey& key, const nlohmann::json& result) {
   static const std::string insert = pg_sql(sql::kInsertTurn, " RETURNING id");
-  Transaction tx(*conn_);
-  const int64_t id =
-      conn_
-          ->exec(insert.c_str(),
-                {param(run), param(key.configuration_ordinal), param(key.round), param(key.conversation_id),
-                 param(key.turn_index), param(to_text(result))})
-          .integer(0, 0);
-  insert_telemetry("turn", id, telemetry);
-  tx.commit();
-  return id;
+  // One statement: its own committed transaction.
+  return conn_
+      ->exec(insert.c_str(), {param(run), param(key.configuration_ordinal), param(key.round),
+                              param(key.conversation_id), param(key.turn_index), param(to_text(result))})
+      .integer(0, 0);
 }
 
 void PgStore::record_run_summary(RunId run, const std::string& phase, const nlohmann::json& summary) {
   Transaction tx(*conn_);
   get_run(run);  // throws for an unknown run
-  insert_telemetry("run", run, {{phase, summary}});
+  static const std::string insert = pg_sql(sql::kInsertTelemetry);
+  conn_->exec(insert.c_str(), {param(std::string("run")), param(run), param(phase), param(to_text(summary))});
   tx.commit();
 }
 

@@ -217,28 +217,18 @@ void SqliteStore::finish_configuration(RunId run, int64_t ordinal, Status status
     throw Error(ErrorKind::kBug, fmt::format("run {} has no configuration {}", run, ordinal));
 }
 
-void SqliteStore::insert_telemetry(const char* owner_kind, int64_t owner_id,
-                             const std::vector<TelemetrySummary>& telemetry) {
-  for (const TelemetrySummary& t : telemetry) {
-    Statement s(db_, path_, sql::kInsertTelemetry);
-    s.bind(1, std::string(owner_kind)).bind(2, owner_id).bind(3, t.phase).bind(4, to_text(t.summary)).step();
-  }
-}
-
 int64_t SqliteStore::record_repetition(RunId run, int64_t configuration_ordinal, int64_t repetition,
-                                 const nlohmann::json& result, const std::vector<TelemetrySummary>& telemetry) {
+                                       const nlohmann::json& result) {
   Transaction tx(db_, path_);
   const int64_t config_id = configuration_id(run, configuration_ordinal);
   Statement s(db_, path_, sql::kInsertRepetition);
   s.bind(1, config_id).bind(2, repetition).bind(3, to_text(result)).step();
   const int64_t id = sqlite3_last_insert_rowid(db_);
-  insert_telemetry("repetition", id, telemetry);
   tx.commit();
   return id;
 }
 
-int64_t SqliteStore::record_turn(RunId run, const TurnKey& key, const nlohmann::json& result,
-                           const std::vector<TelemetrySummary>& telemetry) {
+int64_t SqliteStore::record_turn(RunId run, const TurnKey& key, const nlohmann::json& result) {
   Transaction tx(db_, path_);
   Statement s(db_, path_, sql::kInsertTurn);
   s.bind(1, run)
@@ -249,7 +239,6 @@ int64_t SqliteStore::record_turn(RunId run, const TurnKey& key, const nlohmann::
       .bind(6, to_text(result))
       .step();
   const int64_t id = sqlite3_last_insert_rowid(db_);
-  insert_telemetry("turn", id, telemetry);
   tx.commit();
   return id;
 }
@@ -257,7 +246,8 @@ int64_t SqliteStore::record_turn(RunId run, const TurnKey& key, const nlohmann::
 void SqliteStore::record_run_summary(RunId run, const std::string& phase, const nlohmann::json& summary) {
   Transaction tx(db_, path_);
   get_run(run);  // throws for an unknown run
-  insert_telemetry("run", run, {{phase, summary}});
+  Statement s(db_, path_, sql::kInsertTelemetry);
+  s.bind(1, std::string("run")).bind(2, run).bind(3, phase).bind(4, to_text(summary)).step();
   tx.commit();
 }
 

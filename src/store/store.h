@@ -72,12 +72,6 @@ struct CompletedUnits {
   bool has(const TurnKey& k) const { return turns.contains(k); }
 };
 
-// A telemetry summary stored with the unit it describes, in the same transaction.
-struct TelemetrySummary {
-  std::string phase;  // "prefill", "decode", "idle", "whole", ...
-  nlohmann::json summary;
-};
-
 // What became of one device's job in a lab run (`lab run` over a transport, or a LAVA
 // job): one row per lab run, device and job, the latest word replacing the one before.
 struct LabJob {
@@ -142,13 +136,12 @@ class Store {
   virtual int64_t add_configuration(RunId run, int64_t ordinal, const nlohmann::json& config) = 0;
   virtual void finish_configuration(RunId run, int64_t ordinal, Status status, const std::string& error = "") = 0;
 
-  // Each is one committed transaction with its telemetry summaries. Recording a unit
-  // twice is a bug in the caller and throws Error(kBug).
+  // Each is one committed transaction; a unit's telemetry is part of its result. Recording
+  // a unit twice is a bug in the caller and throws Error(kBug). (load_run still gives each
+  // unit its "telemetry": the separate summaries stores before v5 could hold.)
   virtual int64_t record_repetition(RunId run, int64_t configuration_ordinal, int64_t repetition,
-                                    const nlohmann::json& result,
-                                    const std::vector<TelemetrySummary>& telemetry = {}) = 0;
-  virtual int64_t record_turn(RunId run, const TurnKey& key, const nlohmann::json& result,
-                              const std::vector<TelemetrySummary>& telemetry = {}) = 0;
+                                    const nlohmann::json& result) = 0;
+  virtual int64_t record_turn(RunId run, const TurnKey& key, const nlohmann::json& result) = 0;
   // A finished test's own data beyond its repetitions (load times, test telemetry,
   // roofline, serving table, its error): one per configuration, committed at once;
   // recording it again (a resumed test) replaces it. The configuration must exist.

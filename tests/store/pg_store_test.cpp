@@ -196,7 +196,9 @@ INSERT INTO runs (id, kind, status, provenance_json, plan_json) VALUES
   (1, 'bench', 'complete', '{}', '{}'), (2, 'lab', 'failed', '{}', '{}');
 INSERT INTO configurations (id, run_id, ordinal, config_json, status) VALUES
   (1, 1, 0, '{"test":"pp16"}', 'complete'), (2, 1, 1, '{"test":"tg4"}', 'complete');
+INSERT INTO repetitions (id, configuration_id, ordinal, result_json) VALUES (1, 1, 0, '{"t":21.5}');
 INSERT INTO telemetry_summaries (owner_kind, owner_id, phase, summary_json) VALUES
+  ('repetition', 1, 'decode', '{"temp_c_max":51.0}'),
   ('run', 1, 'test0', '{"load_ms":[5.0],"error":{"kind":"environment","message":"oom"}}'),
   ('run', 1, 'qes', '{"total":73.7}'),
   ('run', 1, 'test1', '{"load_ms":[7.0],"error":null}'),
@@ -215,6 +217,9 @@ INSERT INTO telemetry_summaries (owner_kind, owner_id, phase, summary_json) VALU
   EXPECT_EQ(bench["configurations"][1]["test"], nlohmann::json::parse(R"({"load_ms":[7.0],"error":null})"));
   EXPECT_EQ(bench["telemetry"], nlohmann::json::parse(R"([{"phase":"qes","summary":{"total":73.7}},
                                                           {"phase":"test5","summary":{"load_ms":[1.0]}}])"));
+  // A unit's own summaries, which no store writes since v5, still read back.
+  EXPECT_EQ(bench["configurations"][0]["repetitions"][0]["telemetry"],
+            nlohmann::json::parse(R"([{"phase":"decode","summary":{"temp_c_max":51.0}}])"));
   const std::vector<LabJob> jobs = store->lab_jobs(2);
   ASSERT_EQ(jobs.size(), 2u);
   const LabJob& pc = jobs[0].device == "pc" ? jobs[0] : jobs[1];
