@@ -240,9 +240,10 @@ void fill_sqlite(const Options& o) {
                     "VALUES (?1, ?2, ?3, ?4, ?5)");
   const int schema = o.schema ? o.schema : sq::latest_schema_version();
   sq::Statement summary(db, path,
-                        schema >= 5 ? "INSERT INTO tests (configuration_id, result_json) VALUES (?1, ?3)"
-                                    : "INSERT INTO telemetry_summaries (owner_kind, owner_id, phase, summary_json) "
-                                      "VALUES ('run', ?1, ?2, ?3)");
+                        schema >= 5
+                            ? "INSERT INTO tests (configuration_id, result_json) VALUES (?1, ?3)"
+                            : "INSERT INTO telemetry_summaries (owner_kind, owner_id, phase, summary_json) "
+                              "VALUES ('run', ?1, ?2, ?3)");
   auto reset = [](sq::Statement& s) { s.step(), s.reset(); };  // insert the bound row, ready for the next
   Numbers n(42);
   Totals t;
@@ -384,8 +385,10 @@ void fill_pg(const Options& o) {
       configs.finish();
     }
     {
-      Copy summaries(conn, schema >= 5 ? "COPY tests (configuration_id, result_json) FROM STDIN"
-                                       : "COPY telemetry_summaries (owner_kind, owner_id, phase, summary_json) FROM STDIN");
+      Copy summaries(conn,
+                     schema >= 5
+                         ? "COPY tests (configuration_id, result_json) FROM STDIN"
+                         : "COPY telemetry_summaries (owner_kind, owner_id, phase, summary_json) FROM STDIN");
       for (int64_t i = first; i < last; ++i)
         for (int64_t c = 0; c < o.configs; ++c) {
           const std::string sj = test_summary(n);

@@ -312,13 +312,16 @@ json completed_list(const store::Store& store, store::RunId run, const std::stri
   return out;
 }
 
-std::map<std::string, std::vector<store::LabJob>> latest_job_records(const store::Store& store, store::RunId lab_run,
-                                                                   const std::vector<Device>& devices, size_t plans) {
+std::map<std::string, std::vector<store::LabJob>> latest_job_records(const store::Store& store,
+                                                                     store::RunId lab_run,
+                                                                     const std::vector<Device>& devices,
+                                                                     size_t plans) {
   std::map<std::string, std::vector<store::LabJob>> out;
   for (const auto& d : devices) out[d.name].resize(plans);
   for (store::LabJob& j : store.lab_jobs(lab_run)) {
     const auto it = out.find(j.device);
-    if (it != out.end() && j.job >= 0 && static_cast<size_t>(j.job) < plans) it->second[j.job] = std::move(j);
+    const auto k = static_cast<size_t>(j.job);
+    if (it != out.end() && j.job >= 0 && k < plans) it->second[k] = std::move(j);
   }
   return out;
 }

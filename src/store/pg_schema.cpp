@@ -142,12 +142,13 @@ void tests_and_lab_jobs(const Connection& conn) {
   const Result summaries = conn.exec(sql::kLabJobSummaries);
   for (int i = 0; i < summaries.rows(); ++i) {
     // A summary that is not a job record (unreadable, another shape) stays where it is.
-    const auto job =
-        sql::lab_job_from_summary(summaries.text(i, 2), nlohmann::json::parse(summaries.text(i, 3), nullptr, false));
+    const auto job = sql::lab_job_from_summary(summaries.text(i, 2),
+                                               nlohmann::json::parse(summaries.text(i, 3), nullptr, false));
     if (!job) continue;
-    conn.exec(upsert.c_str(), {param(summaries.integer(i, 1)), param(job->device), param(job->job), param(job->status),
-                               param(job->attempt), param_or_null(job->error),
-                               job->device_run ? param(job->device_run) : Param{}, param(rows::to_text(job->detail))});
+    conn.exec(upsert.c_str(),
+              {param(summaries.integer(i, 1)), param(job->device), param(job->job), param(job->status),
+               param(job->attempt), param_or_null(job->error),
+               job->device_run ? param(job->device_run) : Param{}, param(rows::to_text(job->detail))});
     conn.exec(remove.c_str(), {param(summaries.integer(i, 0))});
   }
 }
@@ -157,8 +158,8 @@ using Migration = void (*)(const Connection&);
 constexpr std::array<Migration, 5> kMigrations{create_v1, open_kinds_and_devices, allow_partial_runs,
                                                index_runs_for_listing, tests_and_lab_jobs};
 
-constexpr std::array<const char*, 7> kTables{"runs", "configurations", "repetitions", "turns",
-                                             "telemetry_summaries", "tests", "lab_jobs"};
+constexpr std::array<const char*, 7> kTables{
+    "runs", "configurations", "repetitions", "turns", "telemetry_summaries", "tests", "lab_jobs"};
 
 bool table_exists(const Connection& conn, const std::string& table) {
   // to_regclass follows the search_path, as the unqualified names in our SQL do.

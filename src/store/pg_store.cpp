@@ -23,7 +23,9 @@ using rows::to_text;
 nlohmann::json null_if_empty(const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); }
 
 // A shared query (store_sql.h) as PostgreSQL writes it, with `tail` appended.
-std::string pg_sql(const char* query, const char* tail = "") { return sql::text(sql::kPostgresql, query) + tail; }
+std::string pg_sql(const char* query, const char* tail = "") {
+  return sql::text(sql::kPostgresql, query) + tail;
+}
 
 }  // namespace
 
@@ -49,8 +51,8 @@ RunId PgStore::begin_run(const std::string& kind, const nlohmann::json& provenan
   static const std::string insert = pg_sql(sql::kInsertRun, " RETURNING id");
   return conn_
       ->exec(insert.c_str(),
-            {param(kind), param_or_null(device.id), param_or_null(device.json),
-             param_or_null(rows::model_label(provenance)), param(to_text(provenance)), param(to_text(plan))})
+             {param(kind), param_or_null(device.id), param_or_null(device.json),
+              param_or_null(rows::model_label(provenance)), param(to_text(provenance)), param(to_text(plan))})
       .integer(0, 0);
 }
 
@@ -102,7 +104,8 @@ int64_t PgStore::add_configuration(RunId run, int64_t ordinal, const nlohmann::j
 
 void PgStore::finish_configuration(RunId run, int64_t ordinal, Status status, const std::string& error) {
   static const std::string update = pg_sql(sql::kFinishConfiguration);
-  const Result r = conn_->exec(update.c_str(), {param(std::string(to_string(status))), param_or_null(error), param(run), param(ordinal)});
+  const Result r = conn_->exec(update.c_str(), {param(std::string(to_string(status))), param_or_null(error),
+                                                param(run), param(ordinal)});
   if (r.affected_rows() != 1) throw Error(ErrorKind::kBug, fmt::format("run {} has no configuration {}", run, ordinal));
 }
 
@@ -114,9 +117,9 @@ int64_t PgStore::record_repetition(RunId run, int64_t configuration_ordinal, int
   const Result config = conn_->exec(select.c_str(), {param(run), param(configuration_ordinal)});
   if (config.rows() != 1)
     throw Error(ErrorKind::kBug, fmt::format("run {} has no configuration {}", run, configuration_ordinal));
-  const int64_t id = conn_
-                         ->exec(insert.c_str(), {param(config.integer(0, 0)), param(repetition), param(to_text(result))})
-                         .integer(0, 0);
+  const int64_t id =
+      conn_->exec(insert.c_str(), {param(config.integer(0, 0)), param(repetition), param(to_text(result))})
+          .integer(0, 0);
   tx.commit();
   return id;
 }
@@ -140,7 +143,8 @@ void PgStore::record_run_summary(RunId run, const std::string& phase, const nloh
 
 void PgStore::record_test(RunId run, int64_t configuration_ordinal, const nlohmann::json& test) {
   static const std::string query = pg_sql(sql::kRecordTest);
-  const Result r = conn_->exec(query.c_str(), {param(run), param(configuration_ordinal), param(to_text(test))});
+  const Result r =
+      conn_->exec(query.c_str(), {param(run), param(configuration_ordinal), param(to_text(test))});
   if (r.affected_rows() != 1)
     throw Error(ErrorKind::kBug, fmt::format("run {} has no configuration {}", run, configuration_ordinal));
 }
@@ -149,9 +153,10 @@ void PgStore::record_lab_job(RunId lab_run, const LabJob& job) {
   static const std::string query = pg_sql(sql::kRecordLabJob);
   Transaction tx(*conn_);
   get_run(lab_run);  // throws for an unknown run
-  conn_->exec(query.c_str(), {param(lab_run), param(job.device), param(job.job), param(job.status), param(job.attempt),
-                              param_or_null(job.error), job.device_run ? param(job.device_run) : pg::Param{},
-                              param(to_text(job.detail))});
+  conn_->exec(query.c_str(),
+              {param(lab_run), param(job.device), param(job.job), param(job.status), param(job.attempt),
+               param_or_null(job.error), job.device_run ? param(job.device_run) : pg::Param{},
+               param(to_text(job.detail))});
   tx.commit();
 }
 
@@ -168,7 +173,8 @@ std::vector<LabJob> PgStore::lab_jobs(RunId lab_run) const {
 
 void PgStore::finish_run(RunId run, Status status, const std::string& error) {
   static const std::string update = sql::text(sql::kPostgresql, sql::finish_run(sql::kPostgresql));
-  const Result r = conn_->exec(update.c_str(), {param(std::string(to_string(status))), param_or_null(error), param(run)});
+  const Result r =
+      conn_->exec(update.c_str(), {param(std::string(to_string(status))), param_or_null(error), param(run)});
   if (r.affected_rows() != 1) throw_bad_input("{}: no run {}", location(), run);
 }
 
@@ -248,7 +254,8 @@ nlohmann::json PgStore::load_run(RunId run) const {
          {"error", c.is_null(i, 3) ? nlohmann::json(nullptr) : nlohmann::json(c.text(i, 3))},
          {"config", parse_stored(c.text(i, 4), location(), "configuration")},
          {"repetitions", nlohmann::json::array()},
-         {"test", c.is_null(i, 5) ? nlohmann::json(nullptr) : parse_stored(c.text(i, 5), location(), "test")}});
+         {"test",
+          c.is_null(i, 5) ? nlohmann::json(nullptr) : parse_stored(c.text(i, 5), location(), "test")}});
   }
   const Result p = conn_->exec(
       "SELECT c.ordinal, p.id, p.ordinal, p.recorded_at, p.result_json FROM repetitions p "

@@ -189,8 +189,10 @@ void tests_and_lab_jobs(sqlite3* db, const std::string& path) {
     const LabJob& j = moves[i].second;
     upsert.bind(1, runs[i]).bind(2, j.device).bind(3, j.job).bind(4, j.status).bind(5, j.attempt);
     upsert.bind_or_null(6, j.error).bind(8, to_text(j.detail));
-    if (j.device_run) upsert.bind(7, j.device_run);
-    else upsert.bind_null(7);
+    if (j.device_run)
+      upsert.bind(7, j.device_run);
+    else
+      upsert.bind_null(7);
     upsert.step(), upsert.reset();
     remove.bind(1, moves[i].first).step(), remove.reset();
   }
@@ -202,8 +204,8 @@ using Migration = void (*)(sqlite3*, const std::string&);
 constexpr std::array<Migration, 5> kMigrations{create_v1, open_kinds_and_devices, allow_partial_runs,
                                                index_runs_for_listing, tests_and_lab_jobs};
 
-constexpr std::array<const char*, 7> kTables{"runs", "configurations", "repetitions", "turns",
-                                             "telemetry_summaries", "tests", "lab_jobs"};
+constexpr std::array<const char*, 7> kTables{
+    "runs", "configurations", "repetitions", "turns", "telemetry_summaries", "tests", "lab_jobs"};
 
 }  // namespace
 

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstring>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 #include <thread>
@@ -264,8 +264,10 @@ void SqliteStore::record_lab_job(RunId lab_run, const LabJob& job) {
   Statement s(db_, path_, sql::kRecordLabJob);
   s.bind(1, lab_run).bind(2, job.device).bind(3, job.job).bind(4, job.status).bind(5, job.attempt);
   s.bind_or_null(6, job.error).bind(8, to_text(job.detail));
-  if (job.device_run) s.bind(7, job.device_run);
-  else s.bind_null(7);
+  if (job.device_run)
+    s.bind(7, job.device_run);
+  else
+    s.bind_null(7);
   s.step();
   tx.commit();
 }
@@ -345,12 +347,13 @@ nlohmann::json SqliteStore::load_run(RunId run) const {
   Statement c(db_, path_, sql::kConfigurationsWithTests);
   c.bind(1, run);
   while (c.step()) {
-    nlohmann::json cj{{"ordinal", c.integer(1)},
-                      {"status", c.text(2)},
-                      {"error", c.is_null(3) ? nlohmann::json(nullptr) : nlohmann::json(c.text(3))},
-                      {"config", parse_stored(c.text(4), path_, "configuration")},
-                      {"repetitions", nlohmann::json::array()},
-                      {"test", c.is_null(5) ? nlohmann::json(nullptr) : parse_stored(c.text(5), path_, "test")}};
+    nlohmann::json cj{
+        {"ordinal", c.integer(1)},
+        {"status", c.text(2)},
+        {"error", c.is_null(3) ? nlohmann::json(nullptr) : nlohmann::json(c.text(3))},
+        {"config", parse_stored(c.text(4), path_, "configuration")},
+        {"repetitions", nlohmann::json::array()},
+        {"test", c.is_null(5) ? nlohmann::json(nullptr) : parse_stored(c.text(5), path_, "test")}};
     Statement p(db_, path_,
                 "SELECT id, ordinal, recorded_at, result_json FROM repetitions WHERE configuration_id = ?1 "
                 "ORDER BY ordinal");

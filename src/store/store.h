@@ -75,12 +75,12 @@ struct CompletedUnits {
 // What became of one device's job in a lab run (`lab run` over a transport, or a LAVA
 // job): one row per lab run, device and job, the latest word replacing the one before.
 struct LabJob {
-  std::string device;     // the inventory's name
-  int64_t job = 0;        // the plan's index in the lab run
-  std::string status;     // the engine's word: complete | failed (lab run); submitted ... ok (LAVA)
-  int64_t attempt = 1;    // 1, then 2, ... as the job is submitted again
-  std::string error;      // empty when none
-  RunId device_run = 0;   // the device's own run with the results; 0: none yet
+  std::string device;    // the inventory's name
+  int64_t job = 0;       // the plan's index in the lab run
+  std::string status;    // the engine's word: complete | failed (lab run); submitted ... ok (LAVA)
+  int64_t attempt = 1;   // 1, then 2, ... as the job is submitted again
+  std::string error;     // empty when none
+  RunId device_run = 0;  // the device's own run with the results; 0: none yet
   nlohmann::json detail = nlohmann::json::object();  // the engine's other facts (units, exit code,
                                                      // device state; LAVA's job id, health)
 };

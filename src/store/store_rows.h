@@ -2,7 +2,6 @@
 // Internal to src/store: how a unit's JSON becomes a row and back, the same for every
 // backend (SQLite, PostgreSQL), so both stores hold and return identical documents.
 #include <nlohmann/json.hpp>
-
 #include <string>
 
 #include "store/store.h"

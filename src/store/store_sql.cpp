@@ -86,7 +86,8 @@ std::optional<LabJob> lab_job_from_summary(const std::string& phase, const nlohm
     job.detail.erase(key);
     return v;
   };
-  const nlohmann::json status = take("status"), error = take("error"), run = take("run_id"), attempt = take("attempt");
+  const nlohmann::json status = take("status"), error = take("error"), run = take("run_id"),
+                       attempt = take("attempt");
   job.status = status.is_string() ? status.get<std::string>() : "";
   job.error = error.is_string() ? error.get<std::string>() : "";
   job.device_run = run.is_number_integer() ? run.get<RunId>() : 0;
@@ -124,15 +125,18 @@ const char* const kGetRun =
     "SELECT id, created_at, finished_at, kind, status, error, device_id, provenance_json, plan_json "
     "FROM runs WHERE id = ?1";
 
-const char* const kResumeRun = "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL WHERE id = ?1";
+const char* const kResumeRun =
+    "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL WHERE id = ?1";
 
 std::string finish_run(const Dialect& d) {
   return fmt::format("UPDATE runs SET status = ?1, error = ?2, finished_at = {} WHERE id = ?3", d.utc_now);
 }
 
-const char* const kConfiguration = "SELECT id, config_json FROM configurations WHERE run_id = ?1 AND ordinal = ?2";
+const char* const kConfiguration =
+    "SELECT id, config_json FROM configurations WHERE run_id = ?1 AND ordinal = ?2";
 
-const char* const kInsertConfiguration = "INSERT INTO configurations (run_id, ordinal, config_json) VALUES (?1, ?2, ?3)";
+const char* const kInsertConfiguration =
+    "INSERT INTO configurations (run_id, ordinal, config_json) VALUES (?1, ?2, ?3)";
 
 const char* const kFinishConfiguration =
     "UPDATE configurations SET status = ?1, error = ?2 WHERE run_id = ?3 AND ordinal = ?4";
@@ -175,7 +179,8 @@ RunListQuery list_runs_query(const RunFilter& filter, const Dialect& dialect,
   };
   std::string where;
   if (!filter.kind.empty()) where += " AND r.kind = " + placeholder(filter.kind);
-  if (!filter.device.empty() && filter.device_exact) where += " AND r.device_id = " + placeholder(filter.device);
+  if (!filter.device.empty() && filter.device_exact)
+    where += " AND r.device_id = " + placeholder(filter.device);
   if (!filter.device.empty() && !filter.device_exact) {
     std::string list;
     for (const std::string& id : device_ids) list += (list.empty() ? "" : ", ") + placeholder(id);

@@ -4,7 +4,6 @@
 // own. What else differs between SQLite and PostgreSQL (column types, the clock) is data
 // in a Dialect, not a second copy of the query.
 #include <nlohmann/json.hpp>
-
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,17 +15,18 @@ namespace edgeprobe::store::sql {
 
 struct Dialect {
   const char* name;
-  char placeholder;       // '?' (?1) or '$' ($1)
-  const char* integer;    // a 64-bit integer column
-  const char* utc_now;    // the time as 2026-11-30T22:18:21.123Z, as every timestamp is stored
-  const char* contains;   // fmt pattern: {0} holds {1} as a substring
+  char placeholder;      // '?' (?1) or '$' ($1)
+  const char* integer;   // a 64-bit integer column
+  const char* utc_now;   // the time as 2026-11-30T22:18:21.123Z, as every timestamp is stored
+  const char* contains;  // fmt pattern: {0} holds {1} as a substring
 };
 
 inline constexpr Dialect kSqlite{"SQLite", '?', "INTEGER", "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
                                  "instr({0}, {1}) > 0"};
 inline constexpr Dialect kPostgresql{
     "PostgreSQL", '$', "BIGINT",
-    R"(to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))", "strpos({0}, {1}) > 0"};
+    R"(to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))",
+    "strpos({0}, {1}) > 0"};
 
 // `query` with each ?N placeholder as `dialect` writes it; text in quotes is left alone.
 std::string text(const Dialect& dialect, std::string_view query);

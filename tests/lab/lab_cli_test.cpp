@@ -255,7 +255,8 @@ TEST_F(LabCli, ADeviceLostMidRunFailsAloneAndResumeFinishesIt) {
   const json phone = s->load_run(runs.at("phone"));
   ASSERT_EQ(phone["configurations"].size(), 2u);
   for (const auto& c : phone["configurations"]) EXPECT_TRUE(c["test"].is_object()) << c["ordinal"];
-  for (const auto& t : phone["telemetry"]) EXPECT_FALSE(t["phase"].get<std::string>().starts_with("test")) << t;
+  for (const auto& t : phone["telemetry"])
+    EXPECT_FALSE(t["phase"].get<std::string>().starts_with("test")) << t;
 }
 
 TEST_F(LabCli, BadInventoryExitsTwoNamingFileAndLine) {

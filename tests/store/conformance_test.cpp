@@ -44,7 +44,9 @@ TEST_P(Conformance, RunRoundTripsWithEveryUnitAndTelemetry) {
   auto store = open_store(location());
   const RunId run = store->begin_run(RunKind::kSession, provenance(), {{"rounds", 3}});
   store->add_configuration(run, 0, {{"test", "session"}, {"ctx", 2048}});
-  store->record_repetition(run, 0, 0, {{"decode_tokens_per_s", 21.5}, {"telemetry", {{"decode", {{"freq_khz_median", 2450000}}}}}});
+  store->record_repetition(
+      run, 0, 0,
+      {{"decode_tokens_per_s", 21.5}, {"telemetry", {{"decode", {{"freq_khz_median", 2450000}}}}}});
   store->record_turn(run, {0, 1, "c07", 2}, {{"ttft_ms", 412.0}});
   store->record_run_summary(run, "qes", {{"total", 73.7}});
   store->finish_configuration(run, 0, Status::kComplete);
@@ -60,8 +62,10 @@ TEST_P(Conformance, RunRoundTripsWithEveryUnitAndTelemetry) {
   ASSERT_EQ(doc["configurations"].size(), 1u);
   EXPECT_EQ(doc["configurations"][0]["status"], "complete");
   EXPECT_EQ(doc["configurations"][0]["repetitions"][0]["result"]["decode_tokens_per_s"], 21.5);
-  EXPECT_EQ(doc["configurations"][0]["repetitions"][0]["result"]["telemetry"]["decode"]["freq_khz_median"], 2450000);
-  EXPECT_EQ(doc["configurations"][0]["repetitions"][0]["telemetry"], nlohmann::json::array());  // pre-v5 stores' only
+  EXPECT_EQ(doc["configurations"][0]["repetitions"][0]["result"]["telemetry"]["decode"]["freq_khz_median"],
+            2450000);
+  EXPECT_EQ(doc["configurations"][0]["repetitions"][0]["telemetry"],
+            nlohmann::json::array());  // pre-v5 stores' only
   ASSERT_EQ(doc["turns"].size(), 1u);
   EXPECT_EQ(doc["turns"][0]["conversation_id"], "c07");
   EXPECT_EQ(doc["turns"][0]["round"], 1);

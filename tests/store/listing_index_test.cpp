@@ -120,7 +120,8 @@ nlohmann::json v3_document_of_run_1() {
              {"status", "complete"},
              {"error", nullptr},
              {"config", {{"test", "pp512"}}},
-             {"repetitions", {rep(0, "2025-03-01T10:03:00.000Z", {{"prefill_tokens_per_s", 180.0}}, json::array())}},
+             {"repetitions",
+              {rep(0, "2025-03-01T10:03:00.000Z", {{"prefill_tokens_per_s", 180.0}}, json::array())}},
              {"test", nullptr}}}},
           {"turns", json::array()},
           {"telemetry", json::array()}};
@@ -171,7 +172,9 @@ std::vector<std::string> plan_problems(Db& db, const RunFilter& filter) {
   if (any_device)
     steps = db.column("EXPLAIN QUERY PLAN " + sql::matching_devices_sql(sql::kSqlite), {filter.device}, 3);
   const sql::RunListQuery query =
-      sql::list_runs_query(filter, sql::kSqlite, any_device ? db.column(sql::matching_devices_sql(sql::kSqlite), {filter.device}) : std::vector<std::string>{});
+      sql::list_runs_query(filter, sql::kSqlite,
+                           any_device ? db.column(sql::matching_devices_sql(sql::kSqlite), {filter.device})
+                                      : std::vector<std::string>{});
   for (const std::string& step : db.column("EXPLAIN QUERY PLAN " + query.sql, query.params, 3)) steps.push_back(step);
   std::vector<std::string> problems;
   for (const std::string& step : steps) {

@@ -19,7 +19,8 @@ using edgeprobe::test_support::TempDir;
 
 void exec(sqlite3* db, const std::string& sql) {
   char* err = nullptr;
-  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "") << "\n" << sql;
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "") << "\n"
+                                                                              << sql;
   sqlite3_free(err);
 }
 
@@ -85,8 +86,8 @@ TEST(TestsTableMigration, AV4FileMovesItsTestAndLabJobSummariesIntoTheirTables) 
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* s = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT group_concat(phase) FROM telemetry_summaries WHERE owner_id = 2", -1, &s,
-                               nullptr),
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT group_concat(phase) FROM telemetry_summaries WHERE owner_id = 2",
+                               -1, &s, nullptr),
             SQLITE_OK);
   ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
   EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)), "device:pc:job1");
@@ -110,7 +111,8 @@ TEST(TestsTableMigration, AFailedMoveLeavesTheV4FileAsItWas) {
   auto one = [&](const char* sql) {
     sqlite3_stmt* q = nullptr;
     EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &q, nullptr), SQLITE_OK) << sql;
-    std::string out = sqlite3_step(q) == SQLITE_ROW ? reinterpret_cast<const char*>(sqlite3_column_text(q, 0)) : "";
+    std::string out =
+        sqlite3_step(q) == SQLITE_ROW ? reinterpret_cast<const char*>(sqlite3_column_text(q, 0)) : "";
     sqlite3_finalize(q);
     return out;
   };

@@ -21,7 +21,8 @@ TEST_P(Conformance, TypedRowsATestRecordedAgainReplacesItsFirstRecord) {
   const RunId run = store->begin_run(RunKind::kBench, provenance(), {});
   store->add_configuration(run, 0, {{"test", "pp16"}});
   store->add_configuration(run, 1, {{"test", "tg4"}});
-  const nlohmann::json failed = {{"load_ms", {5.0}}, {"error", {{"kind", "environment"}, {"message", "oom"}}}};
+  const nlohmann::json failed = {{"load_ms", {5.0}},
+                                 {"error", {{"kind", "environment"}, {"message", "oom"}}}};
   const nlohmann::json passed = {{"load_ms", {6.0, 4.0}}, {"error", nullptr}};
   store->record_test(run, 0, failed);
   store->record_test(run, 0, passed);
@@ -30,7 +31,7 @@ TEST_P(Conformance, TypedRowsATestRecordedAgainReplacesItsFirstRecord) {
   const nlohmann::json doc = store->load_run(run);
   EXPECT_EQ(doc["configurations"][0]["test"], passed);
   EXPECT_TRUE(doc["configurations"][1]["test"].is_null());  // not finished: no record
-  ASSERT_EQ(doc["telemetry"].size(), 1u);  // the run's own summaries only
+  ASSERT_EQ(doc["telemetry"].size(), 1u);                   // the run's own summaries only
   EXPECT_EQ(doc["telemetry"][0]["phase"], "qes");
 
   // A test of a configuration the run does not have is the caller's bug.
