@@ -8,7 +8,8 @@
 //
 // fill creates the store at schema v`--schema` (default: the latest) through the store's own
 // migrations, then writes rows shaped like what `edgeprobe bench` writes (provenance, plan,
-// configurations, a test<i> summary per configuration, repetitions with telemetry; sizes
+// configurations, a test record per configuration (before schema v5 a run summary named
+// test<i>, as that edgeprobe wrote it), repetitions with telemetry; sizes
 // taken from a real store, see docs/architecture.md "Store at scale"). It writes in large
 // batches, not through the Store seam: SQLite with prepared statements in one transaction
 // per batch of runs, PostgreSQL with COPY. Run i belongs to device i % D and to model
@@ -237,9 +238,12 @@ void fill_sqlite(const Options& o) {
   sq::Statement rep(db, path,
                     "INSERT INTO repetitions (id, configuration_id, ordinal, recorded_at, result_json) "
                     "VALUES (?1, ?2, ?3, ?4, ?5)");
+  const int schema = o.schema ? o.schema : sq::latest_schema_version();
   sq::Statement summary(db, path,
-                        "INSERT INTO telemetry_summaries (owner_kind, owner_id, phase, summary_json) "
-                        "VALUES ('run', ?1, ?2, ?3)");
+                        schema >= 5
+                            ? "INSERT INTO tests (configuration_id, result_json) VALUES (?1, ?3)"
+                            : "INSERT INTO telemetry_summaries (owner_kind, owner_id, phase, summary_json) "
+                              "VALUES ('run', ?1, ?2, ?3)");
   auto reset = [](sq::Statement& s) { s.step(), s.reset(); };  // insert the bound row, ready for the next
   Numbers n(42);
   Totals t;
@@ -260,7 +264,8 @@ void fill_sqlite(const Options& o) {
         config.bind(1, config_id).bind(2, run_id).bind(3, c).bind(4, cj);
         reset(config);
         const std::string sj = test_summary(n);
-        summary.bind(1, run_id).bind(2, fmt::format("test{}", c)).bind(3, sj);
+        summary.bind(1, schema >= 5 ? config_id : run_id).bind(3, sj);
+        if (schema < 5) summary.bind(2, fmt::format("test{}", c));
         reset(summary);
         t.json_bytes += static_cast<int64_t>(cj.size() + sj.size());
         for (int64_t p = 0; p < o.reps; ++p) {
@@ -340,6 +345,7 @@ void exec_pg(PGconn* conn, const char* sql) {
 
 void fill_pg(const Options& o) {
   namespace pg = edgeprobe::store::pg;
+  const int schema = o.schema ? o.schema : pg::latest_schema_version();
   {
     const pg::Connection schema(o.pg_url, edgeprobe::store::redact_password(o.pg_url));
     pg::migrate_to(schema, edgeprobe::store::Mode::kCreate, o.schema ? o.schema : pg::latest_schema_version());
@@ -379,11 +385,17 @@ void fill_pg(const Options& o) {
       configs.finish();
     }
     {
-      Copy summaries(conn, "COPY telemetry_summaries (owner_kind, owner_id, phase, summary_json) FROM STDIN");
+      Copy summaries(conn,
+                     schema >= 5
+                         ? "COPY tests (configuration_id, result_json) FROM STDIN"
+                         : "COPY telemetry_summaries (owner_kind, owner_id, phase, summary_json) FROM STDIN");
       for (int64_t i = first; i < last; ++i)
         for (int64_t c = 0; c < o.configs; ++c) {
           const std::string sj = test_summary(n);
-          summaries.row({"run", std::to_string(i + 1), fmt::format("test{}", c), sj});
+          if (schema >= 5)
+            summaries.row({std::to_string(i * o.configs + c + 1), sj});
+          else
+            summaries.row({"run", std::to_string(i + 1), fmt::format("test{}", c), sj});
           t.json_bytes += static_cast<int64_t>(sj.size());
         }
       summaries.finish();

@@ -148,8 +148,6 @@ void collect_errors(const std::vector<result::TestResult>& results, JobOutcome& 
 
 }  // namespace
 
-std::string test_summary_phase(size_t case_index) { return "test" + std::to_string(case_index); }
-
 void record_test(store::Store& store, int64_t run, size_t case_index, const json& r) {
   const bool failed = r.value("status", "ok") != "ok";
   const json& error = r.contains("error") ? r["error"] : json(nullptr);
@@ -158,14 +156,14 @@ void record_test(store::Store& store, int64_t run, size_t case_index, const json
                              failed && error.is_object() ? error.value("message", "") : "");
   const json& load = r.contains("load") && r["load"].is_object() ? r["load"] : json::object();
   const json share = load.value("page_cache_resident_share_before", json(nullptr));
-  store.record_run_summary(run, test_summary_phase(case_index),
-                           {{"load_ms", load.value("samples_ms", json::array())},
-                            {"page_cache_resident_share", share.is_number() ? share : json(-1.0)},
-                            {"telemetry", r.value("telemetry", json(nullptr))},
-                            {"roofline", r.value("roofline", json(nullptr))},
-                            {"serving", r.value("serving", json(nullptr))},
-                            {"placement", r.value("placement", json(nullptr))},
-                            {"error", error.is_object() ? error : json(nullptr)}});
+  store.record_test(run, static_cast<int64_t>(case_index),
+                    {{"load_ms", load.value("samples_ms", json::array())},
+                     {"page_cache_resident_share", share.is_number() ? share : json(-1.0)},
+                     {"telemetry", r.value("telemetry", json(nullptr))},
+                     {"roofline", r.value("roofline", json(nullptr))},
+                     {"serving", r.value("serving", json(nullptr))},
+                     {"placement", r.value("placement", json(nullptr))},
+                     {"error", error.is_object() ? error : json(nullptr)}});
 }
 
 BenchPlan stored_bench_plan(store::Store& store, int64_t run) {

@@ -23,11 +23,10 @@ BenchPlan stored_bench_plan(store::Store& store, int64_t run);
 
 // What a finished test leaves in the store beyond its repetitions: its configuration's
 // status, and its own data (load times, test telemetry, roofline, serving table, the error
-// with its kind) as the run summary "test<i>", which stored_run.cpp reads back. The one
-// writer of both: a bench job passes the test it ran, the lab's stream recorder the test's
-// result document off a device's stream, which is result::to_json of the same TestResult
-// (a second field list here once lost the serving table of every lab run).
-std::string test_summary_phase(size_t case_index);
+// with its kind) as its test record (Store::record_test), which stored_run.cpp reads back.
+// The one writer of both: a bench job passes the test it ran, the lab's stream recorder the
+// test's result document off a device's stream, which is result::to_json of the same
+// TestResult (a second field list here once lost the serving table of every lab run).
 void record_test(store::Store& store, int64_t run, size_t case_index, const nlohmann::json& test_result);
 
 }  // namespace edgeprobe::app

@@ -7,7 +7,6 @@
 #include <map>
 
 #include "analysis/session_analysis.h"
-#include "app/bench_job.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/text.h"
@@ -29,7 +28,6 @@ std::map<std::string, json> summaries_by_phase(const json& doc) {
 result::BenchReport bench_from_store(const json& doc, const result::Provenance& provenance) {
   result::BenchReport report;
   report.provenance = provenance;
-  const auto summaries = summaries_by_phase(doc);
   for (const auto& c : doc["configurations"]) {
     const json& config = c["config"];
     result::TestResult r;
@@ -37,9 +35,7 @@ result::BenchReport bench_from_store(const json& doc, const result::Provenance& 
     for (size_t m = 0; m < provenance.models.size(); ++m)
       if (provenance.models[m].path == r.config.model_path) r.model_index = static_cast<int>(m);
     for (const auto& rep : c["repetitions"]) r.repetitions.push_back(result::repetition_from_json(rep["result"]));
-    const auto it = summaries.find(test_summary_phase(c["ordinal"].get<size_t>()));
-    if (it != summaries.end() && it->second.is_object()) {
-      const json& t = it->second;
+    if (const json& t = c.contains("test") ? c["test"] : json(); t.is_object()) {
       r.load_ms = t.value("load_ms", std::vector<double>{});
       r.page_cache_resident_share = t.value("page_cache_resident_share", -1.0);
       r.telemetry = t.value("telemetry", json(nullptr));

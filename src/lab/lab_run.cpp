@@ -238,13 +238,14 @@ class DeviceRunner {
   void record_job(size_t k, const DeviceJob& job, const json& state, const json&) {
     try {
       if (job.run && !state.is_null()) store_.record_run_summary(job.run, "lab", state);
-      store_.record_run_summary(lab_run_, job_phase(device_.name, k),
-                                {{"run_id", job.run ? json(job.run) : json(nullptr)},
-                                 {"status", job.status},
-                                 {"error", job.error},
-                                 {"committed", job.committed},
-                                 {"exit_code", job.exit_code},
-                                 {"state", state}});
+      store::LabJob row;
+      row.device = device_.name;
+      row.job = static_cast<int64_t>(k);
+      row.status = job.status;
+      row.error = job.error;
+      row.device_run = job.run;
+      row.detail = {{"committed", job.committed}, {"exit_code", job.exit_code}, {"state", state}};
+      store_.record_lab_job(lab_run_, row);
     } catch (const std::exception& e) {
       say("could not record the job in the store: {}", e.what());
     }
@@ -296,10 +297,6 @@ LabRunResult run_devices(store::Store& raw_store, store::RunId lab_run, const st
 
 }  // namespace
 
-std::string job_phase(const std::string& device, size_t job) {
-  return fmt::format("device:{}:job{}", device, job);
-}
-
 // The units a stored run holds, as a plan's "completed" list (what the stream sent).
 json completed_list(const store::Store& store, store::RunId run, const std::string& kind) {
   json out = json::array();
@@ -315,16 +312,16 @@ json completed_list(const store::Store& store, store::RunId run, const std::stri
   return out;
 }
 
-std::map<std::string, std::vector<json>> latest_job_records(const store::Store& store, store::RunId lab_run,
-                                                         const std::vector<Device>& devices, size_t plans) {
-  std::map<std::string, std::vector<json>> out;
+std::map<std::string, std::vector<store::LabJob>> latest_job_records(const store::Store& store,
+                                                                     store::RunId lab_run,
+                                                                     const std::vector<Device>& devices,
+                                                                     size_t plans) {
+  std::map<std::string, std::vector<store::LabJob>> out;
   for (const auto& d : devices) out[d.name].resize(plans);
-  const json doc = store.load_run(lab_run);
-  for (const auto& t : doc.value("telemetry", json::array())) {
-    const std::string phase = t.value("phase", "");
-    for (const auto& d : devices)
-      for (size_t k = 0; k < plans; ++k)
-        if (phase == job_phase(d.name, k)) out[d.name][k] = t["summary"];
+  for (store::LabJob& j : store.lab_jobs(lab_run)) {
+    const auto it = out.find(j.device);
+    const auto k = static_cast<size_t>(j.job);
+    if (it != out.end() && j.job >= 0 && k < plans) it->second[k] = std::move(j);
   }
   return out;
 }
@@ -404,9 +401,8 @@ LabRunResult resume_lab(store::Store& store, store::RunId lab_run, const LabRunO
   for (const auto& [name, records] : latest_job_records(store, lab_run, devices, plans.size()))
     for (const auto& s : records) {
       DeviceJob& j = previous[name].emplace_back();
-      if (!s.is_object()) continue;
-      if (s["run_id"].is_number()) j.run = s["run_id"];
-      j.status = s.value("status", "");
+      j.run = s.device_run;
+      j.status = s.status;
     }
   // Devices whose every job is complete are done; the rest run what is left.
   std::vector<Device> todo;

@@ -76,14 +76,13 @@ std::string run_table(const LabRunResult& result);  // markdown: device, status,
 // resolves its own. Throws Error(kBadInput) for a bad plan, before any device is touched.
 app::Plan prepare_plan(app::Plan plan);
 
-// Where a lab run keeps each device's jobs: a run summary per device and job, named by
-// job_phase, the latest one written being the word (`lab run` and LAVA alike).
-std::string job_phase(const std::string& device, size_t job);
-// Each device's latest job records (null where none was written), one per plan.
-std::map<std::string, std::vector<nlohmann::json>> latest_job_records(const store::Store& store,
-                                                                      store::RunId lab_run,
-                                                                      const std::vector<Device>& devices,
-                                                                      size_t plans);
+// Where a lab run keeps each device's jobs: Store::record_lab_job, one row per device and
+// job, the latest one written being the word (`lab run` and LAVA alike). Each device's
+// records, one per plan (an empty status where none was written).
+std::map<std::string, std::vector<store::LabJob>> latest_job_records(const store::Store& store,
+                                                                     store::RunId lab_run,
+                                                                     const std::vector<Device>& devices,
+                                                                     size_t plans);
 // The units a stored run holds, as a plan's "completed" list (what a resumed device skips).
 nlohmann::json completed_list(const store::Store& store, store::RunId run, const std::string& kind);
 

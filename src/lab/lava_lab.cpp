@@ -128,20 +128,22 @@ LabRecord read_lab(const store::Store& store, store::RunId lab_run) {
   return out;
 }
 
-json job_record(const JobRow& row, const JobReport* report) {
-  json r = {{"engine", "lava"},
-            {"lava_job", row.lava_job},
-            {"attempt", row.attempt},
-            {"status", row.status},
-            {"run_id", row.run ? json(row.run) : json(nullptr)},
-            {"error", row.error},
-            {"submitted_at", json(nullptr)}};
+// The lab run's word on a job: the columns every lab engine has, and LAVA's own facts.
+store::LabJob job_record(const JobRow& row, const JobReport* report) {
+  store::LabJob r;
+  r.device = row.device;
+  r.job = static_cast<int64_t>(row.job);
+  r.status = row.status;
+  r.attempt = row.attempt;
+  r.error = row.error;
+  r.device_run = row.run;
+  r.detail = {{"engine", "lava"}, {"lava_job", row.lava_job}, {"submitted_at", json(nullptr)}};
   if (report)
-    r["lava"] = {{"state", report->state},
-                 {"health", report->health},
-                 {"error_type", report->error_type},
-                 {"error_msg", report->error_msg},
-                 {"actual_device", report->actual_device}};
+    r.detail["lava"] = {{"state", report->state},
+                        {"health", report->health},
+                        {"error_type", report->error_type},
+                        {"error_msg", report->error_msg},
+                        {"actual_device", report->actual_device}};
   return r;
 }
 
@@ -202,9 +204,9 @@ JobRow submit_one(store::Store& store, store::RunId lab_run, const Device& devic
   } else {
     row.status = "rendered";
   }
-  json record = job_record(row, nullptr);
-  record["submitted_at"] = unix_now();
-  store.record_run_summary(lab_run, job_phase(device.name, k), record);
+  store::LabJob record = job_record(row, nullptr);
+  record.detail["submitted_at"] = unix_now();
+  store.record_lab_job(lab_run, record);
   if (o.say)
     o.say(fmt::format("[{}] job {} {}{}", device.name, k + 1, row.status,
                       row.lava_job ? fmt::format(" as LAVA job {}", row.lava_job) : " to " + row.definition));
@@ -265,7 +267,7 @@ LabJobs submit(store::Store& store, const std::vector<Device>& devices, const Su
         row.job = k;
         row.status = "error";
         row.error = e.what();
-        store.record_run_summary(out.lab_run, job_phase(d.name, k), job_record(row, nullptr));
+        store.record_lab_job(out.lab_run, job_record(row, nullptr));
         out.jobs.push_back(row);
         out.exit_code = e.exit_code();
       }
@@ -284,14 +286,14 @@ LabJobs resubmit(store::Store& store, store::RunId lab_run, const SubmitOptions&
   const auto records = latest_job_records(store, lab_run, lab.devices, lab.plans.size());
   for (const auto& d : lab.devices)
     for (size_t k = 0; k < lab.plans.size(); ++k) {
-      const json& r = records.at(d.name)[k];
-      const std::string status = r.is_object() ? r.value("status", "") : "";
+      const store::LabJob& r = records.at(d.name)[k];
+      const std::string& status = r.status;
       if (status == "ok") continue;
       if (status == "submitted" || status == "queued" || status == "running")
         throw_bad_input("lab run {}: {}'s job {} is still {} on LAVA; import it first (edgeprobe lab import {})",
                         lab_run, d.name, k + 1, status, lab_run);
-      const store::RunId previous = r.is_object() && r["run_id"].is_number() ? r["run_id"].get<store::RunId>() : 0;
-      const int attempt = (r.is_object() ? r.value("attempt", 0) : 0) + 1;
+      const store::RunId previous = r.device_run;
+      const int attempt = (status.empty() ? 0 : static_cast<int>(r.attempt)) + 1;
       out.jobs.push_back(submit_one(store, lab_run, d, k, lab.plans[k], attempt, previous, o, rest ? &*rest : nullptr));
     }
   if (out.jobs.empty()) throw_bad_input("lab run {}: every device already finished", lab_run);
@@ -316,17 +318,18 @@ LabJobs import(store::Store& store, store::RunId lab_run, const ImportOptions& o
   bool all_finished = true, all_ok = true;
   for (const auto& d : lab.devices)
     for (size_t k = 0; k < lab.plans.size(); ++k) {
-      const json& r = records.at(d.name)[k];
+      const store::LabJob& r = records.at(d.name)[k];
       JobRow row;
       row.device = d.name;
       row.job = k;
-      if (r.is_object()) {
-        row.attempt = r.value("attempt", 1);
-        row.lava_job = r.value("lava_job", int64_t{0});
-        row.status = r.value("status", "");
-        row.error = r.value("error", "");
-        if (r["run_id"].is_number()) row.run = r["run_id"];
-        if (r.contains("lava") && r["lava"].is_object()) row.lava_device = r["lava"].value("actual_device", "");
+      if (!r.status.empty()) {
+        row.attempt = static_cast<int>(r.attempt);
+        row.lava_job = r.detail.value("lava_job", int64_t{0});
+        row.status = r.status;
+        row.error = r.error;
+        row.run = r.device_run;
+        if (r.detail.contains("lava") && r.detail["lava"].is_object())
+          row.lava_device = r.detail["lava"].value("actual_device", "");
       }
       const bool from_log = !o.log_file.empty() && d.name == o.device && k == o.job;
       // An ok job's units are all stored (its run is complete): importing it again adds nothing.
@@ -353,7 +356,8 @@ LabJobs import(store::Store& store, store::RunId lab_run, const ImportOptions& o
         if (report.state == "Finished" && report.health != "Complete")
           report = report_from_rest(detail, rest->get_json("jobs/" + id + "/tests/?limit=1000"));
         const bool queued = report.state == "Submitted" || report.state == "Scheduling";
-        const double submitted = r.value("submitted_at", json()).is_number() ? r["submitted_at"].get<double>() : unix_now();
+        const json submitted_at = r.detail.value("submitted_at", json());
+        const double submitted = submitted_at.is_number() ? submitted_at.get<double>() : unix_now();
         past_deadline = queued && unix_now() - submitted > deadline_s;
         if (past_deadline) {
           rest->get_text("jobs/" + id + "/cancel/");  // LAVA's cancel; the job never ran
@@ -386,9 +390,9 @@ LabJobs import(store::Store& store, store::RunId lab_run, const ImportOptions& o
                       ? fmt::format("not scheduled within {:.0f} s; LAVA job cancelled", deadline_s)
                   : finished(row.status) ? why + (imp.problem.empty() ? "" : "; " + imp.problem)
                                          : "";
-      store.record_run_summary(lab_run, job_phase(d.name, k), [&] {
-        json rec = job_record(row, &report);
-        rec["submitted_at"] = r.is_object() ? r.value("submitted_at", json()) : json();
+      store.record_lab_job(lab_run, [&] {
+        store::LabJob rec = job_record(row, &report);
+        rec.detail["submitted_at"] = r.detail.value("submitted_at", json());
         return rec;
       }());
       if (o.say)

@@ -36,20 +36,30 @@ class LockedStore : public store::Store {
     inner_.finish_configuration(run, ordinal, status, error);
   }
   int64_t record_repetition(store::RunId run, int64_t ordinal, int64_t repetition,
-                            const nlohmann::json& result,
-                            const std::vector<store::TelemetrySummary>& telemetry) override {
+                            const nlohmann::json& result) override {
     const std::lock_guard lock(mutex_);
-    return inner_.record_repetition(run, ordinal, repetition, result, telemetry);
+    return inner_.record_repetition(run, ordinal, repetition, result);
   }
-  int64_t record_turn(store::RunId run, const store::TurnKey& key, const nlohmann::json& result,
-                      const std::vector<store::TelemetrySummary>& telemetry) override {
+  int64_t record_turn(store::RunId run, const store::TurnKey& key, const nlohmann::json& result) override {
     const std::lock_guard lock(mutex_);
-    return inner_.record_turn(run, key, result, telemetry);
+    return inner_.record_turn(run, key, result);
   }
   void record_run_summary(store::RunId run, const std::string& phase,
                           const nlohmann::json& summary) override {
     const std::lock_guard lock(mutex_);
     inner_.record_run_summary(run, phase, summary);
+  }
+  void record_test(store::RunId run, int64_t ordinal, const nlohmann::json& test) override {
+    const std::lock_guard lock(mutex_);
+    inner_.record_test(run, ordinal, test);
+  }
+  void record_lab_job(store::RunId lab_run, const store::LabJob& job) override {
+    const std::lock_guard lock(mutex_);
+    inner_.record_lab_job(lab_run, job);
+  }
+  std::vector<store::LabJob> lab_jobs(store::RunId lab_run) const override {
+    const std::lock_guard lock(mutex_);
+    return inner_.lab_jobs(lab_run);
   }
   void finish_run(store::RunId run, store::Status status, const std::string& error) override {
     const std::lock_guard lock(mutex_);

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "result/migrate.h"
 #include "store/store_rows.h"
+#include "store/store_sql.h"
 
 namespace edgeprobe::store::pg {
 namespace {
@@ -130,13 +131,35 @@ CREATE INDEX runs_kind_id ON runs (kind, id);
   conn.exec("CREATE INDEX runs_model_id ON runs (model, id)");
 }
 
+// v5, as in SQLite and from the same SQL (store_sql.cpp): tables for tests and lab jobs,
+// and the run summaries that held them moved in.
+void tests_and_lab_jobs(const Connection& conn) {
+  conn.exec(sql::create_v5_tables(sql::kPostgresql).c_str());
+  conn.exec(sql::kMoveTestSummaries);
+  conn.exec(sql::kDeleteMovedTestSummaries);
+  const std::string upsert = sql::text(sql::kPostgresql, sql::kRecordLabJob);
+  const std::string remove = sql::text(sql::kPostgresql, sql::kDeleteSummary);
+  const Result summaries = conn.exec(sql::kLabJobSummaries);
+  for (int i = 0; i < summaries.rows(); ++i) {
+    // A summary that is not a job record (unreadable, another shape) stays where it is.
+    const auto job = sql::lab_job_from_summary(summaries.text(i, 2),
+                                               nlohmann::json::parse(summaries.text(i, 3), nullptr, false));
+    if (!job) continue;
+    conn.exec(upsert.c_str(),
+              {param(summaries.integer(i, 1)), param(job->device), param(job->job), param(job->status),
+               param(job->attempt), param_or_null(job->error),
+               job->device_run ? param(job->device_run) : Param{}, param(rows::to_text(job->detail))});
+    conn.exec(remove.c_str(), {param(summaries.integer(i, 0))});
+  }
+}
+
 // Ordered like SQLite's list; never edit a shipped one, append instead.
 using Migration = void (*)(const Connection&);
-constexpr std::array<Migration, 4> kMigrations{create_v1, open_kinds_and_devices, allow_partial_runs,
-                                               index_runs_for_listing};
+constexpr std::array<Migration, 5> kMigrations{create_v1, open_kinds_and_devices, allow_partial_runs,
+                                               index_runs_for_listing, tests_and_lab_jobs};
 
-constexpr std::array<const char*, 5> kTables{"runs", "configurations", "repetitions", "turns",
-                                             "telemetry_summaries"};
+constexpr std::array<const char*, 7> kTables{
+    "runs", "configurations", "repetitions", "turns", "telemetry_summaries", "tests", "lab_jobs"};
 
 bool table_exists(const Connection& conn, const std::string& table) {
   // to_regclass follows the search_path, as the unqualified names in our SQL do.

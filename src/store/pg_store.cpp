@@ -8,6 +8,7 @@
 #include "store/pg_conn.h"
 #include "store/pg_schema.h"
 #include "store/store_rows.h"
+#include "store/store_sql.h"
 
 namespace edgeprobe::store {
 namespace {
@@ -20,6 +21,11 @@ using rows::parse_stored;
 using rows::to_text;
 
 nlohmann::json null_if_empty(const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); }
+
+// A shared query (store_sql.h) as PostgreSQL writes it, with `tail` appended.
+std::string pg_sql(const char* query, const char* tail = "") {
+  return sql::text(sql::kPostgresql, query) + tail;
+}
 
 }  // namespace
 
@@ -42,19 +48,17 @@ RunId PgStore::begin_run(const std::string& kind, const nlohmann::json& provenan
     throw_bad_input("{}: run kind '{}' is not a valid name ([a-z][a-z0-9_-]{{0,31}})", location(), kind);
   const rows::DeviceColumns device = rows::device_columns(provenance);
   // One statement: its own committed transaction.
+  static const std::string insert = pg_sql(sql::kInsertRun, " RETURNING id");
   return conn_
-      ->exec("INSERT INTO runs (kind, status, device_id, device, model, provenance_json, plan_json) "
-            "VALUES ($1, 'running', $2, $3, $4, $5, $6) RETURNING id",
-            {param(kind), param_or_null(device.id), param_or_null(device.json),
-             param_or_null(rows::model_label(provenance)), param(to_text(provenance)), param(to_text(plan))})
+      ->exec(insert.c_str(),
+             {param(kind), param_or_null(device.id), param_or_null(device.json),
+              param_or_null(rows::model_label(provenance)), param(to_text(provenance)), param(to_text(plan))})
       .integer(0, 0);
 }
 
 RunRecord PgStore::get_run(RunId run) const {
-  const Result r = conn_->exec(
-      "SELECT id, created_at, finished_at, kind, status, error, device_id, provenance_json, plan_json "
-      "FROM runs WHERE id = $1",
-      {param(run)});
+  static const std::string query = pg_sql(sql::kGetRun);
+  const Result r = conn_->exec(query.c_str(), {param(run)});
   if (r.rows() == 0) throw_bad_input("{}: no run {}", location(), run);
   RunRecord rec;
   rec.id = r.integer(0, 0);
@@ -72,23 +76,23 @@ RunRecord PgStore::get_run(RunId run) const {
 void PgStore::resume_run(RunId run) {
   const RunRecord r = get_run(run);
   if (r.status == "complete") throw_bad_input("run {} is already complete; nothing to resume", run);
-  conn_->exec("UPDATE runs SET status = 'running', finished_at = NULL, error = NULL WHERE id = $1", {param(run)});
+  static const std::string update = pg_sql(sql::kResumeRun);
+  conn_->exec(update.c_str(), {param(run)});
 }
 
 int64_t PgStore::add_configuration(RunId run, int64_t ordinal, const nlohmann::json& config) {
   Transaction tx(*conn_);
   // Two controllers resuming one run may add the same configuration at once: the loser's
   // insert waits for the winner's commit, does nothing, and reads the winner's row.
-  const Result inserted = conn_->exec(
-      "INSERT INTO configurations (run_id, ordinal, config_json) VALUES ($1, $2, $3) "
-      "ON CONFLICT (run_id, ordinal) DO NOTHING RETURNING id",
-      {param(run), param(ordinal), param(to_text(config))});
+  static const std::string insert =
+      pg_sql(sql::kInsertConfiguration, " ON CONFLICT (run_id, ordinal) DO NOTHING RETURNING id");
+  static const std::string select = pg_sql(sql::kConfiguration);
+  const Result inserted = conn_->exec(insert.c_str(), {param(run), param(ordinal), param(to_text(config))});
   if (inserted.rows() == 1) {
     tx.commit();
     return inserted.integer(0, 0);
   }
-  const Result existing = conn_->exec("SELECT id, config_json FROM configurations WHERE run_id = $1 AND ordinal = $2",
-                                     {param(run), param(ordinal)});
+  const Result existing = conn_->exec(select.c_str(), {param(run), param(ordinal)});
   if (existing.rows() != 1)
     throw Error(ErrorKind::kBug, fmt::format("run {}: configuration {} neither inserted nor found", run, ordinal));
   // Compared as stored, so a config with invalid UTF-8 still matches itself.
@@ -99,73 +103,88 @@ int64_t PgStore::add_configuration(RunId run, int64_t ordinal, const nlohmann::j
 }
 
 void PgStore::finish_configuration(RunId run, int64_t ordinal, Status status, const std::string& error) {
-  const Result r = conn_->exec("UPDATE configurations SET status = $1, error = $2 WHERE run_id = $3 AND ordinal = $4",
-                              {param(std::string(to_string(status))), param_or_null(error), param(run), param(ordinal)});
+  static const std::string update = pg_sql(sql::kFinishConfiguration);
+  const Result r = conn_->exec(update.c_str(), {param(std::string(to_string(status))), param_or_null(error),
+                                                param(run), param(ordinal)});
   if (r.affected_rows() != 1) throw Error(ErrorKind::kBug, fmt::format("run {} has no configuration {}", run, ordinal));
 }
 
-void PgStore::insert_telemetry(const char* owner_kind, int64_t owner_id,
-                               const std::vector<TelemetrySummary>& telemetry) {
-  for (const TelemetrySummary& t : telemetry)
-    conn_->exec("INSERT INTO telemetry_summaries (owner_kind, owner_id, phase, summary_json) VALUES ($1, $2, $3, $4)",
-               {param(std::string(owner_kind)), param(owner_id), param(t.phase), param(to_text(t.summary))});
-}
-
 int64_t PgStore::record_repetition(RunId run, int64_t configuration_ordinal, int64_t repetition,
-                                   const nlohmann::json& result, const std::vector<TelemetrySummary>& telemetry) {
+                                   const nlohmann::json& result) {
   Transaction tx(*conn_);
-  const Result config = conn_->exec("SELECT id FROM configurations WHERE run_id = $1 AND ordinal = $2",
-                                   {param(run), param(configuration_ordinal)});
+  static const std::string select = pg_sql(sql::kConfiguration);
+  static const std::string insert = pg_sql(sql::kInsertRepetition, " RETURNING id");
+  const Result config = conn_->exec(select.c_str(), {param(run), param(configuration_ordinal)});
   if (config.rows() != 1)
     throw Error(ErrorKind::kBug, fmt::format("run {} has no configuration {}", run, configuration_ordinal));
-  const int64_t id = conn_
-                         ->exec("INSERT INTO repetitions (configuration_id, ordinal, result_json) VALUES ($1, $2, $3) "
-                               "RETURNING id",
-                               {param(config.integer(0, 0)), param(repetition), param(to_text(result))})
-                         .integer(0, 0);
-  insert_telemetry("repetition", id, telemetry);
+  const int64_t id =
+      conn_->exec(insert.c_str(), {param(config.integer(0, 0)), param(repetition), param(to_text(result))})
+          .integer(0, 0);
   tx.commit();
   return id;
 }
 
-int64_t PgStore::record_turn(RunId run, const TurnKey& key, const nlohmann::json& result,
-                             const std::vector<TelemetrySummary>& telemetry) {
-  Transaction tx(*conn_);
-  const int64_t id =
-      conn_
-          ->exec("INSERT INTO turns (run_id, configuration_ordinal, round, conversation_id, turn_index, result_json) "
-                "VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
-                {param(run), param(key.configuration_ordinal), param(key.round), param(key.conversation_id),
-                 param(key.turn_index), param(to_text(result))})
-          .integer(0, 0);
-  insert_telemetry("turn", id, telemetry);
-  tx.commit();
-  return id;
+int64_t PgStore::record_turn(RunId run, const TurnKey& key, const nlohmann::json& result) {
+  static const std::string insert = pg_sql(sql::kInsertTurn, " RETURNING id");
+  // One statement: its own committed transaction.
+  return conn_
+      ->exec(insert.c_str(), {param(run), param(key.configuration_ordinal), param(key.round),
+                              param(key.conversation_id), param(key.turn_index), param(to_text(result))})
+      .integer(0, 0);
 }
 
 void PgStore::record_run_summary(RunId run, const std::string& phase, const nlohmann::json& summary) {
   Transaction tx(*conn_);
   get_run(run);  // throws for an unknown run
-  insert_telemetry("run", run, {{phase, summary}});
+  static const std::string insert = pg_sql(sql::kInsertTelemetry);
+  conn_->exec(insert.c_str(), {param(std::string("run")), param(run), param(phase), param(to_text(summary))});
   tx.commit();
 }
 
+void PgStore::record_test(RunId run, int64_t configuration_ordinal, const nlohmann::json& test) {
+  static const std::string query = pg_sql(sql::kRecordTest);
+  const Result r =
+      conn_->exec(query.c_str(), {param(run), param(configuration_ordinal), param(to_text(test))});
+  if (r.affected_rows() != 1)
+    throw Error(ErrorKind::kBug, fmt::format("run {} has no configuration {}", run, configuration_ordinal));
+}
+
+void PgStore::record_lab_job(RunId lab_run, const LabJob& job) {
+  static const std::string query = pg_sql(sql::kRecordLabJob);
+  Transaction tx(*conn_);
+  get_run(lab_run);  // throws for an unknown run
+  conn_->exec(query.c_str(),
+              {param(lab_run), param(job.device), param(job.job), param(job.status), param(job.attempt),
+               param_or_null(job.error), job.device_run ? param(job.device_run) : pg::Param{},
+               param(to_text(job.detail))});
+  tx.commit();
+}
+
+std::vector<LabJob> PgStore::lab_jobs(RunId lab_run) const {
+  static const std::string query = pg_sql(sql::kLabJobs);
+  get_run(lab_run);
+  const Result r = conn_->exec(query.c_str(), {param(lab_run)});
+  std::vector<LabJob> out;
+  for (int i = 0; i < r.rows(); ++i)
+    out.push_back({r.text(i, 0), r.integer(i, 1), r.text(i, 2), r.integer(i, 3), r.text(i, 4),
+                   r.is_null(i, 5) ? 0 : r.integer(i, 5), parse_stored(r.text(i, 6), location(), "lab job")});
+  return out;
+}
+
 void PgStore::finish_run(RunId run, Status status, const std::string& error) {
-  const Result r = conn_->exec(
-      "UPDATE runs SET status = $1, error = $2, "
-      R"(finished_at = to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') )"
-      "WHERE id = $3",
-      {param(std::string(to_string(status))), param_or_null(error), param(run)});
+  static const std::string update = sql::text(sql::kPostgresql, sql::finish_run(sql::kPostgresql));
+  const Result r =
+      conn_->exec(update.c_str(), {param(std::string(to_string(status))), param_or_null(error), param(run)});
   if (r.affected_rows() != 1) throw_bad_input("{}: no run {}", location(), run);
 }
 
 std::vector<RunSummary> PgStore::list_runs(const RunFilter& filter) const {
   std::vector<std::string> devices;
   if (!filter.device.empty() && !filter.device_exact) {
-    const Result d = conn_->exec(rows::matching_devices_sql(rows::Dialect::kPostgresql).c_str(), {param(filter.device)});
+    const Result d = conn_->exec(sql::matching_devices_sql(sql::kPostgresql).c_str(), {param(filter.device)});
     for (int i = 0; i < d.rows(); ++i) devices.push_back(d.text(i, 0));
   }
-  const rows::RunListQuery query = rows::list_runs_query(filter, rows::Dialect::kPostgresql, devices);
+  const sql::RunListQuery query = sql::list_runs_query(filter, sql::kPostgresql, devices);
   std::vector<pg::Param> params(query.params.begin(), query.params.end());
   const Result r = conn_->exec(query.sql.c_str(), params);
   std::vector<RunSummary> runs;
@@ -224,17 +243,19 @@ nlohmann::json PgStore::load_run(RunId run) const {
                 {"provenance", r.provenance},
                 {"plan", r.plan}};
   doc["configurations"] = nlohmann::json::array();
-  const Result c = conn_->exec(
-      "SELECT ordinal, status, error, config_json FROM configurations WHERE run_id = $1 ORDER BY ordinal",
-      {param(run)});
+  static const std::string configurations = pg_sql(sql::kConfigurationsWithTests);
+  const Result c = conn_->exec(configurations.c_str(), {param(run)});
   std::map<int64_t, size_t> index_of;  // configuration ordinal -> position in doc
   for (int i = 0; i < c.rows(); ++i) {
-    index_of[c.integer(i, 0)] = doc["configurations"].size();
-    doc["configurations"].push_back({{"ordinal", c.integer(i, 0)},
-                                     {"status", c.text(i, 1)},
-                                     {"error", c.is_null(i, 2) ? nlohmann::json(nullptr) : nlohmann::json(c.text(i, 2))},
-                                     {"config", parse_stored(c.text(i, 3), location(), "configuration")},
-                                     {"repetitions", nlohmann::json::array()}});
+    index_of[c.integer(i, 1)] = doc["configurations"].size();
+    doc["configurations"].push_back(
+        {{"ordinal", c.integer(i, 1)},
+         {"status", c.text(i, 2)},
+         {"error", c.is_null(i, 3) ? nlohmann::json(nullptr) : nlohmann::json(c.text(i, 3))},
+         {"config", parse_stored(c.text(i, 4), location(), "configuration")},
+         {"repetitions", nlohmann::json::array()},
+         {"test",
+          c.is_null(i, 5) ? nlohmann::json(nullptr) : parse_stored(c.text(i, 5), location(), "test")}});
   }
   const Result p = conn_->exec(
       "SELECT c.ordinal, p.id, p.ordinal, p.recorded_at, p.result_json FROM repetitions p "
@@ -247,10 +268,8 @@ nlohmann::json PgStore::load_run(RunId run) const {
          {"result", parse_stored(p.text(i, 4), location(), "repetition")},
          {"telemetry", telemetry_of("repetition", p.integer(i, 1))}});
   doc["turns"] = nlohmann::json::array();
-  const Result u = conn_->exec(
-      "SELECT id, configuration_ordinal, round, conversation_id, turn_index, recorded_at, result_json "
-      "FROM turns WHERE run_id = $1 ORDER BY configuration_ordinal, round, id",
-      {param(run)});
+  static const std::string turns = pg_sql(sql::kTurnsOfRun);
+  const Result u = conn_->exec(turns.c_str(), {param(run)});
   for (int i = 0; i < u.rows(); ++i)
     doc["turns"].push_back({{"configuration_ordinal", u.integer(i, 1)},
                             {"round", u.integer(i, 2)},
@@ -267,17 +286,15 @@ nlohmann::json PgStore::load_run(RunId run) const {
 CompletedUnits PgStore::completed_units(RunId run) const {
   get_run(run);
   CompletedUnits done;
-  const Result p = conn_->exec(
-      "SELECT c.ordinal, p.ordinal FROM repetitions p JOIN configurations c ON p.configuration_id = c.id "
-      "WHERE c.run_id = $1",
-      {param(run)});
+  static const std::string repetitions = pg_sql(sql::kCompletedRepetitions);
+  static const std::string turns = pg_sql(sql::kCompletedTurns);
+  static const std::string configurations = pg_sql(sql::kCompleteConfigurations);
+  const Result p = conn_->exec(repetitions.c_str(), {param(run)});
   for (int i = 0; i < p.rows(); ++i) done.repetitions.insert({p.integer(i, 0), p.integer(i, 1)});
-  const Result t = conn_->exec(
-      "SELECT configuration_ordinal, round, conversation_id, turn_index FROM turns WHERE run_id = $1", {param(run)});
+  const Result t = conn_->exec(turns.c_str(), {param(run)});
   for (int i = 0; i < t.rows(); ++i)
     done.turns.insert({t.integer(i, 0), t.integer(i, 1), t.text(i, 2), t.integer(i, 3)});
-  const Result c =
-      conn_->exec("SELECT ordinal FROM configurations WHERE run_id = $1 AND status = 'complete'", {param(run)});
+  const Result c = conn_->exec(configurations.c_str(), {param(run)});
   for (int i = 0; i < c.rows(); ++i) done.complete_configurations.insert(c.integer(i, 0));
   return done;
 }

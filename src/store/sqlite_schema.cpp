@@ -7,6 +7,7 @@
 #include "result/migrate.h"
 #include "store/sqlite_util.h"
 #include "store/store_rows.h"
+#include "store/store_sql.h"
 
 namespace edgeprobe::store::sqlite {
 namespace {
@@ -162,14 +163,49 @@ CREATE INDEX runs_kind ON runs (kind);
   exec(db, path, "CREATE INDEX runs_model ON runs (model)");
 }
 
+// v5: a test's own record and a lab run's word on each device's job get tables of their
+// own (store_sql.cpp), instead of run summaries named "test<i>" and "device:NAME:jobK"
+// that readers found again by comparing names. The summaries move into them.
+void tests_and_lab_jobs(sqlite3* db, const std::string& path) {
+  exec(db, path, sql::create_v5_tables(sql::kSqlite).c_str());
+  exec(db, path, sql::kMoveTestSummaries);
+  exec(db, path, sql::kDeleteMovedTestSummaries);
+  std::vector<std::pair<int64_t, LabJob>> moves;  // summary id, run; read whole before writing
+  std::vector<RunId> runs;
+  {
+    Statement s(db, path, sql::kLabJobSummaries);
+    while (s.step()) {
+      // A summary that is not a job record (unreadable, another shape) stays where it is.
+      const nlohmann::json summary = nlohmann::json::parse(s.text(3), nullptr, false);
+      if (auto job = sql::lab_job_from_summary(s.text(2), summary)) {
+        moves.emplace_back(s.integer(0), std::move(*job));
+        runs.push_back(s.integer(1));
+      }
+    }
+  }
+  Statement upsert(db, path, sql::kRecordLabJob);
+  Statement remove(db, path, sql::kDeleteSummary);
+  for (size_t i = 0; i < moves.size(); ++i) {
+    const LabJob& j = moves[i].second;
+    upsert.bind(1, runs[i]).bind(2, j.device).bind(3, j.job).bind(4, j.status).bind(5, j.attempt);
+    upsert.bind_or_null(6, j.error).bind(8, to_text(j.detail));
+    if (j.device_run)
+      upsert.bind(7, j.device_run);
+    else
+      upsert.bind_null(7);
+    upsert.step(), upsert.reset();
+    remove.bind(1, moves[i].first).step(), remove.reset();
+  }
+}
+
 // Ordered: migration i takes user_version i to i + 1. Never edit a shipped one; append a
 // new one instead, so every older file can be brought forward.
 using Migration = void (*)(sqlite3*, const std::string&);
-constexpr std::array<Migration, 4> kMigrations{create_v1, open_kinds_and_devices, allow_partial_runs,
-                                               index_runs_for_listing};
+constexpr std::array<Migration, 5> kMigrations{create_v1, open_kinds_and_devices, allow_partial_runs,
+                                               index_runs_for_listing, tests_and_lab_jobs};
 
-constexpr std::array<const char*, 5> kTables{"runs", "configurations", "repetitions", "turns",
-                                             "telemetry_summaries"};
+constexpr std::array<const char*, 7> kTables{
+    "runs", "configurations", "repetitions", "turns", "telemetry_summaries", "tests", "lab_jobs"};
 
 }  // namespace
 

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstring>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 #include <thread>
@@ -15,6 +15,7 @@
 #include "store/sqlite_schema.h"
 #include "store/sqlite_util.h"
 #include "store/store_rows.h"
+#include "store/store_sql.h"
 
 namespace edgeprobe::store {
 namespace {
@@ -148,9 +149,7 @@ RunId SqliteStore::begin_run(const std::string& kind, const nlohmann::json& prov
     throw_bad_input("{}: run kind '{}' is not a valid name ([a-z][a-z0-9_-]{{0,31}})", path_, kind);
   const rows::DeviceColumns device = rows::device_columns(provenance);
   Transaction tx(db_, path_);
-  Statement s(db_, path_,
-              "INSERT INTO runs (kind, status, device_id, device, model, provenance_json, plan_json) "
-              "VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6)");
+  Statement s(db_, path_, sql::kInsertRun);
   s.bind(1, kind).bind_or_null(2, device.id).bind_or_null(3, device.json).bind_or_null(4, model_label(provenance));
   s.bind(5, to_text(provenance)).bind(6, to_text(plan)).step();
   const RunId id = sqlite3_last_insert_rowid(db_);
@@ -159,9 +158,7 @@ RunId SqliteStore::begin_run(const std::string& kind, const nlohmann::json& prov
 }
 
 RunRecord SqliteStore::get_run(RunId run) const {
-  Statement s(db_, path_,
-              "SELECT id, created_at, finished_at, kind, status, error, device_id, provenance_json, plan_json "
-              "FROM runs WHERE id = ?1");
+  Statement s(db_, path_, sql::kGetRun);
   s.bind(1, run);
   if (!s.step()) throw_bad_input("{}: no run {}", path_, run);
   RunRecord r;
@@ -180,12 +177,12 @@ RunRecord SqliteStore::get_run(RunId run) const {
 void SqliteStore::resume_run(RunId run) {
   const RunRecord r = get_run(run);
   if (r.status == "complete") throw_bad_input("run {} is already complete; nothing to resume", run);
-  Statement s(db_, path_, "UPDATE runs SET status = 'running', finished_at = NULL, error = NULL WHERE id = ?1");
+  Statement s(db_, path_, sql::kResumeRun);
   s.bind(1, run).step();
 }
 
 int64_t SqliteStore::configuration_id(RunId run, int64_t ordinal) const {
-  Statement s(db_, path_, "SELECT id FROM configurations WHERE run_id = ?1 AND ordinal = ?2");
+  Statement s(db_, path_, sql::kConfiguration);
   s.bind(1, run).bind(2, ordinal);
   if (!s.step()) throw Error(ErrorKind::kBug, fmt::format("run {} has no configuration {}", run, ordinal));
   return s.integer(0);
@@ -194,7 +191,7 @@ int64_t SqliteStore::configuration_id(RunId run, int64_t ordinal) const {
 int64_t SqliteStore::add_configuration(RunId run, int64_t ordinal, const nlohmann::json& config) {
   Transaction tx(db_, path_);
   {
-    Statement existing(db_, path_, "SELECT id, config_json FROM configurations WHERE run_id = ?1 AND ordinal = ?2");
+    Statement existing(db_, path_, sql::kConfiguration);
     existing.bind(1, run).bind(2, ordinal);
     if (existing.step()) {
       // Compared as stored, so a config with invalid UTF-8 still matches itself.
@@ -204,7 +201,7 @@ int64_t SqliteStore::add_configuration(RunId run, int64_t ordinal, const nlohman
       return existing.integer(0);
     }
   }
-  Statement s(db_, path_, "INSERT INTO configurations (run_id, ordinal, config_json) VALUES (?1, ?2, ?3)");
+  Statement s(db_, path_, sql::kInsertConfiguration);
   s.bind(1, run).bind(2, ordinal).bind(3, to_text(config)).step();
   const int64_t id = sqlite3_last_insert_rowid(db_);
   tx.commit();
@@ -212,7 +209,7 @@ int64_t SqliteStore::add_configuration(RunId run, int64_t ordinal, const nlohman
 }
 
 void SqliteStore::finish_configuration(RunId run, int64_t ordinal, Status status, const std::string& error) {
-  Statement s(db_, path_, "UPDATE configurations SET status = ?1, error = ?2 WHERE run_id = ?3 AND ordinal = ?4");
+  Statement s(db_, path_, sql::kFinishConfiguration);
   s.bind(1, std::string(to_string(status)));
   s.bind_or_null(2, error);
   s.bind(3, run).bind(4, ordinal).step();
@@ -220,33 +217,20 @@ void SqliteStore::finish_configuration(RunId run, int64_t ordinal, Status status
     throw Error(ErrorKind::kBug, fmt::format("run {} has no configuration {}", run, ordinal));
 }
 
-void SqliteStore::insert_telemetry(const char* owner_kind, int64_t owner_id,
-                             const std::vector<TelemetrySummary>& telemetry) {
-  for (const TelemetrySummary& t : telemetry) {
-    Statement s(db_, path_,
-                "INSERT INTO telemetry_summaries (owner_kind, owner_id, phase, summary_json) VALUES (?1, ?2, ?3, ?4)");
-    s.bind(1, std::string(owner_kind)).bind(2, owner_id).bind(3, t.phase).bind(4, to_text(t.summary)).step();
-  }
-}
-
 int64_t SqliteStore::record_repetition(RunId run, int64_t configuration_ordinal, int64_t repetition,
-                                 const nlohmann::json& result, const std::vector<TelemetrySummary>& telemetry) {
+                                       const nlohmann::json& result) {
   Transaction tx(db_, path_);
   const int64_t config_id = configuration_id(run, configuration_ordinal);
-  Statement s(db_, path_, "INSERT INTO repetitions (configuration_id, ordinal, result_json) VALUES (?1, ?2, ?3)");
+  Statement s(db_, path_, sql::kInsertRepetition);
   s.bind(1, config_id).bind(2, repetition).bind(3, to_text(result)).step();
   const int64_t id = sqlite3_last_insert_rowid(db_);
-  insert_telemetry("repetition", id, telemetry);
   tx.commit();
   return id;
 }
 
-int64_t SqliteStore::record_turn(RunId run, const TurnKey& key, const nlohmann::json& result,
-                           const std::vector<TelemetrySummary>& telemetry) {
+int64_t SqliteStore::record_turn(RunId run, const TurnKey& key, const nlohmann::json& result) {
   Transaction tx(db_, path_);
-  Statement s(db_, path_,
-              "INSERT INTO turns (run_id, configuration_ordinal, round, conversation_id, turn_index, result_json) "
-              "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+  Statement s(db_, path_, sql::kInsertTurn);
   s.bind(1, run)
       .bind(2, key.configuration_ordinal)
       .bind(3, key.round)
@@ -255,7 +239,6 @@ int64_t SqliteStore::record_turn(RunId run, const TurnKey& key, const nlohmann::
       .bind(6, to_text(result))
       .step();
   const int64_t id = sqlite3_last_insert_rowid(db_);
-  insert_telemetry("turn", id, telemetry);
   tx.commit();
   return id;
 }
@@ -263,14 +246,46 @@ int64_t SqliteStore::record_turn(RunId run, const TurnKey& key, const nlohmann::
 void SqliteStore::record_run_summary(RunId run, const std::string& phase, const nlohmann::json& summary) {
   Transaction tx(db_, path_);
   get_run(run);  // throws for an unknown run
-  insert_telemetry("run", run, {{phase, summary}});
+  Statement s(db_, path_, sql::kInsertTelemetry);
+  s.bind(1, std::string("run")).bind(2, run).bind(3, phase).bind(4, to_text(summary)).step();
   tx.commit();
 }
 
+void SqliteStore::record_test(RunId run, int64_t configuration_ordinal, const nlohmann::json& test) {
+  Statement s(db_, path_, sql::kRecordTest);
+  s.bind(1, run).bind(2, configuration_ordinal).bind(3, to_text(test)).step();
+  if (sqlite3_changes(db_) != 1)
+    throw Error(ErrorKind::kBug, fmt::format("run {} has no configuration {}", run, configuration_ordinal));
+}
+
+void SqliteStore::record_lab_job(RunId lab_run, const LabJob& job) {
+  Transaction tx(db_, path_);
+  get_run(lab_run);  // throws for an unknown run
+  Statement s(db_, path_, sql::kRecordLabJob);
+  s.bind(1, lab_run).bind(2, job.device).bind(3, job.job).bind(4, job.status).bind(5, job.attempt);
+  s.bind_or_null(6, job.error).bind(8, to_text(job.detail));
+  if (job.device_run)
+    s.bind(7, job.device_run);
+  else
+    s.bind_null(7);
+  s.step();
+  tx.commit();
+}
+
+std::vector<LabJob> SqliteStore::lab_jobs(RunId lab_run) const {
+  get_run(lab_run);
+  Statement s(db_, path_, sql::kLabJobs);
+  s.bind(1, lab_run);
+  std::vector<LabJob> out;
+  while (s.step())
+    out.push_back({s.text(0), s.integer(1), s.text(2), s.integer(3), s.text(4), s.integer(5),
+                   parse_stored(s.text(6), path_, "lab job")});
+  return out;
+}
+
 void SqliteStore::finish_run(RunId run, Status status, const std::string& error) {
-  Statement s(db_, path_,
-              "UPDATE runs SET status = ?1, error = ?2, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
-              "WHERE id = ?3");
+  static const std::string finish = sql::finish_run(sql::kSqlite);
+  Statement s(db_, path_, finish.c_str());
   s.bind(1, std::string(to_string(status)));
   s.bind_or_null(2, error);
   s.bind(3, run).step();
@@ -280,11 +295,11 @@ void SqliteStore::finish_run(RunId run, Status status, const std::string& error)
 std::vector<RunSummary> SqliteStore::list_runs(const RunFilter& filter) const {
   std::vector<std::string> devices;
   if (!filter.device.empty() && !filter.device_exact) {
-    Statement d(db_, path_, rows::matching_devices_sql(rows::Dialect::kSqlite).c_str());
+    Statement d(db_, path_, sql::matching_devices_sql(sql::kSqlite).c_str());
     d.bind(1, filter.device);
     while (d.step()) devices.push_back(d.text(0));
   }
-  const rows::RunListQuery query = rows::list_runs_query(filter, rows::Dialect::kSqlite, devices);
+  const sql::RunListQuery query = sql::list_runs_query(filter, sql::kSqlite, devices);
   Statement s(db_, path_, query.sql.c_str());
   for (size_t i = 0; i < query.params.size(); ++i) s.bind(static_cast<int>(i + 1), query.params[i]);
   std::vector<RunSummary> runs;
@@ -329,15 +344,16 @@ nlohmann::json SqliteStore::load_run(RunId run) const {
                 {"provenance", r.provenance},
                 {"plan", r.plan}};
   doc["configurations"] = nlohmann::json::array();
-  Statement c(db_, path_,
-              "SELECT id, ordinal, status, error, config_json FROM configurations WHERE run_id = ?1 ORDER BY ordinal");
+  Statement c(db_, path_, sql::kConfigurationsWithTests);
   c.bind(1, run);
   while (c.step()) {
-    nlohmann::json cj{{"ordinal", c.integer(1)},
-                      {"status", c.text(2)},
-                      {"error", c.is_null(3) ? nlohmann::json(nullptr) : nlohmann::json(c.text(3))},
-                      {"config", parse_stored(c.text(4), path_, "configuration")},
-                      {"repetitions", nlohmann::json::array()}};
+    nlohmann::json cj{
+        {"ordinal", c.integer(1)},
+        {"status", c.text(2)},
+        {"error", c.is_null(3) ? nlohmann::json(nullptr) : nlohmann::json(c.text(3))},
+        {"config", parse_stored(c.text(4), path_, "configuration")},
+        {"repetitions", nlohmann::json::array()},
+        {"test", c.is_null(5) ? nlohmann::json(nullptr) : parse_stored(c.text(5), path_, "test")}};
     Statement p(db_, path_,
                 "SELECT id, ordinal, recorded_at, result_json FROM repetitions WHERE configuration_id = ?1 "
                 "ORDER BY ordinal");
@@ -350,9 +366,7 @@ nlohmann::json SqliteStore::load_run(RunId run) const {
     doc["configurations"].push_back(std::move(cj));
   }
   doc["turns"] = nlohmann::json::array();
-  Statement t(db_, path_,
-              "SELECT id, configuration_ordinal, round, conversation_id, turn_index, recorded_at, result_json "
-              "FROM turns WHERE run_id = ?1 ORDER BY configuration_ordinal, round, id");
+  Statement t(db_, path_, sql::kTurnsOfRun);
   t.bind(1, run);
   while (t.step())
     doc["turns"].push_back({{"configuration_ordinal", t.integer(1)},
@@ -369,16 +383,13 @@ nlohmann::json SqliteStore::load_run(RunId run) const {
 CompletedUnits SqliteStore::completed_units(RunId run) const {
   get_run(run);
   CompletedUnits done;
-  Statement p(db_, path_,
-              "SELECT c.ordinal, p.ordinal FROM repetitions p JOIN configurations c ON p.configuration_id = c.id "
-              "WHERE c.run_id = ?1");
+  Statement p(db_, path_, sql::kCompletedRepetitions);
   p.bind(1, run);
   while (p.step()) done.repetitions.insert({p.integer(0), p.integer(1)});
-  Statement t(db_, path_,
-              "SELECT configuration_ordinal, round, conversation_id, turn_index FROM turns WHERE run_id = ?1");
+  Statement t(db_, path_, sql::kCompletedTurns);
   t.bind(1, run);
   while (t.step()) done.turns.insert({t.integer(0), t.integer(1), t.text(2), t.integer(3)});
-  Statement c(db_, path_, "SELECT ordinal FROM configurations WHERE run_id = ?1 AND status = 'complete'");
+  Statement c(db_, path_, sql::kCompleteConfigurations);
   c.bind(1, run);
   while (c.step()) done.complete_configurations.insert(c.integer(0));
   return done;

@@ -38,11 +38,13 @@ class SqliteStore final : public Store {
   void resume_run(RunId run) override;
   int64_t add_configuration(RunId run, int64_t ordinal, const nlohmann::json& config) override;
   void finish_configuration(RunId run, int64_t ordinal, Status status, const std::string& error = "") override;
-  int64_t record_repetition(RunId run, int64_t configuration_ordinal, int64_t repetition, const nlohmann::json& result,
-                            const std::vector<TelemetrySummary>& telemetry = {}) override;
-  int64_t record_turn(RunId run, const TurnKey& key, const nlohmann::json& result,
-                      const std::vector<TelemetrySummary>& telemetry = {}) override;
+  int64_t record_repetition(RunId run, int64_t configuration_ordinal, int64_t repetition,
+                            const nlohmann::json& result) override;
+  int64_t record_turn(RunId run, const TurnKey& key, const nlohmann::json& result) override;
+  void record_test(RunId run, int64_t configuration_ordinal, const nlohmann::json& test) override;
   void record_run_summary(RunId run, const std::string& phase, const nlohmann::json& summary) override;
+  void record_lab_job(RunId lab_run, const LabJob& job) override;
+  std::vector<LabJob> lab_jobs(RunId lab_run) const override;
   void finish_run(RunId run, Status status, const std::string& error = "") override;
   std::vector<RunSummary> list_runs(const RunFilter& filter = {}) const override;
   nlohmann::json load_run(RunId run) const override;
@@ -54,7 +56,6 @@ class SqliteStore final : public Store {
   static std::unique_ptr<SqliteStore> open_read_write(const std::string& path);
   static std::unique_ptr<SqliteStore> open_read_only(const std::string& path);
   int64_t configuration_id(RunId run, int64_t ordinal) const;
-  void insert_telemetry(const char* owner_kind, int64_t owner_id, const std::vector<TelemetrySummary>& telemetry);
 
   sqlite3* db_ = nullptr;
   std::string path_;

@@ -72,10 +72,17 @@ struct CompletedUnits {
   bool has(const TurnKey& k) const { return turns.contains(k); }
 };
 
-// A telemetry summary stored with the unit it describes, in the same transaction.
-struct TelemetrySummary {
-  std::string phase;  // "prefill", "decode", "idle", "whole", ...
-  nlohmann::json summary;
+// What became of one device's job in a lab run (`lab run` over a transport, or a LAVA
+// job): one row per lab run, device and job, the latest word replacing the one before.
+struct LabJob {
+  std::string device;    // the inventory's name
+  int64_t job = 0;       // the plan's index in the lab run
+  std::string status;    // the engine's word: complete | failed (lab run); submitted ... ok (LAVA)
+  int64_t attempt = 1;   // 1, then 2, ... as the job is submitted again
+  std::string error;     // empty when none
+  RunId device_run = 0;  // the device's own run with the results; 0: none yet
+  nlohmann::json detail = nlohmann::json::object();  // the engine's other facts (units, exit code,
+                                                     // device state; LAVA's job id, health)
 };
 
 struct RunRecord {
@@ -129,23 +136,31 @@ class Store {
   virtual int64_t add_configuration(RunId run, int64_t ordinal, const nlohmann::json& config) = 0;
   virtual void finish_configuration(RunId run, int64_t ordinal, Status status, const std::string& error = "") = 0;
 
-  // Each is one committed transaction with its telemetry summaries. Recording a unit
-  // twice is a bug in the caller and throws Error(kBug).
+  // Each is one committed transaction; a unit's telemetry is part of its result. Recording
+  // a unit twice is a bug in the caller and throws Error(kBug). (load_run still gives each
+  // unit its "telemetry": the separate summaries stores before v5 could hold.)
   virtual int64_t record_repetition(RunId run, int64_t configuration_ordinal, int64_t repetition,
-                                    const nlohmann::json& result,
-                                    const std::vector<TelemetrySummary>& telemetry = {}) = 0;
-  virtual int64_t record_turn(RunId run, const TurnKey& key, const nlohmann::json& result,
-                              const std::vector<TelemetrySummary>& telemetry = {}) = 0;
+                                    const nlohmann::json& result) = 0;
+  virtual int64_t record_turn(RunId run, const TurnKey& key, const nlohmann::json& result) = 0;
+  // A finished test's own data beyond its repetitions (load times, test telemetry,
+  // roofline, serving table, its error): one per configuration, committed at once;
+  // recording it again (a resumed test) replaces it. The configuration must exist.
+  virtual void record_test(RunId run, int64_t configuration_ordinal, const nlohmann::json& test) = 0;
   // Run-level summaries (whole-run telemetry, QES, stability, a doctor report), also
   // committed at once.
   virtual void record_run_summary(RunId run, const std::string& phase, const nlohmann::json& summary) = 0;
+  // A lab run's word on one device's job: replaces the one before for that device and
+  // job. lab_jobs() lists them by device name, then job.
+  virtual void record_lab_job(RunId lab_run, const LabJob& job) = 0;
+  virtual std::vector<LabJob> lab_jobs(RunId lab_run) const = 0;
 
   virtual void finish_run(RunId run, Status status, const std::string& error = "") = 0;
 
   virtual std::vector<RunSummary> list_runs(const RunFilter& filter = {}) const = 0;
   // {"schema_version", "run": {...}, "configurations": [{"ordinal", "status", "config",
-  //  "repetitions": [{"ordinal", "result", "telemetry": [...]}]}], "turns": [{..., "result",
-  //  "telemetry"}], "telemetry": [run-level summaries]}
+  //  "repetitions": [{"ordinal", "result", "telemetry": [...]}], "test": record_test's
+  //  document or null}], "turns": [{..., "result", "telemetry"}], "telemetry": [run-level
+  //  summaries]}. A lab run's jobs are lab_jobs(), not in here.
   virtual nlohmann::json load_run(RunId run) const = 0;
   virtual CompletedUnits completed_units(RunId run) const = 0;
 

@@ -55,39 +55,4 @@ std::string model_label(const nlohmann::json& provenance) {
   return out;
 }
 
-std::string matching_devices_sql(Dialect dialect) {
-  return dialect == Dialect::kSqlite ? "SELECT DISTINCT device_id FROM runs WHERE instr(device_id, ?1) > 0"
-                                     : "SELECT DISTINCT device_id FROM runs WHERE strpos(device_id, $1) > 0";
-}
-
-RunListQuery list_runs_query(const RunFilter& filter, Dialect dialect, const std::vector<std::string>& device_ids) {
-  RunListQuery q;
-  auto placeholder = [&](std::string value) {
-    q.params.push_back(std::move(value));
-    return fmt::format("{}{}", dialect == Dialect::kSqlite ? '?' : '$', q.params.size());
-  };
-  std::string where;
-  if (!filter.kind.empty()) where += " AND r.kind = " + placeholder(filter.kind);
-  if (!filter.device.empty() && filter.device_exact) where += " AND r.device_id = " + placeholder(filter.device);
-  if (!filter.device.empty() && !filter.device_exact) {
-    std::string list;
-    for (const std::string& id : device_ids) list += (list.empty() ? "" : ", ") + placeholder(id);
-    where += list.empty() ? " AND 0 = 1" : " AND r.device_id IN (" + list + ")";  // no device matched
-  }
-  if (!filter.model.empty()) where += " AND r.model = " + placeholder(filter.model);
-  q.sql =
-      "SELECT r.id, r.created_at, r.finished_at, r.kind, r.status, r.device_id, r.model, "
-      "(SELECT count(*) FROM configurations c WHERE c.run_id = r.id), "
-      "(SELECT count(*) FROM repetitions p JOIN configurations c ON p.configuration_id = c.id "
-      " WHERE c.run_id = r.id), "
-      "(SELECT count(*) FROM turns t WHERE t.run_id = r.id) "
-      "FROM runs r WHERE 1 = 1" +
-      where;
-  if (filter.last > 0)
-    q.sql += " ORDER BY r.id DESC LIMIT " + std::to_string(filter.last);  // a number: no quoting to get wrong
-  else
-    q.sql += " ORDER BY r.id";
-  return q;
-}
-
 }  // namespace edgeprobe::store::rows

@@ -61,8 +61,8 @@ TEST_F(LabStream, ABenchJobsStreamStoresWhatTheJobStored) {
   ASSERT_EQ(rt.lab_failed, "");
   ASSERT_EQ(rt.job_store_run["configurations"].size(), 2u);
   EXPECT_EQ(rt.job_store_run["run"]["status"], "complete");
-  for (const auto& summary : rt.job_store_run["telemetry"])
-    ASSERT_FALSE(summary["summary"]["serving"].empty()) << "the job stored no serving table to lose";
+  for (const auto& c : rt.job_store_run["configurations"])
+    ASSERT_FALSE(c["test"]["serving"].empty()) << "the job stored no serving table to lose";
   const auto paths = differing_paths(rt.job_store_run, rt.lab_store_run);
   // One writer of test-level data (app::record_test): the serving tables arrive too (the
   // recorder's own field list once left them out).
@@ -80,8 +80,9 @@ TEST_F(LabStream, ABenchJobWithAFailedTestStoresTheSameErrorRowThroughTheLab) {
   EXPECT_EQ(rt.job_store_run["run"]["status"], "partial");
   EXPECT_EQ(rt.job_store_run["configurations"][0]["status"], "failed");
   EXPECT_EQ(rt.lab_store_run["configurations"][0]["status"], "failed");
-  EXPECT_EQ(rt.lab_store_run["telemetry"][0]["summary"]["error"],
-            rt.job_store_run["telemetry"][0]["summary"]["error"]);
+  EXPECT_TRUE(rt.job_store_run["configurations"][0]["test"]["error"].is_object());
+  EXPECT_EQ(rt.lab_store_run["configurations"][0]["test"]["error"],
+            rt.job_store_run["configurations"][0]["test"]["error"]);
   const auto paths = differing_paths(rt.job_store_run, rt.lab_store_run);
   // The run's error is the job's sentence, naming the first failure, in both stores.
   EXPECT_EQ(

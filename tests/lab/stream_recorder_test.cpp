@@ -116,6 +116,37 @@ TEST(StreamRecorder, ACutStreamFailsTheRunAndKeepsWhatArrived) {
   EXPECT_EQ(s->get_run(rec.run_id()).status, "complete");
 }
 
+// A test that failed is run again when its run is resumed, and recorded again: its one
+// record is then the second (a v4 store kept both, as two run summaries "test0").
+TEST(StreamRecorder, AResumedFailedTestLeavesOneRecordTheLast) {
+  test_support::TempDir dir;
+  auto s = store::open_store(dir.file("r.db"));
+  auto lines = bench_stream();
+  std::vector<std::string> failing = lines;
+  for (auto& l : failing) {
+    json e = json::parse(l);
+    if (e["event"] != "test") continue;
+    e["result"]["status"] = "error";
+    e["result"]["error"] = {{"kind", "environment"}, {"message", "out of memory"}};
+    l = e.dump();
+    break;  // the first test only
+  }
+  StreamRecorder rec(*s, json::object());
+  for (const auto& l : failing) rec.line(l);
+  ASSERT_EQ(s->get_run(rec.run_id()).status, "partial");
+
+  StreamRecorder again(*s, json::object(), rec.run_id());
+  for (const auto& l : lines) again.line(l);
+  EXPECT_EQ(s->get_run(rec.run_id()).status, "complete");
+  const json doc = s->load_run(rec.run_id());
+  const json test0 = doc["configurations"][0].value("test", json());
+  ASSERT_TRUE(test0.is_object()) << doc["configurations"][0];
+  EXPECT_TRUE(test0.value("error", json("no error field")).is_null()) << test0;
+  EXPECT_EQ(test0.value("load_ms", json()), json({5.0}));
+  EXPECT_TRUE(doc["configurations"][1].value("test", json()).is_object());
+  EXPECT_TRUE(doc["telemetry"].empty()) << doc["telemetry"];  // no test records among the run's summaries
+}
+
 TEST(StreamRecorder, AGapOrGarbageStopsRecordingWithTheReason) {
   test_support::TempDir dir;
   auto s = store::open_store(dir.file("r.db"));

@@ -235,7 +235,7 @@ TEST(ExportCli, AStoredBenchRunPrintsAsBenchDidInEveryFormat) {
     s->add_configuration(run, 0, stored_config(2));
     s->record_repetition(run, 0, 0, {{"index", 0}, {"decode_tokens_per_s", 21.5}, {"decode_step_ms", {40.0, 41.0}}});
     s->record_repetition(run, 0, 1, {{"index", 1}, {"decode_tokens_per_s", 22.5}, {"decode_step_ms", {42.0, 43.0}}});
-    s->record_run_summary(run, "test0", {{"load_ms", {800.0, 400.0}}, {"roofline", {{"decode_efficiency", 0.5}}}});
+    s->record_test(run, 0, {{"load_ms", {800.0, 400.0}}, {"roofline", {{"decode_efficiency", 0.5}}}});
     s->finish_run(run, store::Status::kComplete);
   }
   const std::string csv = run_cli({"export", "1", "-o", "csv", "--db", db});

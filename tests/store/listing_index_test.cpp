@@ -10,7 +10,7 @@
 #include "store/sqlite_schema.h"
 #include "store/sqlite_store.h"
 #include "store/store.h"
-#include "store/store_rows.h"
+#include "store/store_sql.h"
 #include "support/run_process.h"
 
 namespace edgeprobe::store {
@@ -88,7 +88,8 @@ void write_v3_file(const std::string& path) {
 }
 
 // What load_run returned for run 1 of that file before v4: the document is built from
-// the rows alone, so it is written out here from them, not taken from the code.
+// the rows alone, so it is written out here from them, not taken from the code. Since v5
+// the test summary "test0" is configuration 0's test record (and configuration 1 has none).
 nlohmann::json v3_document_of_run_1() {
   using nlohmann::json;
   auto rep = [](int64_t ordinal, const char* at, json result, json telemetry) {
@@ -113,14 +114,17 @@ nlohmann::json v3_document_of_run_1() {
              {"repetitions",
               {rep(0, "2025-03-01T10:01:00.000Z", {{"decode_tokens_per_s", 21.5}}, json::array()),
                rep(1, "2025-03-01T10:02:00.000Z", {{"decode_tokens_per_s", 21.7}},
-                   {{{"phase", "decode"}, {"summary", {{"temp_c_max", 51.0}}}}})}}},
+                   {{{"phase", "decode"}, {"summary", {{"temp_c_max", 51.0}}}}})}},
+             {"test", {{"load_ms", {14.5}}}}},
             {{"ordinal", 1},
              {"status", "complete"},
              {"error", nullptr},
              {"config", {{"test", "pp512"}}},
-             {"repetitions", {rep(0, "2025-03-01T10:03:00.000Z", {{"prefill_tokens_per_s", 180.0}}, json::array())}}}}},
+             {"repetitions",
+              {rep(0, "2025-03-01T10:03:00.000Z", {{"prefill_tokens_per_s", 180.0}}, json::array())}},
+             {"test", nullptr}}}},
           {"turns", json::array()},
-          {"telemetry", {{{"phase", "test0"}, {"summary", {{"load_ms", {14.5}}}}}}}};
+          {"telemetry", json::array()}};
 }
 
 TEST(ListingIndexes, AV3FileGainsTheIndexesAndTheModelColumnAndReadsBackAsBefore) {
@@ -134,7 +138,7 @@ TEST(ListingIndexes, AV3FileGainsTheIndexesAndTheModelColumnAndReadsBackAsBefore
               std::vector<std::string>{"runs_device_id"});
   }
   auto store = SqliteStore::open(path, Mode::kMustExist);
-  EXPECT_EQ(store->schema_version(), 4);
+  EXPECT_EQ(store->schema_version(), SqliteStore::latest_schema_version());
   EXPECT_EQ(store->integrity_check(), "ok");
   EXPECT_EQ(store->load_run(1), v3_document_of_run_1());
 
@@ -166,9 +170,11 @@ std::vector<std::string> plan_problems(Db& db, const RunFilter& filter) {
   const bool any_device = !filter.device.empty() && !filter.device_exact;  // ids matched in a set
   std::vector<std::string> steps;
   if (any_device)
-    steps = db.column("EXPLAIN QUERY PLAN " + rows::matching_devices_sql(rows::Dialect::kSqlite), {filter.device}, 3);
-  const rows::RunListQuery query =
-      rows::list_runs_query(filter, rows::Dialect::kSqlite, any_device ? db.column(rows::matching_devices_sql(rows::Dialect::kSqlite), {filter.device}) : std::vector<std::string>{});
+    steps = db.column("EXPLAIN QUERY PLAN " + sql::matching_devices_sql(sql::kSqlite), {filter.device}, 3);
+  const sql::RunListQuery query =
+      sql::list_runs_query(filter, sql::kSqlite,
+                           any_device ? db.column(sql::matching_devices_sql(sql::kSqlite), {filter.device})
+                                      : std::vector<std::string>{});
   for (const std::string& step : db.column("EXPLAIN QUERY PLAN " + query.sql, query.params, 3)) steps.push_back(step);
   std::vector<std::string> problems;
   for (const std::string& step : steps) {

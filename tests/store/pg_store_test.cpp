@@ -136,7 +136,7 @@ TEST_F(PgStoreTest, AV3DatabaseGainsTheListingIndexesAndItsRunsReadBackAsBefore)
   ASSERT_EQ(server_.psql("lab", "SELECT version FROM edgeprobe_schema"), "3\n");
 
   auto store = open_store(url_, Mode::kMustExist);
-  EXPECT_EQ(store->schema_version(), 4);
+  EXPECT_EQ(store->schema_version(), PgStore::latest_schema_version());
   const nlohmann::json doc = store->load_run(1);
   EXPECT_EQ(doc["run"]["provenance"], provenance);
   EXPECT_EQ(doc["run"]["plan"], nlohmann::json({{"repetitions", 1}}));
@@ -144,7 +144,9 @@ TEST_F(PgStoreTest, AV3DatabaseGainsTheListingIndexesAndItsRunsReadBackAsBefore)
   EXPECT_EQ(doc["configurations"][0]["repetitions"][0],
             nlohmann::json({{"ordinal", 0}, {"recorded_at", "2025-03-01T10:01:00.000Z"}, {"result", {{"t", 21.5}}},
                             {"telemetry", nlohmann::json::array()}}));
-  EXPECT_EQ(doc["telemetry"], nlohmann::json::parse(R"([{"phase":"test0","summary":{"load_ms":[14.5]}}])"));
+  // Since v5 the test summary is the configuration's test record.
+  EXPECT_EQ(doc["configurations"][0]["test"], nlohmann::json::parse(R"({"load_ms":[14.5]})"));
+  EXPECT_EQ(doc["telemetry"], nlohmann::json::array());
   const std::vector<RunSummary> runs = store->list_runs();
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_EQ(runs[0].model, "tiny.gguf,draft.gguf");
@@ -180,6 +182,57 @@ TEST_F(PgStoreTest, ADatabaseThatDoesNotExistIsTheEnvironmentAndSaysWhichServer)
   EXPECT_NE(msg.find("no_such_db"), std::string::npos) << msg;
   EXPECT_NE(msg.find(server_.socket_dir()), std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+}
+
+// v5, as on SQLite (tests_table_migration_test.cpp): a v4 database's test summaries and
+// lab job summaries move into the tests and lab_jobs tables; what is neither stays.
+TEST_F(PgStoreTest, AV4DatabaseMovesItsTestAndLabJobSummariesIntoTheirTables) {
+  {
+    const pg::Connection conn(url_, url_);
+    pg::migrate_to(conn, Mode::kCreate, 4);
+  }
+  server_.psql("lab", R"sql(
+INSERT INTO runs (id, kind, status, provenance_json, plan_json) VALUES
+  (1, 'bench', 'complete', '{}', '{}'), (2, 'lab', 'failed', '{}', '{}');
+INSERT INTO configurations (id, run_id, ordinal, config_json, status) VALUES
+  (1, 1, 0, '{"test":"pp16"}', 'complete'), (2, 1, 1, '{"test":"tg4"}', 'complete');
+INSERT INTO repetitions (id, configuration_id, ordinal, result_json) VALUES (1, 1, 0, '{"t":21.5}');
+INSERT INTO telemetry_summaries (owner_kind, owner_id, phase, summary_json) VALUES
+  ('repetition', 1, 'decode', '{"temp_c_max":51.0}'),
+  ('run', 1, 'test0', '{"load_ms":[5.0],"error":{"kind":"environment","message":"oom"}}'),
+  ('run', 1, 'qes', '{"total":73.7}'),
+  ('run', 1, 'test1', '{"load_ms":[7.0],"error":null}'),
+  ('run', 1, 'test0', '{"load_ms":[6.0],"error":null}'),
+  ('run', 1, 'test5', '{"load_ms":[1.0]}'),
+  ('run', 2, 'device:pc:job0', '{"run_id":null,"status":"failed","error":"ssh: closed","committed":0}'),
+  ('run', 2, 'device:pc:job0', '{"run_id":1,"status":"complete","error":"","committed":4}'),
+  ('run', 2, 'device:rack:3:job1', '{"engine":"lava","lava_job":42,"attempt":2,"status":"submitted","run_id":null}'),
+  ('run', 2, 'device:pc:job1', 'not json');
+)sql");
+  auto store = open_store(url_, Mode::kMustExist);
+  EXPECT_EQ(store->schema_version(), 5);
+  EXPECT_EQ(store->integrity_check(), "ok");
+  const nlohmann::json bench = store->load_run(1);
+  EXPECT_EQ(bench["configurations"][0]["test"], nlohmann::json::parse(R"({"load_ms":[6.0],"error":null})"));
+  EXPECT_EQ(bench["configurations"][1]["test"], nlohmann::json::parse(R"({"load_ms":[7.0],"error":null})"));
+  EXPECT_EQ(bench["telemetry"], nlohmann::json::parse(R"([{"phase":"qes","summary":{"total":73.7}},
+                                                          {"phase":"test5","summary":{"load_ms":[1.0]}}])"));
+  // A unit's own summaries, which no store writes since v5, still read back.
+  EXPECT_EQ(bench["configurations"][0]["repetitions"][0]["telemetry"],
+            nlohmann::json::parse(R"([{"phase":"decode","summary":{"temp_c_max":51.0}}])"));
+  const std::vector<LabJob> jobs = store->lab_jobs(2);
+  ASSERT_EQ(jobs.size(), 2u);
+  const LabJob& pc = jobs[0].device == "pc" ? jobs[0] : jobs[1];
+  const LabJob& rack = jobs[0].device == "pc" ? jobs[1] : jobs[0];
+  EXPECT_EQ(pc.status, "complete");
+  EXPECT_EQ(pc.device_run, 1);
+  EXPECT_EQ(pc.detail, nlohmann::json::parse(R"({"committed":4})"));
+  EXPECT_EQ(rack.device, "rack:3");
+  EXPECT_EQ(rack.job, 1);
+  EXPECT_EQ(rack.attempt, 2);
+  EXPECT_EQ(rack.detail, nlohmann::json::parse(R"({"engine":"lava","lava_job":42})"));
+  EXPECT_EQ(server_.psql("lab", "SELECT string_agg(phase, ',') FROM telemetry_summaries WHERE owner_id = 2"),
+            "device:pc:job1\n");
 }
 
 // A server restart mid-run: the units written meanwhile fail as the environment (the

@@ -176,7 +176,7 @@ TEST(SchemaMigration, AV1FileOpensAtTheLatestVersionWithEveryRowAndUpgradedProve
 
   auto store = SqliteStore::open(path, Mode::kMustExist);
   EXPECT_EQ(store->schema_version(), SqliteStore::latest_schema_version());
-  EXPECT_EQ(store->schema_version(), 4);
+  EXPECT_EQ(store->schema_version(), 5);
   EXPECT_EQ(store->integrity_check(), "ok");
 
   const RunRecord bench = store->get_run(1);

@@ -1,5 +1,4 @@
 #include "store/store.h"
-#include "store/sqlite_store.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -8,10 +7,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "support/run_process.h"
-
 #include "core/error.h"
 #include "helpers.h"
+#include "store/sqlite_store.h"
+#include "store/store_sql.h"
+#include "support/run_process.h"
 
 namespace edgeprobe::store {
 namespace {
@@ -115,6 +115,24 @@ TEST(Store, DefaultPathFollowsXdgDataHome) {
   if (old_xdg) setenv("XDG_DATA_HOME", saved.c_str(), 1);
 }
 
+// The SQL both backends run is written once with SQLite's ?N placeholders; PostgreSQL's
+// text has $N in their place, and a question mark inside quotes is left as it is.
+TEST(StoreSql, OneQueryTextServesBothDialects) {
+  const char* query = "SELECT a FROM t WHERE b = ?1 AND c IN (?2, ?12) AND d <> '?3' AND e = ?";
+  EXPECT_EQ(sql::text(sql::kSqlite, query), query);
+  EXPECT_EQ(sql::text(sql::kPostgresql, query),
+            "SELECT a FROM t WHERE b = $1 AND c IN ($2, $12) AND d <> '?3' AND e = ?");
+  EXPECT_EQ(sql::matching_devices_sql(sql::kPostgresql),
+            "SELECT DISTINCT device_id FROM runs WHERE strpos(device_id, $1) > 0");
+  EXPECT_EQ(sql::finish_run(sql::kSqlite),
+            "UPDATE runs SET status = ?1, error = ?2, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
+            "WHERE id = ?3");
+  const sql::RunListQuery listed =
+      sql::list_runs_query(RunFilter{"bench", "dev-a", true, "m.gguf", 0}, sql::kPostgresql);
+  EXPECT_NE(listed.sql.find("r.kind = $1 AND r.device_id = $2 AND r.model = $3"), std::string::npos)
+      << listed.sql;
+  EXPECT_EQ(listed.params, (std::vector<std::string>{"bench", "dev-a", "m.gguf"}));
+}
 
 }  // namespace
 }  // namespace edgeprobe::store
