@@ -19,9 +19,19 @@ inline const nlohmann::json& at(const nlohmann::json& j, const char* pointer) {
   return j.contains(p) ? j.at(p) : kNull;
 }
 
-// A string field, or "".
-inline std::string text(const nlohmann::json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+// A member of any type, or null when it (or the object) is missing, where nlohmann's const
+// operator[] is undefined behaviour.
+inline const nlohmann::json& field(const nlohmann::json& j, const char* key) {
+  static const nlohmann::json kNull;
+  if (!j.is_object()) return kNull;
+  const auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+
+// A string field, or `fallback`.
+inline std::string text(const nlohmann::json& j, const char* key, const std::string& fallback = "") {
+  const nlohmann::json& v = field(j, key);
+  return v.is_string() ? v.get<std::string>() : fallback;
 }
 
 // A list field, or an empty list.
@@ -47,6 +57,13 @@ T number(const nlohmann::json& j, const char* key) {
   } else {
     return v.get<T>();
   }
+}
+
+// A number field as a real, or `fallback` when absent, null or another type (nlohmann's
+// value() throws on a present null, and the schema writes null for "unknown").
+inline double num(const nlohmann::json& j, const char* key, double fallback = 0) {
+  const nlohmann::json& v = field(j, key);
+  return v.is_number() ? v.get<double>() : fallback;
 }
 
 }  // namespace edgeprobe::json_read

@@ -154,23 +154,6 @@ std::vector<int> usable_cpus(const DeviceFacts& device, const RunConfig& config)
   return cpus;
 }
 
-const nlohmann::json& field(const nlohmann::json& j, const char* key) {
-  static const nlohmann::json null_value;
-  if (!j.is_object()) return null_value;
-  const auto it = j.find(key);
-  return it == j.end() ? null_value : *it;
-}
-
-double num(const nlohmann::json& j, const char* key, double fallback) {
-  const auto& v = field(j, key);
-  return v.is_number() ? v.get<double>() : fallback;
-}
-
-std::string text(const nlohmann::json& j, const char* key, const std::string& fallback) {
-  const auto& v = field(j, key);
-  return v.is_string() ? v.get<std::string>() : fallback;
-}
-
 namespace report_view {
 
 const nlohmann::json* find_result(const nlohmann::json& report, const std::string& test, int threads) {

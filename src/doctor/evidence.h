@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/fs.h"
+#include "core/json_read.h"
 #include "doctor/config.h"
 #include "telemetry/layout.h"
 
@@ -79,13 +80,11 @@ DeviceFacts collect_device_facts(const FsRoot& fs);
 // CPUs a run with this config may use: affinity, the cgroup cpuset and the -C mask.
 std::vector<int> usable_cpus(const DeviceFacts& device, const RunConfig& config);
 
-// j[key] for reading: null when the key (or the object) is missing, where nlohmann's
-// const operator[] is undefined behaviour. Reports can come from files (--baseline).
-const nlohmann::json& field(const nlohmann::json& j, const char* key);
-// j[key] as a number or a string, the fallback when absent, null or another type
-// (nlohmann's value() throws on a present null; the schema writes null for "unknown").
-double num(const nlohmann::json& j, const char* key, double fallback = 0);
-std::string text(const nlohmann::json& j, const char* key, const std::string& fallback = "");
+// Reports can come from files (--baseline): read them with the lenient readers every
+// module shares.
+using json_read::field;
+using json_read::num;
+using json_read::text;
 
 // Reading a bench JSON report (the one schema, see src/result).
 namespace report_view {
