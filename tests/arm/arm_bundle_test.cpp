@@ -234,7 +234,9 @@ TEST_F(ArmBundle, DoctorOnCortexA76WithTheBaselineForcedNamesTheDotprodGapFirst)
   const std::string command = d["runs"][0]["command"];
   EXPECT_NE(command.find("-cpu cortex-a76"), std::string::npos) << command;
   EXPECT_NE(command.find("ld-linux-aarch64.so.1 --library-path"), std::string::npos) << command;
-  EXPECT_NE(command.find("/bin/edgeprobe bench"), std::string::npos) << command;
+  // A child is `run --plan -` with its bench plan on stdin (the variant forced in it).
+  EXPECT_NE(command.find("/bin/edgeprobe run --plan -"), std::string::npos) << command;
+  EXPECT_NE(command.find("\"cpu_variant\":\"armv8.0_1\""), std::string::npos) << command;
   EXPECT_TRUE(d["emulated"].is_string()) << d["emulated"];
   for (const auto& f : d["findings"]) {
     if (!f["speedup"].is_null() || f["data"].contains("measured")) {
