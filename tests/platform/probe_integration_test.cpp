@@ -133,11 +133,13 @@ TEST(ProbeIntegration, ComputeThroughGgmlIsPositiveFiniteAndRepeatsWithinSpread)
   const auto first = measure_compute(o);
   const auto second = measure_compute(o);
   EXPECT_FALSE(first.variant.empty());
-  for (const char* type : {"q4_0", "f32"}) expect_positive_finite(first.gflop_per_s(type), second.gflop_per_s(type), type);
+  // A figure still contended after its retries is kept out (0) by design (probe/contention.h),
+  // so on a busy machine there is nothing to judge: say so before expecting figures.
   const double share = std::min(first.min_cpu_share(), second.min_cpu_share());
   if (share < kQuietShare)
     GTEST_SKIP() << "machine busy: ggml threads got " << share * 100 << "% of the CPU; q4_0 "
                  << first.gflop_per_s("q4_0") << " vs " << second.gflop_per_s("q4_0") << " GFLOP/s not judged";
+  for (const char* type : {"q4_0", "f32"}) expect_positive_finite(first.gflop_per_s(type), second.gflop_per_s(type), type);
   std::vector<ComputeResult> runs = {first, second};
   for (const char* type : {"q4_0", "f32"})
     if (!agree(first.gflop_per_s(type), second.gflop_per_s(type)) && runs.size() == 2)
