@@ -259,15 +259,22 @@ TEST(Vulkan, GpuCeilingsJudgeTheOffloadedRunAndPredictForTheGpu) {
   const json report = json::parse(b.out);
   const json& host = report["provenance"]["ceilings"];
   ASSERT_EQ(host["gpus"].size(), 1u);
+  // A roofline figure it could not work out is null: read as 0 so a failure shows the dump.
+  auto figure = [](const json& v) { return v.is_number() ? v.get<double>() : 0.0; };
   const json& on_gpu = result_of(report, "tg8", 99)["roofline"];
   EXPECT_EQ(on_gpu.value("ceiling_device", ""), "Vulkan0") << on_gpu.dump();
-  EXPECT_DOUBLE_EQ(on_gpu["bandwidth_gb_per_s"].get<double>(), host["gpus"][0]["bandwidth"]["read_median_gb_per_s"].get<double>());
-  EXPECT_GT(on_gpu["decode_ceiling_tokens_per_s"].get<double>(), 0) << on_gpu.dump();
+  EXPECT_DOUBLE_EQ(figure(on_gpu["bandwidth_gb_per_s"]), host["gpus"][0]["bandwidth"]["read_median_gb_per_s"].get<double>())
+      << on_gpu.dump();
+  EXPECT_GT(figure(on_gpu["decode_ceiling_tokens_per_s"]), 0) << on_gpu.dump();
   const json& on_cpu = result_of(report, "tg8", 0)["roofline"];
   EXPECT_FALSE(on_cpu.contains("ceiling_device")) << on_cpu.dump();
-  EXPECT_DOUBLE_EQ(on_cpu["bandwidth_gb_per_s"].get<double>(), host["bandwidth"]["read_median_gb_per_s"].get<double>());
+  // The CPU's bandwidth still contended after its retries is kept out as 0 (probe/contention.h;
+  // CI runs this beside other tests) and the roofline then says null: the CPU run still takes
+  // the CPU's figure, never the GPU's.
+  EXPECT_DOUBLE_EQ(figure(on_cpu["bandwidth_gb_per_s"]), host["bandwidth"]["read_median_gb_per_s"].get<double>())
+      << on_cpu.dump() << "\n" << host["bandwidth"].dump();
   const json& pp_on_gpu = result_of(report, "pp64", 99)["roofline"];
-  EXPECT_GT(pp_on_gpu["prefill_ceiling_tokens_per_s"].get<double>(), 0) << pp_on_gpu.dump();
+  EXPECT_GT(figure(pp_on_gpu["prefill_ceiling_tokens_per_s"]), 0) << pp_on_gpu.dump();
 
   const auto p = run_edgeprobe_with({"predict", "-m", tiny_model(), "--gpu", "Vulkan0", "-p", "64", "-n", "8", "-o", "json"},
                                     env, 600);
@@ -276,7 +283,7 @@ TEST(Vulkan, GpuCeilingsJudgeTheOffloadedRunAndPredictForTheGpu) {
   EXPECT_NE(prediction["device"].get<std::string>().find("GPU Vulkan0"), std::string::npos) << prediction.dump();
   ASSERT_EQ(prediction["rows"].size(), 1u);
   EXPECT_EQ(prediction["rows"][0]["config"]["threads"], 0);
-  EXPECT_GT(prediction["rows"][0]["decode_tokens_per_s"]["value"].get<double>(), 0) << prediction.dump();
+  EXPECT_GT(figure(prediction["rows"][0]["decode_tokens_per_s"]["value"]), 0) << prediction.dump();
 
   const auto bad = run_edgeprobe_with({"predict", "-m", tiny_model(), "--gpu", "Nope0"}, env);
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
