@@ -339,16 +339,18 @@ SessionPlan session_plan_from_json(const json& j) {
       constexpr std::string_view kWhere = "session plan";
       const json& c = configs[i];
       const std::string entry = fmt::format("configs[{}]", i);
-      p.configs.push_back(
-          {required_as<std::string>(c, "model_path", kWhere, entry),
-           required_as<int>(c, "n_ctx", kWhere, entry), required_as<int>(c, "max_tokens", kWhere, entry),
-           required_as<int>(c, "n_batch", kWhere, entry), required_as<int>(c, "n_threads", kWhere, entry)});
+      runner::SessionConfig& config = p.configs.emplace_back();
+      config.model_path = required_as<std::string>(c, "model_path", kWhere, entry);
+      config.n_ctx = required_as<int>(c, "n_ctx", kWhere, entry);
+      config.max_tokens = required_as<int>(c, "max_tokens", kWhere, entry);
+      config.n_batch = required_as<int>(c, "n_batch", kWhere, entry);
+      config.n_threads = required_as<int>(c, "n_threads", kWhere, entry);
       reject_unknown_keys(c, {"model_path", "n_ctx", "max_tokens", "n_batch", "n_threads", "n_gpu_layers", "devices",
                               "op_offload"},
                           ("session plan " + entry).c_str());
-      read(c, "n_gpu_layers", p.configs.back().n_gpu_layers, "session plan");
-      read(c, "devices", p.configs.back().devices, "session plan");
-      read(c, "op_offload", p.configs.back().op_offload, "session plan");
+      read(c, "n_gpu_layers", config.n_gpu_layers, "session plan");
+      read(c, "devices", config.devices, "session plan");
+      read(c, "op_offload", config.op_offload, "session plan");
     }
   }
   read(j, "rounds", p.options.rounds);

@@ -62,6 +62,12 @@ void write_runs_csv(const std::vector<store::RunSummary>& runs, std::ostream& ou
                csv_field(r.model));
 }
 
+store::RunFilter newest(size_t last) {
+  store::RunFilter filter;
+  filter.last = last;
+  return filter;
+}
+
 }  // namespace
 
 void write_runs(const std::vector<store::RunSummary>& runs, const std::string& format, std::ostream& out) {
@@ -80,7 +86,7 @@ void write_runs(const std::vector<store::RunSummary>& runs, const std::string& f
 void register_runs(CLI::App& app) {
   struct Args {
     std::string db;
-    store::RunFilter filter{.last = 50};  // a lab's store holds years: the newest by default
+    store::RunFilter filter = newest(50);  // a lab's store holds years: the newest by default
     OutputFlags output;
   };
   auto a = std::make_shared<Args>();

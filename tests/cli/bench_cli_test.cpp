@@ -223,8 +223,9 @@ TEST(BenchCli, ResultsCarryEfficiencyAgainstTheMeasuredCeilingsAndTelemetry) {
   // A bandwidth probe that ran while another test held the CPUs has no clean pass: then the
   // ceiling is absent and the probe's note says why, never a contended figure.
   const json& bw = j["provenance"]["ceilings"]["bandwidth"];
-  if (bw["read_best_gb_per_s"].get<double>() == 0)
+  if (bw["read_best_gb_per_s"].get<double>() == 0) {
     EXPECT_NE(bw["notes"].dump().find("kept out of the ceilings"), std::string::npos) << bw.dump();
+  }
   EXPECT_FALSE(j["provenance"]["isa_gap"]["cpu_features"].empty());
   const json& pp = j["results"][0];
   const json& tg = j["results"][1];

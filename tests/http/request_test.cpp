@@ -189,7 +189,12 @@ TEST(RequestPath, SessionTurnsCarryTheHistoryAsChatMessages) {
   runner::SessionCallbacks cb;
   cb.turn_done = [&](size_t, runner::TurnResult& t) { turns.push_back(t); };
   const RunClock clock;
-  runner::run_session(fake, {{"m.gguf", 512, 8, 64, 1}}, {{"c1", "en", {"hi", "again"}}}, o, clock, cb);
+  runner::SessionConfig config;
+  config.model_path = "m.gguf";
+  config.n_ctx = 512;
+  config.max_tokens = 8;
+  config.n_batch = 64;
+  runner::run_session(fake, {config}, {{"c1", "en", {"hi", "again"}}}, o, clock, cb);
   ASSERT_EQ(turns.size(), 2u);
   EXPECT_EQ(turns[0].reply, "ok");
   EXPECT_EQ(turns[0].stop_reason, "end_of_turn");

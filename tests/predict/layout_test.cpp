@@ -110,7 +110,7 @@ TEST(PredictMemory, MatchesTheBufferSizesLlamaCppReportsAtLoad) {
     std::string shape, quant;
     int depth, gen;
   };
-  for (const Case c : {Case{"tinyllama-1.1b", "q4_0", 0, 4}, Case{"tinyllama-1.1b", "q8_0", 600, 4},
+  for (const Case& c : {Case{"tinyllama-1.1b", "q4_0", 0, 4}, Case{"tinyllama-1.1b", "q8_0", 600, 4},
                        Case{"tiny", "f16", 100, 300}, Case{"tiny", "q4_k_m", 0, 8}}) {
     const std::string path = model::synthesized_model(model::named_shape(c.shape), c.quant);
     const auto log = bench_log(path, {"-p", "0", "-n", std::to_string(c.gen), "-d", std::to_string(c.depth)});
@@ -137,6 +137,8 @@ TEST(PredictMemory, MatchesTheBufferSizesLlamaCppReportsAtLoad) {
         static_cast<double>(predict::compute_buffer_bytes(info, n_ctx, std::min<int64_t>(512, n_ctx))) / (1024.0 * 1024.0);
     std::printf("[ compute ] %s %s: estimated %.2f MiB, llama.cpp %.2f MiB\n", c.shape.c_str(), c.quant.c_str(),
                 compute_mib, mib.count("compute") ? mib["compute"] : -1.0);
-    if (mib.count("compute")) EXPECT_GE(compute_mib, mib["compute"]) << c.shape << " " << c.quant;
+    if (mib.count("compute")) {
+      EXPECT_GE(compute_mib, mib["compute"]) << c.shape << " " << c.quant;
+    }
   }
 }

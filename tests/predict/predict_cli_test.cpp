@@ -12,8 +12,6 @@ namespace test_support = edgeprobe::test_support;
 
 namespace {
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
 void expect_refused(const std::vector<std::string>& args, const std::string& needle) {
   const auto r = run_edgeprobe(args, 120);
   EXPECT_EQ(r.exit_code, 2) << r.err;

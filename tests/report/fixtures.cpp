@@ -123,7 +123,9 @@ json session_document(int rounds, int conversations, int turns, int steps, const
   report.provenance = provenance("model.gguf", "ab12");
   report.telemetry_unavailable = {"thermal: no /sys/class/thermal"};
   result::SessionConfigResult c;
-  c.config = {"model.gguf", 2048, steps, 512, 2};
+  c.config.model_path = "model.gguf";
+  c.config.max_tokens = steps;
+  c.config.n_threads = 2;
   const int total = rounds * conversations * turns;
   int n = 0;
   for (int r = 0; r < rounds; ++r) {

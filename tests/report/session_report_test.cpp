@@ -53,7 +53,9 @@ result::SessionReport sample_session() {
   r.telemetry_unavailable = {"thermal: no /sys/class/thermal"};
   result::SessionConfigResult c;
   c.ordinal = 0;
-  c.config = {"model.gguf", 2048, 16, 512, 2};
+  c.config.model_path = "model.gguf";
+  c.config.max_tokens = 16;
+  c.config.n_threads = 2;
   for (const json& t : {turn(0, "c01", 0, 250, 20), turn(0, "c01", 1, 120, 19.5), turn(0, "c02", 0, 260, 20.5)})
     c.turns.push_back(result::turn_from_json(t));
   json failed = turn(0, "c02", 1, 0, 0);

@@ -154,7 +154,12 @@ TEST(SessionTurn, ATurnThatIsNotAnObjectIsBadInput) {
 TEST(SessionConfig, RoundTripsWithAndWithoutGpuSettings) {
   const json cpu = {{"model_path", "m.gguf"}, {"n_ctx", 2048}, {"max_tokens", 16}, {"n_batch", 512}, {"n_threads", 2}};
   EXPECT_EQ(result::session_config_from_json(cpu).to_json().dump(), cpu.dump());
-  result::SessionConfig gpu{"m.gguf", 4096, 32, 256, 4};
+  result::SessionConfig gpu;
+  gpu.model_path = "m.gguf";
+  gpu.n_ctx = 4096;
+  gpu.max_tokens = 32;
+  gpu.n_batch = 256;
+  gpu.n_threads = 4;
   gpu.n_gpu_layers = 20;
   gpu.devices = "Vulkan0";
   gpu.op_offload = false;

@@ -19,7 +19,12 @@ std::string user_turn(const std::string& text) { return "<|user|>" + text + "\n<
 int first_turn_tokens(const std::string& text) { return static_cast<int>(user_turn(text).size()) + 1; }  // + BOS
 
 SessionConfig config(int n_ctx, int max_tokens, const std::string& model = "m.gguf") {
-  return {model, n_ctx, max_tokens, 64, 1};
+  SessionConfig c;
+  c.model_path = model;
+  c.n_ctx = n_ctx;
+  c.max_tokens = max_tokens;
+  c.n_batch = 64;
+  return c;
 }
 
 SessionOptions one_round(int conversations = 50) {
