@@ -116,7 +116,7 @@ int run(const LabFlags& f, const std::string& command_line) {
     auto store = lab_store(f, store::Mode::kCreate);
     r = lab::run_lab(*store, devices, o);
   }
-  output.stream() << (f.output.format == "json" ? lab::to_json(r).dump(2) + "\n" : lab::run_table(r));
+  output.stream() << (f.output.format == "json" ? lab::to_json(r).dump(2) + "\n" : report::run_table(r));
   output.commit();
   if (r.exit_code != 0)
     std::cerr << "edgeprobe: lab run " << r.lab_run

@@ -9,6 +9,7 @@
 #include "lab/lava_lab.h"
 #include "lab/lava_notify.h"
 #include "report/formats.h"
+#include "report/lab_reporters.h"
 
 // `lab submit`, `lab import`, `lab receive` and `lab lava-cases`: the lab's plans run by a
 // LAVA server (docs/lab.md, "LAVA"); the work is in src/lab/lava*.
@@ -32,7 +33,7 @@ lab::lava::SubmitOptions lava_options(const LabFlags& f, const std::string& comm
 
 void print_jobs(const LabFlags& f, const lab::lava::LabJobs& jobs) {
   OutputTarget output(f.output.file);
-  output.stream() << (f.output.format == "json" ? lab::lava::to_json(jobs).dump(2) + "\n" : lab::lava::jobs_table(jobs));
+  output.stream() << (f.output.format == "json" ? lab::lava::to_json(jobs).dump(2) + "\n" : report::jobs_table(jobs));
   output.commit();
 }
 

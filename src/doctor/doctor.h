@@ -139,6 +139,5 @@ nlohmann::json load_baseline(const std::string& path);
 nlohmann::json baseline_from_json(nlohmann::json j, const std::string& name);
 
 nlohmann::json to_json(const Diagnosis& diagnosis);
-std::string to_text(const Diagnosis& diagnosis);
 
 }  // namespace edgeprobe::doctor

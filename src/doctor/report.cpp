@@ -1,9 +1,5 @@
-// Doctor's two outputs, both from the Diagnosis: a short human report ordered by impact
-// and the JSON with every finding, its evidence and the runs behind it.
-#include <fmt/format.h>
-
-#include <filesystem>
-
+// Doctor's result as JSON, with every finding, its evidence and the runs behind it: the
+// document every format is made from (the human report is report::to_text).
 #include "doctor/doctor.h"
 #include "result/result.h"
 
@@ -56,40 +52,6 @@ nlohmann::json to_json(const Diagnosis& d) {
             {"wall_s", d.wall_s},
             // The primary run in full, so that this file can be a --baseline itself.
             {"primary", e.primary.report}}}};
-}
-
-std::string to_text(const Diagnosis& d) {
-  const auto& e = d.evidence;
-  const auto& o = e.options;
-  std::string out;
-  const auto& models = field(field(e.primary.report, "provenance"), "models");
-  const nlohmann::json m = models.is_array() && !models.empty() ? models[0] : nlohmann::json::object();
-  const std::string sha = m.value("sha256", "");
-  out += fmt::format("edgeprobe doctor: {} ({:.1f} MiB, {}, {:.2f} bits/weight{})\n",
-                     std::filesystem::path(o.model_path).filename().string(), m.value("size_bytes", 0.0) / (1024.0 * 1024.0),
-                     m.value("quant", "?"), m.value("bits_per_weight", 0.0), sha.empty() ? "" : ", sha256 " + sha.substr(0, 16) + "…");
-  out += fmt::format("configuration: {} · ggml CPU variant {} · tests pp{} + tg{}, median of {} · {:.0f} s\n\n",
-                     o.config.flags_text(), field(field(e.primary.report, "provenance"), "engine").value("cpu_variant", "?"), o.n_prompt, o.n_gen,
-                     o.repetitions, d.wall_s);
-  if (const std::string sign = emulated_run(e); !sign.empty())
-    out += fmt::format("timings are emulated ({}): they are not the performance of any device, and every speed-up below is "
-                       "marked as coming from this emulated run\n\n", sign);
-  int n = 0, warnings = 0;
-  for (const auto& f : d.findings) {
-    warnings += f.severity != Severity::kInfo;
-    std::string gain;
-    if (f.speedup)
-      gain = fmt::format(" · x{:.2f} {} if fixed ({}{})", *f.speedup, f.affects, speedup_basis_word(f),
-                         f.data.contains("emulated") ? std::string(", ") + kEmulatedSpeedup : "");
-    out += fmt::format("{}. [{}] {}: {}{}\n", ++n, severity_name(f.severity), f.id, f.title, gain);
-    for (const auto& line : f.evidence) out += "     " + line + "\n";
-    if (f.severity != Severity::kInfo && !f.speedup && !f.speedup_basis.empty()) out += "   speed-up: " + f.speedup_basis + "\n";
-    if (!f.fix.empty()) out += "   fix: " + f.fix + "\n";
-    out += "\n";
-  }
-  out += warnings == 0 ? "No warnings: nothing in this configuration slows the model down that doctor can see.\n"
-                       : fmt::format("{} finding(s) to act on, largest measured or estimated gain first.\n", warnings);
-  return out;
 }
 
 }  // namespace edgeprobe::doctor

@@ -237,32 +237,4 @@ nlohmann::json to_json(const TuneResult& r) {
             {"wall_s", r.wall_s}}}};
 }
 
-std::string to_text(const TuneResult& r) {
-  const auto& o = r.options;
-  std::string out = fmt::format("edgeprobe doctor --tune: {} · reference turn pp{} + tg{} · {:.0f} s\n\n",
-                                std::filesystem::path(o.model_path).filename().string(), o.n_prompt, o.n_gen, r.wall_s);
-  for (const auto& s : r.steps) {
-    out += fmt::format("{}:{}\n", s.setting, s.error.empty() ? "" : " not measured: " + s.error);
-    for (const auto& c : s.candidates)
-      out += fmt::format("  {:<14} {:<40} {}{}\n", c.value, rates_text(c.rates),
-                         c.turn_s ? fmt::format("{:.3f} s/turn", *c.turn_s) : std::string("-"),
-                         c.value == s.chosen ? "  <- kept" : "");
-  }
-  out += "\n";
-  if (r.best == r.start) {
-    out += "The configuration given is already the fastest found: " + (r.start.flags_text().empty() ? std::string("(defaults)") : r.start.flags_text()) + "\n";
-    return out;
-  }
-  out += fmt::format("best: {}\n", r.best.flags_text());
-  for (size_t i = 0; i < r.start_rounds.size(); ++i)
-    out += fmt::format("  round {}: given {} · best {}\n", i + 1, rates_text(r.start_rounds[i]), rates_text(r.best_rounds[i]));
-  out += r.gain ? fmt::format("measured gain over the configuration given: x{:.2f} per turn (median of {} alternating rounds)\n", *r.gain,
-                              r.start_rounds.size())
-                : "the gain could not be confirmed (a confirmation run failed)\n";
-  out += "reproduce: " + shell_join({"edgeprobe", "bench", "-m", o.model_path}) + " " + r.best.flags_text() + "\n";
-  out += "llama.cpp: " + shell_join({"llama-bench", "-m", o.model_path}) + " " + r.best.llama_cpp_flags_text() +
-         " (llama-cli takes the same flags)\n";
-  return out;
-}
-
 }  // namespace edgeprobe::doctor

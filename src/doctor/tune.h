@@ -42,6 +42,5 @@ using ChildrenFn = std::function<void(size_t done, size_t total)>;
 TuneResult tune(const DoctorOptions& options, const ProgressFn& progress = {}, const ChildrenFn& children = {});
 
 nlohmann::json to_json(const TuneResult& result);
-std::string to_text(const TuneResult& result);
 
 }  // namespace edgeprobe::doctor

@@ -68,7 +68,6 @@ LabRunResult run_lab(store::Store& store, const std::vector<Device>& devices, co
 LabRunResult resume_lab(store::Store& store, store::RunId lab_run, const LabRunOptions& options);
 
 nlohmann::json to_json(const LabRunResult& result);
-std::string run_table(const LabRunResult& result);  // markdown: device, status, runs, units, error
 
 // A plan checked as `run --plan` checks it, with its model specs made local files (a
 // synthesized model is written here once, so every device gets the same bytes). Returned

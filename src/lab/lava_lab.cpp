@@ -424,16 +424,4 @@ json to_json(const LabJobs& jobs) {
   return {{"lab_run", jobs.lab_run}, {"exit_code", jobs.exit_code}, {"jobs", rows}};
 }
 
-std::string jobs_table(const LabJobs& jobs) {
-  std::string out =
-      "| device | job | attempt | LAVA job | LAVA device | status | run | units | error |\n"
-      "|---|---|---|---|---|---|---|---|---|\n";
-  for (const auto& j : jobs.jobs)
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", j.device, j.job + 1, j.attempt,
-                       j.lava_job ? std::to_string(j.lava_job) : "-", j.lava_device.empty() ? "-" : j.lava_device,
-                       j.status, j.run ? std::to_string(j.run) : "-",
-                       j.units, edgeprobe::one_line(j.error.empty() ? j.definition : j.error, 200));
-  return out;
-}
-
 }  // namespace edgeprobe::lab::lava

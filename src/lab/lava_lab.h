@@ -69,6 +69,5 @@ LabJobs import(store::Store& store, store::RunId lab_run, const ImportOptions& o
 bool is_lava_lab(const store::Store& store, store::RunId lab_run);
 
 nlohmann::json to_json(const LabJobs& jobs);
-std::string jobs_table(const LabJobs& jobs);  // markdown
 
 }  // namespace edgeprobe::lab::lava

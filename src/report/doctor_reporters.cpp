@@ -2,11 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <ostream>
 #include <string_view>
 
 #include "core/error.h"
+#include "core/json_read.h"
 #include "core/text.h"
+#include "doctor/doctor.h"
+#include "doctor/tune.h"
 #include "report/formats.h"
 
 namespace edgeprobe::report {
@@ -102,6 +106,68 @@ void write_doctor_report(const json& j, const std::string& markdown, const std::
     check_format(OutputKind::kResults, format);
   }
   out.flush();
+}
+
+std::string to_text(const doctor::Diagnosis& d) {
+  const auto& e = d.evidence;
+  const auto& o = e.options;
+  std::string out;
+  const auto& models = json_read::field(json_read::field(e.primary.report, "provenance"), "models");
+  const nlohmann::json m = models.is_array() && !models.empty() ? models[0] : nlohmann::json::object();
+  const std::string sha = m.value("sha256", "");
+  out += fmt::format("edgeprobe doctor: {} ({:.1f} MiB, {}, {:.2f} bits/weight{})\n",
+                     std::filesystem::path(o.model_path).filename().string(), m.value("size_bytes", 0.0) / (1024.0 * 1024.0),
+                     m.value("quant", "?"), m.value("bits_per_weight", 0.0), sha.empty() ? "" : ", sha256 " + sha.substr(0, 16) + "…");
+  out += fmt::format("configuration: {} · ggml CPU variant {} · tests pp{} + tg{}, median of {} · {:.0f} s\n\n",
+                     o.config.flags_text(), json_read::field(json_read::field(e.primary.report, "provenance"), "engine").value("cpu_variant", "?"), o.n_prompt, o.n_gen,
+                     o.repetitions, d.wall_s);
+  if (const std::string sign = doctor::emulated_run(e); !sign.empty())
+    out += fmt::format("timings are emulated ({}): they are not the performance of any device, and every speed-up below is "
+                       "marked as coming from this emulated run\n\n", sign);
+  int n = 0, warnings = 0;
+  for (const auto& f : d.findings) {
+    warnings += f.severity != doctor::Severity::kInfo;
+    std::string gain;
+    if (f.speedup)
+      gain = fmt::format(" · x{:.2f} {} if fixed ({}{})", *f.speedup, f.affects, doctor::speedup_basis_word(f),
+                         f.data.contains("emulated") ? std::string(", ") + doctor::kEmulatedSpeedup : "");
+    out += fmt::format("{}. [{}] {}: {}{}\n", ++n, doctor::severity_name(f.severity), f.id, f.title, gain);
+    for (const auto& line : f.evidence) out += "     " + line + "\n";
+    if (f.severity != doctor::Severity::kInfo && !f.speedup && !f.speedup_basis.empty()) out += "   speed-up: " + f.speedup_basis + "\n";
+    if (!f.fix.empty()) out += "   fix: " + f.fix + "\n";
+    out += "\n";
+  }
+  out += warnings == 0 ? "No warnings: nothing in this configuration slows the model down that doctor can see.\n"
+                       : fmt::format("{} finding(s) to act on, largest measured or estimated gain first.\n", warnings);
+  return out;
+}
+
+std::string to_text(const doctor::TuneResult& r) {
+  const auto& o = r.options;
+  std::string out = fmt::format("edgeprobe doctor --tune: {} · reference turn pp{} + tg{} · {:.0f} s\n\n",
+                                std::filesystem::path(o.model_path).filename().string(), o.n_prompt, o.n_gen, r.wall_s);
+  for (const auto& s : r.steps) {
+    out += fmt::format("{}:{}\n", s.setting, s.error.empty() ? "" : " not measured: " + s.error);
+    for (const auto& c : s.candidates)
+      out += fmt::format("  {:<14} {:<40} {}{}\n", c.value, doctor::rates_text(c.rates),
+                         c.turn_s ? fmt::format("{:.3f} s/turn", *c.turn_s) : std::string("-"),
+                         c.value == s.chosen ? "  <- kept" : "");
+  }
+  out += "\n";
+  if (r.best == r.start) {
+    out += "The configuration given is already the fastest found: " + (r.start.flags_text().empty() ? std::string("(defaults)") : r.start.flags_text()) + "\n";
+    return out;
+  }
+  out += fmt::format("best: {}\n", r.best.flags_text());
+  for (size_t i = 0; i < r.start_rounds.size(); ++i)
+    out += fmt::format("  round {}: given {} · best {}\n", i + 1, doctor::rates_text(r.start_rounds[i]), doctor::rates_text(r.best_rounds[i]));
+  out += r.gain ? fmt::format("measured gain over the configuration given: x{:.2f} per turn (median of {} alternating rounds)\n", *r.gain,
+                              r.start_rounds.size())
+                : "the gain could not be confirmed (a confirmation run failed)\n";
+  out += "reproduce: " + shell_join({"edgeprobe", "bench", "-m", o.model_path}) + " " + r.best.flags_text() + "\n";
+  out += "llama.cpp: " + shell_join({"llama-bench", "-m", o.model_path}) + " " + r.best.llama_cpp_flags_text() +
+         " (llama-cli takes the same flags)\n";
+  return out;
 }
 
 }  // namespace edgeprobe::report

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 
+#include "core/text.h"
 #include "lab/check.h"
 #include "lab/deploy.h"
+#include "lab/lab_run.h"
+#include "lab/lava_lab.h"
 
 namespace edgeprobe::report {
 
@@ -51,6 +54,33 @@ std::string deploy_table(const std::vector<DeviceDeploy>& results) {
     for (const auto& f : r.result.files)
       out += r.device + ": " + f.what + " " + f.remote +
              (f.skipped ? " (already there)\n" : " (copied, SHA-256 verified)\n");
+  return out;
+}
+
+std::string run_table(const lab::LabRunResult& r) {
+  std::string out = "| device | status | runs | units committed | error |\n|---|---|---|---|---|\n";
+  for (const auto& d : r.devices) {
+    std::string runs;
+    size_t units = 0;
+    for (const auto& j : d.jobs) {
+      runs += (runs.empty() ? "" : ",") + (j.run ? std::to_string(j.run) : "-");
+      units += j.committed;
+    }
+    out += fmt::format("| {} | {} | {} | {} | {} |\n", d.device.name, d.ok() ? "complete" : "failed", runs,
+                       units, d.error());
+  }
+  return out;
+}
+
+std::string jobs_table(const lab::lava::LabJobs& jobs) {
+  std::string out =
+      "| device | job | attempt | LAVA job | LAVA device | status | run | units | error |\n"
+      "|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& j : jobs.jobs)
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", j.device, j.job + 1, j.attempt,
+                       j.lava_job ? std::to_string(j.lava_job) : "-", j.lava_device.empty() ? "-" : j.lava_device,
+                       j.status, j.run ? std::to_string(j.run) : "-",
+                       j.units, edgeprobe::one_line(j.error.empty() ? j.definition : j.error, 200));
   return out;
 }
 

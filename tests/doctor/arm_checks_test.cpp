@@ -13,6 +13,7 @@
 #include "doctor/doctor.h"
 #include "doctor/evidence.h"
 #include "doctor/finding.h"
+#include "report/doctor_reporters.h"
 #include "support/run_process.h"
 
 using namespace edgeprobe;
@@ -190,7 +191,7 @@ TEST(DoctorArm, UnderEmulationEverySpeedupSaysSoAndDoesNotRank) {
   EXPECT_TRUE(pinned->data.contains("emulated"));
   // The report says so before any finding, and the gain next to a title names its source.
   Diagnosis d{e, findings, 1.0};
-  const std::string text = to_text(d);
+  const std::string text = report::to_text(d);
   const auto header = text.find("timings are emulated (/proc/cpuinfo describes an x86 host (qemu-user))");
   ASSERT_NE(header, std::string::npos) << text;
   EXPECT_LT(header, text.find("1. [warning] kernel.isa_fallback")) << text;
