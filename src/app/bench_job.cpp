@@ -241,10 +241,9 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   if (ctx.store) {
     if (ctx.resume_run) {
       run_id = ctx.resume_run;
-      const json done = ctx.store->load_run(run_id);
-      for (const auto& c : done["configurations"])
-        for (const auto& rep : c["repetitions"])
-          stored[{c["ordinal"].get<size_t>(), rep["ordinal"].get<int>()}] = result::repetition_from_json(rep["result"]);
+      for (const auto& [key, rep] : ctx.store->completed_units(run_id).repetitions)
+        stored[{static_cast<size_t>(key.configuration_ordinal), static_cast<int>(key.repetition)}] =
+            result::repetition_from_json(rep);
       ctx.store->resume_run(run_id);
     } else {
       run_id = ctx.store->begin_run("bench", result::to_json(report.provenance), to_json(plan));

@@ -67,8 +67,7 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
   if (ctx.store) {
     if (ctx.resume_run) {
       run_id = ctx.resume_run;
-      const json stored = ctx.store->load_run(run_id);
-      for (const auto& t : stored["turns"]) keep_stored(t["configuration_ordinal"].get<int64_t>(), t["result"]);
+      for (const auto& [key, turn] : ctx.store->completed_units(run_id).turns) keep_stored(key.configuration_ordinal, turn);
       ctx.store->resume_run(run_id);
     } else {
       run_id = ctx.store->begin_run("session", result::to_json(report.provenance), plan_json);
@@ -182,7 +181,7 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
     c.turns = std::move(turns[i]);
     if (config_errors.contains(i)) c.error = config_errors[i];
     // An interrupted run's analysis is partial: the resumed run stores the whole one.
-    if (ctx.store && !out.outcome.interrupted) ctx.store->record_run_summary(run_id, "config" + std::to_string(i), c.analysis);
+    if (ctx.store && !out.outcome.interrupted) ctx.store->record_test(run_id, static_cast<int64_t>(i), c.analysis);
     report.configs.push_back(std::move(c));
   }
   out.outcome.errors = result::session_errors(report, &out.outcome.exit_code);

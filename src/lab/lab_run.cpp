@@ -300,14 +300,12 @@ LabRunResult run_devices(store::Store& raw_store, store::RunId lab_run, const st
 // The units a stored run holds, as a plan's "completed" list (what the stream sent).
 json completed_list(const store::Store& store, store::RunId run, const std::string& kind) {
   json out = json::array();
-  const json doc = store.load_run(run);
+  const store::CompletedUnits done = store.completed_units(run);
   if (kind == "bench") {
-    for (const auto& c : doc["configurations"])
-      for (const auto& r : c["repetitions"])
-        out.push_back({{"case_index", c["ordinal"]}, {"repetition", r["result"]}});
+    for (const auto& [key, repetition] : done.repetitions)
+      out.push_back({{"case_index", key.configuration_ordinal}, {"repetition", repetition}});
   } else {
-    for (const auto& t : doc["turns"])
-      out.push_back({{"config_index", t["configuration_ordinal"]}, {"turn", t["result"]}});
+    for (const auto& [key, turn] : done.turns) out.push_back({{"config_index", key.configuration_ordinal}, {"turn", turn}});
   }
   return out;
 }
@@ -429,21 +427,6 @@ json to_json(const LabRunResult& r) {
     devices.push_back({{"device", d.device.name}, {"ok", d.ok()}, {"error", d.error()}, {"jobs", jobs}});
   }
   return {{"lab_run", r.lab_run}, {"exit_code", r.exit_code}, {"devices", devices}};
-}
-
-std::string run_table(const LabRunResult& r) {
-  std::string out = "| device | status | runs | units committed | error |\n|---|---|---|---|---|\n";
-  for (const auto& d : r.devices) {
-    std::string runs;
-    size_t units = 0;
-    for (const auto& j : d.jobs) {
-      runs += (runs.empty() ? "" : ",") + (j.run ? std::to_string(j.run) : "-");
-      units += j.committed;
-    }
-    out += fmt::format("| {} | {} | {} | {} | {} |\n", d.device.name, d.ok() ? "complete" : "failed", runs,
-                       units, d.error());
-  }
-  return out;
 }
 
 }  // namespace edgeprobe::lab

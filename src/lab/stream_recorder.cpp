@@ -31,7 +31,7 @@ void StreamRecorder::event(const json& e) {
       return;
     }
     store_.record_repetition(run_id_, key.configuration_ordinal, key.repetition, rep);
-    done_.repetitions.insert(key);
+    done_.repetitions.emplace(key, nullptr);  // only whether it is there is asked
     ++committed_;
   } else if (ev == "test") {
     if (!run_id_) throw Error(ErrorKind::kBug, "a test result before the provenance");
@@ -57,7 +57,7 @@ void StreamRecorder::event(const json& e) {
       return;
     }
     store_.record_turn(run_id_, key, t);
-    done_.turns.insert(key);
+    done_.turns.emplace(key, nullptr);
     ++committed_;
   } else if (ev == "result" && kind() == "doctor") {
     // A diagnosis is one unit, stored whole as a doctor run when it arrives.
@@ -71,7 +71,7 @@ void StreamRecorder::event(const json& e) {
     if (kind() == "session" && run_id_ && e.at("report").contains("configs"))
       for (const auto& c : e["report"]["configs"])
         if (c.contains("analysis") && !c["analysis"].is_null())
-          store_.record_run_summary(run_id_, "config" + std::to_string(c.value("ordinal", 0)), c["analysis"]);
+          store_.record_test(run_id_, c.value("ordinal", 0), c["analysis"]);
   } else if (ev == "end") {
     const bool interrupted = e.value("interrupted", false);
     // As the device's own store would: partial or failed when tests or turns failed.

@@ -290,10 +290,12 @@ CompletedUnits PgStore::completed_units(RunId run) const {
   static const std::string turns = pg_sql(sql::kCompletedTurns);
   static const std::string configurations = pg_sql(sql::kCompleteConfigurations);
   const Result p = conn_->exec(repetitions.c_str(), {param(run)});
-  for (int i = 0; i < p.rows(); ++i) done.repetitions.insert({p.integer(i, 0), p.integer(i, 1)});
+  for (int i = 0; i < p.rows(); ++i)
+    done.repetitions[{p.integer(i, 0), p.integer(i, 1)}] = parse_stored(p.text(i, 2), location(), "repetition");
   const Result t = conn_->exec(turns.c_str(), {param(run)});
   for (int i = 0; i < t.rows(); ++i)
-    done.turns.insert({t.integer(i, 0), t.integer(i, 1), t.text(i, 2), t.integer(i, 3)});
+    done.turns[{t.integer(i, 0), t.integer(i, 1), t.text(i, 2), t.integer(i, 3)}] =
+        parse_stored(t.text(i, 4), location(), "turn");
   const Result c = conn_->exec(configurations.c_str(), {param(run)});
   for (int i = 0; i < c.rows(); ++i) done.complete_configurations.insert(c.integer(i, 0));
   return done;

@@ -385,10 +385,11 @@ CompletedUnits SqliteStore::completed_units(RunId run) const {
   CompletedUnits done;
   Statement p(db_, path_, sql::kCompletedRepetitions);
   p.bind(1, run);
-  while (p.step()) done.repetitions.insert({p.integer(0), p.integer(1)});
+  while (p.step()) done.repetitions[{p.integer(0), p.integer(1)}] = parse_stored(p.text(2), path_, "repetition");
   Statement t(db_, path_, sql::kCompletedTurns);
   t.bind(1, run);
-  while (t.step()) done.turns.insert({t.integer(0), t.integer(1), t.text(2), t.integer(3)});
+  while (t.step())
+    done.turns[{t.integer(0), t.integer(1), t.text(2), t.integer(3)}] = parse_stored(t.text(4), path_, "turn");
   Statement c(db_, path_, sql::kCompleteConfigurations);
   c.bind(1, run);
   while (c.step()) done.complete_configurations.insert(c.integer(0));

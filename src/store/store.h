@@ -4,6 +4,7 @@
 #include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -63,10 +64,11 @@ struct TurnKey {
   auto operator<=>(const TurnKey&) const = default;
 };
 
-// What a run already holds, so a resumed runner skips it.
+// What a run already holds, each unit with the result it stored, so a resumed runner skips
+// it and rebuilds its history from it without walking load_run's document.
 struct CompletedUnits {
-  std::set<RepetitionKey> repetitions;
-  std::set<TurnKey> turns;
+  std::map<RepetitionKey, nlohmann::json> repetitions;
+  std::map<TurnKey, nlohmann::json> turns;
   std::set<int64_t> complete_configurations;  // ordinals whose status is 'complete'
   bool has(const RepetitionKey& k) const { return repetitions.contains(k); }
   bool has(const TurnKey& k) const { return turns.contains(k); }
@@ -142,9 +144,10 @@ class Store {
   virtual int64_t record_repetition(RunId run, int64_t configuration_ordinal, int64_t repetition,
                                     const nlohmann::json& result) = 0;
   virtual int64_t record_turn(RunId run, const TurnKey& key, const nlohmann::json& result) = 0;
-  // A finished test's own data beyond its repetitions (load times, test telemetry,
-  // roofline, serving table, its error): one per configuration, committed at once;
-  // recording it again (a resumed test) replaces it. The configuration must exist.
+  // A finished configuration's own data beyond its units: a bench test's load times, test
+  // telemetry, roofline, serving table and error; a session configuration's analysis of
+  // all its turns. One per configuration, committed at once; recording it again (a resumed
+  // test) replaces it. The configuration must exist.
   virtual void record_test(RunId run, int64_t configuration_ordinal, const nlohmann::json& test) = 0;
   // Run-level summaries (whole-run telemetry, QES, stability, a doctor report), also
   // committed at once.

@@ -51,14 +51,16 @@ CREATE TABLE lab_jobs (
 const char* const kMoveTestSummaries = R"sql(
 INSERT INTO tests (configuration_id, result_json)
 SELECT c.id, t.summary_json FROM telemetry_summaries t
-  JOIN configurations c ON c.run_id = t.owner_id AND t.phase = 'test' || CAST(c.ordinal AS TEXT)
+  JOIN configurations c ON c.run_id = t.owner_id
+   AND t.phase IN ('test' || CAST(c.ordinal AS TEXT), 'config' || CAST(c.ordinal AS TEXT))
 WHERE t.owner_kind = 'run' AND t.id = (SELECT max(l.id) FROM telemetry_summaries l
   WHERE l.owner_kind = 'run' AND l.owner_id = t.owner_id AND l.phase = t.phase)
 )sql";
 
 const char* const kDeleteMovedTestSummaries = R"sql(
 DELETE FROM telemetry_summaries WHERE owner_kind = 'run' AND EXISTS (SELECT 1 FROM configurations c
-  WHERE c.run_id = telemetry_summaries.owner_id AND telemetry_summaries.phase = 'test' || CAST(c.ordinal AS TEXT))
+  WHERE c.run_id = telemetry_summaries.owner_id
+    AND telemetry_summaries.phase IN ('test' || CAST(c.ordinal AS TEXT), 'config' || CAST(c.ordinal AS TEXT)))
 )sql";
 
 const char* const kLabJobSummaries = R"sql(
@@ -156,11 +158,11 @@ const char* const kTurnsOfRun =
     "FROM turns WHERE run_id = ?1 ORDER BY configuration_ordinal, round, id";
 
 const char* const kCompletedRepetitions =
-    "SELECT c.ordinal, p.ordinal FROM repetitions p JOIN configurations c ON p.configuration_id = c.id "
+    "SELECT c.ordinal, p.ordinal, p.result_json FROM repetitions p JOIN configurations c ON p.configuration_id = c.id "
     "WHERE c.run_id = ?1";
 
 const char* const kCompletedTurns =
-    "SELECT configuration_ordinal, round, conversation_id, turn_index FROM turns WHERE run_id = ?1";
+    "SELECT configuration_ordinal, round, conversation_id, turn_index, result_json FROM turns WHERE run_id = ?1";
 
 const char* const kCompleteConfigurations =
     "SELECT ordinal FROM configurations WHERE run_id = ?1 AND status = 'complete'";

@@ -35,9 +35,9 @@ std::string text(const Dialect& dialect, std::string_view query);
 
 // The two tables, for a migration to run as one script.
 std::string create_v5_tables(const Dialect& dialect);
-// Moves each run's test summaries (phase "test<ordinal>" of a configuration it has; the
-// last one written, as readers took it) into `tests`, then deletes every one moved or
-// superseded. No parameters.
+// Moves each run's test summaries (phase "test<ordinal>" of a configuration it has, or a
+// session configuration's analysis "config<ordinal>"; the last one written, as readers
+// took it) into `tests`, then deletes every one moved or superseded. No parameters.
 extern const char* const kMoveTestSummaries;
 extern const char* const kDeleteMovedTestSummaries;
 // Lab runs' job summaries ("device:NAME:jobK"): id, owner_id, phase, summary_json, oldest
@@ -86,8 +86,9 @@ extern const char* const kInsertTurn;
 // result_json, in the order load_run lists them.
 extern const char* const kTurnsOfRun;
 
-// completed_units, ?1 run: (configuration ordinal, repetition ordinal); (configuration
-// ordinal, round, conversation_id, turn_index); the ordinals of complete configurations.
+// completed_units, ?1 run: (configuration ordinal, repetition ordinal, result_json);
+// (configuration ordinal, round, conversation_id, turn_index, result_json); the ordinals of
+// complete configurations.
 extern const char* const kCompletedRepetitions;
 extern const char* const kCompletedTurns;
 extern const char* const kCompleteConfigurations;

@@ -87,12 +87,15 @@ TEST_P(Conformance, CompletedUnitsListExactlyWhatWasRecorded) {
   store->add_configuration(run, 0, {{"test", "tg64"}});
   store->add_configuration(run, 1, {{"test", "pp512"}});
   store->record_repetition(run, 0, 0, {});
-  store->record_repetition(run, 0, 1, {});
+  store->record_repetition(run, 0, 1, {{"decode_tokens_per_s", 21.5}});
   store->record_repetition(run, 1, 0, {});
   store->finish_configuration(run, 0, Status::kComplete);
-  store->record_turn(run, {1, 0, "c01", 0}, {});
+  store->record_turn(run, {1, 0, "c01", 0}, {{"ttft_ms", 120}});
   const CompletedUnits done = store->completed_units(run);
   EXPECT_EQ(done.repetitions.size(), 3u);
+  // Each with what it stored, so a resumed run rebuilds its history from these alone.
+  EXPECT_EQ(done.repetitions.at({0, 1})["decode_tokens_per_s"], 21.5);
+  EXPECT_EQ(done.turns.at({1, 0, "c01", 0})["ttft_ms"], 120);
   EXPECT_TRUE(done.has(RepetitionKey{0, 1}));
   EXPECT_TRUE(done.has(RepetitionKey{1, 0}));
   EXPECT_FALSE(done.has(RepetitionKey{1, 1}));

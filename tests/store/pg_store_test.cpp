@@ -13,6 +13,7 @@
 #include "store/pg_store.h"
 #include "store/store.h"
 #include "support/pg_server.h"
+#include "v4_rows.h"
 
 namespace edgeprobe::store {
 namespace {
@@ -184,31 +185,15 @@ TEST_F(PgStoreTest, ADatabaseThatDoesNotExistIsTheEnvironmentAndSaysWhichServer)
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
 }
 
-// v5, as on SQLite (tests_table_migration_test.cpp): a v4 database's test summaries and
-// lab job summaries move into the tests and lab_jobs tables; what is neither stays.
+// v5, as on SQLite (tests_table_migration_test.cpp, the same rows): a v4 database's test
+// summaries, session analyses and lab job summaries move into the tests and lab_jobs
+// tables; what is neither stays.
 TEST_F(PgStoreTest, AV4DatabaseMovesItsTestAndLabJobSummariesIntoTheirTables) {
   {
     const pg::Connection conn(url_, url_);
     pg::migrate_to(conn, Mode::kCreate, 4);
   }
-  server_.psql("lab", R"sql(
-INSERT INTO runs (id, kind, status, provenance_json, plan_json) VALUES
-  (1, 'bench', 'complete', '{}', '{}'), (2, 'lab', 'failed', '{}', '{}');
-INSERT INTO configurations (id, run_id, ordinal, config_json, status) VALUES
-  (1, 1, 0, '{"test":"pp16"}', 'complete'), (2, 1, 1, '{"test":"tg4"}', 'complete');
-INSERT INTO repetitions (id, configuration_id, ordinal, result_json) VALUES (1, 1, 0, '{"t":21.5}');
-INSERT INTO telemetry_summaries (owner_kind, owner_id, phase, summary_json) VALUES
-  ('repetition', 1, 'decode', '{"temp_c_max":51.0}'),
-  ('run', 1, 'test0', '{"load_ms":[5.0],"error":{"kind":"environment","message":"oom"}}'),
-  ('run', 1, 'qes', '{"total":73.7}'),
-  ('run', 1, 'test1', '{"load_ms":[7.0],"error":null}'),
-  ('run', 1, 'test0', '{"load_ms":[6.0],"error":null}'),
-  ('run', 1, 'test5', '{"load_ms":[1.0]}'),
-  ('run', 2, 'device:pc:job0', '{"run_id":null,"status":"failed","error":"ssh: closed","committed":0}'),
-  ('run', 2, 'device:pc:job0', '{"run_id":1,"status":"complete","error":"","committed":4}'),
-  ('run', 2, 'device:rack:3:job1', '{"engine":"lava","lava_job":42,"attempt":2,"status":"submitted","run_id":null}'),
-  ('run', 2, 'device:pc:job1', 'not json');
-)sql");
+  server_.psql("lab", test_rows::kV4Rows);
   auto store = open_store(url_, Mode::kMustExist);
   EXPECT_EQ(store->schema_version(), 5);
   EXPECT_EQ(store->integrity_check(), "ok");
@@ -217,6 +202,9 @@ INSERT INTO telemetry_summaries (owner_kind, owner_id, phase, summary_json) VALU
   EXPECT_EQ(bench["configurations"][1]["test"], nlohmann::json::parse(R"({"load_ms":[7.0],"error":null})"));
   EXPECT_EQ(bench["telemetry"], nlohmann::json::parse(R"([{"phase":"qes","summary":{"total":73.7}},
                                                           {"phase":"test5","summary":{"load_ms":[1.0]}}])"));
+  const nlohmann::json session = store->load_run(3);
+  EXPECT_EQ(session["configurations"][0]["test"], nlohmann::json::parse(R"({"qes":{"score":0.8}})"));
+  EXPECT_EQ(session["telemetry"], nlohmann::json::array());
   // A unit's own summaries, which no store writes since v5, still read back.
   EXPECT_EQ(bench["configurations"][0]["repetitions"][0]["telemetry"],
             nlohmann::json::parse(R"([{"phase":"decode","summary":{"temp_c_max":51.0}}])"));
@@ -226,11 +214,11 @@ INSERT INTO telemetry_summaries (owner_kind, owner_id, phase, summary_json) VALU
   const LabJob& rack = jobs[0].device == "pc" ? jobs[1] : jobs[0];
   EXPECT_EQ(pc.status, "complete");
   EXPECT_EQ(pc.device_run, 1);
-  EXPECT_EQ(pc.detail, nlohmann::json::parse(R"({"committed":4})"));
+  EXPECT_EQ(pc.detail, nlohmann::json::parse(R"({"committed":4,"exit_code":0,"state":null})"));
   EXPECT_EQ(rack.device, "rack:3");
   EXPECT_EQ(rack.job, 1);
   EXPECT_EQ(rack.attempt, 2);
-  EXPECT_EQ(rack.detail, nlohmann::json::parse(R"({"engine":"lava","lava_job":42})"));
+  EXPECT_EQ(rack.detail, nlohmann::json::parse(R"({"engine":"lava","lava_job":42,"submitted_at":1700000000.5})"));
   EXPECT_EQ(server_.psql("lab", "SELECT string_agg(phase, ',') FROM telemetry_summaries WHERE owner_id = 2"),
             "device:pc:job1\n");
 }
@@ -251,9 +239,14 @@ TEST_F(PgStoreTest, AServerThatGoesAwayIsAnEnvironmentErrorAndTheStoreReconnects
 
   server_.start();
   ASSERT_EQ(server_.error(), "");
-  EXPECT_EQ(store->completed_units(run).repetitions, (std::set<RepetitionKey>{{0, 0}}));
+  auto keys = [](const CompletedUnits& done) {
+    std::set<RepetitionKey> out;
+    for (const auto& [key, result] : done.repetitions) out.insert(key);
+    return out;
+  };
+  EXPECT_EQ(keys(store->completed_units(run)), (std::set<RepetitionKey>{{0, 0}}));
   store->record_repetition(run, 0, 1, {{"t", 2}});
-  EXPECT_EQ(open_store(url_)->completed_units(run).repetitions, (std::set<RepetitionKey>{{0, 0}, {0, 1}}));
+  EXPECT_EQ(keys(open_store(url_)->completed_units(run)), (std::set<RepetitionKey>{{0, 0}, {0, 1}}));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// Schema v5 on SQLite: a v4 file's test summaries ("test<i>") and lab job summaries
-// ("device:NAME:jobK") move into the tests and lab_jobs tables on open, in the same
-// transaction as the rest of the migration. PostgreSQL: pg_store_test.cpp.
+// Schema v5 on SQLite: a v4 file's test summaries ("test<i>", and a session
+// configuration's analysis "config<i>") and lab job summaries ("device:NAME:jobK") move
+// into the tests and lab_jobs tables on open, in the same transaction as the rest of the
+// migration. PostgreSQL: pg_store_test.cpp.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -11,6 +12,7 @@
 #include "store/sqlite_store.h"
 #include "store/store.h"
 #include "support/run_process.h"
+#include "v4_rows.h"
 
 namespace edgeprobe::store {
 namespace {
@@ -24,27 +26,7 @@ void exec(sqlite3* db, const std::string& sql) {
   sqlite3_free(err);
 }
 
-// Rows as v4 wrote them: a bench run whose test 0 failed, was resumed and passed (two
-// test0 summaries), a test1 and a run-level "qes" summary, and a summary named like a
-// test whose configuration the run does not have; a lab run with a device's job recorded
-// twice (failed, then complete), a LAVA job of a device whose name holds a colon, and a
-// job summary that does not parse.
-constexpr const char* kV4Rows = R"sql(
-INSERT INTO runs (id, kind, status, provenance_json, plan_json) VALUES
-  (1, 'bench', 'complete', '{}', '{}'), (2, 'lab', 'failed', '{}', '{}');
-INSERT INTO configurations (id, run_id, ordinal, config_json, status) VALUES
-  (1, 1, 0, '{"test":"pp16"}', 'complete'), (2, 1, 1, '{"test":"tg4"}', 'complete');
-INSERT INTO telemetry_summaries (owner_kind, owner_id, phase, summary_json) VALUES
-  ('run', 1, 'test0', '{"load_ms":[5.0],"error":{"kind":"environment","message":"oom"}}'),
-  ('run', 1, 'qes', '{"total":73.7}'),
-  ('run', 1, 'test1', '{"load_ms":[7.0],"error":null}'),
-  ('run', 1, 'test0', '{"load_ms":[6.0],"error":null}'),
-  ('run', 1, 'test5', '{"load_ms":[1.0]}'),
-  ('run', 2, 'device:pc:job0', '{"run_id":null,"status":"failed","error":"ssh: closed","committed":0,"exit_code":3,"state":null}'),
-  ('run', 2, 'device:pc:job0', '{"run_id":1,"status":"complete","error":"","committed":4,"exit_code":0,"state":null}'),
-  ('run', 2, 'device:rack:3:job1', '{"engine":"lava","lava_job":42,"attempt":2,"status":"submitted","run_id":null,"error":"","submitted_at":1700000000.5}'),
-  ('run', 2, 'device:pc:job1', 'not json');
-)sql";
+using test_rows::kV4Rows;
 
 TEST(TestsTableMigration, AV4FileMovesItsTestAndLabJobSummariesIntoTheirTables) {
   TempDir dir;
@@ -66,6 +48,9 @@ TEST(TestsTableMigration, AV4FileMovesItsTestAndLabJobSummariesIntoTheirTables) 
   // What was not a test's record stays a run summary: the run's own, and the orphan.
   EXPECT_EQ(bench["telemetry"], nlohmann::json::parse(R"([{"phase":"qes","summary":{"total":73.7}},
                                                           {"phase":"test5","summary":{"load_ms":[1.0]}}])"));
+  const nlohmann::json session = store->load_run(3);
+  EXPECT_EQ(session["configurations"][0]["test"], nlohmann::json::parse(R"({"qes":{"score":0.8}})"));
+  EXPECT_EQ(session["telemetry"], nlohmann::json::array());
 
   const std::vector<LabJob> jobs = store->lab_jobs(2);
   ASSERT_EQ(jobs.size(), 2u);
@@ -117,7 +102,7 @@ TEST(TestsTableMigration, AFailedMoveLeavesTheV4FileAsItWas) {
     return out;
   };
   EXPECT_EQ(one("PRAGMA user_version"), "4");
-  EXPECT_EQ(one("SELECT count(*) FROM telemetry_summaries"), "9");
+  EXPECT_EQ(one("SELECT count(*) FROM telemetry_summaries"), "11");
   EXPECT_EQ(one("SELECT count(*) FROM sqlite_master WHERE name = 'tests'"), "0");
   sqlite3_close(db);
 }
