@@ -194,31 +194,7 @@ TEST_F(PgStoreTest, AV4DatabaseMovesItsTestAndLabJobSummariesIntoTheirTables) {
     pg::migrate_to(conn, Mode::kCreate, 4);
   }
   server_.psql("lab", test_rows::kV4Rows);
-  auto store = open_store(url_, Mode::kMustExist);
-  EXPECT_EQ(store->schema_version(), 5);
-  EXPECT_EQ(store->integrity_check(), "ok");
-  const nlohmann::json bench = store->load_run(1);
-  EXPECT_EQ(bench["configurations"][0]["test"], nlohmann::json::parse(R"({"load_ms":[6.0],"error":null})"));
-  EXPECT_EQ(bench["configurations"][1]["test"], nlohmann::json::parse(R"({"load_ms":[7.0],"error":null})"));
-  EXPECT_EQ(bench["telemetry"], nlohmann::json::parse(R"([{"phase":"qes","summary":{"total":73.7}},
-                                                          {"phase":"test5","summary":{"load_ms":[1.0]}}])"));
-  const nlohmann::json session = store->load_run(3);
-  EXPECT_EQ(session["configurations"][0]["test"], nlohmann::json::parse(R"({"qes":{"score":0.8}})"));
-  EXPECT_EQ(session["telemetry"], nlohmann::json::array());
-  // A unit's own summaries, which no store writes since v5, still read back.
-  EXPECT_EQ(bench["configurations"][0]["repetitions"][0]["telemetry"],
-            nlohmann::json::parse(R"([{"phase":"decode","summary":{"temp_c_max":51.0}}])"));
-  const std::vector<LabJob> jobs = store->lab_jobs(2);
-  ASSERT_EQ(jobs.size(), 2u);
-  const LabJob& pc = jobs[0].device == "pc" ? jobs[0] : jobs[1];
-  const LabJob& rack = jobs[0].device == "pc" ? jobs[1] : jobs[0];
-  EXPECT_EQ(pc.status, "complete");
-  EXPECT_EQ(pc.device_run, 1);
-  EXPECT_EQ(pc.detail, nlohmann::json::parse(R"({"committed":4,"exit_code":0,"state":null})"));
-  EXPECT_EQ(rack.device, "rack:3");
-  EXPECT_EQ(rack.job, 1);
-  EXPECT_EQ(rack.attempt, 2);
-  EXPECT_EQ(rack.detail, nlohmann::json::parse(R"({"engine":"lava","lava_job":42,"submitted_at":1700000000.5})"));
+  test_rows::expect_v4_rows_moved(*open_store(url_, Mode::kMustExist));
   EXPECT_EQ(server_.psql("lab", "SELECT string_agg(phase, ',') FROM telemetry_summaries WHERE owner_id = 2"),
             "device:pc:job1\n");
 }

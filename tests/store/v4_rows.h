@@ -7,7 +7,13 @@
 // - a lab run (2) with a device's job recorded twice (failed, then complete), a LAVA job of
 //   a device whose name holds a colon, and a job summary that does not parse;
 // - a session run (3) with its configuration's analysis as the summary "config0".
-// 10 summaries in all; what moves is checked by each backend's test.
+// 11 summaries in all. expect_v4_rows_moved checks what a v5 store made from them holds.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <vector>
+
+#include "store/store.h"
 
 namespace edgeprobe::store::test_rows {
 
@@ -31,5 +37,42 @@ INSERT INTO telemetry_summaries (owner_kind, owner_id, phase, summary_json) VALU
   ('run', 2, 'device:pc:job1', 'not json'),
   ('run', 3, 'config0', '{"qes":{"score":0.8}}');
 )sql";
+
+// The same on both backends: each test's last record and the session's analysis in
+// `tests`, the lab's latest word per job in `lab_jobs`, and what was neither (the run's own
+// summary, the orphan test5, a unit's telemetry) still read back where it was. The
+// unreadable job summary is checked by each backend's test in its own SQL.
+inline void expect_v4_rows_moved(const Store& store) {
+  using nlohmann::json;
+  EXPECT_EQ(store.schema_version(), 5);
+  EXPECT_EQ(store.integrity_check(), "ok");
+  const json bench = store.load_run(1);
+  EXPECT_EQ(bench["configurations"][0]["test"], json::parse(R"({"load_ms":[6.0],"error":null})"));
+  EXPECT_EQ(bench["configurations"][1]["test"], json::parse(R"({"load_ms":[7.0],"error":null})"));
+  EXPECT_EQ(bench["telemetry"], json::parse(R"([{"phase":"qes","summary":{"total":73.7}},
+                                                {"phase":"test5","summary":{"load_ms":[1.0]}}])"));
+  EXPECT_EQ(bench["configurations"][0]["repetitions"][0]["telemetry"],
+            json::parse(R"([{"phase":"decode","summary":{"temp_c_max":51.0}}])"));
+  const json session = store.load_run(3);
+  EXPECT_EQ(session["configurations"][0]["test"], json::parse(R"({"qes":{"score":0.8}})"));
+  EXPECT_EQ(session["telemetry"], json::array());
+
+  const std::vector<LabJob> jobs = store.lab_jobs(2);
+  ASSERT_EQ(jobs.size(), 2u);
+  const LabJob& pc = jobs[0].device == "pc" ? jobs[0] : jobs[1];
+  const LabJob& rack = jobs[0].device == "pc" ? jobs[1] : jobs[0];
+  EXPECT_EQ(pc.device, "pc");
+  EXPECT_EQ(pc.job, 0);
+  EXPECT_EQ(pc.status, "complete");  // the latest word
+  EXPECT_EQ(pc.attempt, 1);
+  EXPECT_EQ(pc.device_run, 1);
+  EXPECT_EQ(pc.detail, json::parse(R"({"committed":4,"exit_code":0,"state":null})"));
+  EXPECT_EQ(rack.device, "rack:3");
+  EXPECT_EQ(rack.job, 1);
+  EXPECT_EQ(rack.status, "submitted");
+  EXPECT_EQ(rack.attempt, 2);
+  EXPECT_EQ(rack.device_run, 0);
+  EXPECT_EQ(rack.detail, json::parse(R"({"engine":"lava","lava_job":42,"submitted_at":1700000000.5})"));
+}
 
 }  // namespace edgeprobe::store::test_rows
