@@ -110,7 +110,14 @@ doctor::ChildOutput run_bench_child(const doctor::DoctorOptions& o, const doctor
     out.error = fmt::format("bench did not finish within {:.0f} s", o.child_timeout_s);
     return out;
   }
-  if (stream.report().is_object()) out.report = stream.report();
+  if (stream.report().is_object()) {
+    try {
+      out.report = result::bench_report_from_json(stream.report());
+    } catch (const std::exception& e) {  // our own binary wrote it: a mismatched edgeprobe_exe
+      out.error = "its result is not a bench result this edgeprobe reads: " + one_line(e.what(), 300);
+      return out;
+    }
+  }
   // The job's own words first (the error event, then end's errors), then its stderr.
   if (r.exit_code != 0)
     out.error = !stream.error_message().empty() ? stream.error_message()
@@ -118,7 +125,7 @@ doctor::ChildOutput run_bench_child(const doctor::DoctorOptions& o, const doctor
                                                 : first_error_line(r.err);
   else if (!stream.failed().empty())
     out.error = "its stream broke: " + stream.failed();
-  else if (!out.report.is_object())
+  else if (!out.report)
     out.error = "bench sent no result";
   return out;
 }

@@ -15,11 +15,9 @@ namespace {
 // children are minutes, not hours), and a crash mid-diagnosis leaves a "running" run
 // that says so.
 // The sink (a stream, a lab controller) gets the same: provenance, plan and result.
-int64_t store_result(const JobContext& ctx, const doctor::DoctorOptions& o, bool tune, const json& primary_report,
-                     const json& result) {
-  json provenance = primary_report.is_object() && primary_report.contains("provenance")
-                        ? primary_report["provenance"]
-                        : json::object();
+int64_t store_result(const JobContext& ctx, const doctor::DoctorOptions& o, bool tune,
+                     const std::optional<result::BenchReport>& primary_report, const json& result) {
+  json provenance = primary_report ? result::to_json(primary_report->provenance) : json::object();
   provenance["command_line"] = ctx.command_line;
   const json plan = to_json(doctor_plan_of(o, tune));
   if (ctx.sink) ctx.sink->doctor_end(provenance, plan, result);
@@ -67,7 +65,7 @@ TuneJobResult run_tune(const doctor::DoctorOptions& options, const JobContext& c
       [&](size_t done, size_t total) {
         if (ctx.sink) ctx.sink->units(done, total, "children");
       });
-  out.outcome.run_id = store_result(ctx, options, true, json(), doctor::to_json(out.tune));
+  out.outcome.run_id = store_result(ctx, options, true, std::nullopt, doctor::to_json(out.tune));
   return out;
 }
 

@@ -11,6 +11,11 @@
 namespace edgeprobe::doctor {
 namespace checks {
 
+const json& primary_extra(const Evidence& e, const char* key) {
+  static const json kNull;
+  return e.primary.report ? field(e.primary.report->provenance.extra, key) : kNull;
+}
+
 std::string mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0)); }
 std::string pct(double share) { return fmt::format("{:.0f} %", share * 100); }
 
@@ -68,7 +73,7 @@ void apply_measured(Finding& f, const std::optional<Comparison>& c, const Eviden
 }  // namespace checks
 
 std::string emulated_run(const Evidence& e) {
-  const auto& cpu = field(field(e.primary.report, "provenance"), "cpu_features");
+  const auto& cpu = checks::primary_extra(e, "cpu_features");
   return cpu.is_object() && field(cpu, "emulated").is_string() ? field(cpu, "emulated").get<std::string>() : "";
 }
 

@@ -26,7 +26,7 @@ void check_threads(const Evidence& e, std::vector<Finding>& out) {
   if (auto s = turn_s(mine, o.n_prompt, o.n_gen)) by_count.push_back({threads, *s});
   if (e.thread_sweep && e.thread_sweep->ok()) {
     std::set<int> counts;
-    for (const auto& r : field(e.thread_sweep->report, "results")) counts.insert(field(r, "config").value("n_threads", 0));
+    for (const auto& r : e.thread_sweep->report->results) counts.insert(r.config.n_threads);
     for (int t : counts) {
       const Rates r = rates(e.thread_sweep->report, o.n_prompt, o.n_gen, "n_threads", t);
       table.push_back(fmt::format("-t {}: {} (screen, one repetition)", t, rates_text(r)));
@@ -99,18 +99,16 @@ void check_threads(const Evidence& e, std::vector<Finding>& out) {
     if (!big || c.max_khz.value_or(0) > big->max_khz.value_or(0) || (c.max_khz == big->max_khz && c.capacity.value_or(0) > big->capacity.value_or(0)))
       big = &c;
   double slow_share = 0, weighted_khz = 0, total_share = 0;
-  const json* result = rv::find_result(e.primary.report, fmt::format("tg{}", o.n_gen));
+  const result::TestResult* result = rv::find_result(e.primary.report, fmt::format("tg{}", o.n_gen));
   if (!result) result = rv::find_result(e.primary.report, fmt::format("pp{}", o.n_prompt));
   if (!result) return;
   std::map<std::string, double> share_by_cluster;
   double weight = 0;
-  for (const auto& rep : field((*result), "repetitions")) {
-    for (const char* phase : {"prefill", "decode"}) {
-      if (!field(rep, "telemetry").is_object() || !field(rep, "telemetry").contains(phase)) continue;
-      const auto& p = field(field(rep, "telemetry"), phase);
-      const double ms = num(p, "duration_ms");
-      for (const auto& c : p.value("clusters", json::array()))
-        if (c.contains("thread_time_share") && field(c, "thread_time_share").is_number())
+  for (const char* phase : {"prefill", "decode"}) {
+    for (const json* p : rv::phase_telemetry(*result, phase)) {
+      const double ms = num(*p, "duration_ms");
+      for (const auto& c : json_read::list(*p, "clusters"))
+        if (field(c, "thread_time_share").is_number())
           share_by_cluster[text(c, "name")] += field(c, "thread_time_share").get<double>() * ms;
       weight += ms;
     }

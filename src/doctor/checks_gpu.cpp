@@ -29,25 +29,23 @@ struct GpuRun {
 
 GpuRun read_run(const Evidence& e) {
   GpuRun r;
-  const json& prov = field(e.primary.report, "provenance");
-  r.engine = result::engine_from_json(field(prov, "engine"));
-  r.vulkan_devices = field(prov, "vulkan_devices");
-  const json& results = field(e.primary.report, "results");
-  if (results.is_array())
-    for (const auto& t : results) {
-      engine::Placement p = result::placement_from_json(field(t, "placement"));
-      if (p.empty()) continue;
-      // The decode test's placement when there is one (it has the decode graph); the
-      // prefill test's for the prefill graph.
-      if (!r.placement.prefill && p.prefill) r.placement.prefill = p.prefill;
-      if (!r.placement.decode && p.decode) r.placement.decode = p.decode;
-      if (r.placement.devices.empty()) {
-        const auto prefill = r.placement.prefill, decode = r.placement.decode;
-        r.placement = p;
-        r.placement.prefill = prefill ? prefill : p.prefill;
-        r.placement.decode = decode ? decode : p.decode;
-      }
+  if (!e.primary.report) return r;
+  r.engine = e.primary.report->provenance.engine;
+  r.vulkan_devices = field(e.primary.report->provenance.extra, "vulkan_devices");
+  for (const auto& t : e.primary.report->results) {
+    const engine::Placement& p = t.placement;
+    if (p.empty()) continue;
+    // The decode test's placement when there is one (it has the decode graph); the
+    // prefill test's for the prefill graph.
+    if (!r.placement.prefill && p.prefill) r.placement.prefill = p.prefill;
+    if (!r.placement.decode && p.decode) r.placement.decode = p.decode;
+    if (r.placement.devices.empty()) {
+      const auto prefill = r.placement.prefill, decode = r.placement.decode;
+      r.placement = p;
+      r.placement.prefill = prefill ? prefill : p.prefill;
+      r.placement.decode = decode ? decode : p.decode;
     }
+  }
   return r;
 }
 

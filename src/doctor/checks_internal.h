@@ -32,6 +32,10 @@ constexpr double kStepDown = 0.15;           // a decode change point at least t
 constexpr double kTempRise = 10;             // °C over the run
 constexpr double kHotC = 80;
 
+// A member the probes add to the primary run's provenance (cpu_features, isa_gap,
+// llama_log, vulkan_devices): null when absent or when the run sent no result.
+const json& primary_extra(const Evidence& e, const char* key);
+
 std::string mib(double bytes);
 std::string pct(double share);
 // "0-3,6": CPU numbers folded into ranges.

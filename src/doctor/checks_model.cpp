@@ -14,36 +14,40 @@
 namespace edgeprobe::doctor::checks {
 namespace {
 
-const json& models0(const json& report) {
-  static const json empty = json::object();
-  const auto& p = field(report, "provenance");
-  if (!p.contains("models") || !field(p, "models").is_array() || field(p, "models").empty()) return empty;
-  return field(p, "models")[0];
+// The first model of a run; an empty identity when there is none.
+result::ModelIdentity models0(const std::optional<result::BenchReport>& report) {
+  return report && !report->provenance.models.empty() ? report->provenance.models.front() : result::ModelIdentity{};
 }
 
-std::string identity_text(const json& m) {
-  const std::string sha = text(m, "sha256");
+std::string identity_text(const result::ModelIdentity& m) {
   return fmt::format("{} ({}, {}, {:.2f} bits/weight, sha256 {})",
-                     std::filesystem::path(m.value("path", "?")).filename().string(),
-                     mib(num(m, "size_bytes")), m.value("quant", "?"), num(m, "bits_per_weight"),
-                     sha.empty() ? "not computed" : sha.substr(0, 16) + "…");
+                     m.path.empty() ? "?" : std::filesystem::path(m.path).filename().string(),
+                     mib(static_cast<double>(m.size_bytes)), m.dominant_type.empty() ? "?" : m.dominant_type,
+                     m.bits_per_weight, m.sha256.empty() ? "not computed" : m.sha256.substr(0, 16) + "…");
+}
+
+bool same_tensor_types(const result::ModelIdentity& a, const result::ModelIdentity& b) {
+  return std::equal(a.tensor_types.begin(), a.tensor_types.end(), b.tensor_types.begin(), b.tensor_types.end(),
+                    [](const auto& x, const auto& y) {
+                      return x.first == y.first && x.second.tensors == y.second.tensors && x.second.bytes == y.second.bytes &&
+                             x.second.params == y.second.params;
+                    });
 }
 
 }  // namespace
 
 // ---- 1. model identity --------------------------------------------------------------
 void check_identity(const Evidence& e, std::vector<Finding>& out) {
-  if (e.baseline.is_null()) return;
-  const json& mine = models0(e.primary.report);
-  const json& base = models0(e.baseline);
+  if (!e.baseline) return;
+  const result::ModelIdentity mine = models0(e.primary.report), base = models0(e.baseline);
   std::vector<std::string> differences;
-  const std::string a = text(mine, "sha256"), b = text(base, "sha256");
+  const std::string& a = mine.sha256;
+  const std::string& b = base.sha256;
   if (!a.empty() && !b.empty() && a != b) differences.push_back("SHA-256 differs");
-  if (mine.value("size_bytes", 0) != base.value("size_bytes", 0)) differences.push_back("size differs");
-  if (text(mine, "quant") != text(base, "quant")) differences.push_back("quantisation differs");
-  if (mine.value("n_params", 0) != base.value("n_params", 0)) differences.push_back("parameter count differs");
-  if (mine.value("tensor_types", json::object()) != base.value("tensor_types", json::object()))
-    differences.push_back("tensor-type histogram differs");
+  if (mine.size_bytes != base.size_bytes) differences.push_back("size differs");
+  if (mine.dominant_type != base.dominant_type) differences.push_back("quantisation differs");
+  if (mine.n_params != base.n_params) differences.push_back("parameter count differs");
+  if (!same_tensor_types(mine, base)) differences.push_back("tensor-type histogram differs");
   if (differences.empty()) {
     if (a.empty() || b.empty()) {
       out.push_back({"identity.unverified", Severity::kInfo, "same size and tensor types as the baseline, but no SHA-256 to prove it",
@@ -59,12 +63,11 @@ void check_identity(const Evidence& e, std::vector<Finding>& out) {
               "results", std::nullopt, "",
               fmt::format("use the baseline's exact file (sha256 {}) on this device, or measure a new baseline with this one",
                           b.empty() ? "unknown" : b),
-              {{"differences", differences}, {"this", mine}, {"baseline", base}}};
+              {{"differences", differences}, {"this", result::to_json(mine)}, {"baseline", result::to_json(base)}}};
     out.push_back(std::move(f));
   }
-  auto engine_commit = [](const nlohmann::json& report) {
-    const nlohmann::json& engine = field(field(report, "provenance"), "engine");
-    return engine.is_object() ? engine.value("commit", "") : "";
+  auto engine_commit = [](const std::optional<result::BenchReport>& report) {
+    return report ? report->provenance.engine.commit : std::string();
   };
   const std::string my_commit = engine_commit(e.primary.report);
   const std::string base_commit = engine_commit(e.baseline);
@@ -158,9 +161,10 @@ void check_memory(const Evidence& e, std::vector<Finding>& out) {
   constexpr double kMiB = 1024.0 * 1024.0;
   constexpr double kRuntimeAllowance = 128 * kMiB;  // binary, libllama, ggml backends, threads' stacks
   int64_t peak = -1;
-  for (const auto& r : field(e.primary.report, "results")) peak = std::max<int64_t>(peak, static_cast<int64_t>(num(r, "peak_rss_bytes", -1)));
+  if (e.primary.report)
+    for (const auto& r : e.primary.report->results) peak = std::max(peak, result::summarize(r).peak_rss_bytes);
   const double file = static_cast<double>(e.model.file_bytes);
-  const DeclaredMemory declared = declared_memory(field(field(e.primary.report, "provenance"), "llama_log"));
+  const DeclaredMemory declared = declared_memory(primary_extra(e, "llama_log"));
   if (declared.total() <= 0) {
     if (peak > 0 && static_cast<double>(peak) > 2.5 * file + 300 * kMiB)
       out.push_back(
@@ -201,8 +205,8 @@ void check_memory(const Evidence& e, std::vector<Finding>& out) {
   // or NVIDIA's driver maps its own.
   constexpr double kGpuDriverAllowance = 256 * kMiB;
   bool gpu_driver = false;
-  for (const auto& b : field(field(field(e.primary.report, "provenance"), "engine"), "gpu_backends"))
-    gpu_driver = gpu_driver || !field(b, "devices").empty();
+  if (e.primary.report)
+    for (const auto& b : e.primary.report->provenance.engine.gpu_backends) gpu_driver = gpu_driver || !b.devices.empty();
   const double runtime = kRuntimeAllowance + (gpu_driver ? kGpuDriverAllowance : 0);
   const double allowed = 1.25 * declared.total() + runtime;
   if (peak > 0 && static_cast<double>(peak) > allowed) {
@@ -268,7 +272,7 @@ std::string arm_march(const std::vector<std::string>& missing) {
 }  // namespace
 
 void check_kernel(const Evidence& e, std::vector<Finding>& out) {
-  const json gap = field(e.primary.report, "provenance").value("isa_gap", json::object());
+  const json& gap = primary_extra(e, "isa_gap").is_object() ? primary_extra(e, "isa_gap") : json::object();
   const auto& o = e.options;
   if (gap.value("fallback", false)) {
     const std::string loaded = gap.value("loaded_variant", "?"), best = gap.value("best_variant", "?");
@@ -299,7 +303,9 @@ void check_kernel(const Evidence& e, std::vector<Finding>& out) {
   static const std::regex alarming("fall(ing)? ?back|not supported|unsupported|cannot use|failed", std::regex::icase);
   std::vector<std::string> lines;
   std::string repack;
-  for (const auto& l : field(e.primary.report, "provenance").value("llama_log", json::array())) {
+  static const json kNoLines = json::array();
+  const json& log = primary_extra(e, "llama_log").is_array() ? primary_extra(e, "llama_log") : kNoLines;
+  for (const auto& l : log) {
     const std::string line = text(l, "text");
     if (line.find("CPU_REPACK model buffer size") != std::string::npos) repack = line.substr(line.find("CPU_REPACK"));
     if ((num(l, "level") >= 3 || std::regex_search(line, alarming)) && lines.size() < 8) lines.push_back(line);

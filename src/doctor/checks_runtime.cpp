@@ -108,8 +108,8 @@ void check_gpu_clock(const std::map<std::string, GpuAcc>& gpus, std::vector<Find
 
 void check_clock_and_heat(const Evidence& e, std::vector<Finding>& out) {
   const auto& o = e.options;
-  const json* tg = rv::find_result(e.primary.report, fmt::format("tg{}", o.n_gen));
-  const json* pp = rv::find_result(e.primary.report, fmt::format("pp{}", o.n_prompt));
+  const result::TestResult* tg = rv::find_result(e.primary.report, fmt::format("tg{}", o.n_gen));
+  const result::TestResult* pp = rv::find_result(e.primary.report, fmt::format("pp{}", o.n_prompt));
   // Per cluster: duration-weighted mean clock share and lowest cap during prefill+decode,
   // on the clusters that held at least a fifth of the thread-time (or all when unknown).
   struct Acc {
@@ -120,12 +120,12 @@ void check_clock_and_heat(const Evidence& e, std::vector<Finding>& out) {
   std::map<std::string, GpuAcc> gpus;
   double first_temp = NAN, max_temp = NAN;
   std::string hottest;
-  for (const json* r : {pp, tg}) {
+  for (const result::TestResult* r : {pp, tg}) {
     if (!r) continue;
-    for (const auto& rep : field((*r), "repetitions")) {
+    for (const auto& rep : r->repetitions) {
       for (const char* phase : {"prefill", "decode"}) {
-        if (!field(rep, "telemetry").is_object() || !field(rep, "telemetry").contains(phase)) continue;
-        const auto& p = field(field(rep, "telemetry"), phase);
+        const auto& p = field(rep.telemetry, phase);
+        if (!p.is_object()) continue;
         const double ms = num(p, "duration_ms");
         for (const auto& c : p.value("clusters", json::array())) {
           auto& a = acc[text(c, "name")];
@@ -276,12 +276,12 @@ void check_big_cores(const Evidence& e, std::vector<Finding>& out) {
 // Decode that steps down within the run: PELT on the per-token latencies of all the
 // repetitions in order, tied to that repetition's telemetry.
 void check_decode_steps(const Evidence& e, std::vector<Finding>& out) {
-  const json* tg = rv::find_result(e.primary.report, fmt::format("tg{}", e.options.n_gen));
+  const result::TestResult* tg = rv::find_result(e.primary.report, fmt::format("tg{}", e.options.n_gen));
   if (!tg) return;
   std::vector<double> steps;
   std::vector<size_t> rep_of_step;
-  for (size_t i = 0; i < field((*tg), "repetitions").size(); ++i)
-    for (const auto& ms : field((*tg), "repetitions")[i].value("decode_step_ms", std::vector<double>{})) {
+  for (size_t i = 0; i < tg->repetitions.size(); ++i)
+    for (const double ms : tg->repetitions[i].decode_step_ms) {
       steps.push_back(ms);
       rep_of_step.push_back(i);
     }
@@ -290,7 +290,7 @@ void check_decode_steps(const Evidence& e, std::vector<Finding>& out) {
     // Latency up = throughput down.
     if (cp.mean_before <= 0 || cp.mean_after / cp.mean_before - 1 < kStepDown) continue;
     const size_t rep = rep_of_step[cp.index];
-    const auto& t = field(field((*tg), "repetitions")[rep], "telemetry");
+    const auto& t = tg->repetitions[rep].telemetry;
     std::vector<std::string> ev = {fmt::format("per-token latency rose from {:.2f} to {:.2f} ms at token {} of {} (repetition {})",
                                                cp.mean_before, cp.mean_after, cp.index, steps.size(), rep + 1)};
     bool explained = false;
@@ -353,14 +353,14 @@ void check_decode_steps(const Evidence& e, std::vector<Finding>& out) {
 
 // ---- 7. load ------------------------------------------------------------------------
 void check_load(const Evidence& e, std::vector<Finding>& out) {
-  const json* r = rv::find_result(e.primary.report, fmt::format("pp{}", e.options.n_prompt));
+  const result::TestResult* r = rv::find_result(e.primary.report, fmt::format("pp{}", e.options.n_prompt));
   if (!r) r = rv::find_result(e.primary.report, fmt::format("tg{}", e.options.n_gen));
-  if (!r || !field((*r), "load").is_object()) return;
-  const auto& load = field((*r), "load");
-  const double cold = num(load, "cold_ms");
-  const double resident = num(load, "page_cache_resident_share_before", -1.0);
-  const double warm = field(load, "warm_ms").is_object() ? num(field(load, "warm_ms"), "median") : 0.0;
-  const auto& roof = field((*r), "roofline");
+  if (!r) return;
+  const result::TestSummary summary = result::summarize(*r);
+  const double cold = r->load_ms.empty() ? 0.0 : summary.load_cold_ms;
+  const double resident = r->page_cache_resident_share;
+  const double warm = summary.load_warm_ms.n > 0 ? summary.load_warm_ms.median : 0.0;
+  const auto& roof = r->roofline;
   const double ceiling_ms = roof.is_object() ? num(roof, "load_ceiling_ms") : 0.0;
   std::vector<std::string> ev;
   ev.push_back(fmt::format("first load {:.0f} ms with {} of the file in the page cache before it{}", cold,
@@ -377,17 +377,14 @@ void check_load(const Evidence& e, std::vector<Finding>& out) {
               {{"cold_ms", cold}, {"warm_ms", warm}, {"resident_share_before", resident}}};
     double best_ms = warm;
     if (e.with_mmap && e.with_mmap->ok()) {
-      const auto& results = field(e.with_mmap->report, "results");
-      const double mmap_ms = results.is_array() && !results.empty() ? field(field(results[0], "load"), "cold_ms").is_number()
-                                                                         ? field(field(results[0], "load"), "cold_ms").get<double>()
-                                                                         : 0.0
-                                                                   : 0.0;
+      const auto& results = e.with_mmap->report->results;
+      const double mmap_ms = !results.empty() && !results[0].load_ms.empty() ? results[0].load_ms.front() : 0.0;
       if (mmap_ms > 0) {
         f.evidence.push_back(fmt::format("with mmap the same file loaded in {:.0f} ms (measured, page cache warm by then)", mmap_ms));
         f.data["mmap_ms"] = mmap_ms;
         if (best_ms <= 0 || mmap_ms < best_ms) best_ms = mmap_ms;
-        const int64_t rss_mmap = field(results[0], "peak_rss_bytes").is_number() ? field(results[0], "peak_rss_bytes").get<int64_t>() : -1;
-        const int64_t rss_copy = field(*r, "peak_rss_bytes").is_number() ? field(*r, "peak_rss_bytes").get<int64_t>() : -1;
+        const int64_t rss_mmap = result::summarize(results[0]).peak_rss_bytes;
+        const int64_t rss_copy = summary.peak_rss_bytes;
         if (rss_mmap > 0 && rss_copy > 0)
           f.evidence.push_back(fmt::format("peak RSS {} without mmap, {} with it", mib(static_cast<double>(rss_copy)), mib(static_cast<double>(rss_mmap))));
       }
@@ -417,9 +414,9 @@ void check_ceiling(const Evidence& e, std::vector<Finding>& out) {
   json data = json::object();
   for (const auto& [test, key, label] : {std::tuple{fmt::format("tg{}", o.n_gen), "decode_efficiency", "decode"},
                                          std::tuple{fmt::format("pp{}", o.n_prompt), "prefill_efficiency", "prefill"}}) {
-    const json* r = rv::find_result(e.primary.report, test);
-    if (!r || !field((*r), "roofline").is_object()) continue;
-    const auto& roof = field((*r), "roofline");
+    const result::TestResult* r = rv::find_result(e.primary.report, test);
+    if (!r || !r->roofline.is_object()) continue;
+    const auto& roof = r->roofline;
     if (const json& suspect = field(roof, (std::string(label) + "_ceiling_suspect").c_str());
         suspect.is_boolean() && suspect.get<bool>()) {
       data[label] = roof;

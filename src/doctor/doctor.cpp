@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "result/migrate.h"
 #include "result/result.h"
 
@@ -33,8 +34,8 @@ double auto_budget_s(const BenchRun& primary, const DoctorOptions& o) {
   const Rates r = rates(primary.report, o.n_prompt, o.n_gen);
   if (!r.pp || !r.tg || *r.pp <= 0 || *r.tg <= 0) return kMinAutoBudget;
   double load_s = 0;
-  if (const auto* res = report_view::find_result(primary.report, "pp" + std::to_string(o.n_prompt)))
-    load_s = num(field(*res, "load"), "cold_ms") / 1000;
+  if (const auto* res = report_view::find_result(primary.report, "pp" + std::to_string(o.n_prompt)); res && !res->load_ms.empty())
+    load_s = res->load_ms.front() / 1000;
   const double llama_bench_s = 6 * (512 / *r.pp + 128 / *r.tg) + 2 * load_s;
   return std::max(kMinAutoBudget, 2 * llama_bench_s);
 }
@@ -42,16 +43,27 @@ double auto_budget_s(const BenchRun& primary, const DoctorOptions& o) {
 // Whether the first run used a GPU: offloaded layers, or ran on the CPU with a GPU
 // device present (a pair then measures the other way).
 enum class GpuUse { kNone, kOffloaded, kIdle };
-GpuUse gpu_use(const nlohmann::json& report) {
-  const auto engine = result::engine_from_json(field(field(report, "provenance"), "engine"));
+GpuUse gpu_use(const std::optional<result::BenchReport>& report) {
+  if (!report) return GpuUse::kNone;
   bool device = false;
-  for (const auto& b : engine.gpu_backends) device = device || !b.devices.empty();
+  for (const auto& b : report->provenance.engine.gpu_backends) device = device || !b.devices.empty();
   if (!device) return GpuUse::kNone;
-  const auto& results = field(report, "results");
-  if (results.is_array())
-    for (const auto& r : results)
-      if (result::placement_from_json(field(r, "placement")).layers_offloaded > 0) return GpuUse::kOffloaded;
+  for (const auto& r : report->results)
+    if (r.placement.layers_offloaded > 0) return GpuUse::kOffloaded;
   return GpuUse::kIdle;
+}
+
+// The baseline as a typed result: a field of a type edgeprobe never writes is bad input.
+result::BenchReport typed_baseline(const nlohmann::json& j, const std::string& name) {
+  try {
+    return result::bench_report_from_json(j);
+  } catch (const nlohmann::json::exception& ex) {
+    throw_bad_input("--baseline '{}': a field holds a type edgeprobe never writes there ({}); is it an edgeprobe result?", name,
+                    one_line(ex.what(), 120));
+  } catch (const Error& ex) {
+    if (ex.kind() != ErrorKind::kBadInput) throw;
+    throw_bad_input("--baseline '{}': {}", name, ex.what());
+  }
 }
 
 }  // namespace
@@ -98,8 +110,8 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
   Evidence& e = d.evidence;
   e.options = options;
   e.model = model::read_gguf_info(options.model_path);
-  if (!options.baseline.is_null()) e.baseline = options.baseline;
-  else if (!options.baseline_name.empty()) e.baseline = load_baseline(options.baseline_name);
+  if (!options.baseline.is_null()) e.baseline = typed_baseline(options.baseline, options.baseline_name);
+  else if (!options.baseline_name.empty()) e.baseline = typed_baseline(load_baseline(options.baseline_name), options.baseline_name);
   e.device = collect_device_facts(FsRoot(options.sysfs_root));
   const SpeedProbe probe;
 
@@ -122,8 +134,8 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
     int planned = (oversubscribed ? 1 : 0) + (options.config.use_mmap ? 0 : 1);
     const GpuUse gpu = gpu_use(e.primary.report);
     planned += gpu == GpuUse::kNone ? 0 : 1;
-    const auto& gap = field(e.primary.report, "provenance").value("isa_gap", nlohmann::json::object());
-    const bool variant_forced_low = gap.value("fallback", false) && !options.config.cpu_variant.empty();
+    const auto& gap = field(e.primary.report->provenance.extra, "isa_gap");
+    const bool variant_forced_low = field(gap, "fallback").is_boolean() && gap["fallback"].get<bool>() && !options.config.cpu_variant.empty();
     planned += variant_forced_low ? 1 : 0;
     // Each comparison gets an equal share of what is left of the budget.
     auto share = [&](int left) {
@@ -202,10 +214,8 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
       progress("measuring a load with mmap");
       e.with_mmap = run_bench_child(options, "with mmap", mmap, {8, 0, 1, false, {}}, &probe);
       const auto load_ms = [](const BenchRun& run) -> std::optional<double> {
-        const auto& results = field(run.report, "results");
-        if (!results.is_array() || results.empty()) return std::nullopt;
-        const auto& ms = field(field(results[0], "load"), "cold_ms");
-        return ms.is_number() ? std::optional<double>(ms.get<double>()) : std::nullopt;
+        if (!run.report || run.report->results.empty() || run.report->results[0].load_ms.empty()) return std::nullopt;
+        return run.report->results[0].load_ms.front();
       };
       e.mmap_pairs = compare_pairs(options, probe, {"mmap", "--mmap 0", "--mmap 1", base, mmap, {8, 0, 1, false, {}}, "load ms", load_ms},
                                    share(planned--), options.stop_rule, progress);

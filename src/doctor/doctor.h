@@ -20,7 +20,7 @@ struct ChildTests;
 // What one bench child gave back.
 struct ChildOutput {
   std::string command;            // one a person can paste to rerun it (its plan piped in)
-  nlohmann::json report;          // the child's bench report; null when it sent none
+  std::optional<result::BenchReport> report;  // the child's bench result; none when it sent none
   int exit_code = -1;             // -1: it did not start
   bool timed_out = false;
   std::string error;              // one line: why it failed; "" when it worked
@@ -79,7 +79,7 @@ struct Evidence {
   double reference_best_ms = 0;  // the reference kernel's fastest time during the diagnosis
   double speed_variation = 0;    // (max - min) / max of its speed over all the children
   double budget_s = 0;           // the budget the comparisons ran under
-  nlohmann::json baseline;                // null without --baseline
+  std::optional<result::BenchReport> baseline;  // none without --baseline
 };
 
 struct Diagnosis {

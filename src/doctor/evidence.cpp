@@ -156,36 +156,49 @@ std::vector<int> usable_cpus(const DeviceFacts& device, const RunConfig& config)
 
 namespace report_view {
 
-const nlohmann::json* find_result(const nlohmann::json& report, const std::string& test, int threads) {
-  if (!report.is_object() || !report.contains("results")) return nullptr;
-  for (const auto& r : field(report, "results")) {
-    if (r.value("test", "") != test || r.value("status", "") != "ok") continue;
-    if (threads > 0 && field(r, "config").value("n_threads", 0) != threads) continue;
+const result::TestResult* find_result(const std::optional<result::BenchReport>& report, const std::string& test,
+                                      int threads) {
+  if (!report) return nullptr;
+  for (const auto& r : report->results) {
+    if (r.error || r.config.name() != test) continue;
+    if (threads > 0 && r.config.n_threads != threads) continue;
     return &r;
   }
   return nullptr;
 }
 
-std::optional<double> median(const nlohmann::json* result, const char* phase) {
-  if (!result || !result->contains(phase) || !field(*result, phase).is_object()) return std::nullopt;
-  const auto& tps = field(field(*result, phase), "tokens_per_s");
-  if (!tps.is_object() || !field(tps, "median").is_number()) return std::nullopt;
-  return field(tps, "median").get<double>();
+std::optional<double> median(const result::TestResult* result, Phase phase) {
+  if (!result) return std::nullopt;
+  const bool prefill = phase == Phase::kPrefill;
+  if ((prefill ? result->config.n_prompt : result->config.n_gen) <= 0) return std::nullopt;
+  const result::TestSummary s = result::summarize(*result);
+  const stats::Summary& tps = prefill ? s.prefill_tokens_per_s : s.decode_tokens_per_s;
+  if (tps.n == 0) return std::nullopt;
+  return tps.median;
+}
+
+std::vector<const nlohmann::json*> phase_telemetry(const result::TestResult& result, const char* phase) {
+  std::vector<const nlohmann::json*> out;
+  for (const auto& rep : result.repetitions)
+    if (const auto& p = field(rep.telemetry, phase); p.is_object()) out.push_back(&p);
+  return out;
 }
 
 }  // namespace report_view
 
-Rates rates(const nlohmann::json& report, int n_prompt, int n_gen, const std::string& key, const nlohmann::json& value) {
-  auto find = [&](const std::string& test, const char* phase) -> std::optional<double> {
-    if (!report.is_object() || !report.contains("results")) return std::nullopt;
-    for (const auto& r : field(report, "results")) {
-      if (r.value("test", "") != test || r.value("status", "") != "ok") continue;
-      if (!key.empty() && result::config_field(field(r, "config"), key) != value) continue;
+Rates rates(const std::optional<result::BenchReport>& report, int n_prompt, int n_gen, const std::string& key,
+            const nlohmann::json& value) {
+  auto find = [&](const std::string& test, report_view::Phase phase) -> std::optional<double> {
+    if (!report) return std::nullopt;
+    for (const auto& r : report->results) {
+      if (r.error || r.config.name() != test) continue;
+      if (!key.empty() && result::config_field(result::to_json(r.config), key) != value) continue;
       return report_view::median(&r, phase);
     }
     return std::nullopt;
   };
-  return {find("pp" + std::to_string(n_prompt), "prefill"), find("tg" + std::to_string(n_gen), "decode")};
+  return {find("pp" + std::to_string(n_prompt), report_view::Phase::kPrefill),
+          find("tg" + std::to_string(n_gen), report_view::Phase::kDecode)};
 }
 
 std::optional<double> turn_s(const Rates& r, int n_prompt, int n_gen) {

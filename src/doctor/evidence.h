@@ -10,6 +10,7 @@
 #include "core/fs.h"
 #include "core/json_read.h"
 #include "doctor/config.h"
+#include "result/result.h"
 #include "telemetry/layout.h"
 
 namespace edgeprobe::doctor {
@@ -54,17 +55,17 @@ class ProcessWatch {
   Snapshot before_;
 };
 
-// One `edgeprobe bench` child: what it ran and its JSON result.
+// One `edgeprobe bench` child: what it ran and its result.
 struct BenchRun {
   std::string label;              // "as configured", "best CPU variant", "-t 1,2"
   RunConfig config;
   std::string command;            // the whole command with its plan piped in, reproducible
-  nlohmann::json report;          // the child's bench report; null when it failed
+  std::optional<result::BenchReport> report;  // the child's bench result; none when it failed
   std::string error;              // why it failed (one line), "" when fine
   int exit_code = 0;              // the child's: 2 = bad input, as everywhere in edgeprobe
   RunWindow window;
   std::vector<double> reference_ms;  // the reference kernel timed while it ran (measure.h)
-  bool ok() const { return error.empty() && report.is_object(); }
+  bool ok() const { return error.empty() && report.has_value(); }
 };
 
 // The device as doctor sees it: topology and limits under --sysfs-root, affinity live.
@@ -86,11 +87,18 @@ using json_read::field;
 using json_read::num;
 using json_read::text;
 
-// Reading a bench JSON report (the one schema, see src/result).
+// Reading a bench result.
 namespace report_view {
-// The result of a test ("pp128", "tg32") at a thread count (0 = any), null when absent.
-const nlohmann::json* find_result(const nlohmann::json& report, const std::string& test, int threads = 0);
-std::optional<double> median(const nlohmann::json* result, const char* phase);  // "prefill"/"decode" tokens/s
+// The result of a test ("pp128", "tg32") that ran, at a thread count (0 = any); null when
+// absent or when there is no report.
+const result::TestResult* find_result(const std::optional<result::BenchReport>& report, const std::string& test,
+                                      int threads = 0);
+// Median prefill or decode tokens/s of a result; none when that phase was not measured.
+enum class Phase { kPrefill, kDecode };
+std::optional<double> median(const result::TestResult* result, Phase phase);
+// The result's repetitions' telemetry of one phase ("prefill", "decode"), for those that
+// recorded it (objects).
+std::vector<const nlohmann::json*> phase_telemetry(const result::TestResult& result, const char* phase);
 }  // namespace report_view
 
 struct DoctorOptions;
@@ -102,7 +110,7 @@ struct Rates {
   std::optional<double> pp, tg;
 };
 // The pp/tg results whose config has `key` == `value` ("n_threads": 2); any when key is "".
-Rates rates(const nlohmann::json& report, int n_prompt, int n_gen, const std::string& key = "",
+Rates rates(const std::optional<result::BenchReport>& report, int n_prompt, int n_gen, const std::string& key = "",
             const nlohmann::json& value = nullptr);
 std::optional<double> turn_s(const Rates& rates, int n_prompt, int n_gen);
 std::string rates_text(const Rates& rates);

@@ -166,10 +166,11 @@ void settle(Comparison& c, double best_ms, const StopRule& rule, bool out_of_tim
 namespace {
 
 // A bench report's binding ceilings per phase, from its tests' rooflines; null when none.
-nlohmann::json phase_ceilings(const nlohmann::json& report) {
+nlohmann::json phase_ceilings(const std::optional<result::BenchReport>& report) {
   nlohmann::json out = nlohmann::json::object();
-  for (const auto& r : field(report, "results")) {
-    const auto& roof = field(r, "roofline");
+  if (!report) return nullptr;
+  for (const auto& r : report->results) {
+    const auto& roof = r.roofline;
     for (const char* key : {"prefill_ceiling_tokens_per_s", "decode_ceiling_tokens_per_s"})
       if (field(roof, key).is_number() && !out.contains(key)) out[key] = field(roof, key);
     if (field(roof, "decode_bound").is_string() && !out.contains("decode_bound")) out["decode_bound"] = field(roof, "decode_bound");

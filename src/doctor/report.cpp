@@ -51,7 +51,7 @@ nlohmann::json to_json(const Diagnosis& d) {
             {"emulated", emulated.empty() ? nlohmann::json(nullptr) : nlohmann::json(emulated)},
             {"wall_s", d.wall_s},
             // The primary run in full, so that this file can be a --baseline itself.
-            {"primary", e.primary.report}}}};
+            {"primary", e.primary.report ? result::to_json(*e.primary.report) : nlohmann::json(nullptr)}}}};
 }
 
 }  // namespace edgeprobe::doctor

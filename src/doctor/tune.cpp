@@ -34,7 +34,7 @@ struct Setting {
 
 // Runs one child sweeping `values` of `s` on top of `current` and picks the fastest.
 TuneStep sweep(const DoctorOptions& o, const Setting& s, RunConfig& current, const std::vector<std::string>& values,
-               const ProgressFn& progress, nlohmann::json* report = nullptr) {
+               const ProgressFn& progress, std::optional<result::BenchReport>* report = nullptr) {
   TuneStep step{s.name, {}, s.get(current), ""};
   if (values.size() < 2) return step;
   progress(fmt::format("tuning {}: {} {}", s.name, s.flag, join(values)));
@@ -69,14 +69,12 @@ TuneStep sweep(const DoctorOptions& o, const Setting& s, RunConfig& current, con
 }
 
 // The GPU devices the children's llama.cpp offers ("Vulkan0"), from a result's provenance.
-std::vector<std::string> gpu_devices(const nlohmann::json& report) {
+std::vector<std::string> gpu_devices(const std::optional<result::BenchReport>& report) {
   std::vector<std::string> names;
-  const auto& backends = field(field(field(report, "provenance"), "engine"), "gpu_backends");
-  if (backends.is_array())
-    for (const auto& b : backends)
-      if (const auto& devices = field(b, "devices"); devices.is_array())
-        for (const auto& d : devices)
-          if (field(d, "name").is_string()) names.push_back(field(d, "name").get<std::string>());
+  if (report)
+    for (const auto& b : report->provenance.engine.gpu_backends)
+      for (const auto& d : b.devices)
+        if (!d.name.empty()) names.push_back(d.name);
   return names;
 }
 
@@ -162,12 +160,12 @@ TuneResult tune(const DoctorOptions& options, const ProgressFn& progress_fn, con
         [](const std::string& v) { return nlohmann::json(v == "auto" ? -1 : std::stoi(v)); }},
        {"0", "1"}},
   };
-  nlohmann::json first_report;
+  std::optional<result::BenchReport> first_report;
   for (const auto& [setting, values] : plan) {
     std::vector<std::string> vs = values;
     const std::string now = setting.get(current);
     if (std::find(vs.begin(), vs.end(), now) == vs.end()) vs.push_back(now);
-    result.steps.push_back(sweep(options, setting, current, vs, progress, first_report.is_null() ? &first_report : nullptr));
+    result.steps.push_back(sweep(options, setting, current, vs, progress, !first_report ? &first_report : nullptr));
   }
   // With a GPU device there (the first child's llama.cpp saw one): the CPU alone against
   // every layer on the GPU, then each device alone when there are several.

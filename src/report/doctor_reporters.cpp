@@ -112,15 +112,16 @@ std::string to_text(const doctor::Diagnosis& d) {
   const auto& e = d.evidence;
   const auto& o = e.options;
   std::string out;
-  const auto& models = json_read::field(json_read::field(e.primary.report, "provenance"), "models");
-  const nlohmann::json m = models.is_array() && !models.empty() ? models[0] : nlohmann::json::object();
-  const std::string sha = m.value("sha256", "");
+  const auto& report = e.primary.report;
+  const result::ModelIdentity m =
+      report && !report->provenance.models.empty() ? report->provenance.models.front() : result::ModelIdentity{};
   out += fmt::format("edgeprobe doctor: {} ({:.1f} MiB, {}, {:.2f} bits/weight{})\n",
-                     std::filesystem::path(o.model_path).filename().string(), m.value("size_bytes", 0.0) / (1024.0 * 1024.0),
-                     m.value("quant", "?"), m.value("bits_per_weight", 0.0), sha.empty() ? "" : ", sha256 " + sha.substr(0, 16) + "…");
+                     std::filesystem::path(o.model_path).filename().string(), static_cast<double>(m.size_bytes) / (1024.0 * 1024.0),
+                     m.dominant_type.empty() ? "?" : m.dominant_type, m.bits_per_weight,
+                     m.sha256.empty() ? "" : ", sha256 " + m.sha256.substr(0, 16) + "…");
   out += fmt::format("configuration: {} · ggml CPU variant {} · tests pp{} + tg{}, median of {} · {:.0f} s\n\n",
-                     o.config.flags_text(), json_read::field(json_read::field(e.primary.report, "provenance"), "engine").value("cpu_variant", "?"), o.n_prompt, o.n_gen,
-                     o.repetitions, d.wall_s);
+                     o.config.flags_text(), report && !report->provenance.engine.cpu_variant.empty() ? report->provenance.engine.cpu_variant : "?",
+                     o.n_prompt, o.n_gen, o.repetitions, d.wall_s);
   if (const std::string sign = doctor::emulated_run(e); !sign.empty())
     out += fmt::format("timings are emulated ({}): they are not the performance of any device, and every speed-up below is "
                        "marked as coming from this emulated run\n\n", sign);

@@ -4,6 +4,7 @@
 #include <iterator>
 #include <type_traits>
 
+#include "core/error.h"
 #include "core/json_read.h"
 
 namespace edgeprobe::result {
@@ -116,8 +117,10 @@ json to_json(const Provenance& p) {
   return j;
 }
 
+using json_read::field;
 using json_read::list;
 using json_read::number;
+using json_read::object;
 using json_read::text;
 
 ModelIdentity model_identity_from_json(const json& j) {
@@ -387,6 +390,34 @@ json to_json(const TestResult& r) {
   if (!r.serving.is_null()) j["serving"] = r.serving;
   if (!r.placement.empty()) j["placement"] = to_json(r.placement);
   return j;
+}
+
+TestResult test_result_from_json(const json& j) {
+  TestResult r;
+  r.config = test_case_from_json(j.at("config"), text(j, "model_path"));
+  r.model_index = number<int>(j, "model_index");
+  if (const json& e = field(j, "error"); e.is_object()) r.error = ErrorInfo{text(e, "kind"), text(e, "message")};
+  const json& load = object(j, "load");
+  for (const auto& ms : list(load, "samples_ms"))
+    if (ms.is_number()) r.load_ms.push_back(ms.get<double>());
+  if (field(load, "page_cache_resident_share_before").is_number())
+    r.page_cache_resident_share = load["page_cache_resident_share_before"].get<double>();
+  for (const auto& rep : list(j, "repetitions")) r.repetitions.push_back(repetition_from_json(rep));
+  r.telemetry = field(j, "telemetry");
+  r.roofline = field(j, "roofline");
+  r.serving = field(j, "serving");
+  r.placement = placement_from_json(field(j, "placement"));
+  return r;
+}
+
+BenchReport bench_report_from_json(const json& j) {
+  if (!j.is_object() || !j.contains("results") || !j["results"].is_array())
+    throw_bad_input("a bench result has a \"results\" array and this one has none: is it an 'edgeprobe bench -o json' result?");
+  BenchReport report;
+  report.schema_version = number<int>(j, "schema_version");
+  report.provenance = provenance_from_json(field(j, "provenance"));
+  for (const auto& r : j["results"]) report.results.push_back(test_result_from_json(r));
+  return report;
 }
 
 json to_json(const BenchReport& report) {

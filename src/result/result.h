@@ -168,5 +168,12 @@ nlohmann::json to_json(const engine::Placement& placement);
 engine::Placement placement_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const TestResult& result);
 nlohmann::json to_json(const BenchReport& report);
+// The inverse, for bench documents read back (a doctor's children from their stream, a
+// --baseline file; upgrade a v1 document first with result/migrate.h). The summaries are
+// not read: summarize() computes them again from the repetitions. A field of the wrong
+// type throws nlohmann::json::exception (app::with_result_documents makes it bad input),
+// a document without results Error(kBadInput).
+TestResult test_result_from_json(const nlohmann::json& j);
+BenchReport bench_report_from_json(const nlohmann::json& j);
 
 }  // namespace edgeprobe::result

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "doctor/doctor.h"
+#include "result/result.h"
 #include "support/run_process.h"
 
 using namespace edgeprobe;
@@ -38,8 +39,19 @@ std::string fake_edgeprobe(const TempDir& dir, const std::string& stream, const 
   return script;
 }
 
-const json kReport = {{"schema_version", 2}, {"provenance", {{"models", json::array({{{"sha256", "ab"}}})}}},
-                      {"results", json::array({{{"test", "pp16"}}})}};
+// A bench result of one pp16 test, as the child's stream carries it.
+json bench_result() {
+  result::BenchReport report;
+  report.provenance.models.push_back({});
+  report.provenance.models[0].sha256 = "ab";
+  result::TestResult pp;
+  pp.config.n_prompt = 16;
+  pp.repetitions.push_back({});
+  pp.repetitions[0].prefill_tokens_per_s = 100;
+  report.results.push_back(pp);
+  return result::to_json(report);
+}
+const json kReport = bench_result();
 
 doctor::DoctorOptions options_for(const TempDir& dir) {
   app::DoctorPlan plan;
@@ -66,7 +78,8 @@ TEST(DoctorChild, IsARunPlanWithItsBenchPlanOnStdinAndTheReportFromTheStream) {
   const auto out = app::run_bench_child(o, config, {16, 4, 2, false, {}});
   EXPECT_EQ(out.error, "");
   EXPECT_EQ(out.exit_code, 0);
-  EXPECT_EQ(out.report, kReport);
+  ASSERT_TRUE(out.report);
+  EXPECT_EQ(result::to_json(*out.report), kReport);
   EXPECT_EQ(read_file(dir.file("argv")), "run\n--plan\n-\n");
   const app::BenchPlan plan = app::bench_plan_from_json(json::parse(read_file(dir.file("stdin"))));
   EXPECT_EQ(plan.sweep.models, std::vector<std::string>{"/models/m.gguf"});
@@ -88,7 +101,8 @@ TEST(DoctorChild, IsARunPlanWithItsBenchPlanOnStdinAndTheReportFromTheStream) {
   // doctor's own wrapper keeps the same report and measures around the child.
   const doctor::BenchRun run = doctor::run_bench_child(o, "as configured", config, {16, 4, 2, false, {}});
   EXPECT_TRUE(run.ok()) << run.error;
-  EXPECT_EQ(run.report, kReport);
+  ASSERT_TRUE(run.report);
+  EXPECT_EQ(result::to_json(*run.report), kReport);
   EXPECT_GT(run.window.wall_s, 0);
 }
 
@@ -122,7 +136,7 @@ TEST(DoctorChild, AFailedChildIsOneLineInItsOwnWords) {
   const auto out = app::run_bench_child(o, doctor::RunConfig{}, {8, 2, 1, true, {}});
   EXPECT_EQ(out.exit_code, 2);
   EXPECT_EQ(out.error, "unknown CPU variant 'bogus'");
-  EXPECT_TRUE(out.report.is_null());
+  EXPECT_FALSE(out.report);
   const doctor::BenchRun run = doctor::run_bench_child(o, "as configured", doctor::RunConfig{}, {8, 2, 1, true, {}});
   EXPECT_FALSE(run.ok());
   EXPECT_EQ(run.exit_code, 2);
@@ -148,4 +162,19 @@ TEST(DoctorChild, ACrashABrokenStreamAndAMissingBinaryEachSayWhy) {
   EXPECT_EQ(missing.exit_code, -1);
   EXPECT_NE(missing.error.find("cannot run"), std::string::npos) << missing.error;
   EXPECT_EQ(missing.error.find('\n'), std::string::npos);
+}
+
+// The child is this edgeprobe (or --edgeprobe-exe): a result that is not a bench result it
+// reads (another version's) is the child's failure in one line, not doctor's crash.
+TEST(DoctorChild, AResultThatIsNotABenchResultIsTheChildsFailure) {
+  TempDir dir;
+  auto o = options_for(dir);
+  o.edgeprobe_exe = fake_edgeprobe(
+      dir, stream_of({{{"event", "start"}, {"kind", "bench"}, {"plan", json::object()}},
+                      {{"event", "result"}, {"report", {{"schema_version", 2}, {"results", json::array({{{"test", "pp16"}}})}}}},
+                      {{"event", "end"}, {"exit_code", 0}, {"errors", json::array()}}}));
+  const auto out = app::run_bench_child(o, doctor::RunConfig{}, {16, 0, 1, false, {}});
+  EXPECT_FALSE(out.report);
+  EXPECT_EQ(out.error.rfind("its result is not a bench result this edgeprobe reads: ", 0), 0u) << out.error;
+  EXPECT_EQ(out.error.find('\n'), std::string::npos) << out.error;
 }

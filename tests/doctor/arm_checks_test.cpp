@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "analysis/explain.h"
+#include "doctor/bench_results.h"
 #include "doctor/doctor.h"
 #include "doctor/evidence.h"
 #include "doctor/finding.h"
@@ -40,25 +41,22 @@ json decode_telemetry(const std::vector<std::pair<std::string, double>>& thread_
   return {{"duration_ms", 500.0}, {"clusters", clusters}};
 }
 
-json tg_result(const json& telemetry) {
-  return {{"test", "tg32"}, {"status", "ok"}, {"config", {{"n_threads", 2}}}, {"decode", {{"tokens_per_s", {{"median", 20.0}}}}},
-          {"repetitions", {{{"decode_step_ms", json::array()}, {"telemetry", {{"decode", telemetry}}}}}}};
-}
-
-json phone_report(const json& isa_gap, const json& telemetry = nullptr) {
-  json results = json::array();
-  results.push_back({{"test", "pp128"}, {"status", "ok"}, {"config", {{"n_threads", 2}}}, {"prefill", {{"tokens_per_s", {{"median", 100.0}}}}}});
-  if (!telemetry.is_null()) results.push_back(tg_result(telemetry));
-  return {{"provenance",
-           {{"models", {{{"path", "/m/model-q4_0.gguf"}, {"quant", "q4_0"}, {"bits_per_weight", 4.5}, {"tensor_types", json::object()}}}},
-            {"engine", {{"cpu_variant", isa_gap.value("loaded_variant", "armv8.2_2")}}},
-            {"isa_gap", isa_gap}}},
-          {"results", results}};
+result::BenchReport phone_report(const json& isa_gap, const json& telemetry = nullptr) {
+  std::vector<result::TestResult> results = {doctor_test::test_result("pp128", 2, 100, 0)};
+  if (!telemetry.is_null()) results.push_back(doctor_test::test_result("tg32", 2, 0, 20, {{"decode", telemetry}}));
+  result::ModelIdentity m;
+  m.path = "/m/model-q4_0.gguf";
+  m.dominant_type = "q4_0";
+  m.bits_per_weight = 4.5;
+  result::BenchReport r = doctor_test::bench_report(std::move(results), m);
+  r.provenance.engine.cpu_variant = isa_gap.value("loaded_variant", "armv8.2_2");
+  r.provenance.extra["isa_gap"] = isa_gap;
+  return r;
 }
 
 const json kBestVariant = {{"fallback", false}, {"loaded_variant", "armv8.2_2"}, {"summary", "the best variant ran"}};
 
-Evidence phone_evidence(const std::string& root, const json& report) {
+Evidence phone_evidence(const std::string& root, const result::BenchReport& report) {
   Evidence e;
   e.options.model_path = "/m/model-q4_0.gguf";
   e.options.config.threads = 2;
@@ -173,8 +171,8 @@ TEST(DoctorArm, UnderEmulationEverySpeedupSaysSoAndDoesNotRank) {
                     {"cpu_features", {"NEON", "DOTPROD"}}, {"compiled_features", {"NEON"}}};
   ScratchPhone phone;
   phone.write("/sys/devices/system/cpu/cpufreq/policy7/scaling_max_freq", "1094400");  // an estimated x2.9
-  json report = phone_report(gap);
-  report["provenance"]["cpu_features"] = {{"arch", "aarch64"}, {"emulated", "/proc/cpuinfo describes an x86 host (qemu-user)"}};
+  result::BenchReport report = phone_report(gap);
+  report.provenance.extra["cpu_features"] = {{"arch", "aarch64"}, {"emulated", "/proc/cpuinfo describes an x86 host (qemu-user)"}};
   Evidence e = phone_evidence(phone.root(), report);
   EXPECT_EQ(emulated_run(e), "/proc/cpuinfo describes an x86 host (qemu-user)");
   auto findings = diagnose(e);
@@ -228,8 +226,8 @@ TEST(DoctorArm, ExplainGivesThePhonesPlacementAndClockTheirFactorsAndFixes) {
   json b_findings = json::array();
   for (const auto& f : findings) b_findings.push_back(to_json(f));
   const json b = {{"kind", "doctor"},
-                  {"doctor", {{"findings", b_findings}, {"primary", explainable(phone_report(kBestVariant, on_little), 100, 8)}}}};
-  const json a = explainable(phone_report(kBestVariant), 300, 30);
+                  {"doctor", {{"findings", b_findings}, {"primary", explainable(result::to_json(phone_report(kBestVariant, on_little)), 100, 8)}}}};
+  const json a = explainable(result::to_json(phone_report(kBestVariant)), 300, 30);
   const auto e = analysis::explain(analysis::explain_side(a, "healthy.json"), analysis::explain_side(b, "phone.json"));
   ASSERT_EQ(e.phases.size(), 2u);
   const auto& decode = e.phases[1];

@@ -1,9 +1,10 @@
-// The checks as pure functions: Evidence put together by hand (the shapes of real bench
-// JSON, trimmed to the fields each check reads), so every threshold and estimate is
-// pinned without running a model.
+// The checks as pure functions: Evidence put together by hand (bench results built from
+// the result structs, with only what each check reads filled in), so every threshold and
+// estimate is pinned without running a model.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "doctor/bench_results.h"
 #include "doctor/config.h"
 #include "doctor/doctor.h"
 #include "doctor/evidence.h"
@@ -15,22 +16,26 @@ using nlohmann::json;
 
 namespace {
 
-json result(const std::string& test, int threads, double pp, double tg, json decode_telemetry = nullptr) {
-  json r = {{"test", test}, {"status", "ok"}, {"config", {{"n_threads", threads}, {"use_mmap", true}}}, {"repetitions", json::array()}};
-  r["prefill"] = pp > 0 ? json{{"tokens_per_s", {{"median", pp}}}} : json(nullptr);
-  r["decode"] = tg > 0 ? json{{"tokens_per_s", {{"median", tg}}}} : json(nullptr);
-  if (!decode_telemetry.is_null())
-    r["repetitions"].push_back({{"decode_step_ms", json::array()}, {"telemetry", {{"decode", decode_telemetry}}}});
-  return r;
+result::TestResult bench_test(const std::string& test, int threads, double pp, double tg, json decode_telemetry = nullptr) {
+  return doctor_test::test_result(test, threads, pp, tg,
+                                  decode_telemetry.is_null() ? json(nullptr) : json{{"decode", decode_telemetry}});
 }
 
-json report(std::vector<json> results, const std::string& sha = "aa", const std::string& quant = "q4_0") {
-  return {{"provenance",
-           {{"models", {{{"path", "/m/model-q4_0.gguf"}, {"sha256", sha}, {"size_bytes", 1000}, {"quant", quant}, {"n_params", 10},
-                         {"bits_per_weight", 4.5}, {"tensor_types", json::object()}}}},
-            {"engine", {{"name", "llama.cpp"}, {"commit", "80fb11a"}, {"cpu_variant", "zen4"}}},
-            {"isa_gap", {{"fallback", false}, {"loaded_variant", "zen4"}, {"summary", "best"}}}}},
-          {"results", results}};
+result::BenchReport report(std::vector<result::TestResult> results, const std::string& sha = "aa",
+                           const std::string& quant = "q4_0") {
+  result::ModelIdentity m;
+  m.path = "/m/model-q4_0.gguf";
+  m.sha256 = sha;
+  m.size_bytes = 1000;
+  m.dominant_type = quant;
+  m.n_params = 10;
+  m.bits_per_weight = 4.5;
+  result::BenchReport r = doctor_test::bench_report(std::move(results), m);
+  r.provenance.engine.name = "llama.cpp";
+  r.provenance.engine.commit = "80fb11a";
+  r.provenance.engine.cpu_variant = "zen4";
+  r.provenance.extra["isa_gap"] = {{"fallback", false}, {"loaded_variant", "zen4"}, {"summary", "best"}};
+  return r;
 }
 
 model::GgufInfo q4_model(const std::string& path, const std::string& type = "q4_0") {
@@ -52,7 +57,7 @@ Evidence base_evidence() {
   e.options.n_gen = 32;
   e.model = q4_model(e.options.model_path);
   e.device.affinity = {0, 1};
-  e.primary.report = report({result("pp128", 2, 200, 0), result("tg32", 2, 0, 40)});
+  e.primary.report = report({bench_test("pp128", 2, 200, 0), bench_test("tg32", 2, 0, 40)});
   return e;
 }
 
@@ -179,9 +184,9 @@ Comparison pairs_of(const std::string& a, const std::string& b, const std::vecto
 TEST(DoctorChecks, MoreThreadsThanUsableCpusTakesTheSpeedupFromThePairs) {
   Evidence e = base_evidence();
   e.options.config.threads = 8;
-  e.primary.report = report({result("pp128", 8, 20, 0), result("tg32", 8, 0, 4)});
+  e.primary.report = report({bench_test("pp128", 8, 20, 0), bench_test("tg32", 8, 0, 4)});
   BenchRun sweep;
-  sweep.report = report({result("pp128", 1, 100, 0), result("tg32", 1, 0, 25), result("pp128", 2, 200, 0), result("tg32", 2, 0, 40)});
+  sweep.report = report({bench_test("pp128", 1, 100, 0), bench_test("tg32", 1, 0, 25), bench_test("pp128", 2, 200, 0), bench_test("tg32", 2, 0, 40)});
   e.thread_sweep = sweep;
   e.thread_pairs = pairs_of("-t 8", "-t 2", {{10, 2}, {12, 2}, {9, 2}, {11, 2}});
   const auto findings = diagnose(e);
@@ -224,7 +229,7 @@ TEST(DoctorChecks, AFixThatMeasuresSlowerIsSaidToDisagree) {
 TEST(DoctorChecks, FasterFewerThreadsIsAWarningUnlessSomethingElseHeldTheCpus) {
   Evidence e = base_evidence();
   BenchRun sweep;
-  sweep.report = report({result("pp128", 1, 400, 0), result("tg32", 1, 0, 80)});
+  sweep.report = report({bench_test("pp128", 1, 400, 0), bench_test("tg32", 1, 0, 80)});
   e.thread_sweep = sweep;
   e.thread_pairs = pairs_of("-t 2", "-t 1", {{2, 1}, {2.2, 1}, {1.8, 1}, {2, 1}});
   const Finding* f = nullptr;
@@ -242,7 +247,7 @@ TEST(DoctorChecks, FasterFewerThreadsIsAWarningUnlessSomethingElseHeldTheCpus) {
 TEST(DoctorChecks, AScreenWithoutConfirmingPairsIsNoWarning) {
   Evidence e = base_evidence();
   BenchRun sweep;
-  sweep.report = report({result("pp128", 1, 400, 0), result("tg32", 1, 0, 80)});
+  sweep.report = report({bench_test("pp128", 1, 400, 0), bench_test("tg32", 1, 0, 80)});
   e.thread_sweep = sweep;
   // The screen said x2, the pairs found nothing: no finding to act on.
   e.thread_pairs = pairs_of("-t 2", "-t 1", {{1, 1.01}, {1, 0.99}, {1.02, 1}, {1, 1}});
@@ -270,7 +275,7 @@ TEST(DoctorChecks, AnUndecidedComparisonIsReportedInconclusiveWithTheMachinesVar
 
 TEST(DoctorChecks, EveryWarningCarriesASpeedupOrSaysWhyNot) {
   Evidence e = base_evidence();
-  e.primary.report["provenance"]["llama_log"] = json::array({{{"level", 3}, {"text", "something failed"}}});
+  e.primary.report->provenance.extra["llama_log"] = json::array({{{"level", 3}, {"text", "something failed"}}});
   const auto findings = diagnose(e);
   ASSERT_NE(find(findings, "kernel.log_messages"), nullptr);
   for (const auto& f : findings)
@@ -281,11 +286,12 @@ TEST(DoctorChecks, EveryWarningCarriesASpeedupOrSaysWhyNot) {
 
 TEST(DoctorChecks, ADecodeStepDownTheReferenceKernelAlsoShowsIsTheMachine) {
   Evidence e = base_evidence();
-  json tg = result("tg32", 2, 0, 40);
+  result::TestResult tg = bench_test("tg32", 2, 0, 40);
   std::vector<double> steps;
   for (int i = 0; i < 32; ++i) steps.push_back((i < 16 ? 10.0 : 14.0) + (i * 7 % 5 - 2) * 0.05);  // x1.4 from token 16, some jitter
-  tg["repetitions"] = json::array({{{"decode_step_ms", steps}, {"telemetry", {{"decode", json::object()}}}}});
-  e.primary.report = report({result("pp128", 2, 200, 0), tg});
+  tg.repetitions[0].decode_step_ms = steps;
+  tg.repetitions[0].telemetry = {{"decode", json::object()}};
+  e.primary.report = report({bench_test("pp128", 2, 200, 0), tg});
   e.primary.reference_ms = {1.0, 1.02, 1.4, 1.45, 1.5};
   auto findings = diagnose(e);
   const Finding* f = find(findings, "throttle.decode_step_down");
@@ -302,18 +308,19 @@ TEST(DoctorChecks, ADecodeStepDownTheReferenceKernelAlsoShowsIsTheMachine) {
 
 TEST(DoctorChecks, ADecodeStepDownWhileOtherProcessesBrieflyRanIsInfoAndACgroupThrottleIsAWarning) {
   Evidence e = base_evidence();
-  json tg = result("tg32", 2, 0, 40);
+  result::TestResult tg = bench_test("tg32", 2, 0, 40);
   std::vector<double> steps;
   for (int i = 0; i < 32; ++i) steps.push_back((i < 16 ? 10.0 : 12.5) + (i * 7 % 5 - 2) * 0.05);  // x1.25 from token 16
-  tg["repetitions"] = json::array({{{"decode_step_ms", steps}, {"telemetry", {{"decode", {{"other_cpu_share", 0.4}}}}}}});
-  e.primary.report = report({result("pp128", 2, 200, 0), tg});
+  tg.repetitions[0].decode_step_ms = steps;
+  tg.repetitions[0].telemetry = {{"decode", {{"other_cpu_share", 0.4}}}};
+  e.primary.report = report({bench_test("pp128", 2, 200, 0), tg});
   e.primary.reference_ms = {1.0, 1.02, 1.01, 1.03, 1.0};  // the reference kernel held its speed
   auto findings = diagnose(e);
   const Finding* f = find(findings, "throttle.decode_step_down");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kInfo);
-  tg["repetitions"][0]["telemetry"]["decode"]["throttled_ms"] = 120.0;  // the device's own limit: a warning
-  e.primary.report = report({result("pp128", 2, 200, 0), tg});
+  tg.repetitions[0].telemetry["decode"]["throttled_ms"] = 120.0;  // the device's own limit: a warning
+  e.primary.report = report({bench_test("pp128", 2, 200, 0), tg});
   findings = diagnose(e);
   f = find(findings, "throttle.decode_step_down");
   ASSERT_NE(f, nullptr);
@@ -409,7 +416,7 @@ TEST(DoctorChecks, ALowClockUnderPowersaveIsTheGovernor) {
   cluster.policies = {0};
   e.device.cpus.clusters.push_back(cluster);
   const json decode = {{"duration_ms", 100.0}, {"clusters", {{{"name", "policy0"}, {"mean_freq_share", 0.4}, {"min_cap_share", 1.0}, {"thread_time_share", 1.0}}}}};
-  e.primary.report = report({result("pp128", 2, 200, 0), result("tg32", 2, 0, 40, decode)});
+  e.primary.report = report({bench_test("pp128", 2, 200, 0), bench_test("tg32", 2, 0, 40, decode)});
   auto findings = diagnose(e);
   const Finding* f = find(findings, "power.governor");
   ASSERT_NE(f, nullptr);
@@ -446,8 +453,8 @@ Evidence with_memory(double peak_mib, double repack_mib) {
   log.push_back(log_line("sched_reserve:        CPU compute buffer size =     66.50 MiB"));
   log.push_back(log_line("llama_kv_cache:        CPU KV buffer size =    22.00 MiB"));
   log.push_back(log_line("sched_reserve:        CPU compute buffer size =     5.50 MiB"));
-  e.primary.report["provenance"]["llama_log"] = log;
-  e.primary.report["results"][1]["peak_rss_bytes"] = peak_mib * 1048576.0;
+  e.primary.report->provenance.extra["llama_log"] = log;
+  for (auto& rep : e.primary.report->results[1].repetitions) rep.peak_rss_bytes = static_cast<int64_t>(peak_mib * 1048576.0);
   return e;
 }
 
@@ -455,7 +462,7 @@ Evidence with_memory(double peak_mib, double repack_mib) {
 
 TEST(DoctorChecks, DeclaredMemoryKeepsTheLargestOfEachBuffer) {
   const Evidence e = with_memory(1000, 400);
-  const DeclaredMemory d = declared_memory(e.primary.report["provenance"]["llama_log"]);
+  const DeclaredMemory d = declared_memory(e.primary.report->provenance.extra.at("llama_log"));
   EXPECT_DOUBLE_EQ(d.bytes.at("CPU KV"), 22.0 * 1048576);
   EXPECT_DOUBLE_EQ(d.bytes.at("CPU compute"), 66.5 * 1048576);
   EXPECT_DOUBLE_EQ(d.total(), (600 + 400 + 22 + 66.5) * 1048576.0);  // two loads count once

@@ -2,9 +2,11 @@
 // has on lavapipe (tests/gpu runs them for real): each threshold and estimate pinned.
 #include <gtest/gtest.h>
 
+#include "doctor/bench_results.h"
 #include "doctor/doctor.h"
 #include "doctor/finding.h"
 
+using namespace edgeprobe;
 using namespace edgeprobe::doctor;
 using nlohmann::json;
 
@@ -30,10 +32,13 @@ Evidence evidence(const json& gpu_backends, const json& placement) {
   e.options.config.threads = 2;
   e.options.n_prompt = 64;
   e.options.n_gen = 8;
-  e.primary.report = {
-      {"provenance", {{"engine", {{"name", "llama.cpp"}, {"kind", "in-process"}, {"gpu_backends", gpu_backends}}},
-                      {"vulkan_devices", {{"devices", json::array({{{"name", "llvmpipe (LLVM 15.0.6, 256 bits)"}, {"type", "cpu"}}})}}}}},
-      {"results", json::array({{{"test", "pp64"}, {"status", "ok"}, {"config", {{"n_threads", 2}}}, {"placement", placement}}})}};
+  result::TestResult pp = doctor_test::test_result("pp64", 2, 0, 0);
+  pp.placement = result::placement_from_json(placement);
+  e.primary.report = doctor_test::bench_report({pp});
+  e.primary.report->provenance.engine =
+      result::engine_from_json({{"name", "llama.cpp"}, {"kind", "in-process"}, {"gpu_backends", gpu_backends}});
+  e.primary.report->provenance.extra["vulkan_devices"] = {
+      {"devices", json::array({{{"name", "llvmpipe (LLVM 15.0.6, 256 bits)"}, {"type", "cpu"}}})}};
   return e;
 }
 

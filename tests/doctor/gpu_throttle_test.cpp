@@ -5,6 +5,7 @@
 
 #include "../telemetry/fixture_util.h"
 #include "core/clock.h"
+#include "doctor/bench_results.h"
 #include "doctor/doctor.h"
 #include "doctor/evidence.h"
 #include "doctor/finding.h"
@@ -38,13 +39,8 @@ Evidence evidence_with(const json& decode) {
   e.options.n_prompt = 128;
   e.options.n_gen = 32;
   e.device.affinity = {0, 1};
-  json tg = {{"test", "tg32"},
-             {"status", "ok"},
-             {"config", {{"n_threads", 2}, {"use_mmap", true}}},
-             {"decode", {{"tokens_per_s", {{"median", 40.0}}}}},
-             {"prefill", nullptr}};
-  tg["repetitions"] = json::array({{{"decode_step_ms", json::array()}, {"telemetry", {{"decode", decode}}}}});
-  e.primary.report = {{"provenance", {{"models", json::array()}}}, {"results", json::array({tg})}};
+  e.primary.report = doctor_test::bench_report({doctor_test::test_result("tg32", 2, 0, 40, {{"decode", decode}})});
+  e.primary.report->provenance.models.clear();
   return e;
 }
 

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "report/fixtures.h"
 #include "report/reporter.h"
 #include "support/run_process.h"
 
@@ -206,6 +207,36 @@ TEST(Reporters, ProvenanceLoadsBackIntoTheSameStructs) {
   EXPECT_EQ(loaded.engine.cpu_variant, "haswell");
   EXPECT_EQ(loaded.device.id, "dev-0123456789abcdef");
   EXPECT_EQ(loaded.models.at(0).tensor_types.at("q4_0").bytes, 600000000u);
+}
+
+// Doctor reads its children's results and a --baseline file through this inverse: what it
+// reads must be what bench wrote, every format made from it the same bytes.
+TEST(Reporters, ABenchDocumentLoadsBackIntoTheSameStructs) {
+  const nlohmann::json written = result::to_json(sample_report());
+  const auto loaded = result::bench_report_from_json(written);
+  EXPECT_EQ(result::to_json(loaded), written);
+  const auto sample = sample_report();
+  ASSERT_EQ(loaded.results.size(), sample.results.size());
+  for (size_t i = 0; i < sample.results.size(); ++i) {
+    EXPECT_EQ(loaded.results[i].error, sample.results[i].error) << i;  // the failed test stays failed, with its words
+    EXPECT_EQ(loaded.results[i].repetitions.size(), sample.results[i].repetitions.size()) << i;
+  }
+  // With telemetry, rooflines and every repetition's samples (the report fixture).
+  const nlohmann::json rich = report_test::bench_document(3, 8, true, "m.gguf", "cd34");
+  EXPECT_EQ(result::to_json(result::bench_report_from_json(rich)), rich);
+}
+
+TEST(Reporters, ABenchDocumentOfAnotherShapeIsBadInputOrATypeError) {
+  try {
+    result::bench_report_from_json({{"kind", "session"}, {"configurations", nlohmann::json::array()}});
+    FAIL() << "a document without results loaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("\"results\""), std::string::npos) << e.what();
+  }
+  nlohmann::json wrong = result::to_json(sample_report());
+  wrong["results"][0]["config"]["n_prompt"] = "many";
+  EXPECT_THROW(result::bench_report_from_json(wrong), nlohmann::json::exception);
 }
 
 TEST(Reporters, TelemetryColumnsSummariseEveryRepetitionAndSayNaWhenMissing) {
