@@ -36,13 +36,6 @@ struct BenchFlags {
   OutputFlags output;
 };
 
-std::vector<std::string> split_all(const std::vector<std::string>& texts) {
-  std::vector<std::string> out;
-  for (const auto& t : texts)
-    for (auto& item : workload::split_list(t)) out.push_back(item);
-  return out;
-}
-
 void fill_sweep(const BenchFlags& f, workload::SweepSpec& s) {
   s.models = split_all(f.models);
   s.n_prompt = workload::parse_int_lists(f.n_prompt, "-p");

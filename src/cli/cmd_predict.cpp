@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/predict_job.h"
+#include "cli/common.h"
 #include "cli/job_options.h"
 #include "cli/shared_flags.h"
 #include "core/error.h"
@@ -24,13 +25,6 @@ struct PredictFlags {
   OutputFlags output;
   app::PredictPlan plan;
 };
-
-std::vector<std::string> split_all(const std::vector<std::string>& texts) {
-  std::vector<std::string> out;
-  for (const auto& t : texts)
-    for (auto& item : workload::split_list(t)) out.push_back(item);
-  return out;
-}
 
 int run(PredictFlags& f, const CLI::App& cmd) {
   OutputTarget output(f.output.file);

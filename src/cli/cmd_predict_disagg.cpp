@@ -13,14 +13,14 @@
 namespace edgeprobe::cli {
 namespace {
 
-struct PredictFlags {
+struct DisaggFlags {
   std::string result;
   OutputFlags output;
   kv::DisaggInputs in;
   std::vector<double> prompts{128, 512, 2048};
 };
 
-kv::DisaggInputs inputs(const PredictFlags& f, const CLI::App& cmd) {
+kv::DisaggInputs inputs(const DisaggFlags& f, const CLI::App& cmd) {
   kv::DisaggInputs in = f.in;
   if (!f.result.empty()) {
     std::ifstream file(f.result);
@@ -36,7 +36,7 @@ kv::DisaggInputs inputs(const PredictFlags& f, const CLI::App& cmd) {
   return in;
 }
 
-int run(const PredictFlags& f, const CLI::App& cmd) {
+int run(const DisaggFlags& f, const CLI::App& cmd) {
   OutputTarget output(f.output.file);
   std::ostream& print = output.stream();
   const kv::DisaggInputs in = inputs(f, cmd);
@@ -92,7 +92,7 @@ int run(const PredictFlags& f, const CLI::App& cmd) {
 }  // namespace
 
 void register_predict_disagg(CLI::App& app) {
-  auto f = std::make_shared<PredictFlags>();
+  auto f = std::make_shared<DisaggFlags>();
   CLI::App* cmd = app.add_subcommand("predict-disagg",
                                      "Predict when prefilling on another node and sending the KV cache pays");
   cmd->add_option("--result", f->result,

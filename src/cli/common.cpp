@@ -6,6 +6,7 @@
 #include "core/text.h"
 #include "edgeprobe_version.h"
 #include "engine/backend.h"
+#include "workload/sweep.h"
 
 namespace edgeprobe::cli {
 
@@ -19,6 +20,13 @@ std::vector<std::string> rewrite_llama_bench_aliases(const std::vector<std::stri
     auto it = kAliases.find(a);
     out.push_back(it == kAliases.end() ? a : it->second);
   }
+  return out;
+}
+
+std::vector<std::string> split_all(const std::vector<std::string>& texts) {
+  std::vector<std::string> out;
+  for (const auto& t : texts)
+    for (auto& item : workload::split_list(t)) out.push_back(item);
   return out;
 }
 

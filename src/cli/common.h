@@ -15,6 +15,8 @@ std::vector<std::string> rewrite_llama_bench_aliases(const std::vector<std::stri
 // The command line as a shell would take it back (provenance): shell_join in core/text.h.
 // {512, 128} -> {"512", "128"}: a plan's numeric defaults as the text a list flag shows.
 std::vector<std::string> ints_as_text(const std::vector<int>& values);
+// Each value of a repeatable list flag split on commas: {"1,2", "4"} -> {"1", "2", "4"}.
+std::vector<std::string> split_all(const std::vector<std::string>& texts);
 
 std::string join_command_line(const std::vector<std::string>& args);
 

@@ -15,7 +15,6 @@ namespace {
 
 const char kCpuDir[] = "/sys/devices/system/cpu";
 const char kCpufreqDir[] = "/sys/devices/system/cpu/cpufreq";
-const char kThermalDir[] = "/sys/class/thermal";
 const char kPowerSupplyDir[] = "/sys/class/power_supply";
 const char kPowercapDir[] = "/sys/class/powercap";
 

@@ -44,6 +44,10 @@ struct CpuLayout {
   std::vector<std::string> unavailable;
 };
 
+// Where thermal zones live: CPU zones are read by discover_thermal, a GPU's zone is matched
+// to its GPU by discover_gpus.
+inline constexpr char kThermalDir[] = "/sys/class/thermal";
+
 // Thermal zone (Documentation/driver-api/thermal/sysfs-api.rst): temp in millidegrees C.
 struct ThermalZone {
   std::string name;  // "thermal_zone3"

@@ -11,7 +11,6 @@ namespace {
 
 const char kKgslDir[] = "/sys/class/kgsl";
 const char kDevfreqDir[] = "/sys/class/devfreq";
-const char kThermalDir[] = "/sys/class/thermal";
 
 bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
