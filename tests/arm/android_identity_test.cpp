@@ -8,14 +8,13 @@
 #include "core/fs.h"
 #include "platform/device_identity.h"
 #include "support/run_process.h"
+#include "support/sysfs_fixtures.h"
 
 namespace edgeprobe {
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(EDGEPROBE_TEST_DATA_DIR) + "/fixtures/sysfs/" + name; }
-
 TEST(AndroidIdentity, GetpropNamesTheModelSocAndVersion) {
-  const auto d = platform::detect_device(FsRoot(fixture("android-getprop")));
+  const auto d = platform::detect_device(FsRoot(test_support::sysfs_fixture("android-getprop")));
   EXPECT_EQ(d.os, "Android 15");
   EXPECT_EQ(d.board, "SM-S928B");
   EXPECT_EQ(d.soc, "SM8650");
@@ -25,10 +24,10 @@ TEST(AndroidIdentity, GetpropWinsOverBuildProp) {
   // The phone tree's build.prop says SM-S911B / SM8550; a getprop beside it says otherwise.
   test_support::TempDir dir;
   const std::filesystem::path root = dir.path();
-  std::filesystem::copy(fixture("android-phone-3cluster") + "/system", root / "system", std::filesystem::copy_options::recursive);
-  std::filesystem::copy(fixture("android-phone-3cluster") + "/vendor", root / "vendor", std::filesystem::copy_options::recursive);
+  std::filesystem::copy(test_support::sysfs_fixture("android-phone-3cluster") + "/system", root / "system", std::filesystem::copy_options::recursive);
+  std::filesystem::copy(test_support::sysfs_fixture("android-phone-3cluster") + "/vendor", root / "vendor", std::filesystem::copy_options::recursive);
   std::filesystem::create_directories(root / "system/bin");
-  std::filesystem::copy(fixture("android-getprop") + "/system/bin/getprop", root / "system/bin/getprop");
+  std::filesystem::copy(test_support::sysfs_fixture("android-getprop") + "/system/bin/getprop", root / "system/bin/getprop");
   const auto with_getprop = platform::detect_device(FsRoot(root.string()));
   EXPECT_EQ(with_getprop.board, "SM-S928B");
   EXPECT_EQ(with_getprop.soc, "SM8650");
@@ -41,7 +40,7 @@ TEST(AndroidIdentity, GetpropWinsOverBuildProp) {
 TEST(AndroidIdentity, AFailingGetpropFallsBackToBuildProp) {
   test_support::TempDir dir;
   const std::filesystem::path root = dir.path();
-  std::filesystem::copy(fixture("android-phone-3cluster") + "/system", root / "system", std::filesystem::copy_options::recursive);
+  std::filesystem::copy(test_support::sysfs_fixture("android-phone-3cluster") + "/system", root / "system", std::filesystem::copy_options::recursive);
   std::filesystem::create_directories(root / "system/bin");
   {
     std::FILE* f = std::fopen((root / "system/bin/getprop").c_str(), "w");

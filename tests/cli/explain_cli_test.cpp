@@ -18,7 +18,7 @@ using nlohmann::json;
 
 namespace {
 
-void bench_to(const std::string& path, const std::vector<std::string>& extra) {
+void bench_run_to(const std::string& path, const std::vector<std::string>& extra) {
   std::vector<std::string> args{"bench", "-p", "16", "-n", "8", "-r", "2", "-t", "1", "--no-store",
                                 "-o", "json", "--output", path, "-q"};
   args.insert(args.end(), extra.begin(), extra.end());
@@ -38,8 +38,8 @@ void expect_refused(const std::vector<std::string>& args, const std::string& fra
 
 TEST(ExplainCli, TwoRunsOfOneModelMultiplyOutInEveryFormat) {
   TempDir dir;
-  bench_to(dir.file("a.json"), {"-m", tiny_model()});
-  bench_to(dir.file("b.json"), {"-m", tiny_model()});
+  bench_run_to(dir.file("a.json"), {"-m", tiny_model()});
+  bench_run_to(dir.file("b.json"), {"-m", tiny_model()});
   const auto j = run_edgeprobe({"explain", dir.file("a.json"), dir.file("b.json"), "-o", "json"}, 60);
   ASSERT_EQ(j.exit_code, 0) << j.err;
   const json e = json::parse(j.out);
@@ -78,8 +78,8 @@ TEST(ExplainCli, TwoRunsOfOneModelMultiplyOutInEveryFormat) {
 
 TEST(ExplainCli, RunsOfDifferentModelsAreRefusedWithSameShapeSuggested) {
   TempDir dir;
-  bench_to(dir.file("q4.json"), {"-m", tiny_model("q4_0")});
-  bench_to(dir.file("q8.json"), {"-m", tiny_model("q8_0")});
+  bench_run_to(dir.file("q4.json"), {"-m", tiny_model("q4_0")});
+  bench_run_to(dir.file("q8.json"), {"-m", tiny_model("q8_0")});
   expect_refused({"explain", dir.file("q4.json"), dir.file("q8.json")}, "--same-shape");
   // Another quantisation is not the same shape either.
   expect_refused({"explain", dir.file("q4.json"), dir.file("q8.json"), "--same-shape"}, "quant");
@@ -87,8 +87,8 @@ TEST(ExplainCli, RunsOfDifferentModelsAreRefusedWithSameShapeSuggested) {
 
 TEST(ExplainCli, ARunWithoutCeilingsOnAnotherDeviceNamesTheProbe) {
   TempDir dir;
-  bench_to(dir.file("a.json"), {"-m", tiny_model()});
-  bench_to(dir.file("b.json"), {"-m", tiny_model(), "--ceilings", "off"});
+  bench_run_to(dir.file("a.json"), {"-m", tiny_model()});
+  bench_run_to(dir.file("b.json"), {"-m", tiny_model(), "--ceilings", "off"});
   json other = json::parse(read_file(dir.file("b.json")));
   other["provenance"]["device"]["id"] = "dev-another";
   edgeprobe::test_support::write_file(dir.file("other.json"), other.dump());
@@ -101,7 +101,7 @@ TEST(ExplainCli, ARunWithoutCeilingsOnAnotherDeviceNamesTheProbe) {
 TEST(ExplainCli, UnknownRunsAndOtherKindsAreOneLine) {
   TempDir dir;
   const std::string db = dir.file("store.db");
-  bench_to(dir.file("a.json"), {"-m", tiny_model()});
+  bench_run_to(dir.file("a.json"), {"-m", tiny_model()});
   // A store with one run in it: an id it does not hold is refused by number.
   const auto stored = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "16", "-n", "4", "-r", "1", "-t", "1", "--db", db, "-q",
                                      "-o", "json", "--ceilings", "off"}, 300);

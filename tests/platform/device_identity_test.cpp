@@ -4,15 +4,15 @@
 
 #include "core/fs.h"
 #include "platform/device_identity.h"
+#include "support/sysfs_fixtures.h"
 
 using namespace edgeprobe;
 
 namespace {
-FsRoot fixture(const std::string& name) { return FsRoot(std::string(EDGEPROBE_TEST_DATA_DIR) + "/fixtures/sysfs/" + name); }
 }  // namespace
 
 TEST(DeviceIdentity, AndroidPhoneIsNamedFromItsBuildProperties) {
-  const auto d = platform::detect_device(fixture("android-phone-3cluster"));
+  const auto d = platform::detect_device(test_support::sysfs_fixture_root("android-phone-3cluster"));
   EXPECT_EQ(d.os, "Android 14");
   EXPECT_EQ(d.board, "SM-S911B");
   EXPECT_EQ(d.soc, "SM8550");
@@ -21,15 +21,15 @@ TEST(DeviceIdentity, AndroidPhoneIsNamedFromItsBuildProperties) {
 }
 
 TEST(DeviceIdentity, JetsonIsNamedFromItsDeviceTree) {
-  const auto d = platform::detect_device(fixture("jetson-orin"));
+  const auto d = platform::detect_device(test_support::sysfs_fixture_root("jetson-orin"));
   EXPECT_EQ(d.board, "NVIDIA Jetson Orin Nano Developer Kit");
   EXPECT_EQ(d.soc, "nvidia,tegra234");
 }
 
 TEST(DeviceIdentity, TheIdIsStableAndDiffersBetweenDevices) {
-  const auto phone = platform::detect_device(fixture("android-phone-3cluster"));
-  EXPECT_EQ(platform::detect_device(fixture("android-phone-3cluster")).id, phone.id);
-  EXPECT_NE(platform::detect_device(fixture("jetson-orin")).id, phone.id);
+  const auto phone = platform::detect_device(test_support::sysfs_fixture_root("android-phone-3cluster"));
+  EXPECT_EQ(platform::detect_device(test_support::sysfs_fixture_root("android-phone-3cluster")).id, phone.id);
+  EXPECT_NE(platform::detect_device(test_support::sysfs_fixture_root("jetson-orin")).id, phone.id);
   const auto here = platform::detect_device(FsRoot("/"));
   EXPECT_EQ(platform::detect_device(FsRoot("/")).id, here.id);
   EXPECT_FALSE(here.arch.empty());

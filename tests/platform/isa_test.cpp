@@ -9,11 +9,10 @@
 #include "core/fs.h"
 #include "platform/cpu_features.h"
 #include "platform/isa_gap.h"
+#include "support/sysfs_fixtures.h"
 
 namespace edgeprobe::platform {
 namespace {
-
-FsRoot fixture(const std::string& name) { return FsRoot(std::string(EDGEPROBE_TEST_DATA_DIR) + "/fixtures/sysfs/" + name); }
 
 engine::CpuBackendInfo backend(const std::string& variant, std::vector<std::pair<std::string, std::string>> features = {}) {
   engine::CpuBackendInfo b;
@@ -40,16 +39,16 @@ TEST(Isa, LiveDetectionAgreesWithThisMachinesProcCpuinfo) {
 }
 
 TEST(Isa, ArmFeaturesLineOfAPhoneWithoutSveIsRead) {
-  const CpuFeatures f = detect_cpu_features(fixture("phone-1-3-4"));
+  const CpuFeatures f = detect_cpu_features(test_support::sysfs_fixture_root("phone-1-3-4"));
   EXPECT_EQ(f.arch, "aarch64");
   EXPECT_EQ(f.source, "/proc/cpuinfo");
   for (const char* on : {"NEON", "FP16", "DOTPROD", "I8MM", "BF16"}) EXPECT_TRUE(f.has(on)) << on;
   for (const char* off : {"SVE", "SVE2", "SME"}) EXPECT_FALSE(f.has(off)) << off;
-  EXPECT_EQ(cpu_model_name(fixture("phone-1-3-4")), "Qualcomm Technologies, Inc SM8450");
+  EXPECT_EQ(cpu_model_name(test_support::sysfs_fixture_root("phone-1-3-4")), "Qualcomm Technologies, Inc SM8450");
 }
 
 TEST(Isa, PhoneOnALowerAndroidVariantShowsTheFallbackAndTheBestVariant) {
-  const CpuFeatures f = detect_cpu_features(fixture("phone-1-3-4"));
+  const CpuFeatures f = detect_cpu_features(test_support::sysfs_fixture_root("phone-1-3-4"));
   const IsaGap gap = compare_isa(f, backend("android_armv8.2_1", {{"NEON", "1"}, {"DOTPROD", "1"}}));
   EXPECT_TRUE(gap.fallback);
   EXPECT_EQ(gap.best_variant, "android_armv8.6_1");
@@ -57,7 +56,7 @@ TEST(Isa, PhoneOnALowerAndroidVariantShowsTheFallbackAndTheBestVariant) {
 }
 
 TEST(Isa, HybridLaptopOnHaswellMissesAvxVnniAndShouldLoadAlderlake) {
-  const CpuFeatures f = detect_cpu_features(fixture("intel-hybrid-laptop"));
+  const CpuFeatures f = detect_cpu_features(test_support::sysfs_fixture_root("intel-hybrid-laptop"));
   EXPECT_TRUE(f.has("AVX_VNNI"));
   EXPECT_FALSE(f.has("AVX512F"));
   const IsaGap gap = compare_isa(f, backend("haswell", {{"AVX", "1"}, {"AVX2", "1"}, {"FMA", "1"}, {"F16C", "1"}}),
@@ -70,7 +69,7 @@ TEST(Isa, HybridLaptopOnHaswellMissesAvxVnniAndShouldLoadAlderlake) {
 }
 
 TEST(Isa, ServerOnSse42LosesAvxThroughAvx512AndSkylakexIsBest) {
-  const CpuFeatures f = detect_cpu_features(fixture("server-2socket"));
+  const CpuFeatures f = detect_cpu_features(test_support::sysfs_fixture_root("server-2socket"));
   const IsaGap gap = compare_isa(f, backend("sse42", {{"SSE3", "1"}, {"SSSE3", "1"}}));
   EXPECT_TRUE(gap.fallback);
   EXPECT_EQ(gap.best_variant, "skylakex");
@@ -82,7 +81,7 @@ TEST(Isa, ServerOnSse42LosesAvxThroughAvx512AndSkylakexIsBest) {
 }
 
 TEST(Isa, BestVariantLoadedReportsNoFallback) {
-  const CpuFeatures f = detect_cpu_features(fixture("server-2socket"));
+  const CpuFeatures f = detect_cpu_features(test_support::sysfs_fixture_root("server-2socket"));
   const IsaGap gap = compare_isa(f, backend("skylakex", {{"AVX512", "1"}, {"AVX2", "1"}}));
   EXPECT_FALSE(gap.fallback);
   EXPECT_TRUE(gap.unused_features.empty());

@@ -6,14 +6,13 @@
 #include <unistd.h>
 
 #include "platform/topology.h"
+#include "support/sysfs_fixtures.h"
 
 namespace edgeprobe::platform {
 namespace {
 
-FsRoot fixture(const std::string& name) { return FsRoot(std::string(EDGEPROBE_TEST_DATA_DIR) + "/fixtures/sysfs/" + name); }
-
 TEST(Topology, PhoneWithOnePrimeThreeBigFourLittleIsRankedBigToLittle) {
-  const Topology t = detect_topology(fixture("phone-1-3-4"));
+  const Topology t = detect_topology(test_support::sysfs_fixture_root("phone-1-3-4"));
   EXPECT_EQ(t.source, "sysfs");
   EXPECT_EQ(t.n_logical, 8);
   EXPECT_EQ(t.n_cores, 8);
@@ -34,7 +33,7 @@ TEST(Topology, PhoneWithOnePrimeThreeBigFourLittleIsRankedBigToLittle) {
 }
 
 TEST(Topology, IntelHybridLaptopSplitsPCoresFromECoresAndCountsHyperThreadsOnce) {
-  const Topology t = detect_topology(fixture("intel-hybrid-laptop"));
+  const Topology t = detect_topology(test_support::sysfs_fixture_root("intel-hybrid-laptop"));
   EXPECT_EQ(t.n_logical, 16);
   EXPECT_EQ(t.n_cores, 12);
   ASSERT_EQ(t.clusters.size(), 2u);
@@ -55,7 +54,7 @@ TEST(Topology, IntelHybridLaptopSplitsPCoresFromECoresAndCountsHyperThreadsOnce)
 }
 
 TEST(Topology, TwoSocketServerHasOneClusterAndOneNumaNodePerPackage) {
-  const Topology t = detect_topology(fixture("server-2socket"));
+  const Topology t = detect_topology(test_support::sysfs_fixture_root("server-2socket"));
   EXPECT_EQ(t.n_packages, 2);
   EXPECT_EQ(t.n_cores, 8);
   EXPECT_EQ(t.n_logical, 16);

@@ -12,6 +12,7 @@
 #include "store/store.h"
 #include "store/store_sql.h"
 #include "support/run_process.h"
+#include "store/sql_text.h"
 
 namespace edgeprobe::store {
 namespace {
@@ -57,12 +58,6 @@ nlohmann::json provenance_with(const std::string& device, const std::vector<std:
   return p;
 }
 
-std::string quoted(const nlohmann::json& j) {
-  std::string out = "'";
-  for (const char c : j.dump()) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
-
 // A store exactly at schema v3 (the store's own migrations, stopped there), with rows
 // written as v3 wrote them: a run of two models with units and telemetry, a run with
 // no models, and one whose provenance does not parse.
@@ -73,9 +68,9 @@ void write_v3_file(const std::string& path) {
           "plan_json) VALUES "
           "(1, '2025-03-01T10:00:00.000Z', '2025-03-01T10:05:00.000Z', 'bench', 'complete', NULL, 'dev-aa', "
           "'{\"id\":\"dev-aa\"}', " +
-          quoted(provenance_with("dev-aa", {"/m/tiny.gguf", "/m/draft.gguf"})) + ", '{\"repetitions\":2}'), "
+          store_test::sql_quoted(provenance_with("dev-aa", {"/m/tiny.gguf", "/m/draft.gguf"})) + ", '{\"repetitions\":2}'), "
           "(2, '2025-03-02T09:00:00.000Z', NULL, 'session', 'partial', NULL, 'dev-bb', '{\"id\":\"dev-bb\"}', " +
-          quoted(provenance_with("dev-bb", {})) + ", '{}'), "
+          store_test::sql_quoted(provenance_with("dev-bb", {})) + ", '{}'), "
           "(3, '2025-03-03T09:00:00.000Z', NULL, 'bench', 'failed', 'killed', NULL, NULL, 'not json', '{}')");
   db.exec("INSERT INTO configurations (id, run_id, ordinal, config_json, status) VALUES "
           "(1, 1, 0, '{\"test\":\"tg64\"}', 'complete'), (2, 1, 1, '{\"test\":\"pp512\"}', 'complete')");

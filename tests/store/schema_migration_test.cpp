@@ -13,6 +13,7 @@
 #include "store/sqlite_store.h"
 #include "store/store.h"
 #include "support/run_process.h"
+#include "store/sql_text.h"
 
 namespace edgeprobe::store {
 namespace {
@@ -121,22 +122,15 @@ class RawDb {
   sqlite3* db_ = nullptr;
 };
 
-std::string quoted(const nlohmann::json& j) {
-  std::string text = j.dump();
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
-
 // Two runs with units and telemetry, and one whose provenance names no host or CPU.
 void write_v1_file(const std::string& path) {
   RawDb db(path);
   db.exec(kV1Schema);
   db.exec("INSERT INTO runs (id, created_at, finished_at, kind, status, error, provenance_json, plan_json) VALUES "
           "(1, '2025-03-01T10:00:00.000Z', '2025-03-01T10:05:00.000Z', 'bench', 'complete', NULL, " +
-          quoted(v1_provenance("pixel-lab-03")) + ", '{\"repetitions\":2}'), "
+          store_test::sql_quoted(v1_provenance("pixel-lab-03")) + ", '{\"repetitions\":2}'), "
           "(2, '2025-03-02T09:00:00.000Z', NULL, 'session', 'failed', 'killed', " +
-          quoted(v1_provenance("rpi5")) + ", '{}'), "
+          store_test::sql_quoted(v1_provenance("rpi5")) + ", '{}'), "
           "(3, '2025-03-03T09:00:00.000Z', NULL, 'bench', 'running', NULL, '{\"models\":[]}', '{}')");
   db.exec("INSERT INTO configurations (id, run_id, ordinal, config_json, status) VALUES "
           "(1, 1, 0, '{\"test\":\"tg64\"}', 'complete'), (2, 1, 1, '{\"test\":\"pp512\"}', 'complete'), "

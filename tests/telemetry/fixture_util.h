@@ -13,13 +13,12 @@
 #include <vector>
 
 #include "telemetry/sampler.h"
+#include "support/sysfs_fixtures.h"
 #include "telemetry/timeline.h"
 
 namespace edgeprobe::telemetry::testing {
 
-inline std::string fixture(const std::string& name) {
-  return std::string(EDGEPROBE_TEST_DATA_DIR) + "/fixtures/sysfs/" + name;
-}
+inline std::string fixture(const std::string& name) { return test_support::sysfs_fixture(name); }
 
 // The value of one series at one sample; NaN and a test failure when there is no such series.
 inline double value_of(const Timeline& tl, const std::string& series, size_t sample = 0) {
