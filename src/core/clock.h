@@ -1,4 +1,5 @@
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -11,6 +12,12 @@ int64_t monotonic_ns();
 // Wall-clock now in UTC, "2026-12-05T06:30:00Z" (RFC 3339): when a result or a figure
 // was measured.
 std::string utc_now_rfc3339();
+
+// Milliseconds between two stamps of that clock (ns), and since a steady_clock instant.
+inline double ms_between(int64_t start_ns, int64_t end_ns) { return static_cast<double>(end_ns - start_ns) / 1e6; }
+inline double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
 
 // Stamps relative to the start of a run, so results do not depend on boot time.
 class RunClock {

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "kv/protocol.h"
@@ -12,9 +13,6 @@ namespace edgeprobe::kv {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
 
 // A context whose decode() of a prompt goes to the server. It keeps the sequence's token
 // history, so a later turn sends the server what it has not seen (this node's decoded

@@ -10,15 +10,13 @@
 #include <list>
 #include <thread>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/text.h"
 
 namespace edgeprobe::kv {
 namespace {
 
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
 
 // What the client asked to prefill, checked against the context before llama.cpp sees it.
 struct PrefillRequest {

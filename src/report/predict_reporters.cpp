@@ -21,17 +21,17 @@ std::string estimate_cell(const json& e, const char* unit = "") {
   return fmt::format("{:.3g}{} ({:.3g}-{:.3g})", e.value("value", 0.0), unit, e.value("low", 0.0), e.value("high", 0.0));
 }
 
-std::string mib(const json& bytes) {
+std::string mib_or_unknown(const json& bytes) {
   return bytes.is_number() ? fmt::format("{:.0f}", bytes.get<double>() / (1024.0 * 1024.0)) : "?";
 }
 
 std::string memory_cell(const json& m) {
   const bool repacked = m.value("repacked_bytes", 0.0) > 0;
-  std::string cell = fmt::format("{}{} + {} + {} = {} MiB", mib(m["weights_bytes"]),
-                                 repacked ? " (+" + mib(m["repacked_bytes"]) + " repacked)" : "", mib(m["kv_bytes"]),
-                                 mib(m["compute_bytes"]), mib(m["total_bytes"]));
+  std::string cell = fmt::format("{}{} + {} + {} = {} MiB", mib_or_unknown(m["weights_bytes"]),
+                                 repacked ? " (+" + mib_or_unknown(m["repacked_bytes"]) + " repacked)" : "", mib_or_unknown(m["kv_bytes"]),
+                                 mib_or_unknown(m["compute_bytes"]), mib_or_unknown(m["total_bytes"]));
   if (m["device_bytes"].is_number())
-    cell += fmt::format(" of {}{}", mib(m["device_bytes"]), m.value("fits", true) ? "" : ": will not fit");
+    cell += fmt::format(" of {}{}", mib_or_unknown(m["device_bytes"]), m.value("fits", true) ? "" : ": will not fit");
   return cell;
 }
 

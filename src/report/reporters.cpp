@@ -134,7 +134,7 @@ json efficiency_notes(const json& roofline) {
   return notes;
 }
 
-std::string prefill_path(const result::TestResult& r) {
+std::string test_prefill_path(const result::TestResult& r) {
   std::vector<const json*> records;
   for (const auto& rep : r.repetitions) records.push_back(&rep.prefill_remote);
   return report::prefill_path(records);
@@ -181,7 +181,7 @@ class MarkdownReporter : public Reporter {
     } else {
       const json& lat = at(j, "/decode/token_latency_ms");
       cells.push_back(j["test"].get<std::string>());
-      if (remote_prefill_) cells.push_back(prefill_path(r));
+      if (remote_prefill_) cells.push_back(test_prefill_path(r));
       cells.push_back(median_pm(at(j, "/prefill/tokens_per_s"), 2));
       cells.push_back(median_pm(at(j, "/decode/tokens_per_s"), 2));
       cells.push_back(number(at(j, "/ttft_ms/median"), 1));
@@ -383,7 +383,7 @@ class CsvReporter : public Reporter {
                       {"provenance", provenance_},
                       {"telemetry", {{"prefill", phase_telemetry(r, "prefill")}, {"decode", phase_telemetry(r, "decode")}}},
                       {"notes", efficiency_notes(r.roofline)},
-                      {"prefill", prefill_path(r)}};
+                      {"prefill", test_prefill_path(r)}};
     std::string line;
     bool first = true;
     for (const auto& c : columns()) {

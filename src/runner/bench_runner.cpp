@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/stop_token.h"
 #include "probe/storage.h"
@@ -18,7 +19,6 @@ namespace {
 
 const result::ErrorInfo kInterrupted{"interrupted", "not run: the sweep was interrupted"};
 
-double ms_between(int64_t start_ns, int64_t end_ns) { return static_cast<double>(end_ns - start_ns) / 1e6; }
 
 std::vector<engine::Token> random_tokens(std::mt19937_64& rng, int n, int32_t n_vocab, engine::Token first) {
   std::uniform_int_distribution<engine::Token> dist(0, n_vocab - 1);

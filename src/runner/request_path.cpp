@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "runner/bench_runner.h"
 #include "runner/process_memory.h"
@@ -11,7 +12,6 @@
 namespace edgeprobe::runner {
 namespace {
 
-double ms_between(int64_t a, int64_t b) { return static_cast<double>(b - a) / 1e6; }
 
 // Common short English words: most tokenizers give each (with its leading space) one
 // token, so n words come near n tokens; the usage says how many it really was.

@@ -7,6 +7,7 @@
 #include <memory>
 #include <thread>
 
+#include "core/clock.h"
 #include "core/bounded_input.h"
 #include "core/error.h"
 #include "core/stop_token.h"
@@ -17,7 +18,6 @@
 namespace edgeprobe::runner {
 namespace {
 
-double ms_between(int64_t a, int64_t b) { return static_cast<double>(b - a) / 1e6; }
 
 // Waits between rounds, as MELT cools the device between its repetitions.
 void cool_down(const std::string& mode, double start_temp_c, const SessionCallbacks& cb) {
