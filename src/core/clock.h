@@ -13,11 +13,13 @@ int64_t monotonic_ns();
 // was measured.
 std::string utc_now_rfc3339();
 
-// Milliseconds between two stamps of that clock (ns), and since a steady_clock instant.
+// Milliseconds between two stamps of that clock (ns) or two steady_clock instants, and
+// since a steady_clock instant.
 inline double ms_between(int64_t start_ns, int64_t end_ns) { return static_cast<double>(end_ns - start_ns) / 1e6; }
-inline double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+inline double ms_between(std::chrono::steady_clock::time_point start, std::chrono::steady_clock::time_point end) {
+  return std::chrono::duration<double, std::milli>(end - start).count();
 }
+inline double ms_since(std::chrono::steady_clock::time_point start) { return ms_between(start, std::chrono::steady_clock::now()); }
 
 // Stamps relative to the start of a run, so results do not depend on boot time.
 class RunClock {

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/text.h"
 
@@ -9,9 +10,6 @@ namespace edgeprobe::kv {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
 
 }  // namespace
 
