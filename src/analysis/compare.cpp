@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "analysis/compare_internal.h"
+#include "core/json_read.h"
 #include "core/stats.h"
 #include "result/migrate.h"
 #include "result/result.h"
@@ -262,8 +263,7 @@ nlohmann::json extract_provenance(const nlohmann::json& doc) {
   if (!doc.is_object()) return nullptr;
   if (doc.contains("provenance")) return doc["provenance"];
   // A doctor result: the provenance of its primary bench run.
-  if (doc.contains("doctor") && doc["doctor"].is_object() && doc["doctor"].contains("primary"))
-    return extract_provenance(doc["doctor"]["primary"]);
+  if (result::document_kind(doc) == "doctor") return extract_provenance(json_read::at(doc, "/doctor/primary"));
   return nullptr;
 }
 

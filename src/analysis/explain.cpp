@@ -90,24 +90,23 @@ std::optional<std::pair<PhaseSample, PhaseSample>> matching_samples(const Explai
 // A larger), and the causes it names without a factor.
 void side_factors(const ExplainSide& side, const std::string& name, const std::string& phase,
                   std::vector<ExplainFactor>& factors, std::vector<std::string>& unmeasured) {
-  for (const json& f : side.findings) {
-    const std::string id = f.value("id", "");
+  for (const result::Finding& f : side.findings) {
+    const std::string& id = f.id;
     // A cold page cache is "info" to doctor (expected on a first run) but a cause of a
     // slower first load all the same.
-    if (!is_cause(id) || (f.value("severity", "info") == "info" && id != "load.cold_cache")) continue;
-    if (f.value("affects", "").find(phase) == std::string::npos) continue;
+    if (!is_cause(id) || (f.severity == result::Severity::kInfo && id != "load.cold_cache")) continue;
+    if (f.affects.find(phase) == std::string::npos) continue;
     ExplainFactor factor;
     factor.id = id;
     factor.side = name;
-    factor.title = one_line(f.value("title", ""), 200);
-    for (const json& line : f.value("evidence", json::array()))
-      if (line.is_string()) factor.evidence.push_back(one_line(line.get<std::string>(), 300));
-    factor.fix = one_line(f.value("fix", ""), 300);
+    factor.title = one_line(f.title, 200);
+    for (const std::string& line : f.evidence) factor.evidence.push_back(one_line(line, 300));
+    factor.fix = one_line(f.fix, 300);
     // The phase's own pairs where doctor measured the fix; else the finding's factor,
     // which is the whole reference turn's (or an estimate from telemetry).
-    const json& phase_pairs = at(f, ("/data/measured/phases/" + phase).c_str());
+    const json& phase_pairs = at(f.data, ("/measured/phases/" + phase).c_str());
     double speedup = 0;
-    const bool has_speedup = f.contains("speedup") && f["speedup"].is_number() && f["speedup"].get<double>() > 0;
+    const bool has_speedup = f.speedup && *f.speedup > 0;
     if (has_speedup && phase_pairs.is_object() && number_at(phase_pairs, "/median_ratio") > 0) {
       speedup = number_at(phase_pairs, "/median_ratio");
       factor.basis = "measured";
@@ -115,12 +114,11 @@ void side_factors(const ExplainSide& side, const std::string& name, const std::s
                                   static_cast<int>(number_at(phase_pairs, "/pairs")), speedup, number_at(phase_pairs, "/low"),
                                   number_at(phase_pairs, "/high"), phase);
     } else if (has_speedup) {
-      speedup = f["speedup"].get<double>();
-      factor.basis = f.value("speedup_basis", "estimated");
-      factor.detail = fmt::format("{}: {}", name, one_line(f.value("speedup_detail", factor.basis), 300));
+      speedup = *f.speedup;
+      factor.basis = result::speedup_basis_word(f).empty() ? "estimated" : result::speedup_basis_word(f);
+      factor.detail = fmt::format("{}: {}", name, one_line(f.speedup_basis.empty() ? factor.basis : f.speedup_basis, 300));
     } else {
-      const std::string why = f.contains("speedup_detail") && f["speedup_detail"].is_string()
-                                  ? f["speedup_detail"].get<std::string>() : "no factor";
+      const std::string why = f.speedup_basis.empty() ? "no factor" : f.speedup_basis;
       unmeasured.push_back(fmt::format("{} {}: {} ({})", name, id, factor.title, one_line(why, 200)));
       continue;
     }
@@ -128,7 +126,7 @@ void side_factors(const ExplainSide& side, const std::string& name, const std::s
       unmeasured.push_back(fmt::format("{} {}: {} (its fix measured no gain in {}: x{:.2f})", name, id, factor.title, phase, speedup));
       continue;
     }
-    if (at(f, "/data/emulated").is_boolean() || !side.emulated.empty())
+    if (at(f.data, "/emulated").is_boolean() || !side.emulated.empty())
       factor.detail += " (from an emulated run, not any device's speed)";
     factor.factor = name == "B" ? 1 / speedup : speedup;
     factors.push_back(std::move(factor));
@@ -183,9 +181,9 @@ Ceiling ceiling_of(const ExplainSide& side, const PhaseSample& sample, const std
 // The ceiling doctor's best-variant children had for this phase (their bench probed the
 // device with that variant): the device's ceiling without the fallback. 0 when none.
 double best_variant_ceiling(const ExplainSide& side, const std::string& phase) {
-  for (const json& f : side.findings)
-    if (f.value("id", "") == "kernel.isa_fallback")
-      return number_at(f, ("/data/measured/b_ceilings/" + phase + "_ceiling_tokens_per_s").c_str());
+  for (const result::Finding& f : side.findings)
+    if (f.id == "kernel.isa_fallback")
+      return number_at(f.data, ("/measured/b_ceilings/" + phase + "_ceiling_tokens_per_s").c_str());
   return 0;
 }
 
@@ -375,9 +373,14 @@ ExplainSide explain_side(const json& document, const std::string& label) {
   s.label = label;
   s.kind = result::document_kind(document);
   if (s.kind == "doctor") {
-    s.bench = at(document, "/doctor/primary");
-    if (at(document, "/doctor/findings").is_array()) s.findings = at(document, "/doctor/findings");
-    s.emulated = text_at(document, "/doctor/emulated");
+    const result::DoctorResult doctor = result::doctor_result_from_json(document);
+    const auto* report = std::get_if<result::DoctorReport>(&doctor);
+    if (!report)
+      throw_bad_input("{}: a doctor --tune result keeps no run of the model; explain takes a bench or doctor result",
+                      one_line(label));
+    s.bench = report->primary ? result::to_json(*report->primary) : json(nullptr);
+    s.findings = report->findings;
+    s.emulated = report->emulated;
   } else if (s.kind == "bench") {
     s.bench = document;
   } else {

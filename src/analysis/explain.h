@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analysis/compare.h"
+#include "result/doctor.h"
 
 namespace edgeprobe::analysis {
 
@@ -24,7 +25,7 @@ struct ExplainSide {
   std::string label;  // as the user named it: a run id or a file
   std::string kind;   // "bench" or "doctor"
   nlohmann::json bench;
-  nlohmann::json findings = nlohmann::json::array();
+  std::vector<result::Finding> findings;
   std::string device_id, device_name;  // provenance.device: id, and "cpu (hostname)"
   std::string cpu_variant, best_variant;
   bool variant_fallback = false;  // provenance.isa_gap: this CPU could run a better variant

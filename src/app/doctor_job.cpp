@@ -16,11 +16,12 @@ namespace {
 // that says so.
 // The sink (a stream, a lab controller) gets the same: provenance, plan and result.
 int64_t store_result(const JobContext& ctx, const doctor::DoctorOptions& o, bool tune,
-                     const std::optional<result::BenchReport>& primary_report, const json& result) {
+                     const std::optional<result::BenchReport>& primary_report, const result::DoctorResult& document) {
+  const json result = result::to_json(document);  // as the store keeps it
   json provenance = primary_report ? result::to_json(primary_report->provenance) : json::object();
   provenance["command_line"] = ctx.command_line;
   const json plan = to_json(doctor_plan_of(o, tune));
-  if (ctx.sink) ctx.sink->doctor_end(provenance, plan, result);
+  if (ctx.sink) ctx.sink->doctor_end(provenance, plan, document);
   if (!ctx.store) return 0;
   const int64_t run = ctx.store->begin_run("doctor", provenance, plan);
   ctx.store->record_run_summary(run, "doctor", result);
@@ -51,7 +52,7 @@ DoctorJobResult run_doctor(const doctor::DoctorOptions& options, const JobContex
   warn_oversubscription({options.config.threads}, ctx);
   out.diagnosis = doctor::run_doctor(options, child_progress(options, ctx));
   out.outcome.run_id = store_result(ctx, options, false, out.diagnosis.evidence.primary.report,
-                                    doctor::to_json(out.diagnosis));
+                                    doctor::to_report(out.diagnosis));
   return out;
 }
 
@@ -65,7 +66,7 @@ TuneJobResult run_tune(const doctor::DoctorOptions& options, const JobContext& c
       [&](size_t done, size_t total) {
         if (ctx.sink) ctx.sink->units(done, total, "children");
       });
-  out.outcome.run_id = store_result(ctx, options, true, std::nullopt, doctor::to_json(out.tune));
+  out.outcome.run_id = store_result(ctx, options, true, std::nullopt, doctor::to_report(out.tune));
   return out;
 }
 

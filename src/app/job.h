@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/stop_token.h"
+#include "result/doctor.h"
 #include "result/result.h"
 
 namespace edgeprobe::store {
@@ -49,7 +50,7 @@ class JobSink {
   // Doctor: one unit, the whole diagnosis (or tune result) at the end, with the
   // provenance of its primary bench child (null for tune) and the plan it is stored under.
   virtual void doctor_end(const nlohmann::json& /*provenance*/, const nlohmann::json& /*plan*/,
-                          const nlohmann::json& /*report*/) {}
+                          const result::DoctorResult& /*report*/) {}
 };
 
 // What a job runs with besides its plan.

@@ -85,8 +85,14 @@ StoredRun load_stored_run(const store::Store& store, int64_t run) {
   const json doc = store.load_run(run);
   const auto provenance = result::provenance_from_json(result::upgrade_provenance(out.record.provenance));
   try {
-    if (out.record.kind == "bench") out.bench = bench_from_store(doc, provenance);
-    if (out.record.kind == "session") out.session = session_from_store(doc, provenance, run);
+    if (out.record.kind == "bench") out.content = bench_from_store(doc, provenance);
+    if (out.record.kind == "session") out.content = session_from_store(doc, provenance, run);
+    // The result is the run's "doctor" summary; a run stopped before it has none.
+    if (out.record.kind == "doctor") {
+      const auto summaries = summaries_by_phase(doc);
+      if (const auto it = summaries.find("doctor"); it != summaries.end())
+        out.content = result::Document(result::doctor_result_from_json(it->second));
+    }
   } catch (const json::exception& e) {
     throw_bad_input("run {} in {}: a stored {} unit is not what edgeprobe writes ({})", run, store.location(),
                     out.record.kind, e.what());
@@ -95,18 +101,11 @@ StoredRun load_stored_run(const store::Store& store, int64_t run) {
     throw_bad_input("run {} in {}: a stored {} unit is not what edgeprobe writes ({})", run, store.location(),
                     out.record.kind, e.what());
   }
-  if (out.record.kind == "doctor") {
-    const auto summaries = summaries_by_phase(doc);
-    const auto it = summaries.find("doctor");
-    out.doctor = it == summaries.end() ? json(nullptr) : it->second;
-  }
   return out;
 }
 
 json StoredRun::document() const {
-  if (bench) return result::to_json(*bench);
-  if (session) return result::to_json(*session);
-  if (!doctor.is_null()) return doctor;
+  if (content) return result::to_json(*content);
   return {{"schema_version", result::kSchemaVersion}, {"kind", record.kind}, {"provenance", record.provenance}};
 }
 

@@ -6,8 +6,7 @@
 
 #include "core/error.h"
 #include "core/text.h"
-#include "result/result.h"
-#include "result/session.h"
+#include "result/document.h"
 #include "store/store.h"
 
 namespace edgeprobe::app {
@@ -16,11 +15,13 @@ namespace edgeprobe::app {
 // reports read one shape whether a result comes from a file or from the store.
 struct StoredRun {
   store::RunRecord record;
-  std::optional<result::BenchReport> bench;
-  std::optional<result::SessionReport> session;
-  nlohmann::json doctor;  // doctor's JSON result (doctor::to_json) for a doctor run
-  // The document its subcommand's `-o json` printed (bench, session or doctor result).
+  // The result its subcommand printed; none for a doctor run stopped before its result.
+  std::optional<result::Document> content;
+  // That result as its `-o json` printed it (a run without one: its kind and provenance).
   nlohmann::json document() const;
+  // The result when it is of that kind, else null.
+  const result::BenchReport* bench() const { return content ? std::get_if<result::BenchReport>(&*content) : nullptr; }
+  const result::SessionReport* session() const { return content ? std::get_if<result::SessionReport>(&*content) : nullptr; }
 };
 StoredRun load_stored_run(const store::Store& store, int64_t run);
 

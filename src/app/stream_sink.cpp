@@ -80,8 +80,8 @@ void StreamSink::end(const JobOutcome& o) {
         {"errors", o.errors}});
 }
 
-void StreamSink::doctor_end(const json& provenance, const json& plan, const json& report) {
-  emit({{"event", "result"}, {"kind", "doctor"}, {"provenance", provenance}, {"plan", plan}, {"report", report}});
+void StreamSink::doctor_end(const json& provenance, const json& plan, const result::DoctorResult& report) {
+  emit({{"event", "result"}, {"kind", "doctor"}, {"provenance", provenance}, {"plan", plan}, {"report", result::to_json(report)}});
 }
 
 void StreamSink::fatal(const std::string& kind, const std::string& message) {

@@ -93,16 +93,14 @@ void register_doctor(CLI::App& app, const std::vector<std::string>& command_line
     if (plan.tune) {
       const auto result = app::run_tune(options, ctx);
       sink.done();
-      const auto j = doctor::to_json(result.tune);
-      report::write_doctor_report(j, report::to_text(result.tune), a->output.format, output.stream());
+      report::write_doctor_report(doctor::to_report(result.tune), a->output.format, output.stream());
       output.commit();
       finish_job(result.outcome, store.get(), "doctor", sink);
       return;
     }
     const auto result = app::run_doctor(options, ctx);
     sink.done();
-    report::write_doctor_report(doctor::to_json(result.diagnosis), report::to_text(result.diagnosis), a->output.format,
-                                output.stream());
+    report::write_doctor_report(doctor::to_report(result.diagnosis), a->output.format, output.stream());
     output.commit();
     finish_job(result.outcome, store.get(), "doctor", sink);
   });

@@ -13,22 +13,25 @@
 
 namespace edgeprobe::cli {
 
+namespace {
+
+// The same rows `bench -o FORMAT` printed when the run was measured.
+void write_bench_report(const result::BenchReport& bench, const std::string& format, std::ostream& out) {
+  std::vector<workload::TestCase> cases;
+  for (const auto& r : bench.results) cases.push_back(r.config);
+  auto reporter = report::make_reporter(format, out);
+  reporter->begin(bench.provenance, cases);
+  for (const auto& r : bench.results) reporter->add(r);
+  reporter->end(bench);
+}
+
+}  // namespace
+
 void write_export(const app::StoredRun& run, const std::string& format, std::ostream& out) {
-  if (run.bench) {
-    // The same rows `bench -o FORMAT` printed when the run was measured.
-    std::vector<workload::TestCase> cases;
-    for (const auto& r : run.bench->results) cases.push_back(r.config);
-    auto reporter = report::make_reporter(format, out);
-    reporter->begin(run.bench->provenance, cases);
-    for (const auto& r : run.bench->results) reporter->add(r);
-    reporter->end(*run.bench);
-  } else if (run.session) {
-    report::write_session_report(*run.session, format, out);
-  } else if (!run.doctor.is_null()) {
-    report::write_doctor_report(run.doctor, "", format, out);
-  } else {
-    throw_bad_input("run {} is a {} run with no stored result to export", run.record.id, run.record.kind);
-  }
+  if (!run.content) throw_bad_input("run {} is a {} run with no stored result to export", run.record.id, run.record.kind);
+  if (const auto* bench = std::get_if<result::BenchReport>(&*run.content)) write_bench_report(*bench, format, out);
+  if (const auto* session = std::get_if<result::SessionReport>(&*run.content)) report::write_session_report(*session, format, out);
+  if (const auto* doctor = std::get_if<result::DoctorResult>(&*run.content)) report::write_doctor_report(*doctor, format, out);
 }
 
 void register_export(CLI::App& app) {

@@ -5,6 +5,7 @@
 // refuse a mistyped field (plans, stored turns) check it and say which field instead.
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -65,5 +66,13 @@ inline double num(const nlohmann::json& j, const char* key, double fallback = 0)
   const nlohmann::json& v = field(j, key);
   return v.is_number() ? v.get<double>() : fallback;
 }
+
+// A number field that may not have been measured: nullopt when absent, null or another
+// type. number_or_null writes it back (null, not 0, for what was not measured).
+inline std::optional<double> optional_num(const nlohmann::json& j, const char* key) {
+  const nlohmann::json& v = field(j, key);
+  return v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt;
+}
+inline nlohmann::json number_or_null(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
 }  // namespace edgeprobe::json_read

@@ -53,10 +53,12 @@ GpuUse gpu_use(const std::optional<result::BenchReport>& report) {
   return GpuUse::kIdle;
 }
 
-// The baseline as a typed result: a field of a type edgeprobe never writes is bad input.
-result::BenchReport typed_baseline(const nlohmann::json& j, const std::string& name) {
+// A baseline read into its structs by `read`: a field of a type edgeprobe never writes, or
+// a document of another shape, is bad input that names the file.
+template <typename Read>
+auto read_baseline(const std::string& name, Read&& read) -> decltype(read()) {
   try {
-    return result::bench_report_from_json(j);
+    return read();
   } catch (const nlohmann::json::exception& ex) {
     throw_bad_input("--baseline '{}': a field holds a type edgeprobe never writes there ({}); is it an edgeprobe result?", name,
                     one_line(ex.what(), 120));
@@ -64,6 +66,10 @@ result::BenchReport typed_baseline(const nlohmann::json& j, const std::string& n
     if (ex.kind() != ErrorKind::kBadInput) throw;
     throw_bad_input("--baseline '{}': {}", name, ex.what());
   }
+}
+
+result::BenchReport typed_baseline(const nlohmann::json& j, const std::string& name) {
+  return read_baseline(name, [&] { return result::bench_report_from_json(j); });
 }
 
 }  // namespace
@@ -93,7 +99,13 @@ nlohmann::json load_baseline(const std::string& path) {
 }
 
 nlohmann::json baseline_from_json(nlohmann::json j, const std::string& name) {
-  if (j.is_object() && j.contains("doctor") && field(j, "doctor").contains("primary")) j = field(field(j, "doctor"), "primary");
+  // A doctor result's run of the model is its primary bench run.
+  if (result::document_kind(j) == "doctor") {
+    const auto doctor = read_baseline(name, [&] { return result::doctor_result_from_json(j); });
+    const auto* report = std::get_if<result::DoctorReport>(&doctor);
+    if (!report) throw_bad_input("--baseline '{}' is a doctor --tune result, which keeps no run of the model: give a bench or doctor result", name);
+    j = report->primary ? result::to_json(*report->primary) : nlohmann::json(nullptr);
+  }
   j = result::upgrade_report(j);  // a baseline from an older edgeprobe reads like a new one
   if (!j.is_object() || !j.contains("provenance") || !field(j, "provenance").contains("models") ||
       !field(field(j, "provenance"), "models").is_array() || field(field(j, "provenance"), "models").empty())

@@ -138,6 +138,7 @@ nlohmann::json load_baseline(const std::string& path);
 // what the messages call it.
 nlohmann::json baseline_from_json(nlohmann::json j, const std::string& name);
 
-nlohmann::json to_json(const Diagnosis& diagnosis);
+// The diagnosis as its document holds it: what `-o json` prints and the store keeps.
+result::DoctorReport to_report(const Diagnosis& diagnosis);
 
 }  // namespace edgeprobe::doctor

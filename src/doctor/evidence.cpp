@@ -214,13 +214,6 @@ std::optional<double> turn_s(const Rates& r, int n_prompt, int n_gen) {
   return s > 0 ? std::optional<double>(s) : std::nullopt;
 }
 
-std::string rates_text(const Rates& r) {
-  std::string out;
-  if (r.pp) out += fmt::format("prefill {:.1f} t/s", *r.pp);
-  if (r.tg) out += fmt::format("{}decode {:.1f} t/s", out.empty() ? "" : ", ", *r.tg);
-  return out.empty() ? "no rate" : out;
-}
-
 double DeclaredMemory::total() const {
   double sum = 0;
   for (const auto& [key, b] : bytes) sum += b;
@@ -258,8 +251,4 @@ DeclaredMemory declared_memory(const nlohmann::json& llama_log) {
   return d;
 }
 
-nlohmann::json to_json(const Rates& r) {
-  return {{"prefill_tokens_per_s", r.pp ? nlohmann::json(*r.pp) : nlohmann::json(nullptr)},
-          {"decode_tokens_per_s", r.tg ? nlohmann::json(*r.tg) : nlohmann::json(nullptr)}};
-}
 }  // namespace edgeprobe::doctor

@@ -10,6 +10,7 @@
 #include "core/fs.h"
 #include "core/json_read.h"
 #include "doctor/config.h"
+#include "result/doctor.h"
 #include "result/result.h"
 #include "telemetry/layout.h"
 
@@ -106,15 +107,12 @@ struct DoctorOptions;
 // Median prefill and decode rates of one configuration in a report. Every measured
 // alternative is compared on the seconds of doctor's reference turn (the prompt, then
 // the generation), since a change can help one phase and cost the other.
-struct Rates {
-  std::optional<double> pp, tg;
-};
+using result::Rates;  // median prefill and decode tokens/s (result/doctor.h)
 // The pp/tg results whose config has `key` == `value` ("n_threads": 2); any when key is "".
 Rates rates(const std::optional<result::BenchReport>& report, int n_prompt, int n_gen, const std::string& key = "",
             const nlohmann::json& value = nullptr);
 std::optional<double> turn_s(const Rates& rates, int n_prompt, int n_gen);
-std::string rates_text(const Rates& rates);
-nlohmann::json to_json(const Rates& rates);
+using result::rates_text;
 
 // What llama.cpp says it allocated, from its log lines "<buffer type> <kind> buffer size =
 // N MiB" (kind: model, KV, compute, output), in bytes by "<buffer type> <kind>". A run

@@ -95,28 +95,6 @@ std::string Comparison::text() const {
                      estimate->high, estimate->n, estimate->coverage * 100, includes_disturbed ? ", disturbed pairs included" : "");
 }
 
-nlohmann::json to_json(const Comparison& c) {
-  nlohmann::json pairs = nlohmann::json::array();
-  for (const auto& p : c.pairs) pairs.push_back({{"a", p.a}, {"b", p.b}, {"ratio", p.ratio}, {"disturbed", p.disturbed}, {"why", p.why}});
-  return {{"what", c.what},
-          {"a", c.a_label},
-          {"b", c.b_label},
-          {"metric", c.metric},
-          {"pairs", pairs},
-          {"estimate", c.estimate ? to_json(*c.estimate) : nlohmann::json(nullptr)},
-          {"phases",
-           {{"prefill", c.prefill_estimate ? to_json(*c.prefill_estimate) : nlohmann::json(nullptr)},
-            {"decode", c.decode_estimate ? to_json(*c.decode_estimate) : nlohmann::json(nullptr)}}},
-          {"b_ceilings", c.b_ceilings},
-          {"includes_disturbed", c.includes_disturbed},
-          {"verdict", verdict_name(c.verdict)},
-          {"first_round", c.first_estimate ? to_json(*c.first_estimate) : nlohmann::json(nullptr)},
-          {"first_verdict", c.first_estimate ? verdict_name(c.first_verdict) : ""},
-          {"speed_variation", c.speed_variation},
-          {"error", c.error},
-          {"wall_s", c.wall_s}};
-}
-
 void settle(Comparison& c, double best_ms, const StopRule& rule, bool out_of_time) {
   c.pairs.clear();
   std::vector<double> speeds;

@@ -63,40 +63,17 @@ struct PairChild {
   std::optional<double> prefill_tokens_per_s, decode_tokens_per_s;
 };
 
-struct PairSample {
-  double a = 0, b = 0, ratio = 0;  // ratio = a / b: > 1 when B is faster
-  bool disturbed = false;
-  std::string why;  // what moved between its two children
-};
+using result::PairSample;
 
-// A against B: the configuration as given (A) against a fix or an alternative (B).
-struct Comparison {
-  std::string what;              // "threads", "cpu variant", "mmap"
-  std::string a_label, b_label;  // "-t 2", "-t 1"
+// A against B: the configuration as given (A) against a fix or an alternative (B). What
+// the document keeps (labels, pairs, estimates, verdicts) is the base; the configurations
+// and the children's own readings stay here.
+struct Comparison : result::PairComparison {
   RunConfig a, b;
-  std::string metric = "seconds per reference turn";
   std::vector<PairChild> children;
-  std::vector<PairSample> pairs;
-  std::optional<PairedEstimate> estimate;  // over the undisturbed pairs when there are enough
-  // The same pairs per phase: B's tokens/s over A's (> 1 = B is faster); nullopt when the
-  // children do not time that phase.
-  std::optional<PairedEstimate> prefill_estimate, decode_estimate;
-  // The first B child's ceilings per phase ({"prefill_ceiling_tokens_per_s", ...}): for a
-  // variant comparison, the device's ceilings with the better variant (`explain` needs
-  // them to keep a fallback out of the hardware factor). Null when its bench had none.
-  nlohmann::json b_ceilings;
-  bool includes_disturbed = false;
-  PairVerdict verdict = PairVerdict::kInconclusive;
-  // A first round that disagreed with the reason for measuring, measured again.
-  std::optional<PairedEstimate> first_estimate;
-  PairVerdict first_verdict = PairVerdict::kContinue;
-  double speed_variation = 0;  // of the reference kernel over this comparison's children
-  std::string error;           // a child failed
-  double wall_s = 0;
   // "x1.84 [1.62, 2.10] over 4 interleaved pairs (88 % interval)"
   std::string text() const;
 };
-nlohmann::json to_json(const Comparison& comparison);
 
 // Marks the pairs whose two children saw a different machine (the reference kernel's
 // speed differs by more than 10 %, or other processes' or stolen share moved by 10 / 5

@@ -35,17 +35,6 @@ std::optional<PairedEstimate> estimate_pairs(std::vector<double> ratios, double 
   return e;
 }
 
-const char* verdict_name(PairVerdict verdict) {
-  switch (verdict) {
-    case PairVerdict::kContinue: return "measuring";
-    case PairVerdict::kFaster: return "faster";
-    case PairVerdict::kSlower: return "slower";
-    case PairVerdict::kSame: return "same";
-    case PairVerdict::kInconclusive: return "inconclusive";
-  }
-  return "inconclusive";
-}
-
 PairVerdict decide(const std::optional<PairedEstimate>& e, const StopRule& rule, bool out_of_time) {
   const bool enough = e && e->n >= rule.min_pairs;
   if (enough && e->low > 1) return PairVerdict::kFaster;
@@ -61,8 +50,5 @@ double speed_variation(const std::vector<double>& s) {
   return *hi > 0 ? (*hi - *lo) / *hi : 0;
 }
 
-nlohmann::json to_json(const PairedEstimate& e) {
-  return {{"pairs", e.n}, {"median_ratio", e.median}, {"low", e.low}, {"high", e.high}, {"coverage", e.coverage}};
-}
 
 }  // namespace edgeprobe::doctor

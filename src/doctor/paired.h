@@ -5,7 +5,7 @@
 // seconds over B's: > 1 = B is faster). The estimate is the median of the ratios with a
 // distribution-free interval from their order statistics (the sign-test interval for a
 // median: it assumes nothing about the noise but that pairs are independent).
-#include <nlohmann/json.hpp>
+#include "result/doctor.h"
 
 #include <optional>
 #include <string>
@@ -13,27 +13,17 @@
 
 namespace edgeprobe::doctor {
 
-struct PairedEstimate {
-  int n = 0;               // pairs used
-  double median = 0;       // median of the ratios
-  double low = 0, high = 0;  // the interval, order statistics of the ratios
-  double coverage = 0;     // its exact coverage (P(low <= true median <= high))
-};
+using result::PairedEstimate;  // the document keeps it (result/doctor.h)
 
 // The narrowest order-statistic interval whose coverage reaches `confidence`; with too
 // few pairs for that, [min, max] and its smaller coverage (1 - 2 * 0.5^n).
 // nullopt when `ratios` is empty.
 std::optional<PairedEstimate> estimate_pairs(std::vector<double> ratios, double confidence = 0.875);
 
-// Where a comparison stands after its pairs so far.
-enum class PairVerdict {
-  kContinue,      // measure another pair
-  kFaster,        // the interval lies above 1: B is faster
-  kSlower,        // the interval lies below 1: B is slower
-  kSame,          // the interval is tight around 1 (within ± kSameMargin): no difference worth a fix
-  kInconclusive,  // out of pairs or time and none of the above
-};
-const char* verdict_name(PairVerdict verdict);
+// Where a comparison stands after its pairs so far: continue, faster, slower, the same,
+// or inconclusive once out of pairs or time.
+using result::PairVerdict;
+using result::verdict_name;
 
 struct StopRule {
   int min_pairs = 4;        // [min, max] of 4 ratios covers the median with 87.5 %
@@ -48,7 +38,5 @@ PairVerdict decide(const std::optional<PairedEstimate>& estimate, const StopRule
 // How much the machine's speed moved over a set of readings of the reference kernel's
 // speed factor (1 = its best): (max - min) / max, 0 when fewer than two.
 double speed_variation(const std::vector<double>& speed_factors);
-
-nlohmann::json to_json(const PairedEstimate& estimate);
 
 }  // namespace edgeprobe::doctor

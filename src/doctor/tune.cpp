@@ -208,31 +208,22 @@ TuneResult tune(const DoctorOptions& options, const ProgressFn& progress_fn, con
   return result;
 }
 
-nlohmann::json to_json(const TuneResult& r) {
-  nlohmann::json steps = nlohmann::json::array();
-  for (const auto& s : r.steps) {
-    nlohmann::json c = nlohmann::json::array();
-    for (const auto& cand : s.candidates)
-      c.push_back({{"value", cand.value}, {"rates", to_json(cand.rates)},
-                   {"turn_s", cand.turn_s ? nlohmann::json(*cand.turn_s) : nlohmann::json(nullptr)}});
-    steps.push_back({{"setting", s.setting}, {"candidates", c}, {"chosen", s.chosen}, {"error", s.error}});
-  }
-  auto rounds = [](const std::vector<Rates>& v) {
-    nlohmann::json a = nlohmann::json::array();
-    for (const auto& x : v) a.push_back(to_json(x));
-    return a;
-  };
-  const std::string model = r.options.model_path;
-  return {{"tune",
-           {{"model", model},
-            {"start", r.start.bench_args()},
-            {"best", r.best.bench_args()},
-            {"steps", steps},
-            {"confirm", {{"start", rounds(r.start_rounds)}, {"best", rounds(r.best_rounds)}}},
-            {"gain", r.gain ? nlohmann::json(*r.gain) : nlohmann::json(nullptr)},
-            {"edgeprobe_command", shell_join({"edgeprobe", "bench", "-m", model}) + " " + r.best.flags_text()},
-            {"llama_bench_command", shell_join({"llama-bench", "-m", model}) + " " + r.best.llama_cpp_flags_text()},
-            {"wall_s", r.wall_s}}}};
+result::TuneReport to_report(const TuneResult& r) {
+  result::TuneReport out;
+  out.model = r.options.model_path;
+  out.n_prompt = r.options.n_prompt;
+  out.n_gen = r.options.n_gen;
+  out.repetitions = r.options.repetitions;
+  out.start = r.start.bench_args();
+  out.best = r.best.bench_args();
+  out.steps = r.steps;
+  out.start_rounds = r.start_rounds;
+  out.best_rounds = r.best_rounds;
+  out.gain = r.gain;
+  out.edgeprobe_command = shell_join({"edgeprobe", "bench", "-m", out.model}) + " " + r.best.flags_text();
+  out.llama_bench_command = shell_join({"llama-bench", "-m", out.model}) + " " + r.best.llama_cpp_flags_text();
+  out.wall_s = r.wall_s;
+  return out;
 }
 
 }  // namespace edgeprobe::doctor

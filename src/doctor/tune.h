@@ -9,18 +9,10 @@
 
 namespace edgeprobe::doctor {
 
-// One value tried for one setting, measured briefly.
-struct TuneCandidate {
-  std::string value;
-  Rates rates;
-  std::optional<double> turn_s;
-};
-struct TuneStep {
-  std::string setting;  // "threads", "cpu mask", "strict placement", "poll", "ubatch", "flash attention"
-  std::vector<TuneCandidate> candidates;
-  std::string chosen;   // the value kept (the current one unless another was >= 3 % faster)
-  std::string error;    // the child failed: the setting is left as it was
-};
+// One value tried for one setting, and one setting's step of the search, as the document
+// keeps them (result/doctor.h).
+using result::TuneCandidate;
+using result::TuneStep;
 
 struct TuneResult {
   DoctorOptions options;
@@ -41,6 +33,7 @@ struct TuneResult {
 using ChildrenFn = std::function<void(size_t done, size_t total)>;
 TuneResult tune(const DoctorOptions& options, const ProgressFn& progress = {}, const ChildrenFn& children = {});
 
-nlohmann::json to_json(const TuneResult& result);
+// The search as its document holds it: what `-o json` prints and the store keeps.
+result::TuneReport to_report(const TuneResult& result);
 
 }  // namespace edgeprobe::doctor

@@ -5,6 +5,7 @@
 #include "app/bench_job.h"
 #include "app/job.h"
 #include "core/error.h"
+#include "result/doctor.h"
 
 namespace edgeprobe::lab {
 
@@ -60,11 +61,13 @@ void StreamRecorder::event(const json& e) {
     done_.turns.emplace(key, nullptr);
     ++committed_;
   } else if (ev == "result" && kind() == "doctor") {
-    // A diagnosis is one unit, stored whole as a doctor run when it arrives.
+    // A diagnosis is one unit, stored whole as a doctor run when it arrives, read into its
+    // structs first: a report of another shape is the device's error, not a stored run.
+    const result::DoctorResult report = result::doctor_result_from_json(e.at("report"));
     json provenance = e.value("provenance", json::object());
     provenance["extra"]["lab"] = lab_;
     run_id_ = store_.begin_run("doctor", provenance, e.value("plan", plan_));
-    store_.record_run_summary(run_id_, "doctor", e.at("report"));
+    store_.record_run_summary(run_id_, "doctor", result::to_json(report));
     ++committed_;
   } else if (ev == "result") {
     // Session: each configuration's analysis over all its turns (stored and new).

@@ -4,6 +4,7 @@
 #include "analysis/explain.h"
 #include "core/error.h"
 #include "report/html/assets.h"
+#include "result/doctor.h"
 #include "result/migrate.h"
 
 namespace edgeprobe::report {
@@ -15,7 +16,9 @@ json html_report_data(const std::vector<HtmlInput>& inputs) {
   for (const HtmlInput& in : inputs) {
     const std::string kind = result::document_kind(in.document);
     if (kind.empty()) throw_bad_input("{}: not a bench, session or doctor result (nothing to report)", in.label);
-    data["inputs"].push_back({{"label", in.label}, {"kind", kind}, {"document", in.document}});
+    // A doctor document in today's shape, whichever release wrote it: the page reads one.
+    const json document = kind == "doctor" ? result::to_json(result::doctor_result_from_json(in.document)) : in.document;
+    data["inputs"].push_back({{"label", in.label}, {"kind", kind}, {"document", document}});
   }
   // Every input against the first: the first is the baseline a person picked.
   for (size_t i = 1; i < inputs.size(); ++i) {

@@ -84,9 +84,11 @@ std::string document_kind(const nlohmann::json& d) {
     const std::string kind = d["kind"];
     return kind == "bench" || kind == "session" || kind == "doctor" ? kind : "";
   }
-  // Before the kind was written: a doctor report wraps its findings in "doctor", a session
+  // Before the kind was written: a doctor report wraps its findings in "doctor" (a search
+  // in "tune"), a session
   // lists "configs", a bench lists "results".
   if (d.contains("doctor") && d["doctor"].is_object()) return "doctor";
+  if (d.contains("tune") && d["tune"].is_object()) return "doctor";  // a --tune search
   if (d.contains("configs") && d["configs"].is_array()) return "session";
   if (d.contains("results") && d["results"].is_array()) return "bench";
   return "";

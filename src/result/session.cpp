@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/json_number.h"
+#include "core/json_read.h"
 #include "core/text.h"
 
 namespace edgeprobe::result {
@@ -52,7 +53,6 @@ std::string replace_invalid_utf8(const std::string& s) {
                   one_line(v.dump(-1, ' ', false, json::error_handler_t::replace), 80));
 }
 
-json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
 json to_json(const FrameCounts& f) { return {{"due", f.due}, {"missed", f.missed}, {"late", f.late}}; }
 
@@ -168,11 +168,11 @@ json to_json(const Turn& t) {
             {"context_tokens", t.context_tokens},
             {"generated_tokens", t.generated_tokens},
             {"stop_reason", t.stop_reason},
-            {"ttft_ms", opt(t.ttft_ms)},
-            {"prefill_ms", opt(t.prefill_ms)},
-            {"prefill_tokens_per_s", opt(t.prefill_tokens_per_s)},
-            {"decode_tokens_per_s", opt(t.decode_tokens_per_s)},
-            {"e2e_ms", opt(t.e2e_ms)},
+            {"ttft_ms", json_read::number_or_null(t.ttft_ms)},
+            {"prefill_ms", json_read::number_or_null(t.prefill_ms)},
+            {"prefill_tokens_per_s", json_read::number_or_null(t.prefill_tokens_per_s)},
+            {"decode_tokens_per_s", json_read::number_or_null(t.decode_tokens_per_s)},
+            {"e2e_ms", json_read::number_or_null(t.e2e_ms)},
             {"decode_step_ms", t.decode_step_ms},
             {"start_ns", t.start_ns},
             {"prefill_end_ns", t.prefill_end_ns},
@@ -180,8 +180,8 @@ json to_json(const Turn& t) {
             {"reply", replace_invalid_utf8(t.reply)},
             {"reply_tokens", t.reply_tokens},
             {"telemetry", t.telemetry},
-            {"missed_frame_share_prefill", opt(t.missed_frame_share_prefill)},
-            {"missed_frame_share_decode", opt(t.missed_frame_share_decode)},
+            {"missed_frame_share_prefill", json_read::number_or_null(t.missed_frame_share_prefill)},
+            {"missed_frame_share_decode", json_read::number_or_null(t.missed_frame_share_decode)},
             {"error", to_json(t.error)}};
   for (size_t bit = 0; bit < kTurnKeys.size(); ++bit)
     if (t.absent_keys & (1u << bit)) j.erase(kTurnKeys[bit]);

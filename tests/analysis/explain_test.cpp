@@ -28,8 +28,18 @@ struct Device {
 // Three repetitions around each rate: the median is the rate itself.
 json repetitions(double prefill, double decode) {
   json out = json::array();
-  for (double f : {0.9, 1.0, 1.1}) out.push_back({{"prefill_tokens_per_s", prefill * f}, {"decode_tokens_per_s", decode * f}});
+  for (double f : {0.9, 1.0, 1.1})
+    out.push_back({{"index", out.size()}, {"prefill_tokens_per_s", prefill * f}, {"decode_tokens_per_s", decode * f}});
   return out;
+}
+
+// A test's config as bench writes it: every setting, not only the ones explain reads.
+json test_config(int n_prompt, int n_gen, int threads) {
+  workload::TestCase c;
+  c.n_prompt = n_prompt;
+  c.n_gen = n_gen;
+  c.n_threads = threads;
+  return result::to_json(c);
 }
 
 json bench(const Device& d, double prefill, double decode) {
@@ -48,10 +58,10 @@ json bench(const Device& d, double prefill, double decode) {
   }
   json results = json::array();
   results.push_back({{"test", "pp128"}, {"status", "ok"},
-                     {"config", {{"n_prompt", 128}, {"n_gen", 0}, {"n_threads", d.threads}}},
+                     {"config", test_config(128, 0, d.threads)},
                      {"repetitions", repetitions(prefill, 0)}, {"roofline", roof}});
   results.push_back({{"test", "tg32"}, {"status", "ok"},
-                     {"config", {{"n_prompt", 0}, {"n_gen", 32}, {"n_threads", d.threads}}},
+                     {"config", test_config(0, 32, d.threads)},
                      {"repetitions", repetitions(0, decode)}, {"roofline", roof}});
   return {{"schema_version", 2}, {"kind", "bench"}, {"provenance", prov}, {"results", results}};
 }
@@ -327,8 +337,8 @@ TEST(Explain, TheFirstLoadIsAPhaseWithItsStorageCeilingAndMmapCause) {
   json da = bench(a, 1000, 100), db = bench(b, 1000, 100);
   for (auto* d : {&da, &db})
     for (auto& r : (*d)["results"]) r["roofline"]["load_ceiling_ms"] = d == &da ? 100.0 : 200.0;
-  for (auto& r : da["results"]) r["load"] = {{"cold_ms", 150.0}};
-  for (auto& r : db["results"]) r["load"] = {{"cold_ms", 900.0}};
+  for (auto& r : da["results"]) r["load"] = {{"cold_ms", 150.0}, {"samples_ms", {150.0}}};
+  for (auto& r : db["results"]) r["load"] = {{"cold_ms", 900.0}, {"samples_ms", {900.0}}};
   const json fb = json::array({finding("load.no_mmap", 3.0, "measured", nullptr, "load")});
   const auto e = run(da, doctor(db, fb));
   const auto& l = phase_of(e, "load");

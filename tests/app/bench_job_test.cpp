@@ -38,13 +38,13 @@ TEST_F(BenchJob, RunsEveryTestOnTheEngineTheContextChoseAndStoresEachRepetition)
   ASSERT_GT(out.outcome.run_id, 0);
   const auto stored = app::load_stored_run(*store, out.outcome.run_id);
   EXPECT_EQ(stored.record.status, "complete");
-  ASSERT_TRUE(stored.bench);
-  ASSERT_EQ(stored.bench->results.size(), 2u);
+  ASSERT_TRUE(stored.bench());
+  ASSERT_EQ(stored.bench()->results.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
-    ASSERT_EQ(stored.bench->results[i].repetitions.size(), 3u);
+    ASSERT_EQ(stored.bench()->results[i].repetitions.size(), 3u);
     // What the store gives back is what the job measured, figure for figure.
     for (size_t r = 0; r < 3; ++r)
-      EXPECT_EQ(result::to_json(stored.bench->results[i].repetitions[r]),
+      EXPECT_EQ(result::to_json(stored.bench()->results[i].repetitions[r]),
                 result::to_json(out.report.results[i].repetitions[r]));
   }
 }

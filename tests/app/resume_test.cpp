@@ -91,8 +91,8 @@ TEST_F(Resume, ASessionStoppedThroughItsTokenRunsOnlyTheMissingTurns) {
   for (const auto& [key, result] : before) EXPECT_EQ(after.at(key), result) << key << " was rewritten";
   const auto run = app::load_stored_run(*store, stopped.outcome.run_id);
   EXPECT_EQ(run.record.status, "complete");
-  ASSERT_TRUE(run.session);
-  EXPECT_EQ(run.session->configs[0].turns.size(), 3u);
+  ASSERT_TRUE(run.session());
+  EXPECT_EQ(run.session()->configs[0].turns.size(), 3u);
 }
 
 TEST_F(Resume, ACompleteRunIsNotResumable) {

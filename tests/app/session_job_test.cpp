@@ -43,10 +43,10 @@ TEST_F(SessionJob, RunsEveryTurnOnTheEngineTheContextChoseAndStoresEach) {
 
   const auto stored = app::load_stored_run(*store, out.outcome.run_id);
   EXPECT_EQ(stored.record.status, "complete");
-  ASSERT_TRUE(stored.session);
-  ASSERT_EQ(stored.session->configs.size(), 1u);
-  EXPECT_EQ(stored.session->configs[0].turns, turns);  // as the job measured them
-  EXPECT_EQ(stored.session->configs[0].analysis, out.report.configs[0].analysis);
+  ASSERT_TRUE(stored.session());
+  ASSERT_EQ(stored.session()->configs.size(), 1u);
+  EXPECT_EQ(stored.session()->configs[0].turns, turns);  // as the job measured them
+  EXPECT_EQ(stored.session()->configs[0].analysis, out.report.configs[0].analysis);
 }
 
 TEST_F(SessionJob, AStopThroughTheContextTokenEndsTheSessionAfterTheTurnInFlight) {

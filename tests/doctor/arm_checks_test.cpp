@@ -189,12 +189,12 @@ TEST(DoctorArm, UnderEmulationEverySpeedupSaysSoAndDoesNotRank) {
   EXPECT_TRUE(pinned->data.contains("emulated"));
   // The report says so before any finding, and the gain next to a title names its source.
   Diagnosis d{e, findings, 1.0};
-  const std::string text = report::to_text(d);
+  const std::string text = report::to_text(to_report(d));
   const auto header = text.find("timings are emulated (/proc/cpuinfo describes an x86 host (qemu-user))");
   ASSERT_NE(header, std::string::npos) << text;
   EXPECT_LT(header, text.find("1. [warning] kernel.isa_fallback")) << text;
   EXPECT_NE(text.find("if fixed (estimated, from an emulated run, not any device's speed)"), std::string::npos) << text;
-  EXPECT_EQ(to_json(d)["doctor"]["emulated"], "/proc/cpuinfo describes an x86 host (qemu-user)");
+  EXPECT_EQ(result::to_json(to_report(d))["doctor"]["emulated"], "/proc/cpuinfo describes an x86 host (qemu-user)");
 }
 
 }  // namespace
@@ -214,9 +214,13 @@ TEST(DoctorArm, ExplainGivesThePhonesPlacementAndClockTheirFactorsAndFixes) {
     report["provenance"]["models"][0]["sha256"] = "5ca1ab1e";
     json results = json::array();
     for (const auto& [test, n_prompt, n_gen] : {std::tuple{"pp128", 128, 0}, std::tuple{"tg32", 0, 32}}) {
+      workload::TestCase config;  // every setting, as bench writes a config
+      config.n_threads = 2;
+      config.n_prompt = n_prompt;
+      config.n_gen = n_gen;
       results.push_back({{"test", test}, {"status", "ok"},
-                         {"config", {{"n_threads", 2}, {"n_prompt", n_prompt}, {"n_gen", n_gen}}},
-                         {"repetitions", {{{"prefill_tokens_per_s", n_prompt ? pp : 0.0}, {"decode_tokens_per_s", n_gen ? tg : 0.0}}}},
+                         {"config", result::to_json(config)},
+                         {"repetitions", {{{"index", 0}, {"prefill_tokens_per_s", n_prompt ? pp : 0.0}, {"decode_tokens_per_s", n_gen ? tg : 0.0}}}},
                          {"roofline", {{"prefill_ceiling_tokens_per_s", 400.0}, {"decode_ceiling_tokens_per_s", 40.0},
                                        {"decode_bound", "bandwidth"}}}});
     }
@@ -224,7 +228,7 @@ TEST(DoctorArm, ExplainGivesThePhonesPlacementAndClockTheirFactorsAndFixes) {
     return report;
   };
   json b_findings = json::array();
-  for (const auto& f : findings) b_findings.push_back(to_json(f));
+  for (const auto& f : findings) b_findings.push_back(result::to_json(f));
   const json b = {{"kind", "doctor"},
                   {"doctor", {{"findings", b_findings}, {"primary", explainable(result::to_json(phone_report(kBestVariant, on_little)), 100, 8)}}}};
   const json a = explainable(result::to_json(phone_report(kBestVariant)), 300, 30);

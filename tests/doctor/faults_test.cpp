@@ -38,14 +38,28 @@ std::string small_model(const std::string& quant = "q4_0") {
 
 std::string test_home() { return std::string(EDGEPROBE_BUILD_DIR) + "/test-home"; }
 
-json run_doctor(const std::vector<std::string>& args, const std::string& prefix = "") {
-  std::string cmd = prefix + std::string(EDGEPROBE_BINARY) + " doctor -o json -q";
+ProcessResult run_edgeprobe(const std::string& subcommand, const std::vector<std::string>& args, const std::string& prefix = "",
+                            int timeout_s = 600) {
+  std::string cmd = prefix + std::string(EDGEPROBE_BINARY) + " " + subcommand;
   for (const auto& a : args) cmd += " '" + a + "'";
-  const auto r = run_process({"/bin/sh", "-c", cmd}, 600,
-                             {{"XDG_CACHE_HOME", test_home() + "/cache"}, {"XDG_DATA_HOME", test_home() + "/data"}});
+  return run_process({"/bin/sh", "-c", cmd}, timeout_s,
+                     {{"XDG_CACHE_HOME", test_home() + "/cache"}, {"XDG_DATA_HOME", test_home() + "/data"}});
+}
+
+// doctor -o json's body ("doctor"); `out` gets the whole document as printed.
+json run_doctor(const std::vector<std::string>& args, const std::string& prefix = "", std::string* out = nullptr) {
+  const auto r = run_edgeprobe("doctor -o json -q", args, prefix);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   if (r.exit_code != 0) return json::object();
+  if (out) *out = r.out;
   return json::parse(r.out)["doctor"];
+}
+
+// What `export` prints for stored run 1 of `db` in `format`.
+std::string exported(const std::string& db, const std::string& format) {
+  const auto r = run_edgeprobe("export", {"1", "-o", format, "--db", db});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.out;
 }
 
 std::string findings_text(const json& d) {
@@ -77,8 +91,17 @@ TEST(DoctorFaults, AHealthyRunGivesNoWarning) {
   // doctor rightly warns about memory beyond llama.cpp's buffers, so no run is healthy.
   GTEST_SKIP() << "an instrumented build is not a healthy run";
 #endif
-  const json d = run_doctor({"-m", small_model()});
+  TempDir dir;
+  const std::string db = dir.file("store.db");
+  std::string printed;
+  const json d = run_doctor({"-m", small_model(), "--db", db}, "", &printed);
   ASSERT_TRUE(d.contains("findings"));
+  // The stored diagnosis reads back into its structs and exports what doctor printed, and
+  // its report is doctor's own.
+  EXPECT_EQ(exported(db, "json"), printed);
+  const std::string md = exported(db, "md");
+  EXPECT_EQ(md.rfind("edgeprobe doctor: " + std::filesystem::path(small_model()).filename().string(), 0), 0u) << md;
+  for (const auto& f : d["findings"]) EXPECT_NE(md.find("] " + f.value("id", "") + ": "), std::string::npos) << md;
   // The hypervisor taking CPU time from this VM is true of the host, not of the model, and
   // no test can prevent it: doctor must say so, and then the run is rightly not "healthy".
   // Everything else must stay info.
@@ -434,8 +457,9 @@ TEST(DoctorFaults, ThreadsOnLittleCoresOfAPhoneAreNamed) {
 // count the CPUs can hold, a measured gain, and a command line that reproduces it.
 TEST(DoctorTune, FindsAFasterConfigurationThanEightThreadsOnTwoCpus) {
   if (std::thread::hardware_concurrency() >= 8) GTEST_SKIP() << "this machine has 8 or more CPUs";
-  const std::string cmd = std::string(EDGEPROBE_BINARY) + " doctor --tune -o json -t 8 -r 2 -m " + small_model();
-  const auto r = run_process({"/bin/sh", "-c", cmd}, 900, {{"XDG_CACHE_HOME", test_home() + "/cache"}});
+  TempDir dir;
+  const std::string db = dir.file("store.db");
+  const auto r = run_edgeprobe("doctor --tune -o json", {"-t", "8", "-r", "2", "-m", small_model(), "--db", db}, "", 900);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Progress counts bench children and settles at the number that ran.
   const std::regex children(R"(edgeprobe: (\d+)/(\d+) children)");
@@ -454,7 +478,20 @@ TEST(DoctorTune, FindsAFasterConfigurationThanEightThreadsOnTwoCpus) {
   EXPECT_EQ(t.value("edgeprobe_command", "").rfind("edgeprobe bench -m ", 0), 0u);
   EXPECT_NE(t.value("llama_bench_command", "").find(" -t " + *(it + 1)), std::string::npos);
   ASSERT_GE(t["steps"].size(), 4u);
-  for (const auto& step : t["steps"]) EXPECT_EQ(step.value("error", ""), "") << step.dump();
+  size_t candidates = 0;
+  for (const auto& step : t["steps"]) {
+    EXPECT_EQ(step.value("error", ""), "") << step.dump();
+    candidates += step["candidates"].size();
+  }
+  // The document names its kind, and the stored search exports it: the same JSON, the
+  // search's own report, one CSV row per value tried.
+  EXPECT_EQ(json::parse(r.out)["kind"], "doctor");
+  EXPECT_EQ(exported(db, "json"), r.out);
+  const std::string md = exported(db, "md");
+  EXPECT_EQ(md.rfind("edgeprobe doctor --tune: ", 0), 0u) << md;
+  EXPECT_NE(md.find("reproduce: " + t.value("edgeprobe_command", "")), std::string::npos) << md;
+  const std::string csv = exported(db, "csv");
+  EXPECT_EQ(static_cast<size_t>(std::count(csv.begin(), csv.end(), '\n')), candidates + 1) << csv;
 }
 
 // Bad input: one line naming the problem, exit code 2, before any measuring.

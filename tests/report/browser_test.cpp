@@ -176,6 +176,18 @@ TEST_F(Browser, DoctorAndComparison) {
   const auto doctor = load_in_chromium("doctor", report::render_html_report({{"doctor.json", report_test::doctor_document()}}));
   expect_rendered(doctor, 1);
   EXPECT_NE(doctor.dom.find("drop --cpu-variant sse42"), std::string::npos);
+  // A --tune search as an earlier release wrote it (no kind, no version): its values tried
+  // and the best configuration.
+  const json candidates = {{{"value", "8"}, {"rates", {{"prefill_tokens_per_s", 10.0}, {"decode_tokens_per_s", 2.0}}}, {"turn_s", 3.1}},
+                           {{"value", "2"}, {"rates", {{"prefill_tokens_per_s", 40.0}, {"decode_tokens_per_s", 8.0}}}, {"turn_s", 0.9}}};
+  const json search = {{"tune",
+                        {{"model", "m.gguf"}, {"start", {"-t", "8"}}, {"best", {"-t", "2"}}, {"gain", 3.4},
+                         {"edgeprobe_command", "edgeprobe bench -m m.gguf -t 2"},
+                         {"steps", {{{"setting", "threads"}, {"chosen", "2"}, {"error", ""}, {"candidates", candidates}}}}}}};
+  const auto tune = load_in_chromium("tune", report::render_html_report({{"tune.json", search}}));
+  expect_rendered(tune, 0);
+  EXPECT_NE(tune.dom.find("edgeprobe bench -m m.gguf -t 2"), std::string::npos) << tune.dom;
+  EXPECT_NE(tune.dom.find(">kept<"), std::string::npos) << tune.dom;
   const json a = report_test::bench_document(5, 32, true, "a.gguf", "aaaa");
   const json b = report_test::bench_document(5, 32, true, "b.gguf", "bbbb");
   const auto cmp = load_in_chromium("comparison", report::render_html_report({{"a.json", a}, {"b.json", b}}));

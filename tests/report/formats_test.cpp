@@ -35,20 +35,20 @@ void expect_refused(const std::function<void()>& write, const std::string& forma
 
 TEST(Formats, EveryFormatAResultDeclaresRendersAndOthersAreRefused) {
   const result::SessionReport session = result::session_report_from_json(report_test::session_document(1, 1, 2, 4));
-  const nlohmann::json doctor = report_test::doctor_document();
+  const result::DoctorResult doctor = result::doctor_result_from_json(report_test::doctor_document());
   for (const std::string& f : formats_of(OutputKind::kResults)) {
     std::ostringstream bench, s, d;
     EXPECT_NE(make_reporter(f, bench), nullptr) << f;
     write_session_report(session, f, s);
     EXPECT_FALSE(s.str().empty()) << f;
-    write_doctor_report(doctor, "", f, d);
+    write_doctor_report(doctor, f, d);
     EXPECT_FALSE(d.str().empty()) << f;
   }
   for (const std::string bad : {"yaml", "html", "lava"}) {
     std::ostringstream out;
     expect_refused([&] { make_reporter(bad, out); }, bad);
     expect_refused([&] { write_session_report(session, bad, out); }, bad);
-    expect_refused([&] { write_doctor_report(doctor, "", bad, out); }, bad);
+    expect_refused([&] { write_doctor_report(doctor, bad, out); }, bad);
   }
 }
 

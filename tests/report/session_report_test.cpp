@@ -82,7 +82,8 @@ json sample_doctor() {
                {"speedup", 2.5},
                {"speedup_basis", "measured"},
                {"speedup_detail", "measured: haswell against sse42, median of 6 interleaved pairs x2.50"},
-               {"fix", "drop --cpu-variant sse42"}},
+               {"fix", "drop --cpu-variant sse42"},
+               {"data", json::object()}},
               {{"id", "memory.footprint"},
                {"severity", "info"},
                {"title", "memory as declared"},
@@ -91,7 +92,8 @@ json sample_doctor() {
                {"speedup", nullptr},
                {"speedup_basis", nullptr},
                {"speedup_detail", nullptr},
-               {"fix", ""}}}}}}};
+               {"fix", ""},
+               {"data", json::object()}}}}}}};
 }
 
 void expect_golden(const std::string& name, const std::string& actual) {
@@ -111,7 +113,7 @@ std::string session_as(const std::string& format) {
 
 std::string doctor_as(const std::string& format) {
   std::ostringstream out;
-  report::write_doctor_report(sample_doctor(), "doctor's own text\n", format, out);
+  report::write_doctor_report(result::doctor_result_from_json(sample_doctor()), format, out);
   return out.str();
 }
 
@@ -173,14 +175,17 @@ TEST(SessionReporters, EveryTurnLineIsSelfContained) {
 TEST(SessionReporters, UnknownFormatIsBadInput) {
   std::ostringstream out;
   EXPECT_THROW(report::write_session_report(sample_session(), "xml", out), Error);
-  EXPECT_THROW(report::write_doctor_report(sample_doctor(), "", "xml", out), Error);
+  EXPECT_THROW(report::write_doctor_report(result::doctor_result_from_json(sample_doctor()), "xml", out), Error);
 }
 
 TEST(DoctorReporters, CsvQuotesTitlesAndJoinsEvidence) {
   const std::string csv = doctor_as("csv");
   EXPECT_NE(csv.find("\"the sse42 variant runs on a CPU with AVX2, \"\"fix\"\" it\""), std::string::npos) << csv;
   EXPECT_NE(csv.find("loaded: sse42; CPU has: AVX2, FMA"), std::string::npos) << csv;
-  EXPECT_EQ(doctor_as("md"), "doctor's own text\n");
+  // md is doctor's own report, made from the document as a stored run's is.
+  const std::string md = doctor_as("md");
+  EXPECT_EQ(md.rfind("edgeprobe doctor: ", 0), 0u) << md;
+  EXPECT_NE(md.find("1. [critical] kernel.isa_fallback: the sse42 variant runs on a CPU with AVX2, \"fix\" it"), std::string::npos) << md;
 }
 
 // --prefill-remote: each configuration's md row and each turn's CSV row say where the
@@ -211,7 +216,7 @@ TEST(DoctorReporters, EveryFormatCarriesTheSpeedupAndItsBasis) {
                             1.25, "estimated: the CPU time the other processes took", "stop them", {}};
   doctor::Finding none{"load.no_mmap", doctor::Severity::kWarning, "no mmap", {}, "load", std::nullopt,
                        "none: no warm load to compare the first one with", "--mmap 1", {}};
-  json findings = json::array({doctor::to_json(measured), doctor::to_json(estimated), doctor::to_json(none)});
+  json findings = json::array({result::to_json(measured), result::to_json(estimated), result::to_json(none)});
   EXPECT_FALSE(findings[0].contains("estimated_speedup")) << "a measured figure is not an estimate";
   EXPECT_EQ(findings[0]["speedup"], 1.8);
   EXPECT_EQ(findings[0]["speedup_basis"], "measured");
@@ -221,7 +226,7 @@ TEST(DoctorReporters, EveryFormatCarriesTheSpeedupAndItsBasis) {
   const json doc = {{"schema_version", 2}, {"doctor", {{"model", "m.gguf"}, {"findings", findings}}}};
   auto as = [&](const std::string& format) {
     std::ostringstream out;
-    report::write_doctor_report(doc, "", format, out);
+    report::write_doctor_report(result::doctor_result_from_json(doc), format, out);
     return out.str();
   };
   const std::string csv = as("csv");
@@ -231,7 +236,9 @@ TEST(DoctorReporters, EveryFormatCarriesTheSpeedupAndItsBasis) {
   EXPECT_NE(csv.find(",load,,none,none: no warm load"), std::string::npos) << csv;
   const std::string jsonl = as("jsonl");
   EXPECT_NE(jsonl.find("\"speedup\":1.8,\"speedup_basis\":\"measured\""), std::string::npos) << jsonl;
-  EXPECT_NE(as("md").find("speed-up: 1.80x (measured: haswell against sse42"), std::string::npos) << as("md");
+  EXPECT_NE(as("md").find("kernel.isa_fallback: sse42 on an AVX2 CPU · x1.80 prefill+decode if fixed (measured)"),
+            std::string::npos) << as("md");
+  EXPECT_NE(as("md").find("   speed-up: none: no warm load to compare the first one with\n"), std::string::npos) << as("md");
 
   // A diagnosis stored before: the factor as estimated_speedup, the sentence as the basis.
   json old = findings[0];
@@ -241,6 +248,6 @@ TEST(DoctorReporters, EveryFormatCarriesTheSpeedupAndItsBasis) {
   old["speedup_basis"] = "from an emulated run, not any device's speed: measured: haswell against sse42";
   const json old_doc = {{"schema_version", 2}, {"doctor", {{"model", "m.gguf"}, {"findings", {old}}}}};
   std::ostringstream out;
-  report::write_doctor_report(old_doc, "", "csv", out);
+  report::write_doctor_report(result::doctor_result_from_json(old_doc), "csv", out);
   EXPECT_NE(out.str().find(",1.8,measured,\"from an emulated run"), std::string::npos) << out.str();
 }

@@ -303,7 +303,7 @@ TEST(PreviousRelease, AStoreItWroteOpensUpgradedAndExportsTheSameBytes) {
   TempDir dir;
   const std::string db = dir.file("store.db");
   std::filesystem::copy_file(fixture + "/store.db", db);
-  for (int run : {1, 2, 3})
+  for (int run : {1, 2, 3, 4, 5, 6})
     for (const char* format : {"md", "csv", "json", "jsonl"}) {
       const std::string name = "run" + std::to_string(run) + "." + format;
       EXPECT_EQ(run_cli({"export", std::to_string(run), "-o", format, "--db", db}),
@@ -322,17 +322,18 @@ TEST(RunsCli, TheNewestRunsAndFiltersByModelAndKind) {
   const std::string fixture = std::string(EDGEPROBE_TEST_DATA_DIR) + "/fixtures/previous-release";
   TempDir dir;
   const std::string db = dir.file("store.db");
-  std::filesystem::copy_file(fixture + "/store.db", db);  // three runs: bench, bench, session
+  std::filesystem::copy_file(fixture + "/store.db", db);  // bench, bench, session, doctor x3
   auto ids = [&](std::vector<std::string> args) {
     args.insert(args.begin(), {"runs", "-o", "json", "--db", db});
     std::vector<int64_t> out;
     for (const auto& r : nlohmann::json::parse(run_cli(args))) out.push_back(r["id"]);
     return out;
   };
-  EXPECT_EQ(ids({}), (std::vector<int64_t>{1, 2, 3}));
-  EXPECT_EQ(ids({"--last", "2"}), (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(ids({"--last", "0"}), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(ids({}), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(ids({"--last", "2"}), (std::vector<int64_t>{5, 6}));
+  EXPECT_EQ(ids({"--last", "0"}), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(ids({"--model", "tiny-q4_0.gguf", "--kind", "bench"}), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(ids({"--kind", "doctor"}), (std::vector<int64_t>{4, 5, 6}));
   EXPECT_EQ(ids({"--model", "other.gguf"}), std::vector<int64_t>{});
 }
 

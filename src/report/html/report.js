@@ -397,16 +397,32 @@ function epSession(parent, doc, key) {
   });
 }
 
+// A --tune search: the best configuration, its measured gain, and every value tried.
+function epTune(parent, t) {
+  const flags = f => (f || []).join(' ') || '(defaults)';
+  epKv(parent, [['model', t.model], ['given', flags(t.start)], ['best', flags(t.best)],
+                ['measured gain', typeof t.gain === 'number' ? `${epNum(t.gain)}\u00d7 per turn` : 'not confirmed'],
+                ['reproduce', t.edgeprobe_command]]);
+  const rows = [];
+  for (const s of t.steps || [])
+    for (const c of s.candidates || [])
+      rows.push([s.setting, c.value, c.rates?.prefill_tokens_per_s, c.rates?.decode_tokens_per_s, c.turn_s,
+                 s.error ? `not measured: ${s.error}` : (c.value === s.chosen ? 'kept' : '')]);
+  epTable(parent, ['setting', 'value', 'prefill tok/s', 'decode tok/s', 's per turn', ''], rows, [false, false, true, true, true, false]);
+}
+
+// Doctor documents arrive in today's shape (html_report.cpp reads them into their structs).
 function epDoctor(parent, doc, key) {
+  if (doc.tune) return epTune(parent, doc.tune);
   const d = doc.doctor || {};
   epKv(parent, [['model', d.model], ['verdict', d.healthy ? 'healthy' : 'not healthy']]);
   const findings = d.findings || [];
-  const speed = findings.filter(f => typeof (f.speedup ?? f.estimated_speedup) === 'number');
+  const speed = findings.filter(f => typeof f.speedup === 'number');
   if (speed.length) {
     epChart(parent, {id: `${key}-speedups`, title: 'Speed-up each fix is expected to give', xLabel: 'finding', yLabel: 'speed-up (\u00d7)',
                      source: 'doctor findings (measured or estimated, see each finding)', categories: speed.map(f => f.id), yZero: true,
                      hmarks: [{y: 1, label: 'no change'}],
-                     series: [{name: 'speed-up', xs: speed.map((_, i) => i), ys: speed.map(f => f.speedup ?? f.estimated_speedup), style: 'bars'}]});
+                     series: [{name: 'speed-up', xs: speed.map((_, i) => i), ys: speed.map(f => f.speedup), style: 'bars'}]});
   }
   for (const f of findings) {
     const box = epEl('div', {class: `finding ${f.severity}`, 'data-finding': 'true'});
@@ -414,7 +430,7 @@ function epDoctor(parent, doc, key) {
     const ev = epEl('ul');
     for (const e of f.evidence || []) ev.appendChild(epEl('li', {text: typeof e === 'string' ? e : JSON.stringify(e)}));
     box.appendChild(ev);
-    const s = f.speedup ?? f.estimated_speedup;
+    const s = f.speedup;
     const why = f.speedup_detail || f.speedup_basis || 'basis not stated';
     if (typeof s === 'number') box.appendChild(epEl('p', {text: `speed-up: ${epNum(s)}\u00d7 (${why})`}));
     else if (f.speedup_detail) box.appendChild(epEl('p', {text: `speed-up: ${f.speedup_detail}`}));
