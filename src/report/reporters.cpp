@@ -22,6 +22,7 @@ std::string number(const json& v, int decimals) {
   if (!v.is_number()) return "";
   return fmt::format("{:.{}f}", v.get<double>(), decimals);
 }
+std::string number(const std::optional<double>& v, int decimals) { return v ? fmt::format("{:.{}f}", *v, decimals) : ""; }
 
 
 // "123.45 ± 1.20" from a stats summary, "123.45" for one sample (it has no deviation), or
@@ -251,8 +252,8 @@ class MarkdownReporter : public Reporter {
   void serving_table(const result::BenchReport& report) {
     bool any = false;
     for (const auto& r : report.results) {
-      if (!r.serving.is_array()) continue;
-      for (const auto& level : r.serving) {
+      if (!r.serving) continue;
+      for (const result::ServingLevel& level : *r.serving) {
         if (!any) {
           out_ << "\nServing (load levels after the repetitions):\n\n";
           row({"test", "level", "completed / failed", "req/s", "output t/s", "goodput req/s", "ttft p50 / p99 ms",
@@ -262,15 +263,13 @@ class MarkdownReporter : public Reporter {
           any = true;
         }
         const std::string name = r.config.name();
-        const std::string what = level.contains("concurrency")
-                                     ? fmt::format("concurrency {}", scalar(level["concurrency"]))
-                                     : fmt::format("{} req/s", scalar(level.value("request_rate", json())));
-        row({name, what, scalar(level.value("completed", json())) + " / " + scalar(level.value("failed", json())),
-             number(level.value("request_throughput", json()), 2), number(level.value("output_throughput", json()), 1),
-             level.value("goodput", json()).is_number() ? number(level["goodput"], 2) : "no SLO",
-             number(level.value("median_ttft_ms", json()), 1) + " / " + number(level.value("p99_ttft_ms", json()), 1),
-             number(level.value("median_tpot_ms", json()), 2), number(level.value("p99_itl_ms", json()), 2),
-             number(level.value("median_e2el_ms", json()), 1)});
+        // An open loop has no concurrency of its own: its level is the arrival rate.
+        const std::string what = level.concurrency ? fmt::format("concurrency {}", *level.concurrency)
+                                                   : fmt::format("{:.6g} req/s", level.request_rate.value_or(0));
+        row({name, what, fmt::format("{} / {}", level.completed, level.failed), number(level.request_throughput, 2),
+             number(level.output_throughput, 1), level.goodput ? number(level.goodput, 2) : "no SLO",
+             number(level.ttft.median, 1) + " / " + number(level.ttft.p99, 1), number(level.tpot.median, 2),
+             number(level.itl.p99, 2), number(level.e2el.median, 1)});
       }
     }
   }

@@ -387,7 +387,10 @@ json to_json(const TestResult& r) {
   j["repetitions"] = reps;
   j["telemetry"] = r.telemetry;
   j["roofline"] = r.roofline;
-  if (!r.serving.is_null()) j["serving"] = r.serving;
+  if (r.serving) {
+    j["serving"] = json::array();
+    for (const auto& level : *r.serving) j["serving"].push_back(to_json(level));
+  }
   if (!r.placement.empty()) j["placement"] = to_json(r.placement);
   return j;
 }
@@ -405,9 +408,76 @@ TestResult test_result_from_json(const json& j) {
   for (const auto& rep : list(j, "repetitions")) r.repetitions.push_back(repetition_from_json(rep));
   r.telemetry = field(j, "telemetry");
   r.roofline = field(j, "roofline");
-  r.serving = field(j, "serving");
+  r.serving = serving_from_json(field(j, "serving"));
   r.placement = placement_from_json(field(j, "placement"));
   return r;
+}
+
+namespace {
+
+constexpr std::pair<const char*, LatencyDistribution ServingLevel::*> kLatencies[] = {
+    {"ttft", &ServingLevel::ttft}, {"tpot", &ServingLevel::tpot}, {"itl", &ServingLevel::itl}, {"e2el", &ServingLevel::e2el}};
+constexpr std::pair<const char*, std::optional<double> LatencyDistribution::*> kStatistics[] = {
+    {"mean", &LatencyDistribution::mean}, {"median", &LatencyDistribution::median}, {"std", &LatencyDistribution::std},
+    {"p90", &LatencyDistribution::p90},   {"p99", &LatencyDistribution::p99}};
+
+}  // namespace
+
+json to_json(const ServingLevel& s) {
+  json j = {{"concurrency", s.concurrency ? json(*s.concurrency) : json(nullptr)},
+            {"request_rate", json_read::number_or_null(s.request_rate)},
+            {"max_concurrency", s.max_concurrency},
+            {"num_requests", s.num_requests},
+            {"not_sent", s.not_sent},
+            {"completed", s.completed},
+            {"failed", s.failed},
+            {"duration_s", s.duration_s},
+            {"total_input_tokens", s.total_input_tokens},
+            {"total_output_tokens", s.total_output_tokens},
+            {"request_throughput", json_read::number_or_null(s.request_throughput)},
+            {"output_throughput", json_read::number_or_null(s.output_throughput)},
+            {"total_token_throughput", json_read::number_or_null(s.total_token_throughput)},
+            {"goodput", json_read::number_or_null(s.goodput)},
+            {"slo", s.slo},
+            {"errors", s.errors}};
+  // vLLM's flat names: mean_ttft_ms, p99_itl_ms, ...
+  for (const auto& [latency, member] : kLatencies)
+    for (const auto& [statistic, value] : kStatistics)
+      j[std::string(statistic) + "_" + latency + "_ms"] = json_read::number_or_null((s.*member).*value);
+  return j;
+}
+
+ServingLevel serving_level_from_json(const json& j) {
+  ServingLevel s;
+  if (field(j, "concurrency").is_number()) s.concurrency = number<int>(j, "concurrency");
+  s.request_rate = json_read::optional_num(j, "request_rate");
+  s.max_concurrency = number<int>(j, "max_concurrency");
+  s.num_requests = number<int>(j, "num_requests");
+  s.not_sent = number<int>(j, "not_sent");
+  s.completed = number<int>(j, "completed");
+  s.failed = number<int>(j, "failed");
+  s.duration_s = number<double>(j, "duration_s");
+  s.total_input_tokens = number<int64_t>(j, "total_input_tokens");
+  s.total_output_tokens = number<int64_t>(j, "total_output_tokens");
+  s.request_throughput = json_read::optional_num(j, "request_throughput");
+  s.output_throughput = json_read::optional_num(j, "output_throughput");
+  s.total_token_throughput = json_read::optional_num(j, "total_token_throughput");
+  s.goodput = json_read::optional_num(j, "goodput");
+  for (const auto& [bound, value] : object(j, "slo").items())
+    if (value.is_number()) s.slo[bound] = value.get<double>();
+  for (const auto& e : list(j, "errors"))
+    if (e.is_string()) s.errors.push_back(e.get<std::string>());
+  for (const auto& [latency, member] : kLatencies)
+    for (const auto& [statistic, value] : kStatistics)
+      (s.*member).*value = json_read::optional_num(j, (std::string(statistic) + "_" + latency + "_ms").c_str());
+  return s;
+}
+
+std::optional<std::vector<ServingLevel>> serving_from_json(const json& j) {
+  if (!j.is_array()) return std::nullopt;
+  std::vector<ServingLevel> levels;
+  for (const auto& level : j) levels.push_back(serving_level_from_json(level));
+  return levels;
 }
 
 BenchReport bench_report_from_json(const json& j) {

@@ -109,6 +109,32 @@ struct ErrorInfo {
   bool operator==(const ErrorInfo&) const = default;
 };
 
+// A latency over one load level's requests, vLLM's statistics of it; all nullopt when no
+// request gave one (no token after the first: no TPOT).
+struct LatencyDistribution {
+  std::optional<double> mean, median, std, p90, p99;
+  bool operator==(const LatencyDistribution&) const = default;
+};
+
+// One load level of a bench test (runner/load_runner.h: many requests, closed loop at a
+// concurrency or open loop at a Poisson rate), in vLLM `bench serve`'s field names.
+struct ServingLevel {
+  std::optional<int> concurrency;      // closed loop; nullopt for an open loop
+  std::optional<double> request_rate;  // open loop: arrivals per second
+  int max_concurrency = 0;             // requests in flight at most
+  int num_requests = 0, not_sent = 0;  // asked for; not sent before the level's time ran out
+  int completed = 0, failed = 0;
+  double duration_s = 0;               // first request's start to the last one's end
+  int64_t total_input_tokens = 0, total_output_tokens = 0;
+  // Per second of duration_s; nullopt when nothing completed. goodput: requests that met
+  // every bound of the SLO, nullopt without one.
+  std::optional<double> request_throughput, output_throughput, total_token_throughput, goodput;
+  std::map<std::string, double> slo;   // "ttft_ms", "tpot_ms", "e2el_ms" -> bound
+  std::vector<std::string> errors;     // the first few distinct ones
+  LatencyDistribution ttft, tpot, itl, e2el;
+  bool operator==(const ServingLevel&) const = default;
+};
+
 struct TestResult {
   workload::TestCase config;
   int model_index = 0;  // into Provenance::models
@@ -118,7 +144,8 @@ struct TestResult {
   std::vector<Repetition> repetitions;
   nlohmann::json telemetry;  // {"sample_hz", "unavailable", "load"}: null when off
   nlohmann::json roofline;   // ceilings and efficiencies (null when unknown)
-  nlohmann::json serving;    // load levels (runner/load_runner.h), vLLM's field names; null when none
+  // Load levels after the repetitions (--concurrency, --request-rate); none without them.
+  std::optional<std::vector<ServingLevel>> serving;
   // Where the model and its compute lived: devices, layers offloaded, buffers, and from an
   // untimed probe which backend ran the graphs (docs/gpu.md). Empty when not known.
   engine::Placement placement;
@@ -166,6 +193,10 @@ nlohmann::json to_json(const Repetition& repetition);
 Repetition repetition_from_json(const nlohmann::json& j);  // for --resume from the store
 nlohmann::json to_json(const engine::Placement& placement);
 engine::Placement placement_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const ServingLevel& level);
+ServingLevel serving_level_from_json(const nlohmann::json& j);
+// A test's levels: an array; nullopt for anything else (a test without load levels).
+std::optional<std::vector<ServingLevel>> serving_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const TestResult& result);
 nlohmann::json to_json(const BenchReport& report);
 // The inverse, for bench documents read back (a doctor's children from their stream, a

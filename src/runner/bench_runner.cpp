@@ -272,12 +272,12 @@ void run_case(engine::Engine& engine, const engine::LoadedModel& model, size_t i
   co.n_ctx = std::max(1, test.n_prompt) + std::max(1, test.n_gen);
   std::vector<int> levels = options.load.concurrency;
   if (options.load.request_rate > 0) levels.push_back(0);  // 0: the open loop
-  res.serving = nlohmann::json::array();
+  res.serving.emplace();
   for (int c : levels) {
     if (callbacks.stop.stop_requested()) break;
     progress(c > 0 ? fmt::format("{}: {} requests at concurrency {}", label, options.load.num_requests, c)
                    : fmt::format("{}: {} requests at {}/s", label, options.load.num_requests, options.load.request_rate));
-    res.serving.push_back(run_load_level(model, co, test, options.api, options.load, c, options.seed, clock, callbacks.stop));
+    res.serving->push_back(run_load_level(model, co, test, options.api, options.load, c, options.seed, clock, callbacks.stop));
   }
 }
 

@@ -17,14 +17,11 @@ namespace {
 
 constexpr int kDefaultOpenLoopCap = 64;
 
-void add_distribution(nlohmann::json& j, const std::string& name, std::vector<double> values) {
+result::LatencyDistribution distribution(std::vector<double> values) {
+  if (values.empty()) return {};
   std::sort(values.begin(), values.end());
-  const bool any = !values.empty();
-  auto v = [&](double x) { return any ? nlohmann::json(x) : nlohmann::json(nullptr); };
-  j["mean_" + name + "_ms"] = v(stats::mean(values));
-  j["median_" + name + "_ms"] = v(stats::quantile_sorted(values, 0.5));
-  j["std_" + name + "_ms"] = v(stats::stddev(values));
-  for (int p : {90, 99}) j[fmt::format("p{}_{}_ms", p, name)] = v(stats::quantile_sorted(values, p / 100.0));
+  return {stats::mean(values), stats::quantile_sorted(values, 0.5), stats::stddev(values),
+          stats::quantile_sorted(values, 0.9), stats::quantile_sorted(values, 0.99)};
 }
 
 }  // namespace
@@ -56,13 +53,12 @@ void validate(const LoadOptions& o) {
     throw_bad_input("--max-duration {} out of range (0, 86400] seconds", o.max_duration_s);
 }
 
-nlohmann::json summarize_load(const std::vector<RequestRecord>& records,
-                              const std::map<std::string, double>& slo) {
+result::ServingLevel summarize_load(const std::vector<RequestRecord>& records, const std::map<std::string, double>& slo) {
   std::vector<double> ttft, tpot, itl, e2el;
   double first = 0, last = 0;
   int completed = 0, good = 0;
   int64_t input_tokens = 0, output_tokens = 0;
-  nlohmann::json errors = nlohmann::json::array();
+  std::vector<std::string> errors;
   for (const auto& r : records) {
     if (!r.ok) {
       if (errors.size() < 5 && std::find(errors.begin(), errors.end(), r.error) == errors.end())
@@ -86,28 +82,27 @@ nlohmann::json summarize_load(const std::vector<RequestRecord>& records,
     good += met ? 1 : 0;
   }
   const double duration = last - first;
-  auto per_s = [&](double x) {
-    return duration > 0 ? nlohmann::json(x / duration) : nlohmann::json(nullptr);
-  };
-  nlohmann::json j = {{"completed", completed},
-                      {"failed", static_cast<int>(records.size()) - completed},
-                      {"duration_s", duration},
-                      {"total_input_tokens", input_tokens},
-                      {"total_output_tokens", output_tokens},
-                      {"request_throughput", per_s(completed)},
-                      {"output_throughput", per_s(static_cast<double>(output_tokens))},
-                      {"total_token_throughput", per_s(static_cast<double>(input_tokens + output_tokens))},
-                      {"goodput", slo.empty() ? nlohmann::json(nullptr) : per_s(good)},
-                      {"slo", slo},
-                      {"errors", errors}};
-  add_distribution(j, "ttft", ttft);
-  add_distribution(j, "tpot", tpot);
-  add_distribution(j, "itl", itl);
-  add_distribution(j, "e2el", e2el);
-  return j;
+  auto per_s = [&](double x) { return duration > 0 ? std::optional<double>(x / duration) : std::nullopt; };
+  result::ServingLevel s;
+  s.completed = completed;
+  s.failed = static_cast<int>(records.size()) - completed;
+  s.duration_s = duration;
+  s.total_input_tokens = input_tokens;
+  s.total_output_tokens = output_tokens;
+  s.request_throughput = per_s(completed);
+  s.output_throughput = per_s(static_cast<double>(output_tokens));
+  s.total_token_throughput = per_s(static_cast<double>(input_tokens + output_tokens));
+  s.goodput = slo.empty() ? std::nullopt : per_s(good);
+  s.slo = slo;
+  s.errors = std::move(errors);
+  s.ttft = distribution(std::move(ttft));
+  s.tpot = distribution(std::move(tpot));
+  s.itl = distribution(std::move(itl));
+  s.e2el = distribution(std::move(e2el));
+  return s;
 }
 
-nlohmann::json run_load_level(const engine::LoadedModel& model, const engine::ContextOptions& context,
+result::ServingLevel run_load_level(const engine::LoadedModel& model, const engine::ContextOptions& context,
                               const workload::TestCase& test, const std::string& api,
                               const LoadOptions& options, int concurrency, uint64_t seed,
                               const RunClock& clock, const StopToken& stop) {
@@ -169,13 +164,13 @@ nlohmann::json run_load_level(const engine::LoadedModel& model, const engine::Co
   std::vector<RequestRecord> done;
   for (size_t i = 0; i < records.size(); ++i)
     if (sent[i]) done.push_back(records[i]);
-  nlohmann::json j = summarize_load(done, options.slo);
-  j["concurrency"] = open_loop ? nlohmann::json(nullptr) : nlohmann::json(concurrency);
-  j["max_concurrency"] = workers;
-  j["request_rate"] = open_loop ? nlohmann::json(options.request_rate) : nlohmann::json(nullptr);
-  j["num_requests"] = n;
-  j["not_sent"] = n - static_cast<int>(done.size());
-  return j;
+  result::ServingLevel level = summarize_load(done, options.slo);
+  if (!open_loop) level.concurrency = concurrency;
+  level.max_concurrency = workers;
+  if (open_loop) level.request_rate = options.request_rate;
+  level.num_requests = n;
+  level.not_sent = n - static_cast<int>(done.size());
+  return level;
 }
 
 }  // namespace edgeprobe::runner

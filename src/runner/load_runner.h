@@ -7,6 +7,7 @@
 #include "core/clock.h"
 #include "core/stop_token.h"
 #include "engine/engine.h"
+#include "result/result.h"
 #include "workload/sweep.h"
 
 // Load on a server (or the in-process engine through its request path): many requests
@@ -28,13 +29,10 @@ struct LoadOptions {
 std::map<std::string, double> parse_slo(const std::string& text);
 void validate(const LoadOptions& options);
 
-// One level (concurrency c, or the request rate when c = 0): per-request figures and
-// their summary, e.g. {"concurrency", "completed", "failed", "duration_s",
-// "request_throughput", "output_throughput", "goodput", "mean_ttft_ms",
-// "median_ttft_ms", "p90_ttft_ms", "p99_ttft_ms", ... for ttft, tpot, itl, e2el, "errors"}.
+// One level (concurrency c, or the request rate when c = 0), summarized from its requests.
 // Each worker gets its own completer (a server connection, or an in-process context).
 // Asked to stop, no further request is sent; those in flight finish and are counted.
-nlohmann::json run_load_level(const engine::LoadedModel& model, const engine::ContextOptions& context,
+result::ServingLevel run_load_level(const engine::LoadedModel& model, const engine::ContextOptions& context,
                               const workload::TestCase& test, const std::string& api,
                               const LoadOptions& options, int concurrency, uint64_t seed,
                               const RunClock& clock, const StopToken& stop);
@@ -48,7 +46,7 @@ struct RequestRecord {
   std::vector<double> itl_ms;
   int prompt_tokens = 0, completion_tokens = 0;
 };
-nlohmann::json summarize_load(const std::vector<RequestRecord>& records,
-                              const std::map<std::string, double>& slo);
+// The level's own fields (concurrency, rate, requests asked for) are left to the caller.
+result::ServingLevel summarize_load(const std::vector<RequestRecord>& records, const std::map<std::string, double>& slo);
 
 }  // namespace edgeprobe::runner

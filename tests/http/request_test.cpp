@@ -99,7 +99,7 @@ TEST(LoadSummary, ThroughputGoodputAndPercentilesUnderVllmNames) {
   runner::RequestRecord failed;
   failed.error = "HTTP 500: boom";
   records.push_back(failed);
-  const auto j = runner::summarize_load(records, runner::parse_slo("ttft_ms=200,tpot_ms=15"));
+  const auto j = result::to_json(runner::summarize_load(records, runner::parse_slo("ttft_ms=200,tpot_ms=15")));
   EXPECT_EQ(j["completed"], 2);
   EXPECT_EQ(j["failed"], 1);
   EXPECT_DOUBLE_EQ(j["duration_s"].get<double>(), 2.0);  // 0 .. 0.5 + 1.5
@@ -134,7 +134,7 @@ TEST(LoadLevel, ClosedLoopRunsEveryRequestOnTheInProcessCompleter) {
   runner::LoadOptions options;
   options.num_requests = 6;
   const RunClock clock;
-  const auto j = runner::run_load_level(*model, co, test, "completions", options, 2, 1, clock, StopToken());
+  const auto j = result::to_json(runner::run_load_level(*model, co, test, "completions", options, 2, 1, clock, StopToken()));
   EXPECT_EQ(j["completed"], 6);
   EXPECT_EQ(j["failed"], 0);
   EXPECT_EQ(j["concurrency"], 2);
@@ -142,7 +142,8 @@ TEST(LoadLevel, ClosedLoopRunsEveryRequestOnTheInProcessCompleter) {
   EXPECT_GT(j["request_throughput"].get<double>(), 0);
   options.request_rate = 1000;
   options.max_concurrency = 3;
-  const auto open = runner::run_load_level(*model, co, test, "completions", options, 0, 1, clock, StopToken());
+  const auto open = result::to_json(runner::run_load_level(*model, co, test, "completions", options, 0, 1, clock, StopToken()));
+  EXPECT_TRUE(open["concurrency"].is_null()) << "an open loop has no concurrency of its own";
   EXPECT_EQ(open["completed"], 6);
   EXPECT_EQ(open["request_rate"], 1000);
   EXPECT_EQ(open["max_concurrency"], 3);

@@ -157,13 +157,14 @@ TEST(Reporters, MarkdownMatchesGolden) { expect_golden("md"); }
 // SLO says so instead of showing a goodput of 0.
 TEST(Reporters, MarkdownListsServingLevels) {
   auto report = sample_report();
-  report.results[1].serving = nlohmann::json::array(
+  // As the runner writes them: an open loop's concurrency is null, not absent.
+  report.results[1].serving = result::serving_from_json(nlohmann::json::array(
       {{{"concurrency", 2}, {"completed", 16}, {"failed", 0}, {"request_throughput", 3.25},
         {"output_throughput", 104.0}, {"goodput", 2.5}, {"median_ttft_ms", 120.0}, {"p99_ttft_ms", 480.5},
         {"median_tpot_ms", 18.25}, {"p99_itl_ms", 40.0}, {"median_e2el_ms", 700.0}},
-       {{"request_rate", 4.0}, {"completed", 15}, {"failed", 1}, {"request_throughput", 3.0},
+       {{"concurrency", nullptr}, {"request_rate", 4.0}, {"completed", 15}, {"failed", 1}, {"request_throughput", 3.0},
         {"output_throughput", 96.0}, {"goodput", nullptr}, {"median_ttft_ms", 150.0}, {"p99_ttft_ms", 900.0},
-        {"median_tpot_ms", 20.0}, {"p99_itl_ms", 55.0}, {"median_e2el_ms", 800.0}}});
+        {"median_tpot_ms", 20.0}, {"p99_itl_ms", 55.0}, {"median_e2el_ms", 800.0}}}));
   std::ostringstream out;
   auto reporter = report::make_reporter("md", out);
   reporter->begin(report.provenance, {});
