@@ -306,23 +306,23 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
       // The ceilings of the device that held the model: the GPU's when layers were offloaded.
       const auto judged = ceilings_for(r, *ceilings[i]);
       if (judged) {
-        r.roofline = runner::roofline_json(r, models.info(i), *judged);
+        r.roofline = runner::roofline_of(r, models.info(i), *judged);
         const auto& p = r.placement;
         // Op offload at -ngl 0: llama.cpp moved the prompt's matmuls to a GPU (batch >= 32).
         const bool prefill_elsewhere = p.prefill && std::any_of(p.prefill->backends.begin(), p.prefill->backends.end(),
                                                                 [](const auto& b) { return b.backend != "CPU"; });
-        if (r.roofline.is_object() && judged->device.empty() && prefill_elsewhere && r.config.n_prompt > 0)
-          r.roofline["notes"].push_back(
+        if (r.roofline && judged->device.empty() && prefill_elsewhere && r.config.n_prompt > 0)
+          r.roofline->notes.push_back(
               "the prompt's matmuls ran on a GPU (op offload at -ngl 0) while the model stayed on the CPU: prefill is "
               "judged against the CPU's ceilings (doctor's gpu.decode_on_cpu names the split)");
-        if (r.roofline.is_object() && !judged->device.empty() && p.layers_offloaded < p.layers_total)
-          r.roofline["notes"].push_back(fmt::format(
+        if (r.roofline && !judged->device.empty() && p.layers_offloaded < p.layers_total)
+          r.roofline->notes.push_back(fmt::format(
               "partial offload: {} of {} layers on {}, the rest on the CPU, so this GPU's ceilings are above what "
               "this configuration can reach",
               p.layers_offloaded, p.layers_total, judged->device));
         // The prediction from the same ceilings next to the measurement: every stored run
         // checks the model (predict --check).
-        if (r.roofline.is_object()) r.roofline["prediction"] = bench_prediction(r, models.info(i), *judged);
+        if (r.roofline) r.roofline->prediction = bench_prediction(r, models.info(i), *judged);
       }
     }
     // What a test has beyond its repetitions, so the stored run loads back whole.

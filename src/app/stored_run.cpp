@@ -39,7 +39,7 @@ result::BenchReport bench_from_store(const json& doc, const result::Provenance& 
       r.load_ms = t.value("load_ms", std::vector<double>{});
       r.page_cache_resident_share = t.value("page_cache_resident_share", -1.0);
       r.telemetry = t.value("telemetry", json(nullptr));
-      r.roofline = t.value("roofline", json(nullptr));
+      r.roofline = result::roofline_optional_from_json(t.value("roofline", json(nullptr)));
       r.serving = result::serving_from_json(t.value("serving", json(nullptr)));
       r.placement = result::placement_from_json(t.value("placement", json(nullptr)));
       if (t.contains("error") && t["error"].is_object())

@@ -360,12 +360,12 @@ void check_load(const Evidence& e, std::vector<Finding>& out) {
   const double cold = r->load_ms.empty() ? 0.0 : summary.load_cold_ms;
   const double resident = r->page_cache_resident_share;
   const double warm = summary.load_warm_ms.n > 0 ? summary.load_warm_ms.median : 0.0;
-  const auto& roof = r->roofline;
-  const double ceiling_ms = roof.is_object() ? num(roof, "load_ceiling_ms") : 0.0;
+  const double ceiling_ms = r->roofline ? r->roofline->load_ceiling_ms : 0.0;
   std::vector<std::string> ev;
   ev.push_back(fmt::format("first load {:.0f} ms with {} of the file in the page cache before it{}", cold,
                            resident >= 0 ? pct(resident) : "an unknown share", warm > 0 ? fmt::format("; warm loads {:.0f} ms", warm) : ""));
-  if (ceiling_ms > 0) ev.push_back(fmt::format("storage ceiling for the file: {:.0f} ms ({})", ceiling_ms, text(roof, "load_ceiling_basis")));
+  if (ceiling_ms > 0)
+    ev.push_back(fmt::format("storage ceiling for the file: {:.0f} ms ({})", ceiling_ms, r->roofline->load_ceiling_basis));
   if (!e.options.config.use_mmap) {
     const bool cold_cache = resident >= 0 && resident < 0.5;
     Finding f{"load.no_mmap", cold_cache ? Severity::kWarning : Severity::kInfo,
@@ -412,33 +412,30 @@ void check_ceiling(const Evidence& e, std::vector<Finding>& out) {
   const auto& o = e.options;
   std::vector<std::string> ev;
   json data = json::object();
-  for (const auto& [test, key, label] : {std::tuple{fmt::format("tg{}", o.n_gen), "decode_efficiency", "decode"},
-                                         std::tuple{fmt::format("pp{}", o.n_prompt), "prefill_efficiency", "prefill"}}) {
+  for (const auto& [test, decode] : {std::pair{fmt::format("tg{}", o.n_gen), true}, std::pair{fmt::format("pp{}", o.n_prompt), false}}) {
     const result::TestResult* r = rv::find_result(e.primary.report, test);
-    if (!r || !r->roofline.is_object()) continue;
-    const auto& roof = r->roofline;
-    if (const json& suspect = field(roof, (std::string(label) + "_ceiling_suspect").c_str());
-        suspect.is_boolean() && suspect.get<bool>()) {
-      data[label] = roof;
+    if (!r || !r->roofline) continue;
+    const result::Roofline& roof = *r->roofline;
+    const char* label = decode ? "decode" : "prefill";
+    if (decode ? roof.decode_ceiling_suspect : roof.prefill_ceiling_suspect) {
+      data[label] = result::to_json(roof);
       ev.push_back(fmt::format("{}: ceiling suspect: it ran at {:.2f}x its measured ceiling, so the ceiling was probed "
                                "while the machine was slower; measure it again: {}",
-                               label, num(roof, (std::string(label) + "_over_ceiling").c_str()),
-                               text(roof, "remeasure_command")));
+                               label, decode ? roof.decode_over_ceiling : roof.prefill_over_ceiling, roof.remeasure_command));
       continue;
     }
-    if (!roof.contains(key) || !field(roof, key).is_number()) continue;
-    const double eff = field(roof, key).get<double>();
-    data[label] = roof;
-    if (std::string(label) == "decode") {
-      std::string basis = fmt::format("{:.1f} GB/s ÷ {} per token", num(roof, "bandwidth_gb_per_s"), mib(num(roof, "decode_bytes_per_token")));
-      const std::string bound = text(roof, "decode_bound");
-      if (!bound.empty()) basis += ", bound: " + bound;
-      if (bound == "kernel" && field(roof, "decode_bandwidth_efficiency").is_number())
-        basis += fmt::format("; {:.0f} % of memory bandwidth alone", num(roof, "decode_bandwidth_efficiency") * 100);
-      ev.push_back(fmt::format("decode: {:.0f} % of the ceiling {:.1f} t/s ({})", eff * 100, num(roof, "decode_ceiling_tokens_per_s"), basis));
+    const double eff = decode ? roof.decode_efficiency : roof.prefill_efficiency;
+    if (!(std::isfinite(eff) && eff > 0)) continue;  // not measured (null in the document)
+    data[label] = result::to_json(roof);
+    if (decode) {
+      std::string basis = fmt::format("{:.1f} GB/s ÷ {} per token", roof.bandwidth_gb_per_s, mib(roof.decode_bytes_per_token));
+      if (!roof.decode_bound.empty()) basis += ", bound: " + roof.decode_bound;
+      if (roof.decode_bound == "kernel" && roof.decode_bandwidth_efficiency > 0)
+        basis += fmt::format("; {:.0f} % of memory bandwidth alone", roof.decode_bandwidth_efficiency * 100);
+      ev.push_back(fmt::format("decode: {:.0f} % of the ceiling {:.1f} t/s ({})", eff * 100, roof.decode_ceiling_tokens_per_s, basis));
     } else {
       ev.push_back(fmt::format("prefill: {:.0f} % of the ceiling {:.1f} t/s ({:.1f} GFLOP/s achieved)", eff * 100,
-                               num(roof, "prefill_ceiling_tokens_per_s"), num(roof, "prefill_achieved_gflop_per_s")));
+                               roof.prefill_ceiling_tokens_per_s, roof.prefill_achieved_gflop_per_s));
     }
   }
   if (ev.empty()) {

@@ -148,10 +148,11 @@ nlohmann::json phase_ceilings(const std::optional<result::BenchReport>& report) 
   nlohmann::json out = nlohmann::json::object();
   if (!report) return nullptr;
   for (const auto& r : report->results) {
-    const auto& roof = r.roofline;
-    for (const char* key : {"prefill_ceiling_tokens_per_s", "decode_ceiling_tokens_per_s"})
-      if (field(roof, key).is_number() && !out.contains(key)) out[key] = field(roof, key);
-    if (field(roof, "decode_bound").is_string() && !out.contains("decode_bound")) out["decode_bound"] = field(roof, "decode_bound");
+    if (!r.roofline) continue;
+    // In the document's names; a ceiling not measured is left out, as its null is.
+    const nlohmann::json roof = result::to_json(*r.roofline);
+    for (const char* key : {"prefill_ceiling_tokens_per_s", "decode_ceiling_tokens_per_s", "decode_bound"})
+      if (!roof[key].is_null() && !out.contains(key)) out[key] = roof[key];
   }
   return out.empty() ? nlohmann::json(nullptr) : out;
 }

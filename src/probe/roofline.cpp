@@ -480,48 +480,4 @@ Roofline compute_roofline(const model::GgufInfo& info, const DeviceCeilings& cei
   return r;
 }
 
-nlohmann::json to_json(const Roofline& r) {
-  auto or_null = [](double v) { return v > 0 && std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
-  auto or_null_str = [](const std::string& v) { return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v); };
-  nlohmann::json j = {{"decode_bytes_per_token", or_null(r.decode_bytes_per_token)},
-          {"decode_mean_depth", r.decode_mean_depth},
-          {"bandwidth_gb_per_s", or_null(r.bandwidth_gb_per_s)},
-          {"decode_bandwidth_ceiling_tokens_per_s", or_null(r.decode_bandwidth_ceiling_tokens_per_s)},
-          {"decode_bandwidth_efficiency", or_null(r.decode_bandwidth_efficiency)},
-          {"decode_kernel_gb_per_s", or_null(r.decode_kernel_gb_per_s)},
-          {"decode_kernel_ceiling_tokens_per_s", or_null(r.decode_kernel_ceiling_tokens_per_s)},
-          {"decode_ceiling_tokens_per_s", or_null(r.decode_ceiling_tokens_per_s)},
-          {"decode_bound", or_null_str(r.decode_bound)},
-          {"decode_efficiency", or_null(r.decode_efficiency)},
-          {"bandwidth_at_threads_gb_per_s", or_null(r.bandwidth_at_threads_gb_per_s)},
-          {"decode_kernel_at_threads_gb_per_s", or_null(r.decode_kernel_at_threads_gb_per_s)},
-          {"decode_ceiling_at_threads_tokens_per_s", or_null(r.decode_ceiling_at_threads_tokens_per_s)},
-          {"decode_bound_at_threads", or_null_str(r.decode_bound_at_threads)},
-          {"decode_efficiency_at_threads", or_null(r.decode_efficiency_at_threads)},
-          {"decode_achieved_gb_per_s", or_null(r.decode_achieved_gb_per_s)},
-          {"prefill_flop_per_token", or_null(r.prefill_flop_per_token)},
-          {"prefill_mean_context", r.prefill_mean_context},
-          {"prefill_compute_basis", or_null_str(r.prefill_compute_basis)},
-          {"prefill_compute_gflop_per_s", or_null(r.prefill_compute_gflop_per_s)},
-          {"prefill_ceiling_tokens_per_s", or_null(r.prefill_ceiling_tokens_per_s)},
-          {"prefill_efficiency", or_null(r.prefill_efficiency)},
-          {"prefill_achieved_gflop_per_s", or_null(r.prefill_achieved_gflop_per_s)},
-          {"ceiling_statistic", kCeilingStatistic},
-          {"model_file_bytes", r.model_file_bytes},
-          {"load_ceiling_ms", or_null(r.load_ceiling_ms)},
-          {"load_ceiling_basis", r.load_ceiling_basis},
-          {"load_efficiency", or_null(r.load_efficiency)},
-          {"decode_cache_resident", r.decode_cache_resident},
-          {"decode_ceiling_suspect", r.decode_ceiling_suspect},
-          {"decode_over_ceiling", or_null(r.decode_over_ceiling)},
-          {"prefill_ceiling_suspect", r.prefill_ceiling_suspect},
-          {"prefill_over_ceiling", or_null(r.prefill_over_ceiling)},
-          {"remeasure_command", or_null_str(r.remeasure_command)},
-          {"notes", r.notes}};
-  // Absent for the CPU, so CPU results read as before; a GPU run names the device whose
-  // ceilings it was judged against.
-  if (!r.device.empty()) j["ceiling_device"] = r.device;
-  return j;
-}
-
 }  // namespace edgeprobe::probe

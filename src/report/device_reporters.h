@@ -9,8 +9,10 @@ struct IsaGap;
 }  // namespace edgeprobe::platform
 namespace edgeprobe::probe {
 struct DeviceCeilings;
-struct Roofline;
 }  // namespace edgeprobe::probe
+namespace edgeprobe::result {
+struct Roofline;
+}  // namespace edgeprobe::result
 namespace edgeprobe::telemetry {
 struct DeviceInfo;
 }
@@ -27,7 +29,7 @@ std::string to_text(const platform::Topology& topology);
 std::string to_text(const platform::IsaGap& gap);
 // The CPU's figures and each GPU's, with the storage ceiling.
 std::string to_text(const probe::DeviceCeilings& ceilings);
-std::string to_text(const probe::Roofline& roofline);
+std::string to_text(const result::Roofline& roofline);
 // sysinfo's sysfs view: clusters, cpufreq, thermal zones, GPUs, power, cgroup.
 std::string to_text(const telemetry::DeviceInfo& info);
 // One line per GPU backend library and device, and why a library gave none.

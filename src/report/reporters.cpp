@@ -381,7 +381,7 @@ class CsvReporter : public Reporter {
                       {"model", provenance_["models"][static_cast<size_t>(r.model_index)]},
                       {"provenance", provenance_},
                       {"telemetry", {{"prefill", phase_telemetry(r, "prefill")}, {"decode", phase_telemetry(r, "decode")}}},
-                      {"notes", efficiency_notes(r.roofline)},
+                      {"notes", efficiency_notes(res["roofline"])},
                       {"prefill", test_prefill_path(r)}};
     std::string line;
     bool first = true;

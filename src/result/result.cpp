@@ -386,7 +386,7 @@ json to_json(const TestResult& r) {
   for (const auto& rep : r.repetitions) reps.push_back(to_json(rep));
   j["repetitions"] = reps;
   j["telemetry"] = r.telemetry;
-  j["roofline"] = r.roofline;
+  j["roofline"] = r.roofline ? to_json(*r.roofline) : json(nullptr);
   if (r.serving) {
     j["serving"] = json::array();
     for (const auto& level : *r.serving) j["serving"].push_back(to_json(level));
@@ -407,7 +407,7 @@ TestResult test_result_from_json(const json& j) {
     r.page_cache_resident_share = load["page_cache_resident_share_before"].get<double>();
   for (const auto& rep : list(j, "repetitions")) r.repetitions.push_back(repetition_from_json(rep));
   r.telemetry = field(j, "telemetry");
-  r.roofline = field(j, "roofline");
+  r.roofline = roofline_optional_from_json(field(j, "roofline"));
   r.serving = serving_from_json(field(j, "serving"));
   r.placement = placement_from_json(field(j, "placement"));
   return r;

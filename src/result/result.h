@@ -12,6 +12,7 @@
 #include "engine/backend.h"
 #include "engine/placement.h"
 #include "platform/device_identity.h"
+#include "result/roofline.h"
 #include "workload/sweep.h"
 
 namespace edgeprobe::result {
@@ -143,7 +144,7 @@ struct TestResult {
   double page_cache_resident_share = -1;  // of the file, before the first load; -1 unknown
   std::vector<Repetition> repetitions;
   nlohmann::json telemetry;  // {"sample_hz", "unavailable", "load"}: null when off
-  nlohmann::json roofline;   // ceilings and efficiencies (null when unknown)
+  std::optional<Roofline> roofline;  // ceilings and efficiencies; none without ceilings (or a failed test)
   // Load levels after the repetitions (--concurrency, --request-rate); none without them.
   std::optional<std::vector<ServingLevel>> serving;
   // Where the model and its compute lived: devices, layers offloaded, buffers, and from an

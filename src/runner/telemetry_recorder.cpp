@@ -89,9 +89,9 @@ void TelemetryRecorder::write_trace(const std::string& path) const {
   telemetry::write_chrome_trace(out, timeline, events_);
 }
 
-nlohmann::json roofline_json(const result::TestResult& r, const model::GgufInfo& info,
-                             const probe::DeviceCeilings& ceilings) {
-  if (r.error) return nullptr;
+std::optional<result::Roofline> roofline_of(const result::TestResult& r, const model::GgufInfo& info,
+                                            const probe::DeviceCeilings& ceilings) {
+  if (r.error) return std::nullopt;
   const result::TestSummary s = result::summarize(r);
   const double pp = r.config.n_prompt > 0 ? s.prefill_tokens_per_s.median : 0;
   const double tg = r.config.n_gen > 0 ? s.decode_tokens_per_s.median : 0;
@@ -101,7 +101,7 @@ nlohmann::json roofline_json(const result::TestResult& r, const model::GgufInfo&
                                                 (probe::kv_type_bytes_per_element(r.config.type_k) +
                                                  probe::kv_type_bytes_per_element(r.config.type_v)) / 2,
                                                 r.config.n_batch, r.config.n_ubatch);
-  return probe::to_json(roofline);
+  return roofline;
 }
 
 }  // namespace edgeprobe::runner

@@ -44,8 +44,9 @@ class TelemetryRecorder {
   std::optional<PhaseEvent> cold_load_;
 };
 
-// Ceilings and efficiencies of one result from the device's measured ceilings.
-nlohmann::json roofline_json(const result::TestResult& result, const model::GgufInfo& info,
+// Ceilings and efficiencies of one result from the device's measured ceilings; none for a
+// failed test.
+std::optional<result::Roofline> roofline_of(const result::TestResult& result, const model::GgufInfo& info,
                              const probe::DeviceCeilings& ceilings);
 
 }  // namespace edgeprobe::runner

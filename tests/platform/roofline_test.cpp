@@ -136,6 +136,26 @@ TEST(Roofline, JsonNamesTheStatisticOfItsCeilings) {
   EXPECT_DOUBLE_EQ(j.at("bandwidth_at_threads_gb_per_s").get<double>(), 12.0);
 }
 
+// The roofline is part of the result document: it reads back into the same struct, and one
+// written by an earlier release keeps the keys it lacked absent (it never checked whether
+// a ceiling was suspect, so its document does not say "false").
+TEST(Roofline, ItsDocumentReadsBackAndAnEarlierOneKeepsWhatItLackedAbsent) {
+  Roofline r = compute_roofline(llama7b_q4_0(), ceilings_20gbs(), 512, 1, 0, 5.0, 4.0, 0, 1);
+  r.device = "Vulkan0";
+  r.notes.push_back("partial offload");
+  r.prediction = {{"decode_tokens_per_s", 3.9}};
+  const nlohmann::json written = result::to_json(r);
+  EXPECT_EQ(result::to_json(result::roofline_from_json(written)), written);
+  EXPECT_EQ(result::roofline_from_json(written).decode_efficiency, r.decode_efficiency);
+  nlohmann::json earlier = written;
+  for (const char* key : {"decode_ceiling_suspect", "prefill_ceiling_suspect", "decode_cache_resident", "remeasure_command"})
+    earlier.erase(key);
+  const Roofline read = result::roofline_from_json(earlier);
+  EXPECT_EQ(read.bandwidth_gb_per_s, 20.0);
+  EXPECT_EQ(result::to_json(read), earlier);
+  EXPECT_FALSE(result::roofline_optional_from_json(nullptr)) << "no ceilings: no roofline";
+}
+
 TEST(Roofline, DecodeUsesTheMeanDepthOfTheGeneratedTokens) {
   // 65 tokens from depth 4064: token i sees 4064 + i cached entries, mean 4096.
   const Roofline r = compute_roofline(llama7b_q4_0(), ceilings_20gbs(), 0, 65, 4064, 0, 2.0, 0);

@@ -104,10 +104,10 @@ json bench_document(int reps, int steps, bool with_telemetry, const std::string&
     }
     if (with_telemetry) r.telemetry = {{"sample_hz", 20}, {"unavailable", json::array()}};
     if (test == 1) {
-      r.roofline = {{"decode_bandwidth_ceiling_tokens_per_s", 50.0}, {"decode_kernel_ceiling_tokens_per_s", 42.0},
-                    {"decode_ceiling_tokens_per_s", 42.0}, {"decode_bound", "kernel"}, {"decode_efficiency", 0.7}};
+      r.roofline = result::roofline_from_json({{"decode_bandwidth_ceiling_tokens_per_s", 50.0}, {"decode_kernel_ceiling_tokens_per_s", 42.0},
+                                               {"decode_ceiling_tokens_per_s", 42.0}, {"decode_bound", "kernel"}, {"decode_efficiency", 0.7}});
     } else {
-      r.roofline = {{"prefill_ceiling_tokens_per_s", 90.0}, {"prefill_efficiency", 0.71}};
+      r.roofline = result::roofline_from_json({{"prefill_ceiling_tokens_per_s", 90.0}, {"prefill_efficiency", 0.71}});
     }
     report.results.push_back(r);
   }

@@ -91,21 +91,21 @@ result::BenchReport sample_report() {
                        {"other_cpu_share", 0.05 * i}}}};
     tg.repetitions.push_back(rep);
   }
-  // Rooflines as runner::roofline_json writes them (a subset of its fields).
-  pp.roofline = {{"prefill_ceiling_tokens_per_s", 72.5},
+  // Rooflines as runner::roofline_of makes them (these fields set, the rest not measured).
+  pp.roofline = result::roofline_from_json({{"prefill_ceiling_tokens_per_s", 72.5},
                  {"prefill_efficiency", 0.875},
                  {"prefill_compute_basis", "model shapes x 128 tokens"},
                  {"decode_bound", nullptr},
-                 {"decode_efficiency", nullptr}};
-  tg.roofline = {{"decode_bandwidth_ceiling_tokens_per_s", 81.0},
+                 {"decode_efficiency", nullptr}});
+  tg.roofline = result::roofline_from_json({{"decode_bandwidth_ceiling_tokens_per_s", 81.0},
                  {"decode_bandwidth_efficiency", 0.35},
                  {"decode_kernel_ceiling_tokens_per_s", 31.5},
                  {"decode_ceiling_tokens_per_s", 31.5},
                  {"decode_bound", "kernel"},
                  {"decode_efficiency", 0.9},
-                 {"prefill_efficiency", nullptr}};
+                 {"prefill_efficiency", nullptr}});
   result::TestResult failed = tg;
-  failed.roofline = nullptr;
+  failed.roofline.reset();
   failed.config.type_v = "q4_0";
   failed.repetitions.clear();
   failed.error = result::ErrorInfo{"bad_input", "llama.cpp could not create a context"};
@@ -116,12 +116,12 @@ result::BenchReport sample_report() {
   once.load_ms = {812.5};
   once.repetitions.resize(1);
   once.repetitions[0].prefill_tokens_per_s = 64.0;
-  once.roofline = {{"prefill_ceiling_tokens_per_s", 0.5},
+  once.roofline = result::roofline_from_json({{"prefill_ceiling_tokens_per_s", 0.5},
                    {"prefill_efficiency", nullptr},
                    {"prefill_ceiling_suspect", true},
                    {"prefill_over_ceiling", 128.0},
                    {"remeasure_command", "edgeprobe probe -m model.gguf --refresh --replace"},
-                   {"decode_efficiency", nullptr}};
+                   {"decode_efficiency", nullptr}});
   r.results = {pp, tg, failed, once};
   return r;
 }
