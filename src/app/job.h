@@ -10,6 +10,7 @@
 #include "core/stop_token.h"
 #include "result/doctor.h"
 #include "result/result.h"
+#include "result/session.h"
 
 namespace edgeprobe::store {
 class Store;
@@ -43,10 +44,10 @@ class JobSink {
                                 const result::Repetition& /*repetition*/) {}
   virtual void bench_result(const result::TestResult& /*result*/) {}
   virtual void bench_end(const result::BenchReport& /*report*/) {}
-  // Session: each turn as it completes (the JSON it is stored as) and the report.
+  // Session: each turn as it completes and the report.
   virtual void session_begin(const result::Provenance& /*provenance*/, const nlohmann::json& /*plan*/) {}
-  virtual void session_turn(size_t /*config_index*/, const nlohmann::json& /*turn*/) {}
-  virtual void session_end(const nlohmann::json& /*report*/) {}
+  virtual void session_turn(size_t /*config_index*/, const result::Turn& /*turn*/) {}
+  virtual void session_end(const result::SessionReport& /*report*/) {}
   // Doctor: one unit, the whole diagnosis (or tune result) at the end, with the
   // provenance of its primary bench child (null for tune) and the plan it is stored under.
   virtual void doctor_end(const nlohmann::json& /*provenance*/, const nlohmann::json& /*plan*/,

@@ -139,9 +139,9 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
       t.frames_prefill = counts(frames.window_stats(t.start_ns, t.prefill_end_ns));
       t.frames_decode = counts(frames.window_stats(t.prefill_end_ns, t.end_ns));
     }
-    const json j = result::to_json(t);
-    if (ctx.store) ctx.store->record_turn(run_id, {static_cast<int64_t>(ci), t.round, t.conversation_id, t.turn_index}, j);
-    if (ctx.sink) ctx.sink->session_turn(ci, j);
+    if (ctx.store)
+      ctx.store->record_turn(run_id, {static_cast<int64_t>(ci), t.round, t.conversation_id, t.turn_index}, result::to_json(t));
+    if (ctx.sink) ctx.sink->session_turn(ci, t);
     turns[ci].push_back(t);
     ++turns_done[ci];
     report_units();
@@ -199,7 +199,7 @@ SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
     const auto status = store::finished_status(units, failed, out.outcome.interrupted);
     ctx.store->finish_run(run_id, status, finished_error(status, out.outcome, failed, units, "turns"));
   }
-  if (ctx.sink) ctx.sink->session_end(result::to_json(report));
+  if (ctx.sink) ctx.sink->session_end(report);
   return out;
 }
 

@@ -66,11 +66,13 @@ void StreamSink::session_begin(const result::Provenance& provenance, const json&
   emit({{"event", "provenance"}, {"provenance", result::to_json(provenance)}});
 }
 
-void StreamSink::session_turn(size_t config_index, const json& turn) {
-  emit({{"event", "turn"}, {"config_index", config_index}, {"turn", turn}});
+void StreamSink::session_turn(size_t config_index, const result::Turn& turn) {
+  emit({{"event", "turn"}, {"config_index", config_index}, {"turn", result::to_json(turn)}});
 }
 
-void StreamSink::session_end(const json& report) { emit({{"event", "result"}, {"report", report}}); }
+void StreamSink::session_end(const result::SessionReport& report) {
+  emit({{"event", "result"}, {"report", result::to_json(report)}});
+}
 
 void StreamSink::end(const JobOutcome& o) {
   emit({{"event", "end"},

@@ -28,8 +28,8 @@ class StreamSink : public JobSink {
   void bench_result(const result::TestResult& result) override;
   void bench_end(const result::BenchReport& report) override;
   void session_begin(const result::Provenance& provenance, const nlohmann::json& plan) override;
-  void session_turn(size_t config_index, const nlohmann::json& turn) override;
-  void session_end(const nlohmann::json& report) override;
+  void session_turn(size_t config_index, const result::Turn& turn) override;
+  void session_end(const result::SessionReport& report) override;
   void doctor_end(const nlohmann::json& provenance, const nlohmann::json& plan, const result::DoctorResult& report) override;
   // The last line of every stream: how the job ended (or the error that stopped it).
   void end(const JobOutcome& outcome);

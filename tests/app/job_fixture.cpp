@@ -31,11 +31,11 @@ void RecordingSink::bench_repetition(size_t case_index, const workload::TestCase
   count_unit();
 }
 
-void RecordingSink::session_turn(size_t config_index, const json& turn) {
+void RecordingSink::session_turn(size_t config_index, const result::Turn& turn) {
   turns.push_back({{"config", config_index},
-                   {"round", turn["round"]},
-                   {"conversation", turn["conversation_id"]},
-                   {"turn", turn["turn_index"]}});
+                   {"round", turn.round},
+                   {"conversation", turn.conversation_id},
+                   {"turn", turn.turn_index}});
   count_unit();
 }
 

@@ -57,8 +57,8 @@ class RecordingSink : public app::JobSink {
     result_statuses.push_back(r.error ? r.error->kind : "ok");
   }
   void bench_end(const result::BenchReport&) override { ended = true; }
-  void session_turn(size_t config_index, const nlohmann::json& turn) override;
-  void session_end(const nlohmann::json&) override { ended = true; }
+  void session_turn(size_t config_index, const result::Turn& turn) override;
+  void session_end(const result::SessionReport&) override { ended = true; }
 
  private:
   void count_unit();
