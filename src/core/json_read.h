@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "core/json_number.h"
 
@@ -65,6 +66,14 @@ T number(const nlohmann::json& j, const char* key) {
 inline double num(const nlohmann::json& j, const char* key, double fallback = 0) {
   const nlohmann::json& v = field(j, key);
   return v.is_number() ? v.get<double>() : fallback;
+}
+
+// The strings of a list field, skipping what is not a string; empty when absent.
+inline std::vector<std::string> strings(const nlohmann::json& j, const char* key) {
+  std::vector<std::string> out;
+  for (const auto& s : list(j, key))
+    if (s.is_string()) out.push_back(s.get<std::string>());
+  return out;
 }
 
 // A number field that may not have been measured: nullopt when absent, null or another

@@ -9,25 +9,17 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "report/formats.h"
+#include "report/json_cells.h"
 
 namespace edgeprobe::report {
 namespace {
 
 using nlohmann::json;
 
-std::string cell(const json& v) {
-  if (v.is_null()) return "";
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
-  if (v.is_number()) return fmt::format("{:.6g}", v.get<double>());
-  if (v.is_boolean()) return v.get<bool>() ? "1" : "0";
-  return v.dump();
-}
-
 std::string joined(const json& lines) {
   std::string out;
-  if (!lines.is_array()) return cell(lines);
-  for (const auto& l : lines) out += (out.empty() ? "" : "; ") + cell(l);
+  if (!lines.is_array()) return scalar(lines);
+  for (const auto& l : lines) out += (out.empty() ? "" : "; ") + scalar(l);
   return out;
 }
 
@@ -49,7 +41,7 @@ void write_diagnosis(const result::DoctorReport& r, const std::string& format, s
     for (const auto& f : findings) {
       std::string line = std::to_string(r.schema_version) + "," + csv_field(r.model);
       for (const char* c : kColumns)
-        line += "," + csv_field(std::string(c) == "evidence" ? joined(f[c]) : cell(f[c]));
+        line += "," + csv_field(std::string(c) == "evidence" ? joined(f[c]) : scalar(f[c]));
       out << line << "\n";
     }
   } else if (format == "jsonl") {
@@ -71,7 +63,6 @@ void write_tune(const result::TuneReport& r, const std::string& format, std::ost
     for (const auto& s : r.steps)
       for (const auto& c : s.candidates) row(s, c);
   };
-  const auto number = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
   if (format == "md" || format == "text") {
     out << to_text(r);
   } else if (format == "json") {
@@ -80,7 +71,8 @@ void write_tune(const result::TuneReport& r, const std::string& format, std::ost
     out << "schema_version,model,setting,value,prefill_tokens_per_s,decode_tokens_per_s,turn_s,chosen,error\n";
     rows([&](const result::TuneStep& s, const result::TuneCandidate& c) {
       out << fmt::format("{},{},{},{},{},{},{},{},{}\n", r.schema_version, csv_field(r.model), csv_field(s.setting),
-                         csv_field(c.value), cell(number(c.rates.pp)), cell(number(c.rates.tg)), cell(number(c.turn_s)),
+                         csv_field(c.value), scalar(json_read::number_or_null(c.rates.pp)),
+                         scalar(json_read::number_or_null(c.rates.tg)), scalar(json_read::number_or_null(c.turn_s)),
                          c.value == s.chosen ? 1 : 0, csv_field(s.error));
     });
   } else if (format == "jsonl") {
@@ -90,9 +82,9 @@ void write_tune(const result::TuneReport& r, const std::string& format, std::ost
                          {"model", r.model},
                          {"setting", s.setting},
                          {"value", c.value},
-                         {"prefill_tokens_per_s", number(c.rates.pp)},
-                         {"decode_tokens_per_s", number(c.rates.tg)},
-                         {"turn_s", number(c.turn_s)},
+                         {"prefill_tokens_per_s", json_read::number_or_null(c.rates.pp)},
+                         {"decode_tokens_per_s", json_read::number_or_null(c.rates.tg)},
+                         {"turn_s", json_read::number_or_null(c.turn_s)},
                          {"chosen", c.value == s.chosen},
                          {"error", s.error}});
     });

@@ -21,13 +21,6 @@ using json_read::text;
 
 namespace {
 
-std::vector<std::string> texts(const json& j, const char* key) {
-  std::vector<std::string> out;
-  for (const auto& s : list(j, key))
-    if (s.is_string()) out.push_back(s.get<std::string>());
-  return out;
-}
-
 std::vector<double> numbers(const json& j, const char* key) {
   std::vector<double> out;
   for (const auto& v : list(j, key))
@@ -73,7 +66,7 @@ json to_json(const DoctorChild& c) {
 DoctorChild child_from_json(const json& j) {
   DoctorChild c;
   c.label = text(j, "label");
-  c.config = texts(j, "config");
+  c.config = json_read::strings(j, "config");
   c.command = text(j, "command");
   c.error = text(j, "error");
   const json& w = object(j, "window");
@@ -138,7 +131,7 @@ Finding finding_from_json(const json& j) {
   f.id = text(j, "id");
   f.severity = severity_from_name(text(j, "severity"));
   f.title = text(j, "title");
-  f.evidence = texts(j, "evidence");
+  f.evidence = json_read::strings(j, "evidence");
   f.affects = text(j, "affects");
   f.fix = text(j, "fix");
   if (const json& d = field(j, "data"); d.is_object()) f.data = d;
@@ -239,7 +232,7 @@ DoctorReport doctor_report_from_json(const json& j) {
   DoctorReport r;
   r.schema_version = number<int>(j, "schema_version");
   r.model = text(d, "model");
-  r.config = texts(d, "config");
+  r.config = json_read::strings(d, "config");
   const json& tests = object(d, "tests");
   r.n_prompt = number<int>(tests, "n_prompt");
   r.n_gen = number<int>(tests, "n_gen");
@@ -299,8 +292,8 @@ TuneReport tune_report_from_json(const json& j) {
   r.n_prompt = number<int>(tests, "n_prompt");
   r.n_gen = number<int>(tests, "n_gen");
   r.repetitions = number<int>(tests, "repetitions");
-  r.start = texts(t, "start");
-  r.best = texts(t, "best");
+  r.start = json_read::strings(t, "start");
+  r.best = json_read::strings(t, "best");
   for (const auto& s : list(t, "steps")) {
     TuneStep step{text(s, "setting"), {}, text(s, "chosen"), text(s, "error")};
     for (const auto& c : list(s, "candidates"))

@@ -183,8 +183,10 @@ nlohmann::json to_json(const DoctorResult& result);
 
 // The inverses. They read every doctor document edgeprobe has written: fields added since
 // (a comparison's phases, the tune's tests) read as absent, a finding stored before its
-// speed-up had one name (estimated_speedup) as the same finding. A field of the wrong
-// type throws nlohmann::json::exception; a document that is neither body Error(kBadInput).
+// speed-up had one name (estimated_speedup) as the same finding. Like json_read, a field
+// absent or of another type reads as empty; only the primary run's bench reader throws
+// nlohmann::json::exception for a mistyped field. A document that is neither body is
+// Error(kBadInput).
 Finding finding_from_json(const nlohmann::json& j);
 Rates rates_from_json(const nlohmann::json& j);
 PairComparison comparison_from_json(const nlohmann::json& j);

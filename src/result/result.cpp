@@ -465,8 +465,7 @@ ServingLevel serving_level_from_json(const json& j) {
   s.goodput = json_read::optional_num(j, "goodput");
   for (const auto& [bound, value] : object(j, "slo").items())
     if (value.is_number()) s.slo[bound] = value.get<double>();
-  for (const auto& e : list(j, "errors"))
-    if (e.is_string()) s.errors.push_back(e.get<std::string>());
+  s.errors = json_read::strings(j, "errors");
   for (const auto& [latency, member] : kLatencies)
     for (const auto& [statistic, value] : kStatistics)
       (s.*member).*value = json_read::optional_num(j, (std::string(statistic) + "_" + latency + "_ms").c_str());

@@ -111,8 +111,7 @@ Roofline roofline_from_json(const json& j) {
   for (const auto& t : kTexts) r.*t.member = json_read::text(j, t.key);
   for (const auto& [key, member] : kFlags) r.*member = json_read::field(j, key) == true;
   r.model_file_bytes = json_read::number<uint64_t>(j, "model_file_bytes");
-  for (const auto& n : json_read::list(j, "notes"))
-    if (n.is_string()) r.notes.push_back(n.get<std::string>());
+  r.notes = json_read::strings(j, "notes");
   r.device = json_read::text(j, "ceiling_device");
   r.prediction = json_read::field(j, "prediction");
   // Which of the keys every roofline has this one lacks; nothing is absent from a document
