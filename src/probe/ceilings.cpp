@@ -406,6 +406,7 @@ nlohmann::json to_json(const DeviceCeilings& c) {
   nlohmann::json costs = nlohmann::json::array();
   for (const auto& sc : c.step_costs)
     costs.push_back({{"threads", sc.threads},
+                     {"method", sc.method},
                      {"decode_fixed_ms", sc.decode_fixed_ms},
                      {"decode_layer_ms", sc.decode_layer_ms},
                      {"decode_attention_ns", sc.decode_attention_ns},
@@ -450,6 +451,7 @@ DeviceCeilings ceilings_from_json(const nlohmann::json& j) {
       if (!e.is_object()) continue;
       StepCosts sc;
       sc.threads = e.value("threads", 0);
+      sc.method = e.value("method", 1);
       sc.decode_fixed_ms = e.value("decode_fixed_ms", 0.0);
       sc.decode_layer_ms = e.value("decode_layer_ms", 0.0);
       sc.decode_attention_ns = e.value("decode_attention_ns", 0.0);

@@ -17,6 +17,7 @@ namespace edgeprobe::probe {
 // times these make a prediction (src/predict); bench's ceilings leave them out.
 struct StepCosts {
   int threads = 0;
+  int method = 1;                      // how they were measured (app/step_costs.cpp's kMethod); 1 before it was recorded
   double decode_fixed_ms = 0;          // per generated token
   double decode_layer_ms = 0;          // per generated token and layer
   double decode_attention_ns = 0;      // per token, layer, n_embd element and context position

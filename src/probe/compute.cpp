@@ -1,7 +1,10 @@
 #include "probe/compute.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -47,14 +50,78 @@ double process_cpu_s() {
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
 
+// An unlinked file the probe's weights are written to and then mapped from, read-only.
+// llama.cpp maps a model file by default, so the weights it does not repack are page-cache
+// pages, and those can stream much faster than ggml's own allocation: on this project's VM
+// 1.4x (the page cache holds large folios, an allocation 4 KiB pages). A decode probe
+// must read from the kind of memory the engine reads.
+class MappedFile {
+ public:
+  MappedFile() = default;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile() {
+    if (addr_) munmap(addr_, size_);
+    if (fd_ >= 0) close(fd_);
+  }
+  // False when the directory takes no file; the caller then allocates instead.
+  bool create(const std::string& dir) {
+    std::string path = dir + "/edgeprobe-weights-XXXXXX";
+    fd_ = mkostemp(path.data(), O_CLOEXEC);
+    if (fd_ < 0) return false;
+    unlink(path.c_str());  // gone when closed, even if this process is killed
+    return true;
+  }
+  bool write_at(uint64_t offset, const uint8_t* data, size_t n) {
+    while (n > 0) {
+      const ssize_t w = pwrite(fd_, data, n, static_cast<off_t>(offset));
+      if (w <= 0) return false;
+      data += w;
+      n -= static_cast<size_t>(w);
+      offset += static_cast<uint64_t>(w);
+    }
+    return true;
+  }
+  uint8_t* map(size_t size) {
+    void* a = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd_, 0);
+    if (a == MAP_FAILED) return nullptr;
+    addr_ = a;
+    size_ = size;
+    return static_cast<uint8_t*>(a);
+  }
+
+ private:
+  int fd_ = -1;
+  void* addr_ = nullptr;
+  size_t size_ = 0;
+};
+
+// One matrix's bytes: fixed pseudo-random values in `type`'s encoding.
+std::vector<uint8_t> weight_bytes_of(ggml_type type, const MatrixShape& m, uint32_t seed) {
+  std::vector<uint8_t> data(ggml_row_size(type, m.cols) * static_cast<size_t>(m.rows));
+  std::vector<float> src(static_cast<size_t>(m.rows * m.cols));
+  fill_random(src, seed);
+  if (type == GGML_TYPE_F32) {
+    std::memcpy(data.data(), src.data(), data.size());
+  } else if (type == GGML_TYPE_F16) {
+    ggml_fp32_to_fp16_row(src.data(), reinterpret_cast<ggml_fp16_t*>(data.data()), m.rows * m.cols);
+  } else {
+    ggml_quantize_chunk(type, src.data(), data.data(), 0, m.rows, m.cols, nullptr);
+  }
+  return data;
+}
+
 // One graph of mul_mats: `count` weights of each shape, each times its own f32 activations of
 // `tokens` columns (one activation tensor per input width, shared as in a transformer
 // layer), timed over `reps` runs after a warm-up. Weights of a shape share one quantized
 // source, copied into each (repacked where the buffer repacks), so their values do not
-// matter but their bytes are distinct in memory.
+// matter but their bytes are distinct in memory. With `map_dir`, weights in the device's
+// plain buffer type are held in a file mapped from there (MappedFile), as a mapped model's
+// are; else, or when the file cannot be made, in ggml's allocation.
 struct TimedGraph {
   std::string error;
   std::string weight_buffer;
+  std::string weight_memory;  // "mapped file" or "allocated"
   uint64_t weight_bytes = 0;
   int matrices = 0;
   double flop = 0;
@@ -63,7 +130,7 @@ struct TimedGraph {
 };
 
 TimedGraph time_matmuls(ggml_backend_dev_t dev, ggml_backend_t backend, const std::vector<MatrixShape>& shapes,
-                        int64_t tokens, int threads, int reps, double max_seconds) {
+                        int64_t tokens, int threads, int reps, double max_seconds, const std::string& map_dir = "") {
   TimedGraph g;
   std::vector<ggml_type> types;
   for (const auto& m : shapes) {
@@ -99,8 +166,11 @@ TimedGraph time_matmuls(ggml_backend_dev_t dev, ggml_backend_t backend, const st
   for (int64_t w : widths) xs.push_back(ggml_new_tensor_2d(ctx_g.get(), GGML_TYPE_F32, w, tokens));
   ggml_cgraph* graph = ggml_new_graph_custom(ctx_g.get(), graph_size, false);
   std::vector<std::vector<ggml_tensor*>> weights(shapes.size());
+  MappedFile file;  // outlives the buffers that point into it
   std::vector<BufPtr> buffers;
   std::vector<std::string> buffer_names;
+  std::vector<ggml_backend_buffer_type_t> bufts;
+  std::vector<bool> mapped(shapes.size(), false);
   for (size_t i = 0; i < shapes.size(); ++i) {
     const auto& m = shapes[i];
     ctx_w.push_back(new_ctx(static_cast<size_t>(m.count), 0));
@@ -114,14 +184,35 @@ TimedGraph time_matmuls(ggml_backend_dev_t dev, ggml_backend_t backend, const st
       if (!first_op) first_op = y;
     }
     ggml_backend_buffer_type_t buft = engine::weight_buffer_type(dev, first_op, weights[i][0]);
+    bufts.push_back(buft);
     const std::string name = ggml_backend_buft_name(buft);
     if (std::find(buffer_names.begin(), buffer_names.end(), name) == buffer_names.end()) buffer_names.push_back(name);
+    // A repacking buffer is ggml's allocation in llama.cpp too; only plain weights are mapped.
+    if (!map_dir.empty() && buft == ggml_backend_dev_buffer_type(dev) && ggml_backend_buft_is_host(buft)) {
+      mapped[i] = true;
+      continue;
+    }
     buffers.emplace_back(ggml_backend_alloc_ctx_tensors_from_buft(ctx_w.back().get(), buft));
     if (!buffers.back()) {
       g.error = fmt::format("ggml could not allocate {} {} weights", m.count, m.type);
       return g;
     }
   }
+  // Where each mapped weight sits in the file.
+  std::vector<std::vector<uint64_t>> offsets(shapes.size());
+  uint64_t file_bytes = 0;
+  size_t largest = 0;
+  for (size_t i = 0; i < shapes.size(); ++i)
+    if (mapped[i])
+      for (ggml_tensor* w : weights[i]) {
+        const size_t align = ggml_backend_buft_get_alignment(bufts[i]);
+        file_bytes = (file_bytes + align - 1) / align * align;
+        offsets[i].push_back(file_bytes);
+        const size_t n = ggml_backend_buft_get_alloc_size(bufts[i], w);
+        file_bytes += n;
+        largest = std::max(largest, n);
+      }
+  bool map_ok = file_bytes > 0 && file.create(map_dir);
   for (const auto& n : buffer_names) g.weight_buffer += (g.weight_buffer.empty() ? "" : "+") + n;
   BufPtr buf_g(ggml_backend_alloc_ctx_tensors(ctx_g.get(), backend));
   if (!buf_g) {
@@ -143,23 +234,39 @@ TimedGraph time_matmuls(ggml_backend_dev_t dev, ggml_backend_t backend, const st
     }
   for (size_t i = 0; i < shapes.size(); ++i) {
     const auto& m = shapes[i];
-    std::vector<uint8_t> data(ggml_row_size(types[i], m.cols) * static_cast<size_t>(m.rows));
-    {
-      std::vector<float> src(static_cast<size_t>(m.rows * m.cols));
-      fill_random(src, 1234u + static_cast<uint32_t>(i));
-      if (types[i] == GGML_TYPE_F32) {
-        std::memcpy(data.data(), src.data(), data.size());
-      } else if (types[i] == GGML_TYPE_F16) {
-        ggml_fp32_to_fp16_row(src.data(), reinterpret_cast<ggml_fp16_t*>(data.data()), m.rows * m.cols);
-      } else {
-        ggml_quantize_chunk(types[i], src.data(), data.data(), 0, m.rows, m.cols, nullptr);
-      }
+    const std::vector<uint8_t> data = weight_bytes_of(types[i], m, 1234u + static_cast<uint32_t>(i));
+    if (!mapped[i]) {
+      for (ggml_tensor* w : weights[i]) ggml_backend_tensor_set(w, data.data(), 0, data.size());  // CPU_REPACK repacks here
+    } else {
+      for (uint64_t offset : offsets[i]) map_ok = map_ok && file.write_at(offset, data.data(), data.size());
     }
-    for (ggml_tensor* w : weights[i]) ggml_backend_tensor_set(w, data.data(), 0, data.size());  // CPU_REPACK repacks here
     g.weight_bytes += data.size() * static_cast<size_t>(m.count);
     g.matrices += m.count;
     g.flop += 2.0 * static_cast<double>(m.rows) * static_cast<double>(m.cols) * static_cast<double>(tokens) * m.count;
   }
+  if (file_bytes > 0) {
+    uint8_t* base = map_ok ? file.map(file_bytes) : nullptr;
+    if (base) buffers.emplace_back(ggml_backend_dev_buffer_from_host_ptr(dev, base, file_bytes, largest));
+    if (base && buffers.back()) {
+      for (size_t i = 0; i < shapes.size(); ++i)
+        for (size_t c = 0; mapped[i] && c < weights[i].size(); ++c)
+          ggml_backend_tensor_alloc(buffers.back().get(), weights[i][c], base + offsets[i][c]);
+      g.weight_memory = "mapped file";
+    } else {  // no file here (read-only, full): ggml's allocation, and the point says so
+      if (base) buffers.pop_back();
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        if (!mapped[i]) continue;
+        buffers.emplace_back(ggml_backend_alloc_ctx_tensors_from_buft(ctx_w[i].get(), bufts[i]));
+        if (!buffers.back()) {
+          g.error = fmt::format("ggml could not allocate {} {} weights", shapes[i].count, shapes[i].type);
+          return g;
+        }
+        const std::vector<uint8_t> data = weight_bytes_of(types[i], shapes[i], 1234u + static_cast<uint32_t>(i));
+        for (ggml_tensor* w : weights[i]) ggml_backend_tensor_set(w, data.data(), 0, data.size());
+      }
+    }
+  }
+  if (g.weight_memory.empty()) g.weight_memory = "allocated";
   for (size_t i = 0; i < widths.size(); ++i) {
     std::vector<float> act(static_cast<size_t>(widths[i] * tokens));
     fill_random(act, 99u + static_cast<uint32_t>(i));
@@ -365,6 +472,7 @@ namespace {
 
 void fill_rates(KernelPoint& p, const TimedGraph& g) {
   p.weight_buffer = g.weight_buffer;
+  p.weight_memory = g.weight_memory;
   if (!g.error.empty()) {
     p.error = g.error;
     return;
@@ -422,7 +530,8 @@ KernelPoint measure_decode_kernel(const std::vector<MatrixShape>& matrices, cons
   auto b = open_backend(options.device, options.variant, options.backend_dir, options.threads);
   p.threads = b.threads;
   fill_rates(
-      p, time_matmuls(b.dev, b.backend.get(), graph, 1, b.threads, options.decode_reps, options.max_seconds));
+      p, time_matmuls(b.dev, b.backend.get(), graph, 1, b.threads, options.decode_reps, options.max_seconds,
+                      options.weights_dir));
   return p;
 }
 
@@ -438,6 +547,7 @@ nlohmann::json to_json(const KernelPoint& p) {
                       {"weight_bytes", p.weight_bytes},
                       {"model_bytes", p.model_bytes},
                       {"weight_buffer", p.weight_buffer},
+                      {"weight_memory", p.weight_memory},
                       {"best_gflop_per_s", p.best_gflop_per_s},
                       {"median_gflop_per_s", p.median_gflop_per_s},
                       {"best_gb_per_s", p.best_gb_per_s},
@@ -462,6 +572,7 @@ KernelPoint kernel_point_from_json(const nlohmann::json& j) {
   p.weight_bytes = j.value("weight_bytes", uint64_t{0});
   p.model_bytes = j.value("model_bytes", uint64_t{0});
   p.weight_buffer = j.value("weight_buffer", "");
+  p.weight_memory = j.value("weight_memory", "");
   p.best_gflop_per_s = j.value("best_gflop_per_s", 0.0);
   p.median_gflop_per_s = j.value("median_gflop_per_s", 0.0);
   p.best_gb_per_s = j.value("best_gb_per_s", 0.0);

@@ -81,6 +81,9 @@ struct KernelPoint {
   uint64_t weight_bytes = 0;   // the weights one run reads (decode: the working set)
   uint64_t model_bytes = 0;    // decode: the model's matrices' bytes (more when the working set was capped)
   std::string weight_buffer;   // ggml buffer type(s) of the weights, '+'-joined
+  // Where the weights not repacked lay: "mapped file" (as in a model llama.cpp maps),
+  // "allocated" (ggml's buffer), "" in points from before this was recorded (allocated).
+  std::string weight_memory;
   double best_gflop_per_s = 0, median_gflop_per_s = 0;
   double best_gb_per_s = 0, median_gb_per_s = 0;  // weight bytes streamed per second
   int reps = 0;
@@ -108,6 +111,9 @@ struct KernelOptions {
   std::string variant;
   std::string backend_dir;
   std::string device;  // a GPU device by ggml's name; "" = the CPU (threads then do not apply)
+  // Decode: a directory to map the weights from (a file there, unlinked at once), as
+  // llama.cpp maps the model; "" = ggml's allocation (a GPU's, or no writable place).
+  std::string weights_dir;
 };
 
 KernelPoint measure_prefill_kernel(const MatrixShape& shape, int64_t tokens, const KernelOptions& options);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <tuple>
 #include <nlohmann/json.hpp>
@@ -183,6 +184,11 @@ int ensure_model_kernels(DeviceCeilings& c, const model::GgufInfo& info, const K
   int measured = 0;
   // A GPU's points have no thread count: one of each, at threads 0.
   const bool gpu = !c.device.empty();
+  if (!gpu) {  // the decode probe maps its weights as llama.cpp maps a model (MappedFile)
+    ko.weights_dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+    std::error_code ec;
+    std::filesystem::create_directories(ko.weights_dir, ec);
+  }
   const int min_threads = gpu ? 0 : 1;
   // The figure each phase's ceiling uses: the median run (kCeilingStatistic).
   auto ceiling_rate = [](const KernelPoint& k) {
@@ -193,7 +199,10 @@ int ensure_model_kernels(DeviceCeilings& c, const model::GgufInfo& info, const K
   auto keep_better = [&](KernelPoint fresh, auto same) {
     for (auto& k : c.kernels)
       if (same(k)) {
-        const bool replace = options.replace && fresh.error.empty();
+        // A point from before weight_memory was recorded held its weights where a mapped
+        // model's do not lie, and read them slower on some hosts: a fresh one replaces it.
+        const bool replace = fresh.error.empty() && (options.replace || (k.phase == "decode" && !gpu &&
+                                                                         k.weight_memory.empty()));
         if (replace || (fresh.usable() && (!k.usable() || ceiling_rate(fresh) > ceiling_rate(k))) ||
             (!k.usable() && fresh.error.empty() && fresh.cpu_share > k.cpu_share))
           k = fresh;
@@ -233,7 +242,8 @@ int ensure_model_kernels(DeviceCeilings& c, const model::GgufInfo& info, const K
     threads.insert(c.threads);
     for (int t : threads) {
       const KernelPoint* have = c.decode_kernel(signature, t);
-      if (t < min_threads || (have && !options.remeasure_kernels)) continue;
+      const bool stale = have && !gpu && have->weight_memory.empty();  // see keep_better
+      if (t < min_threads || (have && !stale && !options.remeasure_kernels)) continue;
       ko.threads = t;
       keep_better(measure_uncontended([&] { return measure_decode_kernel(matrices, ko); }), [&](const KernelPoint& k) {
         return k.phase == "decode" && k.model == signature && k.threads == t;

@@ -47,6 +47,7 @@ DeviceCeilings sample() {
   k.weight_bytes = k.model_bytes = 103'809'024;
   k.best_gb_per_s = 30.5;
   k.median_gb_per_s = 28.0;
+  k.weight_memory = "mapped file";
   c.kernels.push_back(k);
   // The same point measured again with a better best run but a worse median: the lookup
   // serves the point whose median (the decode ceiling) is higher.
@@ -54,6 +55,12 @@ DeviceCeilings sample() {
   lucky.best_gb_per_s = 40.0;
   lucky.median_gb_per_s = 20.0;
   c.kernels.push_back(lucky);
+  StepCosts sc;
+  sc.threads = 2;
+  sc.method = 2;
+  sc.decode_attention_ns = 0.2;
+  sc.prefill_attention_ns = 0.04;
+  c.step_costs.push_back(sc);
   return c;
 }
 
@@ -75,6 +82,21 @@ TEST(CeilingsCache, JsonRoundTripKeepsEveryFigure) {
   EXPECT_DOUBLE_EQ(back.decode_kernel("q4_0:2048x2048x44", 2)->best_gb_per_s, 30.5);
   EXPECT_DOUBLE_EQ(back.decode_kernel("q4_0:2048x2048x44", 2)->decode_ceiling_gb_per_s(), 28.0);
   EXPECT_EQ(back.decode_kernel("q4_0:2048x2048x44", 1), nullptr);
+  EXPECT_EQ(back.kernels[0].weight_memory, "mapped file");
+  ASSERT_NE(back.step_cost(2), nullptr);
+  EXPECT_EQ(back.step_cost(2)->method, 2);
+}
+
+// Figures cached before a point said where its weights lay, or how its step costs were
+// measured, read as what they were: an allocation, the first method (both measured again).
+TEST(CeilingsCache, PointsAndStepCostsFromBeforeTheirMethodWasRecordedReadAsTheOldOne) {
+  auto j = to_json(sample());
+  for (auto& k : j["model_kernels"]) k.erase("weight_memory");
+  for (auto& sc : j["step_costs"]) sc.erase("method");
+  const DeviceCeilings back = ceilings_from_json(j);
+  EXPECT_EQ(back.kernels[0].weight_memory, "");
+  ASSERT_NE(back.step_cost(2), nullptr);
+  EXPECT_EQ(back.step_cost(2)->method, 1);
 }
 
 TEST(CeilingsCache, ACacheFromBeforeModelKernelsIsServedWithNone) {

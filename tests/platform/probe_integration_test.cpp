@@ -18,7 +18,9 @@
 #include "probe/bandwidth.h"
 #include "probe/bandwidth_kernels.h"
 #include "probe/ceilings.h"
+#include "model/gguf_info.h"
 #include "probe/compute.h"
+#include "probe/roofline.h"
 #include "probe/storage.h"
 
 namespace edgeprobe::probe {
@@ -181,6 +183,82 @@ TEST(ProbeIntegration, ModelKernelsRunThroughGgmlAndTheDecodeWorkingSetIsCapped)
   EXPECT_TRUE(std::isfinite(p.best_gflop_per_s) && p.best_gflop_per_s > 0) << p.best_gflop_per_s;
   const KernelPoint bad = measure_prefill_kernel({"q4_0", 100, 64, 1}, 8, o);  // 100 is no multiple of 32
   EXPECT_FALSE(bad.error.empty());
+}
+
+// llama.cpp maps a model file, so the weights it does not repack are page-cache pages, which
+// on some hosts read much faster than an allocation; the decode probe holds them the same
+// way when it has a directory for the file, and says where they were.
+TEST(ProbeIntegration, DecodeProbeMapsPlainWeightsFromAFileAsAMappedModelHoldsThem) {
+  const std::vector<MatrixShape> model = {{"f16", 512, 1024, 4}};
+  KernelOptions o;
+  o.decode_reps = 2;
+  const KernelPoint allocated = measure_decode_kernel(model, o);
+  ASSERT_TRUE(allocated.error.empty()) << allocated.error;
+  EXPECT_EQ(allocated.weight_memory, "allocated");
+  const std::string dir = ::testing::TempDir() + "/edgeprobe-mapped-weights";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  o.weights_dir = dir;
+  const KernelPoint mapped = measure_decode_kernel(model, o);
+  ASSERT_TRUE(mapped.error.empty()) << mapped.error;
+  EXPECT_EQ(mapped.weight_memory, "mapped file");
+  EXPECT_EQ(mapped.weight_buffer, "CPU");
+  EXPECT_EQ(mapped.matrices, 4);
+  EXPECT_EQ(mapped.weight_bytes, 4u * 1024 * 512 * 2);
+  EXPECT_TRUE(std::isfinite(mapped.best_gb_per_s) && mapped.best_gb_per_s > 0) << mapped.best_gb_per_s;
+  EXPECT_TRUE(std::filesystem::is_empty(dir)) << "the weights' file is unlinked as soon as it is made";
+  // No place for the file: measured all the same, in an allocation, and said so.
+  o.weights_dir = dir + "/not-there";
+  const KernelPoint fallback = measure_decode_kernel(model, o);
+  ASSERT_TRUE(fallback.error.empty()) << fallback.error;
+  EXPECT_EQ(fallback.weight_memory, "allocated");
+  EXPECT_EQ(fallback.weight_bytes, mapped.weight_bytes);
+  // Weights ggml repacks live in its own buffer in llama.cpp too: not mapped.
+  o.weights_dir = dir;
+  const KernelPoint q4 = measure_decode_kernel({{"q4_0", 512, 1024, 4}}, o);
+  ASSERT_TRUE(q4.error.empty()) << q4.error;
+  EXPECT_EQ(q4.weight_memory, q4.weight_buffer == "CPU_REPACK" ? "allocated" : "mapped file") << q4.weight_buffer;
+  std::filesystem::remove_all(dir);
+}
+
+// A cached decode point from before weight_memory was recorded held its weights in an
+// allocation: the next ensure_model_kernels measures it again and replaces it, even where
+// the stored point reads faster.
+TEST(ProbeIntegration, ADecodePointFromBeforeMappedWeightsIsMeasuredAgainAndReplaced) {
+  model::GgufInfo info;
+  info.shape = {"llama", 256, 256, 256, 1, 512, 4, 4};
+  auto matrix = [](const std::string& name, int64_t ne0, int64_t ne1) {
+    model::TensorInfo t;
+    t.name = name;
+    t.type = "f16";
+    t.shape = {ne0, ne1};
+    t.n_elements = static_cast<uint64_t>(ne0 * ne1);
+    t.n_bytes = t.n_elements * 2;
+    return t;
+  };
+  for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_output"})
+    info.tensors.push_back(matrix(std::string("blk.0.") + m + ".weight", 256, 256));
+  info.tensors.push_back(matrix("blk.0.ffn_up.weight", 256, 512));
+  const auto matrices = decode_matrices(info);
+  DeviceCeilings c;
+  c.compute_status = "measured";
+  c.threads = 1;
+  KernelPoint old;
+  old.phase = "decode";
+  old.model = matrices_signature(matrices);
+  old.threads = 1;
+  old.median_gb_per_s = old.best_gb_per_s = 1e6;  // faster than any real one
+  old.cpu_share = 1.0;
+  c.kernels.push_back(old);
+  ProbeOptions options;
+  options.cache_dir = ::testing::TempDir();
+  KernelNeeds needs;
+  needs.decode_threads = {1};
+  EXPECT_EQ(ensure_model_kernels(c, info, needs, options), 1);
+  ASSERT_EQ(c.kernels.size(), 1u);
+  EXPECT_EQ(c.kernels[0].weight_memory, "mapped file");
+  EXPECT_LT(c.kernels[0].median_gb_per_s, 1e6);
+  EXPECT_EQ(ensure_model_kernels(c, info, needs, options), 0) << "a point that records its memory is kept";
 }
 
 TEST(ProbeIntegration, StorageReadsAFileWarmAndSaysWhatItDidCold) {
