@@ -101,7 +101,8 @@ std::string figures_text(const DeviceCeilings& c) {
             "(median = {:.1f} t/s of matvecs; cpu {:.0f}%)\n",
             k.type, k.matrices, k.weight_bytes >> 20,
             k.model_bytes > k.weight_bytes ? fmt::format(" of {} MiB", k.model_bytes >> 20) : "", threads_label(k.threads),
-            k.weight_buffer, k.best_gb_per_s, k.median_gb_per_s,
+            k.weight_buffer + (k.weight_memory.empty() ? "" : " (" + k.weight_memory + ")"), k.best_gb_per_s,
+            k.median_gb_per_s,
             k.model_bytes > 0 ? k.decode_ceiling_gb_per_s() * 1e9 / static_cast<double>(k.model_bytes) : 0.0,
             k.cpu_share * 100);
       }
