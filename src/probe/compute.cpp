@@ -64,13 +64,14 @@ class MappedFile {
     if (addr_) munmap(addr_, size_);
     if (fd_ >= 0) close(fd_);
   }
-  // False when the directory takes no file; the caller then allocates instead.
-  bool create(const std::string& dir) {
+  // A file of `size` bytes, its space reserved; false when the directory takes no such
+  // file (read-only, full), and the caller then allocates instead.
+  bool create(const std::string& dir, uint64_t size) {
     std::string path = dir + "/edgeprobe-weights-XXXXXX";
     fd_ = mkostemp(path.data(), O_CLOEXEC);
     if (fd_ < 0) return false;
     unlink(path.c_str());  // gone when closed, even if this process is killed
-    return true;
+    return posix_fallocate(fd_, 0, static_cast<off_t>(size)) == 0;
   }
   bool write_at(uint64_t offset, const uint8_t* data, size_t n) {
     while (n > 0) {
@@ -188,17 +189,10 @@ TimedGraph time_matmuls(ggml_backend_dev_t dev, ggml_backend_t backend, const st
     const std::string name = ggml_backend_buft_name(buft);
     if (std::find(buffer_names.begin(), buffer_names.end(), name) == buffer_names.end()) buffer_names.push_back(name);
     // A repacking buffer is ggml's allocation in llama.cpp too; only plain weights are mapped.
-    if (!map_dir.empty() && buft == ggml_backend_dev_buffer_type(dev) && ggml_backend_buft_is_host(buft)) {
-      mapped[i] = true;
-      continue;
-    }
-    buffers.emplace_back(ggml_backend_alloc_ctx_tensors_from_buft(ctx_w.back().get(), buft));
-    if (!buffers.back()) {
-      g.error = fmt::format("ggml could not allocate {} {} weights", m.count, m.type);
-      return g;
-    }
+    mapped[i] = !map_dir.empty() && buft == ggml_backend_dev_buffer_type(dev) && ggml_backend_buft_is_host(buft);
   }
-  // Where each mapped weight sits in the file.
+  // Where each mapped weight sits in the file. The file is made with its space reserved
+  // before any data, so the choice between it and an allocation is made once, here.
   std::vector<std::vector<uint64_t>> offsets(shapes.size());
   uint64_t file_bytes = 0;
   size_t largest = 0;
@@ -212,7 +206,17 @@ TimedGraph time_matmuls(ggml_backend_dev_t dev, ggml_backend_t backend, const st
         file_bytes += n;
         largest = std::max(largest, n);
       }
-  bool map_ok = file_bytes > 0 && file.create(map_dir);
+  // No file there (read-only, full): ggml's allocation, and the point says so.
+  if (file_bytes > 0 && !file.create(map_dir, file_bytes)) mapped.assign(shapes.size(), false);
+  g.weight_memory = std::find(mapped.begin(), mapped.end(), true) != mapped.end() ? "mapped file" : "allocated";
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    if (mapped[i]) continue;
+    buffers.emplace_back(ggml_backend_alloc_ctx_tensors_from_buft(ctx_w[i].get(), bufts[i]));
+    if (!buffers.back()) {
+      g.error = fmt::format("ggml could not allocate {} {} weights", shapes[i].count, shapes[i].type);
+      return g;
+    }
+  }
   for (const auto& n : buffer_names) g.weight_buffer += (g.weight_buffer.empty() ? "" : "+") + n;
   BufPtr buf_g(ggml_backend_alloc_ctx_tensors(ctx_g.get(), backend));
   if (!buf_g) {
@@ -238,35 +242,27 @@ TimedGraph time_matmuls(ggml_backend_dev_t dev, ggml_backend_t backend, const st
     if (!mapped[i]) {
       for (ggml_tensor* w : weights[i]) ggml_backend_tensor_set(w, data.data(), 0, data.size());  // CPU_REPACK repacks here
     } else {
-      for (uint64_t offset : offsets[i]) map_ok = map_ok && file.write_at(offset, data.data(), data.size());
+      for (uint64_t offset : offsets[i])
+        if (!file.write_at(offset, data.data(), data.size())) {
+          g.error = fmt::format("could not write the {} weights to the file they are mapped from", m.type);
+          return g;
+        }
     }
     g.weight_bytes += data.size() * static_cast<size_t>(m.count);
     g.matrices += m.count;
     g.flop += 2.0 * static_cast<double>(m.rows) * static_cast<double>(m.cols) * static_cast<double>(tokens) * m.count;
   }
-  if (file_bytes > 0) {
-    uint8_t* base = map_ok ? file.map(file_bytes) : nullptr;
+  if (g.weight_memory == "mapped file") {
+    uint8_t* base = file.map(file_bytes);
     if (base) buffers.emplace_back(ggml_backend_dev_buffer_from_host_ptr(dev, base, file_bytes, largest));
-    if (base && buffers.back()) {
-      for (size_t i = 0; i < shapes.size(); ++i)
-        for (size_t c = 0; mapped[i] && c < weights[i].size(); ++c)
-          ggml_backend_tensor_alloc(buffers.back().get(), weights[i][c], base + offsets[i][c]);
-      g.weight_memory = "mapped file";
-    } else {  // no file here (read-only, full): ggml's allocation, and the point says so
-      if (base) buffers.pop_back();
-      for (size_t i = 0; i < shapes.size(); ++i) {
-        if (!mapped[i]) continue;
-        buffers.emplace_back(ggml_backend_alloc_ctx_tensors_from_buft(ctx_w[i].get(), bufts[i]));
-        if (!buffers.back()) {
-          g.error = fmt::format("ggml could not allocate {} {} weights", shapes[i].count, shapes[i].type);
-          return g;
-        }
-        const std::vector<uint8_t> data = weight_bytes_of(types[i], shapes[i], 1234u + static_cast<uint32_t>(i));
-        for (ggml_tensor* w : weights[i]) ggml_backend_tensor_set(w, data.data(), 0, data.size());
-      }
+    if (!base || !buffers.back()) {
+      g.error = "could not map the file the weights were written to";
+      return g;
     }
+    for (size_t i = 0; i < shapes.size(); ++i)
+      for (size_t c = 0; mapped[i] && c < weights[i].size(); ++c)
+        ggml_backend_tensor_alloc(buffers.back().get(), weights[i][c], base + offsets[i][c]);
   }
-  if (g.weight_memory.empty()) g.weight_memory = "allocated";
   for (size_t i = 0; i < widths.size(); ++i) {
     std::vector<float> act(static_cast<size_t>(widths[i] * tokens));
     fill_random(act, 99u + static_cast<uint32_t>(i));
