@@ -133,6 +133,59 @@ void side_factors(const ExplainSide& side, const std::string& name, const std::s
   }
 }
 
+// The cause `id` of one side among the factors, when it has one.
+ExplainFactor* factor_on(std::vector<ExplainFactor>& factors, const std::string& side, const std::string& id) {
+  for (auto& f : factors)
+    if (f.side == side && f.id == id) return &f;
+  return nullptr;
+}
+
+// Doctor measures the variant with the threads as configured, and the threads with the
+// better variant loaded, as the seed's table applies fixes. With more threads than CPUs
+// the two interact: the threads wait for a CPU at every barrier, time that faster kernels
+// do not shorten, so the variant gains less while oversubscribed than alone. Each fault's
+// factor is its cost alone (its gain with the other fixed), and what they cost together
+// beyond that is a factor of its own. Taking a token's time as kernel work plus that wait,
+// with g_v the variant pairs' gain and g_t the thread pairs' (in units of the token with
+// both fixed: 1 + wait = g_t, slow work + wait = g_v g_t), the variant alone gains the
+// slow work W = g_v g_t - (g_t - 1), the threads alone g_t (their pairs), and the overlap
+// is g_v / W; the three multiply to g_v g_t, what the two pairs measured.
+// Returns the overlap's factor when the pairs were measured that way.
+std::optional<ExplainFactor> split_variant_and_oversubscription(std::vector<ExplainFactor>& factors,
+                                                                const ExplainSide& side, const std::string& name) {
+  ExplainFactor* variant = factor_on(factors, name, "kernel.isa_fallback");
+  ExplainFactor* threads = factor_on(factors, name, "threads.oversubscribed");
+  if (!variant || !threads || variant->basis != "measured" || threads->basis != "measured") return std::nullopt;
+  bool after_variant = false;
+  for (const result::Finding& f : side.findings)
+    if (f.id == threads->id)
+      for (const json& what : at(f.data, "/measured/after").is_array() ? at(f.data, "/measured/after") : json::array())
+        after_variant = after_variant || what == "cpu variant";
+  if (!after_variant) return std::nullopt;
+  const auto gain = [&](double factor) { return name == "B" ? 1 / factor : factor; };
+  const auto as_factor = [&](double g) { return name == "B" ? 1 / g : g; };
+  const double g_v = gain(variant->factor), g_t = gain(threads->factor);
+  const double alone = g_v * g_t - (g_t - 1);
+  variant->detail += fmt::format(
+      "; that is with the threads oversubscribed: alone (threads fixed) x{:.2f}, from those pairs and the thread pairs, "
+      "with the threads' wait for a CPU taken as time that faster kernels do not shorten",
+      alone);
+  threads->detail += "; measured with the better variant loaded: its cost alone";
+  variant->interaction = ExplainFactor::Interaction{threads->id, as_factor(g_v), as_factor(alone)};
+  threads->interaction = ExplainFactor::Interaction{variant->id, as_factor(g_v * g_t / alone), as_factor(g_t)};
+  variant->factor = as_factor(alone);
+  variant->basis = "measured and modelled";
+  ExplainFactor overlap{"interaction", name, "", as_factor(g_v / alone), "modelled", "", {}, ""};
+  overlap.title = "kernel.isa_fallback and threads.oversubscribed together cost less than each alone";
+  overlap.detail = fmt::format(
+      "{}: the variant gains x{:.2f} with the threads oversubscribed and x{:.2f} alone: the threads' wait at each barrier "
+      "is a smaller share of a slow token. With this factor the two causes multiply to what their pairs measured together "
+      "(x{:.2f}); it has no fix of its own",
+      name, g_v, alone, g_v * g_t);
+  overlap.evidence = {fmt::format("variant pairs (threads as configured) x{:.2f}; thread pairs (variant fixed) x{:.2f}", g_v, g_t)};
+  return overlap;
+}
+
 // The factor of a side's variant fallback in this phase (B/A terms), when one was found.
 const ExplainFactor* variant_factor(const std::vector<ExplainFactor>& factors, const std::string& side) {
   for (const auto& f : factors)
@@ -287,6 +340,9 @@ PhaseExplanation explain_phase(const ExplainSide& a, const ExplainSide& b, const
   std::vector<ExplainFactor> causes;
   side_factors(b, "B", phase, causes, p.unmeasured);
   side_factors(a, "A", phase, causes, p.unmeasured);
+  std::vector<ExplainFactor> overlaps;
+  for (const auto& [side, name] : {std::pair{&b, "B"}, std::pair{&a, "A"}})
+    if (auto overlap = split_variant_and_oversubscription(causes, *side, name)) overlaps.push_back(std::move(*overlap));
   provenance_unmeasured(b, "B", causes, p.unmeasured);
   provenance_unmeasured(a, "A", causes, p.unmeasured);
   // Largest effect first, whichever side it is on.
@@ -300,6 +356,10 @@ PhaseExplanation explain_phase(const ExplainSide& a, const ExplainSide& b, const
     product *= c.factor;
     p.factors.push_back(std::move(c));
   }
+  for (auto& o : overlaps) {
+    product *= o.factor;
+    p.factors.push_back(std::move(o));
+  }
   ExplainFactor rest{"unexplained", "", "what the factors above do not account for", p.ratio / product, "residual", "", {}, ""};
   rest.detail = "measured B/A over the product of the other factors: differences in efficiency nothing here names "
                 "(per-token work beyond the ceilings, noise between the two runs)";
@@ -311,11 +371,18 @@ PhaseExplanation explain_phase(const ExplainSide& a, const ExplainSide& b, const
   for (const auto& f : p.factors) p.product *= f.factor;
 
   // The seed's table: B, then B after each of its fixes, then B's ceiling at A's efficiency.
+  // A fix that interacts with another takes its gain in the table's order, so that the
+  // rows between are the speeds doctor's pairs measured where they measured them.
   double speed = p.b_tokens_per_s;
   p.steps.push_back({"B as measured", speed, ""});
+  std::vector<std::string> fixed;
   for (const auto& f : p.factors) {
-    if (f.side != "B") continue;
-    speed /= f.factor;
+    if (f.side != "B" || f.id == "interaction") continue;  // the overlap is in the fixes' gains in order
+    double factor = f.factor;
+    if (f.interaction)
+      factor = std::ranges::count(fixed, f.interaction->with) ? f.interaction->fixed_second : f.interaction->fixed_first;
+    speed /= factor;
+    fixed.push_back(f.id);
     p.steps.push_back({"after fixing " + f.id, speed, f.fix});
   }
   p.hardware_line_tokens_per_s = p.a_tokens_per_s * p.factors.front().factor;
@@ -353,7 +420,11 @@ json factor_json(const ExplainFactor& f) {
   return {{"id", f.id},         {"side", f.side.empty() ? json(nullptr) : json(f.side)},
           {"title", f.title},   {"factor", f.factor},
           {"basis", f.basis},   {"detail", f.detail},
-          {"evidence", f.evidence}, {"fix", f.fix.empty() ? json(nullptr) : json(f.fix)}};
+          {"evidence", f.evidence}, {"fix", f.fix.empty() ? json(nullptr) : json(f.fix)},
+          {"interaction", f.interaction ? json{{"with", f.interaction->with},
+                                               {"fixed_first", f.interaction->fixed_first},
+                                               {"fixed_second", f.interaction->fixed_second}}
+                                        : json(nullptr)}};
 }
 
 json side_json(const ExplainSide& s) {

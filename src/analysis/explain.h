@@ -6,6 +6,7 @@
 // the model.
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,15 @@ struct ExplainFactor {
   std::string detail; // how: the pairs, the telemetry, the ceilings
   std::vector<std::string> evidence;
   std::string fix;    // the exact change; "" for hardware and unexplained
+  // Two causes on one side whose gains depend on each other (doctor measured one after the
+  // other was fixed): each factor is its cost alone, an "interaction" factor holds the
+  // overlap, and the seed's table applies each fix with the gain its order gives: fixed
+  // before its partner, or after it.
+  struct Interaction {
+    std::string with;  // the partner's id
+    double fixed_first = 1, fixed_second = 1;  // in B/A terms, like `factor`
+  };
+  std::optional<Interaction> interaction;
 };
 
 // The seed's table: B as measured, then after each of its fixes (largest first), then

@@ -169,9 +169,11 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
     // run the variant the first fix loads.
     RunConfig base = options.config;
     std::string base_note;
+    std::vector<std::string> base_fixes;
     if (e.variant_pairs && e.variant_pairs->verdict == PairVerdict::kFaster) {
       base.cpu_variant = "";
       base_note = fmt::format(", {}", gap.value("best_variant", "best variant"));
+      base_fixes.push_back(e.variant_pairs->what);
     }
     const auto counts = sweep_counts(std::max(usable, 1), options.config.threads);
     if (!counts.empty()) {
@@ -206,7 +208,8 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
       RunConfig fix = base;
       fix.threads = candidate;
       const ComparisonSpec spec{"threads", fmt::format("-t {}{}", options.config.threads, base_note),
-                                fmt::format("-t {}{}", candidate, base_note), base, fix, pair_tests, "seconds per reference turn", turn};
+                                fmt::format("-t {}{}", candidate, base_note), base, fix, pair_tests, "seconds per reference turn", turn,
+                                base_fixes};
       e.thread_pairs = compare_pairs(options, probe, spec, share(planned--), options.stop_rule, progress);
       // The reason and the measurement disagree: measure once more, for as long again.
       if (oversubscribed && e.thread_pairs->verdict != PairVerdict::kFaster && e.thread_pairs->error.empty()) {
@@ -229,7 +232,7 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
         if (!run.report || run.report->results.empty() || run.report->results[0].load_ms.empty()) return std::nullopt;
         return run.report->results[0].load_ms.front();
       };
-      e.mmap_pairs = compare_pairs(options, probe, {"mmap", "--mmap 0", "--mmap 1", base, mmap, {8, 0, 1, false, {}}, "load ms", load_ms},
+      e.mmap_pairs = compare_pairs(options, probe, {"mmap", "--mmap 0", "--mmap 1", base, mmap, {8, 0, 1, false, {}}, "load ms", load_ms, base_fixes},
                                    share(planned--), options.stop_rule, progress);
     }
     if (gpu != GpuUse::kNone) {
@@ -245,7 +248,7 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
       const std::string b_label = offloaded ? fmt::format("-dev none (CPU only){}", base_note)
                                             : fmt::format("-ngl {} (all layers on the GPU){}", kDefaultGpuLayers, base_note);
       progress(offloaded ? "measuring the model on the CPU alone against the GPU" : "measuring the model on the GPU");
-      e.gpu_pairs = compare_pairs(options, probe, {"gpu", a_label, b_label, base, other, pair_tests, "seconds per reference turn", turn},
+      e.gpu_pairs = compare_pairs(options, probe, {"gpu", a_label, b_label, base, other, pair_tests, "seconds per reference turn", turn, base_fixes},
                                   share(planned--), options.stop_rule, progress);
     }
   }

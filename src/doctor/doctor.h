@@ -114,6 +114,7 @@ struct ComparisonSpec {
   ChildTests tests;
   std::string metric_name = "seconds per reference turn";
   std::function<std::optional<double>(const BenchRun&)> metric;
+  std::vector<std::string> after;  // the fixes both configurations already carry ("cpu variant")
 };
 // Runs pairs in ABBA order until the verdict is clear, `rule.max_pairs` ran, a child
 // failed, or another pair would end after `deadline`.

@@ -168,6 +168,7 @@ Comparison compare_pairs(const DoctorOptions& o, const SpeedProbe& probe, const 
   c.a = spec.a;
   c.b = spec.b;
   c.metric = spec.metric_name;
+  c.after = spec.after;
   const auto t0 = std::chrono::steady_clock::now();
   double pair_s = 0;  // the last pair's wall time: whether another fits before the deadline
   auto run_child = [&](bool is_b) {

@@ -99,7 +99,9 @@ void write_markdown(const json& e, std::ostream& out) {
   for (const auto& n : notes) out << "note: " << md_cell(n, 400) << "\n";
   out << "\nEach factor is its share of B/A (below 1: it makes B slower). Hardware is the ratio of the devices' binding "
          "ceilings for this model; a cause is measured where doctor ran the fix in interleaved pairs, else estimated "
-         "from telemetry; unexplained is what is left, never forced to 1.\n";
+         "from telemetry; where two causes overlap (doctor measured one with the other fixed), each is its cost alone, "
+         "interaction is what they cost together beyond that, and each step takes its fix's gain in the table's order; "
+         "unexplained is what is left, never forced to 1.\n";
 }
 
 // One row per factor, for csv and jsonl alike.

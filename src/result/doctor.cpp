@@ -167,6 +167,7 @@ json to_json(const PairComparison& c) {
   return {{"what", c.what},
           {"a", c.a_label},
           {"b", c.b_label},
+          {"after", c.after},
           {"metric", c.metric},
           {"pairs", pairs},
           {"estimate", optional_estimate(c.estimate)},
@@ -186,6 +187,7 @@ PairComparison comparison_from_json(const json& j) {
   c.what = text(j, "what");
   c.a_label = text(j, "a");
   c.b_label = text(j, "b");
+  c.after = json_read::strings(j, "after");
   c.metric = text(j, "metric", c.metric);
   for (const auto& p : list(j, "pairs"))
     c.pairs.push_back({number<double>(p, "a"), number<double>(p, "b"), number<double>(p, "ratio"),

@@ -85,6 +85,10 @@ struct PairSample {
 struct PairComparison {
   std::string what;              // "threads", "cpu variant", "mmap"
   std::string a_label, b_label;  // "-t 2", "-t 1"
+  // The fixes both children already carry, by the `what` of the comparison that found them
+  // ({"cpu variant"}: the thread pairs ran the better variant). Its factor is then the fix's
+  // gain after those, which `explain` needs to split an interaction order-free.
+  std::vector<std::string> after;
   std::string metric = "seconds per reference turn";
   std::vector<PairSample> pairs;
   std::optional<PairedEstimate> estimate;  // over the undisturbed pairs when there are enough

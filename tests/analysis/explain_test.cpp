@@ -2,6 +2,7 @@
 // the factors is the measured B/A), the table of fixes and the refusals.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <sstream>
 
 #include "analysis/explain.h"
@@ -189,6 +190,81 @@ TEST(Explain, StackedCausesOnBMultiplyToTheMeasuredRatioWithTheRestUnexplained) 
   EXPECT_NEAR(factor_of(p, "unexplained")->factor, 1.1, 1e-9);
   EXPECT_NEAR(p.product, p.ratio, 1e-12);
   EXPECT_FALSE(p.notes.empty());
+}
+
+// Doctor measured the threads with the better variant loaded (`after`): each of the two
+// gets its cost alone and their overlap is a factor of its own. The corner no pair measured
+// (slow variant, threads fixed) takes the oversubscription's cost as a wait that faster
+// kernels do not shorten. The product is unchanged, and the table's rows between are the
+// pairs' measured speeds where its order is theirs.
+TEST(Explain, AVariantAndOversubscriptionMeasuredInOrderGetTheirCostsAloneAndTheOverlap) {
+  Device a, b;
+  b.id = "dev-b";
+  b.variant = "sse42";
+  b.decode_bound = "bandwidth";
+  json variant = finding("kernel.isa_fallback", 2.0, "measured", {{"prefill", phase(1.2)}, {"decode", phase(1.5)}});
+  variant["data"]["measured"]["b_ceilings"] = {{"prefill_ceiling_tokens_per_s", 1000.0}};
+  json threads = finding("threads.oversubscribed", 2.0, "measured", {{"prefill", phase(3.0)}, {"decode", phase(1.6)}});
+  threads["data"]["measured"]["after"] = {"cpu variant"};
+  const json findings = json::array({variant, threads, finding("throttle.cgroup_quota", 2.0, "estimated")});
+  const json db = doctor(bench(b, 1000 / (1.2 * 3.0 * 2.0), 100 / (1.5 * 1.6 * 2.0)), findings);
+  const auto e = run(bench(a, 1000, 100), db);
+
+  // Decode: g_v 1.5 (oversubscribed), g_t 1.6; the variant alone 1.5 x 1.6 - 0.6 = 1.8.
+  const auto& d = phase_of(e, "decode");
+  const auto* v = factor_of(d, "kernel.isa_fallback");
+  const auto* t = factor_of(d, "threads.oversubscribed");
+  const auto* overlap = factor_of(d, "interaction");
+  ASSERT_TRUE(v && t && overlap);
+  EXPECT_NEAR(1 / v->factor, 1.8, 1e-12);
+  EXPECT_EQ(v->basis, "measured and modelled");
+  EXPECT_NE(v->detail.find("alone (threads fixed) x1.80"), std::string::npos) << v->detail;
+  EXPECT_NEAR(1 / t->factor, 1.6, 1e-12);
+  EXPECT_EQ(t->basis, "measured");
+  EXPECT_NEAR(overlap->factor, 1.8 / 1.5, 1e-12);
+  EXPECT_EQ(overlap->side, "B");
+  EXPECT_TRUE(overlap->fix.empty());
+  EXPECT_EQ(overlap->basis, "modelled");
+  EXPECT_NEAR(factor_of(d, "unexplained")->factor, 1.0, 1e-9);
+  EXPECT_NEAR(d.product, d.ratio, 1e-12);
+  EXPECT_EQ(d.factors[d.factors.size() - 2].id, "interaction");  // after the causes, before the rest
+  // The table in doctor's order: the quota (x2), the variant as its pairs measured it
+  // (x1.5, oversubscribed), then the threads as theirs did (x1.6); no row for the overlap.
+  ASSERT_EQ(d.steps.size(), 5u);
+  EXPECT_EQ(d.steps[2].label, "after fixing kernel.isa_fallback");
+  EXPECT_NEAR(d.steps[2].tokens_per_s / d.steps[1].tokens_per_s, 1.5, 1e-12);
+  EXPECT_NEAR(d.steps[3].tokens_per_s / d.steps[2].tokens_per_s, 1.6, 1e-12);
+  EXPECT_NEAR(d.steps[3].tokens_per_s, 100, 1e-9);
+
+  // Prefill: the threads weigh most (g_t 3.0, g_v 1.2: the variant alone 1.6), so they come
+  // first in the table with their gain while the variant is slow, 3.6 / 1.6; then the quota,
+  // then the variant's 1.6.
+  const auto& p = phase_of(e, "prefill");
+  EXPECT_NEAR(1 / factor_of(p, "kernel.isa_fallback")->factor, 1.6, 1e-12);
+  EXPECT_NEAR(factor_of(p, "interaction")->factor, 1.6 / 1.2, 1e-12);
+  EXPECT_NEAR(p.product, p.ratio, 1e-12);
+  ASSERT_EQ(p.steps.size(), 5u);
+  EXPECT_EQ(p.steps[1].label, "after fixing threads.oversubscribed");
+  EXPECT_NEAR(p.steps[1].tokens_per_s / p.steps[0].tokens_per_s, 3.6 / 1.6, 1e-12);
+  EXPECT_EQ(p.steps[3].label, "after fixing kernel.isa_fallback");
+  EXPECT_NEAR(p.steps[3].tokens_per_s / p.steps[2].tokens_per_s, 1.6, 1e-12);
+  EXPECT_NEAR(p.steps[3].tokens_per_s, 1000, 1e-9);
+  const json j = to_json(e);
+  for (const auto& f : j["phases"][0]["factors"])
+    if (f["id"] == "kernel.isa_fallback") {
+      EXPECT_EQ(f["interaction"]["with"], "threads.oversubscribed");
+      EXPECT_NEAR(f["interaction"]["fixed_first"].get<double>(), 1 / 1.2, 1e-12);
+    }
+
+  // Pairs measured each with the other as configured (no `after`: a doctor from before it
+  // was recorded) keep their own factors, and there is no overlap.
+  json old = db;
+  old["doctor"]["findings"][1]["data"]["measured"].erase("after");
+  const auto before = run(bench(a, 1000, 100), old);
+  const auto& od = phase_of(before, "decode");
+  EXPECT_NEAR(factor_of(od, "kernel.isa_fallback")->factor, 1 / 1.5, 1e-12);
+  EXPECT_FALSE(factor_of(od, "kernel.isa_fallback")->interaction);
+  EXPECT_EQ(factor_of(od, "interaction"), nullptr);
 }
 
 TEST(Explain, AVariantFallbackWithoutDoctorNamesTheCommandInsteadOfGuessing) {

@@ -318,6 +318,7 @@ TEST(DoctorFaults, TwoThreadsInAOneCpuCpusetGetAFixItsEvidenceSupports) {
     EXPECT_EQ(f["speedup_basis"], "measured") << f.dump();
     const json& estimate = f["data"]["measured"]["estimate"];
     ASSERT_TRUE(estimate.is_object()) << f.dump();
+    EXPECT_EQ(f["data"]["measured"]["after"], json::array()) << "no fix was measured before the threads";
     EXPECT_GT(estimate.value("low", 0.0), 1.0) << f.dump();
     EXPECT_EQ(f.value("fix", ""), "-t 1");
   } else {

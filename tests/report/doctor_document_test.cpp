@@ -45,7 +45,14 @@ result::DoctorReport full_diagnosis() {
   c.first_verdict = result::PairVerdict::kSame;
   c.speed_variation = 0.14;
   c.wall_s = 30.5;
-  r.comparisons = {c};
+  // The thread pairs, measured with the better variant the first comparison found.
+  result::PairComparison threads;
+  threads.what = "threads";
+  threads.a_label = "-t 2, haswell", threads.b_label = "-t 1, haswell";
+  threads.after = {"cpu variant"};
+  threads.pairs = {{1.5, 1.0, 1.5, false, ""}};
+  threads.verdict = result::PairVerdict::kInconclusive;
+  r.comparisons = {c, threads};
   r.reference_kernel_best_ms = 0.93;
   r.speed_variation = 0.21;
   r.budget_s = 45;
@@ -136,11 +143,13 @@ TEST(DoctorDocument, DocumentsOfEarlierReleasesReadAsTheSameResults) {
   for (auto& c : old_diagnosis["doctor"]["comparisons"]) {
     c.erase("phases");
     c.erase("b_ceilings");
+    c.erase("after");
   }
   EXPECT_EQ(result::document_kind(old_diagnosis), "doctor");
   const auto d = std::get<result::DoctorReport>(result::doctor_result_from_json(old_diagnosis));
   EXPECT_FALSE(d.comparisons[0].decode_estimate);
   EXPECT_TRUE(d.comparisons[0].b_ceilings.is_null());
+  EXPECT_TRUE(d.comparisons[1].after.empty()) << "not recorded reads as measured as configured";
   EXPECT_EQ(d.findings, full_diagnosis().findings);
 }
 
