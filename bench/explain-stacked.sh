@@ -5,11 +5,11 @@
 #
 # A: a healthy run of a ~60 MB q4_0 model at -t 2 on this machine. B: the same model with a
 # forced lower CPU variant (sse42), two threads on a cpuset of one CPU and a quota of half a
-# CPU at once, diagnosed by doctor. Each fault is also measured alone against A in two
+# CPU at once, diagnosed by doctor. Each fault is also measured alone against A in three
 # interleaved rounds (best repetitions). Prints, per phase, each factor isolated and
-# attributed and the unexplained rest; target: each within 25 %, unexplained in 0.8-1.25.
-# Rounds where A's speed moved by more than 15 % are not judged (the host's, not the
-# model's); a diagnosis out of bounds is made once more before the round fails. usage: bench/explain-stacked.sh [-b BUILD_DIR] [-n ROUNDS]
+# attributed, their overlap and the unexplained rest; target: each within 25 %, unexplained
+# in 0.8-1.25. Runs where A's two fastest rounds differ by more than 15 % are not judged
+# (the host's, not the model's); a diagnosis out of bounds is made once more before the run fails. usage: bench/explain-stacked.sh [-b BUILD_DIR] [-n ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build

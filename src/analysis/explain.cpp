@@ -175,7 +175,7 @@ std::optional<ExplainFactor> split_variant_and_oversubscription(std::vector<Expl
   threads->interaction = ExplainFactor::Interaction{variant->id, as_factor(g_v * g_t / alone), as_factor(g_t)};
   variant->factor = as_factor(alone);
   variant->basis = "measured and modelled";
-  ExplainFactor overlap{"interaction", name, "", as_factor(g_v / alone), "modelled", "", {}, ""};
+  ExplainFactor overlap{"interaction", name, "", as_factor(g_v / alone), "modelled", "", {}, "", std::nullopt};
   overlap.title = "kernel.isa_fallback and threads.oversubscribed together cost less than each alone";
   overlap.detail = fmt::format(
       "{}: the variant gains x{:.2f} with the threads oversubscribed and x{:.2f} alone: the threads' wait at each barrier "
@@ -247,7 +247,7 @@ bool ceiling_from_kernels(const Ceiling& c) { return c.bound != "bandwidth" && c
 ExplainFactor hardware_factor(const ExplainSide& a, const ExplainSide& b, const PhaseSample& sa, const PhaseSample& sb,
                               const std::string& phase, const std::vector<ExplainFactor>& causes, bool same_device,
                               std::vector<std::string>& notes) {
-  ExplainFactor hw{"hardware", "", "", 1, "measured", "", {}, ""};
+  ExplainFactor hw{"hardware", "", "", 1, "measured", "", {}, "", std::nullopt};
   const Ceiling ca = ceiling_of(a, sa, phase), cb = ceiling_of(b, sb, phase);
   // A run on the device's GPU and one on its CPU ran on different hardware of one machine.
   same_device = same_device && ca.device == cb.device;
@@ -360,7 +360,7 @@ PhaseExplanation explain_phase(const ExplainSide& a, const ExplainSide& b, const
     product *= o.factor;
     p.factors.push_back(std::move(o));
   }
-  ExplainFactor rest{"unexplained", "", "what the factors above do not account for", p.ratio / product, "residual", "", {}, ""};
+  ExplainFactor rest{"unexplained", "", "what the factors above do not account for", p.ratio / product, "residual", "", {}, "", std::nullopt};
   rest.detail = "measured B/A over the product of the other factors: differences in efficiency nothing here names "
                 "(per-token work beyond the ceilings, noise between the two runs)";
   if (same_device)

@@ -160,7 +160,7 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
       progress(fmt::format("measuring the best CPU variant ({}) instead of {}", gap.value("best_variant", "?"), options.config.cpu_variant));
       e.variant_pairs = compare_pairs(options, probe,
                                       {"cpu variant", "--cpu-variant " + options.config.cpu_variant, gap.value("best_variant", "best"),
-                                       options.config, best, pair_tests, "seconds per reference turn", turn},
+                                       options.config, best, pair_tests, "seconds per reference turn", turn, {}},
                                       share(planned--), options.stop_rule, progress);
     }
     // The fixes are measured in pairs in order, each with the ones before it applied, as the
