@@ -133,11 +133,13 @@ void side_factors(const ExplainSide& side, const std::string& name, const std::s
   }
 }
 
-// The cause `id` of one side among the factors, when it has one.
-ExplainFactor* factor_on(std::vector<ExplainFactor>& factors, const std::string& side, const std::string& id) {
+// The cause `id` of one side among the factors (const or not), when it has one.
+template <typename Factors>
+auto* factor_on(Factors& factors, const std::string& side, const std::string& id) {
+  decltype(&factors.front()) found = nullptr;
   for (auto& f : factors)
-    if (f.side == side && f.id == id) return &f;
-  return nullptr;
+    if (!found && f.side == side && f.id == id) found = &f;
+  return found;
 }
 
 // Doctor measures the variant with the threads as configured, and the threads with the
@@ -186,12 +188,6 @@ std::optional<ExplainFactor> split_variant_and_oversubscription(std::vector<Expl
   return overlap;
 }
 
-// The factor of a side's variant fallback in this phase (B/A terms), when one was found.
-const ExplainFactor* variant_factor(const std::vector<ExplainFactor>& factors, const std::string& side) {
-  for (const auto& f : factors)
-    if (f.side == side && f.id == "kernel.isa_fallback") return &f;
-  return nullptr;
-}
 
 // Load has a ceiling only where the probe read the model file: without one the phase is
 // left out rather than the explanation refused.
@@ -280,7 +276,7 @@ ExplainFactor hardware_factor(const ExplainSide& a, const ExplainSide& b, const 
                                   "device), not the one that loaded ('{}', {:.4g} tok/s): the fallback counts once, as software",
                                   name, phase, side.best_variant, best, side.cpu_variant, ceiling));
       ceiling = best;
-    } else if (const ExplainFactor* v = variant_factor(causes, name)) {
+    } else if (const ExplainFactor* v = factor_on(causes, name, "kernel.isa_fallback")) {
       const double speedup = name == "B" ? 1 / v->factor : v->factor;
       ceiling *= speedup;
       notes.push_back(fmt::format("{}'s {} ceiling was probed with the variant that loaded ('{}'); its device's ceiling is "
@@ -317,7 +313,7 @@ ExplainFactor hardware_factor(const ExplainSide& a, const ExplainSide& b, const 
 // Causes that show in a run's provenance but need a measurement the run does not carry.
 void provenance_unmeasured(const ExplainSide& side, const std::string& name, const std::vector<ExplainFactor>& factors,
                            std::vector<std::string>& unmeasured) {
-  if (side.variant_fallback && !variant_factor(factors, name))
+  if (side.variant_fallback && !factor_on(factors, name, "kernel.isa_fallback"))
     unmeasured.push_back(fmt::format(
         "{}: the ggml CPU variant '{}' ran where this CPU can run '{}': 'edgeprobe doctor' with the same flags on {} "
         "measures what it costs",
