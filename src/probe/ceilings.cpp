@@ -284,6 +284,36 @@ bool lower_than(const Point& fresh, const Point& stored, double (*rate)(const Po
 
 }  // namespace
 
+std::optional<std::string> merge_kernel_point(KernelPoint& stored, KernelPoint fresh, bool replace) {
+  const bool decode = stored.phase == "decode";
+  auto ceiling_rate = [decode](const KernelPoint& k) {
+    return decode ? k.decode_ceiling_gb_per_s() : k.median_gflop_per_s;
+  };
+  if (replace && fresh.error.empty()) {
+    stored = std::move(fresh);
+    return std::nullopt;
+  }
+  // A contended point is no ceiling; a clean one with a higher median is the better point.
+  const bool fresh_better = fresh.usable() && (!stored.usable() || ceiling_rate(fresh) > ceiling_rate(stored));
+  const bool both_usable = fresh.usable() && stored.usable();
+  const double best_gb = std::max(stored.best_gb_per_s, fresh.best_gb_per_s);
+  const double best_gflop = std::max(stored.best_gflop_per_s, fresh.best_gflop_per_s);
+  std::optional<std::string> note;
+  if (fresh_better || (!stored.usable() && fresh.error.empty() && fresh.cpu_share > stored.cpu_share)) {
+    stored = std::move(fresh);
+  } else if (stored.usable()) {
+    const std::string kept = fmt::format("kept the stored {} {} kernel point ({:.1f} {})", stored.phase, stored.type,
+                                         ceiling_rate(stored), decode ? "GB/s" : "GFLOP/s");
+    note = fresh.error.empty() ? fmt::format("{} over this measurement's {:.1f}", kept, ceiling_rate(fresh))
+                               : fmt::format("{}: measuring it again failed ({})", kept, fresh.error);
+  }
+  if (both_usable) {
+    stored.best_gb_per_s = best_gb;
+    stored.best_gflop_per_s = best_gflop;
+  }
+  return note;
+}
+
 DeviceCeilings keep_higher(const DeviceCeilings& stored, DeviceCeilings fresh) {
   // Bandwidth: per kernel, scope and thread count.
   for (const auto& old : stored.bandwidth.points) {

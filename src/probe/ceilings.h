@@ -118,6 +118,13 @@ void save_cache(const DeviceCeilings& ceilings);
 // measured while other processes held the CPUs; each kept figure is named in kept_notes.
 DeviceCeilings keep_higher(const DeviceCeilings& stored, DeviceCeilings fresh);
 
+// One kernel point measured again (ensure_model_kernels). The point with the higher ceiling
+// rate (the median run) stays, so one busy moment does not lower a ceiling; its best run is
+// the best of both measurements', since predict reads the best run: keeping whole points by
+// their medians alone could lower it. `replace` stores the fresh point as measured (a
+// measurement that failed never replaces). Returns the note naming a stored point kept.
+std::optional<std::string> merge_kernel_point(KernelPoint& stored, KernelPoint fresh, bool replace);
+
 std::string default_cache_dir();
 // /proc/meminfo's MemTotal under the root, in bytes; 0 when unreadable.
 uint64_t memory_total_bytes(const std::string& sysfs_root);

@@ -190,26 +190,16 @@ int ensure_model_kernels(DeviceCeilings& c, const model::GgufInfo& info, const K
     std::filesystem::create_directories(ko.weights_dir, ec);
   }
   const int min_threads = gpu ? 0 : 1;
-  // The figure each phase's ceiling uses: the median run (kCeilingStatistic).
-  auto ceiling_rate = [](const KernelPoint& k) {
-    return k.phase == "decode" ? k.decode_ceiling_gb_per_s() : k.median_gflop_per_s;
-  };
   // A cached point measured while other processes held the CPUs is measured again, and the
-  // better of the two kept: a ceiling must not stay low because of one busy moment.
+  // better of the two kept (merge_kernel_point): a ceiling must not stay low because of one
+  // busy moment.
   auto keep_better = [&](KernelPoint fresh, auto same) {
     for (auto& k : c.kernels)
       if (same(k)) {
         // A point from before weight_memory was recorded held its weights where a mapped
         // model's do not lie, and read them slower on some hosts: a fresh one replaces it.
-        const bool replace = fresh.error.empty() && (options.replace || (k.phase == "decode" && !gpu &&
-                                                                         k.weight_memory.empty()));
-        if (replace || (fresh.usable() && (!k.usable() || ceiling_rate(fresh) > ceiling_rate(k))) ||
-            (!k.usable() && fresh.error.empty() && fresh.cpu_share > k.cpu_share))
-          k = fresh;
-        else if (k.usable())
-          c.kept_notes.push_back(fmt::format("kept the stored {} {} kernel point ({:.1f} {}) over this measurement's {:.1f}",
-                                             k.phase, k.type, ceiling_rate(k), k.phase == "decode" ? "GB/s" : "GFLOP/s",
-                                             ceiling_rate(fresh)));
+        const bool replace = options.replace || (k.phase == "decode" && !gpu && k.weight_memory.empty());
+        if (auto note = merge_kernel_point(k, std::move(fresh), replace)) c.kept_notes.push_back(std::move(*note));
         return;
       }
     c.kernels.push_back(std::move(fresh));

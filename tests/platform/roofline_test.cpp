@@ -460,6 +460,56 @@ TEST(Roofline, ARefreshKeepsTheHigherStoredFigures) {
   EXPECT_DOUBLE_EQ(keep_higher(stored, fresh).bandwidth.read_median_gb_per_s, 20.0);
 }
 
+// A kernel point measured again keeps the higher median (the ceiling) and the best run of
+// both measurements (what predict reads): the 12-05 refresh that kept a point with median
+// 37.0 and best 37.6 over one with median 36.3 and best 53.8 lowered f16's predictions.
+TEST(Roofline, AKernelPointMeasuredAgainKeepsTheHigherMedianAndTheBestRunOfBoth) {
+  KernelPoint stored = decode_point(2, 36.3);
+  stored.best_gb_per_s = 53.8;
+  stored.weight_memory = "mapped file";
+  KernelPoint fresh = decode_point(2, 37.0);
+  fresh.best_gb_per_s = 37.6;
+  fresh.weight_memory = "mapped file";
+  KernelPoint merged = stored;
+  EXPECT_FALSE(merge_kernel_point(merged, fresh, false));
+  EXPECT_DOUBLE_EQ(merged.median_gb_per_s, 37.0);
+  EXPECT_DOUBLE_EQ(merged.best_gb_per_s, 53.8);
+  // The other way round: the stored median stays, named in a note; the best is still both's.
+  merged = fresh;
+  const auto note = merge_kernel_point(merged, stored, false);
+  ASSERT_TRUE(note);
+  EXPECT_NE(note->find("kept the stored decode"), std::string::npos) << *note;
+  EXPECT_NE(note->find("(37.0 GB/s) over this measurement's 36.3"), std::string::npos) << *note;
+  EXPECT_DOUBLE_EQ(merged.median_gb_per_s, 37.0);
+  EXPECT_DOUBLE_EQ(merged.best_gb_per_s, 53.8);
+  // A contended measurement lends nothing, not even its best run.
+  KernelPoint busy = decode_point(2, 80.0);
+  busy.cpu_share = 0.3;
+  merged = stored;
+  EXPECT_TRUE(merge_kernel_point(merged, busy, false));
+  EXPECT_DOUBLE_EQ(merged.median_gb_per_s, 36.3);
+  EXPECT_DOUBLE_EQ(merged.best_gb_per_s, 53.8);
+  // --replace stores what was measured; a failed measurement replaces nothing.
+  merged = stored;
+  EXPECT_FALSE(merge_kernel_point(merged, fresh, true));
+  EXPECT_DOUBLE_EQ(merged.best_gb_per_s, 37.6);
+  KernelPoint failed;
+  failed.phase = "decode";
+  failed.error = "no backend";
+  const auto failed_note = merge_kernel_point(merged, failed, true);
+  ASSERT_TRUE(failed_note);
+  EXPECT_NE(failed_note->find("measuring it again failed (no backend)"), std::string::npos) << *failed_note;
+  EXPECT_DOUBLE_EQ(merged.median_gb_per_s, 37.0);
+  // Prefill points compare GFLOP/s the same way.
+  KernelPoint prefill_stored, prefill_fresh;
+  prefill_stored.phase = prefill_fresh.phase = "prefill";
+  prefill_stored.median_gflop_per_s = 100, prefill_stored.best_gflop_per_s = 140;
+  prefill_fresh.median_gflop_per_s = 110, prefill_fresh.best_gflop_per_s = 120;
+  EXPECT_FALSE(merge_kernel_point(prefill_stored, prefill_fresh, false));
+  EXPECT_DOUBLE_EQ(prefill_stored.median_gflop_per_s, 110);
+  EXPECT_DOUBLE_EQ(prefill_stored.best_gflop_per_s, 140);
+}
+
 // A run that offloaded is judged against the GPU's figures: its JSON names the device, a
 // ceiling that is suspect points at the GPU's probe, and no same-thread-count figure exists.
 TEST(Roofline, AGpusCeilingsNameTheDeviceAndItsRemeasureCommand) {
