@@ -304,11 +304,20 @@ Prediction predict(const model::GgufInfo& info, const probe::DeviceCeilings& c, 
     }
   }
 
-  if (c.storage)
+  if (c.storage) {
     add_load(p, info, c.storage->cold_mb_per_s, c.storage->warm_mb_per_s,
              fmt::format("storage probe of {} (cold: {}; warm: {})", c.storage->path, c.storage->cold_status,
                          c.storage->warm_status));
-  else
+    // The cache holds the read rates of the last file probed. A file far smaller than this
+    // model is read mostly in its first, readahead-sized stretches, which say little about
+    // the rate a long read sustains, so the load time leans on a figure of another size.
+    const uint64_t model_read = std::min<uint64_t>(info.file_bytes, probe::StorageOptions{}.max_bytes);
+    if (c.storage->bytes_read > 0 && c.storage->bytes_read * 4 < model_read)
+      p.notes.push_back(fmt::format(
+          "load time from the read rates of {} ({:.0f} MB read), a file under a quarter of the {:.0f} MB this model's "
+          "load reads: edgeprobe probe -m FILE with a file of this model's size measures them",
+          c.storage->path, static_cast<double>(c.storage->bytes_read) / 1e6, static_cast<double>(model_read) / 1e6));
+  } else
     p.load_basis = "unavailable: no storage probe on this device (edgeprobe probe -m FILE measures the read rates)";
   return p;
 }

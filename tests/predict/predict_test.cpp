@@ -2,6 +2,7 @@
 // the inputs by the formula docs/predict.md states, so a change to the model shows up.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "predict/predict.h"
@@ -160,6 +161,41 @@ TEST(PredictDecode, AnotherThreadCountWithoutKernelPointIsUnavailableNotInvented
   EXPECT_EQ(p.decode_tokens_per_s.value, 0);
   const auto j = predict::to_json(p);
   EXPECT_TRUE(j["decode_tokens_per_s"].is_null());
+}
+
+// Load time is the file's size at the storage probe's rates; a probe of a far smaller file
+// (the cache keeps the last file probed) is named, with the command that measures one of
+// this model's size.
+TEST(PredictLoad, IsTheFileAtTheProbedRatesAndNamesAProbeOfAFarSmallerFile) {
+  auto info = toy_model();
+  info.file_bytes = 400'000'000;
+  auto c = toy_ceilings(info, true);
+  probe::StorageResult s;
+  s.path = "/models/tiny.gguf";
+  s.file_bytes = s.bytes_read = 10'000'000;
+  s.cold_mb_per_s = 200;
+  s.warm_mb_per_s = 4000;
+  c.storage = s;
+  predict::Config cfg;
+  cfg.threads = 2;
+  cfg.n_prompt = 0;
+  cfg.n_gen = 16;
+  auto note_about_size = [](const predict::Prediction& p) {
+    return std::find_if(p.notes.begin(), p.notes.end(), [](const std::string& n) {
+      return n.find("a file under a quarter of the") != std::string::npos;
+    });
+  };
+  const auto small = predict::predict(info, c, cfg, {}, {}, 0);
+  EXPECT_NEAR(small.load_cold_ms.value, 400.0 / 200 * 1e3, 1e-9);
+  EXPECT_NEAR(small.load_warm_ms.value, 400.0 / 4000 * 1e3, 1e-9);
+  const auto note = note_about_size(small);
+  ASSERT_NE(note, small.notes.end());
+  EXPECT_NE(note->find("/models/tiny.gguf (10 MB read)"), std::string::npos) << *note;
+  EXPECT_NE(note->find("400 MB"), std::string::npos) << *note;
+  // A probe of a file of comparable size (or of the 1 GiB prefix the probe reads) says nothing.
+  c.storage->file_bytes = c.storage->bytes_read = 300'000'000;
+  const auto comparable = predict::predict(info, c, cfg, {}, {}, 0);
+  EXPECT_EQ(note_about_size(comparable), comparable.notes.end());
 }
 
 TEST(PredictPrefill, IsEachMatrixAtItsShapesRatePlusTheUbatchCost) {
