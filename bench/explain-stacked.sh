@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # explain-stacked.sh: how close `edgeprobe explain` attributes a stacked gap to what each
-# fault costs alone (issue 26): the stacked test (disabled in the suite, docs/explain.md says
-# why), run ROUNDS times with its table printed. Runs as root (cgroups), alone.
+# fault costs alone (issue 26): the suite's stacked test, run ROUNDS times with its table
+# printed. Runs as root (cgroups), alone.
 #
 # A: a healthy run of a ~60 MB q4_0 model at -t 2 on this machine. B: the same model with a
 # forced lower CPU variant (sse42), two threads on a cpuset of one CPU and a quota of half a
@@ -27,6 +27,6 @@ binary="$build/tests/doctor/explain_fault_tests"
 [ "$(id -u)" -eq 0 ] || { echo "explain-stacked: needs root for the cpuset and quota cgroups" >&2; exit 3; }
 for i in $(seq 1 "$rounds"); do
   echo "== run $i of $rounds"
-  "$binary" --gtest_also_run_disabled_tests --gtest_filter='ExplainFaults.DISABLED_Stacked*' 2>&1 |
+  "$binary" --gtest_filter='ExplainFaults.Stacked*' 2>&1 |
     grep -E '^(prefill|decode):|^  [a-z.]+ +(isolated|attributed)|Skipped|moved by|out of bounds|OK \]|FAILED \]|Expected|attributed x' || true
 done
