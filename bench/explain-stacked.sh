@@ -8,8 +8,8 @@
 # CPU at once, diagnosed by doctor. Each fault is also measured alone against A in three
 # interleaved rounds (best repetitions). Prints, per phase, each factor isolated and
 # attributed, their overlap and the unexplained rest; target: each within 25 %, unexplained
-# in 0.8-1.25. Runs where A's two fastest rounds differ by more than 15 % are not judged
-# (the host's, not the model's); a diagnosis out of bounds is made once more before the run fails. usage: bench/explain-stacked.sh [-b BUILD_DIR] [-n ROUNDS]
+# in 0.8-1.25. Where A's two fastest rounds differ by more than 15 % up to two more rounds
+# run, and if they still differ the run is not judged (the host's, not the model's); a diagnosis out of bounds is made once more before the run fails. usage: bench/explain-stacked.sh [-b BUILD_DIR] [-n ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build

@@ -212,33 +212,38 @@ TEST(ExplainFaults, StackedFaultsAreEachAttributedNearTheirIsolatedFactor) {
   // A, healthy; then each fault alone, on the configuration it is a fault of; in three
   // interleaved rounds, each fault's factor from the best repetitions (in two rounds on
   // 12-05 the variant alone once measured x0.57 where every other run gave x0.36-0.47).
-  constexpr int kRounds = 3;
+  // The rounds of A measure the host: the factors use each configuration's best, so where
+  // A's two fastest rounds differ by more than the tolerance the host never held still
+  // long enough to judge an attribution against isolated factors. Up to two more rounds
+  // give it the chance (12-06's CI: A's two fastest of three differed by 15 %).
+  constexpr int kRounds = 3, kMaxRounds = 5;
   std::vector<json> a, variant, cpu, quota;
-  for (int round = 0; round < kRounds; ++round) {
+  auto a_moved = [&]() -> std::string {
+    for (const char* phase : {"prefill", "decode"}) {
+      std::vector<double> r;
+      for (const auto& run : a) r.push_back(best({run}, phase, 2));
+      std::sort(r.rbegin(), r.rend());
+      if (r[1] / r[0] < 0.85)
+        return "this host's speed moved by " + std::to_string(static_cast<int>(100 * (1 - r[1] / r[0]))) +
+               " % between the two fastest of " + std::to_string(a.size()) + " runs of A (" + phase + " " +
+               std::to_string(r[0]) + " and " + std::to_string(r[1]) + " tok/s): not judged";
+    }
+    return {};
+  };
+  for (int round = 0; round < kMaxRounds; ++round) {
     const std::string n = std::to_string(round);
     a.push_back(edgeprobe_json(bench_args("2", 3), "", dir.file("a" + n + ".json")));
     variant.push_back(edgeprobe_json(bench_args("2", 3, {"--cpu-variant", kLowVariant}), "", dir.file("v" + n + ".json")));
     cpu.push_back(edgeprobe_json(bench_args("1,2", 3), one_cpu.enter_prefix(), dir.file("c" + n + ".json")));
     quota.push_back(edgeprobe_json(bench_args("1", 3), both, dir.file("q" + n + ".json")));
+    for (const auto* runs : {&a, &variant, &cpu, &quota}) ASSERT_FALSE(runs->back().is_null());
+    if (round + 1 >= kRounds && a_moved().empty()) break;
   }
-  for (const auto* runs : {&a, &variant, &cpu, &quota})
-    for (const auto& run : *runs) ASSERT_FALSE(run.is_null());
-  // The rounds of A measure the host: the factors use each configuration's best, so where
-  // A's two fastest rounds differ by more than the tolerance the host never held still
-  // long enough, and no attribution can be judged against isolated factors.
-  for (const char* phase : {"prefill", "decode"}) {
-    std::vector<double> r;
-    for (const auto& run : a) r.push_back(best({run}, phase, 2));
-    std::sort(r.rbegin(), r.rend());
-    if (r[1] / r[0] < 0.85)
-      GTEST_SKIP() << "this host's speed moved by " << static_cast<int>(100 * (1 - r[1] / r[0]))
-                   << " % between the two fastest runs of A (" << phase << " " << r[0] << " and " << r[1]
-                   << " tok/s): not judged";
-  }
+  if (const std::string why = a_moved(); !why.empty()) GTEST_SKIP() << why;
   // A is the round whose medians were least slowed.
   int a_round = 0;
   auto a_speed = [&](int i) { return median(rates(a[i], "decode", 2)) * median(rates(a[i], "prefill", 2)); };
-  for (int i = 1; i < kRounds; ++i)
+  for (int i = 1; i < static_cast<int>(a.size()); ++i)
     if (a_speed(i) > a_speed(a_round)) a_round = i;
   // The one-CPU device's ceilings with the low variant, measured outside the quota (the
   // first bench of a device and build measures them; a probe under a quota would measure
