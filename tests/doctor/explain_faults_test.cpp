@@ -280,8 +280,11 @@ TEST(ExplainFaults, StackedFaultsAreEachAttributedNearTheirIsolatedFactor) {
           {"throttle.cgroup_quota", best(quota, phase, 1) / best(cpu, phase, 1)},
       };
       std::printf("%s: measured B/A %.3f\n", phase, p["ratio"].get<double>());
-      for (const auto& [id, iso] : isolated)
-        std::printf("  %-24s isolated x%.3f  attributed x%.3f\n", id.c_str(), iso, f.count(id) ? f.at(id) : 0.0);
+      for (const auto& [id, iso] : isolated) {
+        char attributed[16] = "(none)";  // named without a factor: judged as 1 below
+        if (f.count(id)) std::snprintf(attributed, sizeof attributed, "x%.3f", f.at(id));
+        std::printf("  %-24s isolated x%.3f  attributed %s\n", id.c_str(), iso, attributed);
+      }
       const double rest = f.count("unexplained") ? f.at("unexplained") : 0.0;
       if (f.count("interaction")) std::printf("  %-24s attributed x%.3f\n", "interaction", f.at("interaction"));
       std::printf("  %-24s attributed x%.3f\n", "unexplained", rest);
