@@ -192,9 +192,9 @@ TEST(ExplainFaults, AWeakerDeviceIsItsHardwareAndNoFixIsNamed) {
 // The stacked gap of the seed's size. The variant and the oversubscribed threads overlap,
 // and explain gives each its cost alone and the overlap a factor of its own. The figures
 // compared are minutes apart on a host whose speed swings, so each fault alone is measured
-// in three interleaved rounds, the two devices' ceilings are probed in turn, a run where A
-// itself moved is not judged, and a diagnosis out of bounds is made once more: five runs
-// of 12-06 passed (one on its second diagnosis; docs/explain.md has the tables).
+// in three to five interleaved rounds, the two devices' ceilings are probed in turn, a run
+// where A itself moved is not judged, and a diagnosis out of bounds is made once more: seven
+// runs of 12-06 passed (two on their second diagnosis; docs/explain.md has the tables).
 // bench/explain-stacked.sh runs it alone and prints the table.
 TEST(ExplainFaults, StackedFaultsAreEachAttributedNearTheirIsolatedFactor) {
   const CpusetCgroup one_cpu("0");
