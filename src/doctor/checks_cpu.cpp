@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "analysis/cpu_time_cost.h"
 #include "doctor/checks_internal.h"
 
 namespace edgeprobe::doctor::checks {
@@ -140,6 +141,10 @@ void check_threads(const Evidence& e, std::vector<Finding>& out) {
 void check_contention(const Evidence& e, std::vector<Finding>& out) {
   const auto& w = e.primary.window;
   if (w.other_cpu_share && *w.other_cpu_share >= kContentionShare) {
+    // The window's share counts only the CPUs the run may use (ProcessWatch::finish).
+    const auto usable = usable_cpus(e.device, e.options.config);
+    const double others = *w.other_cpu_share * static_cast<double>(usable.size());
+    const double cost = analysis::contention_cost(e.options.config.threads, static_cast<double>(usable.size()), others);
     std::vector<std::string> ev = {fmt::format("other processes used {} of all CPU time while the bench ran ({:.1f} s)",
                                                pct(*w.other_cpu_share), w.wall_s)};
     json top = json::array();
@@ -152,15 +157,17 @@ void check_contention(const Evidence& e, std::vector<Finding>& out) {
     }
     out.push_back({"contention.other_processes", Severity::kWarning,
                    fmt::format("other processes took {} of the CPUs during the run", pct(*w.other_cpu_share)), ev, "prefill+decode",
-                   1.0 / (1.0 - std::min(*w.other_cpu_share, 0.9)),
-                   "estimated: the CPU time the other processes took (ggml's threads wait at barriers, so the real cost is often higher)",
+                   cost,
+                   fmt::format("estimated: the threads and the other processes ({:.2f} CPUs) sharing the {} usable CPU(s) "
+                               "fairly (ggml's threads wait at barriers, so the real cost can be higher)",
+                               others, usable.size()),
                    names.empty() ? "stop the competing work before measuring" : "stop or pause " + names + " while the model runs, or leave them a CPU (-t one less, -C on the rest)",
                    {{"other_cpu_share", *w.other_cpu_share}, {"top", top}}});
   }
   if (w.steal_share && *w.steal_share >= kStealShare) {
     out.push_back({"contention.steal", Severity::kWarning,
                    fmt::format("the hypervisor gave {} of this VM's CPU time to other guests", pct(*w.steal_share)), {}, "prefill+decode",
-                   1.0 / (1.0 - std::min(*w.steal_share, 0.9)), "estimated: stolen time", "measure on dedicated or pinned vCPUs",
+                   analysis::lost_time_cost(*w.steal_share), "estimated: stolen time", "measure on dedicated or pinned vCPUs",
                    {{"steal_share", *w.steal_share}}});
   }
 }
@@ -183,8 +190,8 @@ void check_cgroup(const Evidence& e, std::vector<Finding>& out) {
   out.push_back({"throttle.cgroup_quota", Severity::kWarning,
                  cg.quota_cpus ? fmt::format("a cgroup CPU quota of {:.2f} CPUs throttles the run", *cg.quota_cpus) : "the cgroup throttles the run",
                  ev, "prefill+decode",
-                 quota_low ? std::optional<double>(need / *cg.quota_cpus)
-                           : std::optional<double>(1.0 / std::max(0.1, 1.0 - throttled_share)),
+                 quota_low ? std::optional<double>(analysis::quota_cost(need, need, *cg.quota_cpus))
+                           : std::optional<double>(analysis::lost_time_cost(throttled_share)),
                  quota_low ? "estimated: CPUs the threads need over the quota" : "estimated: throttled time over wall time",
                  cg.version == 2 ? fmt::format("raise the quota: echo max > {}/cpu.max (docker --cpus, systemd CPUQuota=)", dir)
                                  : fmt::format("raise the quota: echo -1 > {}/cpu.cfs_quota_us (docker --cpus, systemd CPUQuota=)", dir),
