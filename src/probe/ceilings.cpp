@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 #include <sched.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -79,10 +81,55 @@ void write_cache(const DeviceCeilings& c, const std::string& path) {
   if (ec) std::filesystem::remove(tmp, ec);
 }
 
+bool same_kernel_point(const KernelPoint& x, const KernelPoint& y) {
+  return x.phase == y.phase && x.model == y.model && x.type == y.type && x.rows == y.rows && x.cols == y.cols &&
+         x.tokens == y.tokens && x.threads == y.threads;
+}
+
+// What the file holds that `mine` lacks: points, step costs, GPU entries and the storage
+// figure another process measured since `mine` was read. Mine's own figures stand as they
+// are (a refresh with --replace keeps what it measured).
+void add_missing(DeviceCeilings& mine, const DeviceCeilings& disk) {
+  for (const auto& k : disk.kernels)
+    if (std::none_of(mine.kernels.begin(), mine.kernels.end(), [&](const KernelPoint& m) { return same_kernel_point(m, k); }))
+      mine.kernels.push_back(k);
+  for (const auto& s : disk.step_costs)
+    if (!mine.step_cost(s.threads)) mine.step_costs.push_back(s);
+  for (const auto& g : disk.gpus) {
+    if (DeviceCeilings* have = mine.gpu(g.device)) add_missing(*have, g);
+    else mine.gpus.push_back(g);
+  }
+  if (!mine.storage && disk.storage) mine.storage = disk.storage;
+}
+
+// Two processes (a bench and a probe, two lab jobs, a doctor's children) add points to one
+// cache file: each writes under an exclusive lock what the file holds now merged with its
+// own, so neither loses the other's. The lock is a file of its own, since the cache file is
+// replaced by rename.
+void save_merged(const DeviceCeilings& c, const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  const int lock = ::open((path + ".lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (lock >= 0) ::flock(lock, LOCK_EX);  // a lock that cannot be taken leaves the write as it was before
+  DeviceCeilings merged = c;
+  if (std::ifstream in(path); in) {
+    try {
+      const auto j = nlohmann::json::parse(in);
+      if (j.value("schema_version", 0) == DeviceCeilings::kSchemaVersion && j.value("build_key", "") == c.build_key &&
+          j.value("device_key", "") == c.device_key)
+        add_missing(merged, ceilings_from_json(j));
+    } catch (const nlohmann::json::exception&) {
+      // a damaged file is written over
+    }
+  }
+  write_cache(merged, path);
+  if (lock >= 0) ::close(lock);  // releases the lock
+}
+
 }  // namespace
 
 void save_cache(const DeviceCeilings& c) {
-  if (!c.cache_path.empty()) write_cache(c, c.cache_path);
+  if (!c.cache_path.empty()) save_merged(c, c.cache_path);
 }
 
 const KernelPoint* DeviceCeilings::decode_kernel(const std::string& model_signature, int threads) const {
@@ -190,7 +237,44 @@ std::string build_key(const std::string& variant) {
   return sanitize(fmt::format("ep{}-llama{}-{}", kVersion, kLlamaCppCommit, variant.empty() ? "default" : variant));
 }
 
-DeviceCeilings measure_ceilings(const ProbeOptions& options) {
+namespace {
+
+// The figures that do not depend on the ggml CPU variant (memory bandwidth, storage), from
+// another variant's cache of this device and build: a first run with --cpu-variant need
+// not read the memory again for a minute. nullopt when there is none.
+std::optional<DeviceCeilings> other_variant_cache(const ProbeOptions& options, const std::string& path) {
+  const std::string dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+  const std::string prefix = device_key(options.sysfs_root) + "__" + build_key("");
+  const std::string stem = prefix.substr(0, prefix.size() - std::string("default").size());
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string(), full = entry.path().string();
+    if (full == path || !name.starts_with(stem) || !name.ends_with(".json")) continue;
+    try {
+      std::ifstream in(full);
+      const auto j = nlohmann::json::parse(in);
+      if (j.value("schema_version", 0) != DeviceCeilings::kSchemaVersion) continue;
+      if (options.max_threads > 0 && j.value("threads", 0) != options.max_threads) continue;
+      DeviceCeilings c = ceilings_from_json(j);
+      if (c.bandwidth.points.empty()) continue;
+      c.cache_path = full;
+      return c;
+    } catch (const nlohmann::json::exception&) {
+      continue;
+    }
+  }
+  return std::nullopt;
+}
+
+DeviceCeilings measure_reusing(const ProbeOptions& options, const DeviceCeilings* sibling);
+
+}  // namespace
+
+DeviceCeilings measure_ceilings(const ProbeOptions& options) { return measure_reusing(options, nullptr); }
+
+namespace {
+
+DeviceCeilings measure_reusing(const ProbeOptions& options, const DeviceCeilings* sibling) {
   const auto t0 = std::chrono::steady_clock::now();
   const FsRoot fs(options.sysfs_root);
   DeviceCeilings c;
@@ -213,8 +297,16 @@ DeviceCeilings measure_ceilings(const ProbeOptions& options) {
   BandwidthOptions bw = options.bandwidth;
   bw.max_threads = c.threads;
   if (options.buffer_bytes) bw.buffer_bytes = options.buffer_bytes;
-  progress(fmt::format("memory bandwidth, 1 to {} threads", c.threads));
-  c.bandwidth = measure_bandwidth(topo, bw);
+  if (sibling && sibling->threads == c.threads) {
+    // Memory bandwidth is read by edgeprobe's own kernels, whatever ggml variant loads.
+    c.bandwidth = sibling->bandwidth;
+    c.kept_notes.push_back("memory bandwidth from this device's cache for another ggml variant (" + sibling->cache_path +
+                           "): it does not depend on the variant");
+    ++done;
+  } else {
+    progress(fmt::format("memory bandwidth, 1 to {} threads", c.threads));
+    c.bandwidth = measure_bandwidth(topo, bw);
+  }
 
   std::string variant = options.variant;
   if (options.measure_compute) {
@@ -234,8 +326,13 @@ DeviceCeilings measure_ceilings(const ProbeOptions& options) {
     c.compute_status = "unavailable: not requested";
   }
   if (!options.model_path.empty()) {
-    progress("storage: reading " + options.model_path + " cold and warm");
-    c.storage = measure_storage(options.model_path, options.storage);
+    if (sibling && sibling->storage && same_file(*sibling->storage, options.model_path)) {
+      c.storage = sibling->storage;
+      ++done;
+    } else {
+      progress("storage: reading " + options.model_path + " cold and warm");
+      c.storage = measure_storage(options.model_path, options.storage);
+    }
   }
   if (options.progress) options.progress("done", done, total);
   c.device_key = device_key(options.sysfs_root);
@@ -243,6 +340,8 @@ DeviceCeilings measure_ceilings(const ProbeOptions& options) {
   c.probe_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return c;
 }
+
+}  // namespace
 
 namespace {
 
@@ -400,18 +499,20 @@ DeviceCeilings load_or_measure(const ProbeOptions& options, bool refresh) {
         if (options.progress) options.progress("storage: reading " + options.model_path + " cold and warm", 0, 1);
         c->storage = measure_storage(options.model_path, options.storage);
         if (options.progress) options.progress("done", 1, 1);
-        write_cache(*c, path);
+        save_merged(*c, path);
       }
       return *c;
     }
   }
-  DeviceCeilings c = measure_ceilings(options);
+  // A first probe of this build with another variant reuses what no variant changes.
+  const auto sibling = refresh ? std::nullopt : other_variant_cache(options, path);
+  DeviceCeilings c = measure_reusing(options, sibling ? &*sibling : nullptr);
   // A refresh never lowers a ceiling of this device and build unless asked to: the machine
   // may be busier now than when the stored figure was measured.
   if (refresh && !options.replace)
     if (auto stored = load_cached(options)) c = keep_higher(*stored, std::move(c));
   c.cache_path = path;
-  write_cache(c, path);
+  save_merged(c, path);
   return c;
 }
 

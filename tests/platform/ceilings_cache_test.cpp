@@ -2,6 +2,9 @@
 // device and build is served without measuring.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -133,6 +136,47 @@ TEST(CeilingsCache, CachedFileForThisDeviceAndBuildIsServedWithoutMeasuring) {
   EXPECT_TRUE(c.from_cache);
   EXPECT_EQ(c.cache_path, path);
   EXPECT_DOUBLE_EQ(c.bandwidth_gb_per_s(), 17.5);  // the planted figure, not a measurement
+  std::filesystem::remove_all(dir);
+}
+
+// Two processes that read the cache once, then each add their own kernel points and save
+// after each one (a bench and a probe at the same time), lose none of each other's points.
+TEST(CeilingsCache, TwoProcessesSavingAtOnceKeepEachOthersPoints) {
+  const std::string dir = ::testing::TempDir() + "/edgeprobe-ceilings-cache-race";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  DeviceCeilings start = sample();
+  start.cache_path = dir + "/cache.json";
+  save_cache(start);
+  constexpr int kPoints = 25;
+  std::vector<pid_t> children;
+  for (int child = 0; child < 2; ++child) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      DeviceCeilings mine = start;  // as read before the other process wrote anything
+      for (int i = 0; i < kPoints; ++i) {
+        KernelPoint k = start.kernels[0];
+        k.phase = "prefill";
+        k.tokens = 1000 * (child + 1) + i;
+        mine.kernels.push_back(k);
+        save_cache(mine);
+      }
+      ::_exit(0);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  std::ifstream in(start.cache_path);
+  const DeviceCeilings back = ceilings_from_json(nlohmann::json::parse(in));
+  int prefill = 0;
+  for (const auto& k : back.kernels) prefill += k.phase == "prefill";
+  EXPECT_EQ(prefill, 2 * kPoints) << "a point saved by one process was lost by the other's save";
+  EXPECT_EQ(back.kernels.size(), start.kernels.size() + 2 * kPoints);
   std::filesystem::remove_all(dir);
 }
 
