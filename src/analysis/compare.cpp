@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "analysis/compare_internal.h"
+#include "core/error.h"
 #include "core/json_read.h"
 #include "core/stats.h"
 #include "result/migrate.h"
@@ -181,14 +182,17 @@ std::optional<std::string> workload_signature(const nlohmann::json& doc) {
   nlohmann::json configs = nlohmann::json::array();
   const std::string kind = result::document_kind(doc);
   if (kind == "bench") {
+    // The workload is what a test asks of the model: its prompt, generation and depth. How
+    // it ran (threads, CPUs, batch sizes, KV types, flash attention, mmap, GPU layers) is a
+    // setting that differs, which compare lists and explain attributes: a real device B
+    // almost always runs another thread count than A.
     for (const nlohmann::json& r : doc["results"]) {
       if (!r.is_object()) continue;
-      // GPU settings are compared by where the compute ran (compute_signature): -ngl 99
-      // on a machine with no GPU device runs the same workload as -ngl 0.
-      nlohmann::json config = r.value("config", nlohmann::json());
-      if (config.is_object())
-        for (const char* key : {"n_gpu_layers", "devices", "split_mode", "main_gpu", "op_offload"}) config.erase(key);
-      configs.push_back({{"test", r.value("test", "")}, {"config", config}});
+      const nlohmann::json& config = r.value("config", nlohmann::json());
+      nlohmann::json workload = nlohmann::json::object();
+      for (const char* key : {"n_prompt", "n_gen", "n_depth"})
+        if (config.is_object() && config.contains(key)) workload[key] = config[key];
+      configs.push_back({{"test", r.value("test", "")}, {"workload", workload}});
     }
   } else if (kind == "session") {
     // A session: the configurations without the model path (the SHA-256 check covers it).
@@ -267,7 +271,24 @@ nlohmann::json extract_provenance(const nlohmann::json& doc) {
   return nullptr;
 }
 
-CompareReport compare_documents(const nlohmann::json& a, const nlohmann::json& b, const CompareOptions& options) {
+namespace {
+
+// A doctor result is compared by its primary run, the configuration it diagnosed: its
+// findings are not samples. A --tune result keeps no run to compare.
+const nlohmann::json& compared_run(const nlohmann::json& doc) {
+  if (result::document_kind(doc) != "doctor") return doc;
+  const nlohmann::json& primary = json_read::at(doc, "/doctor/primary");
+  if (!primary.is_object())
+    throw_bad_input("a doctor result without a primary run (a --tune search) has no measured run to compare; compare "
+                    "the runs it names instead");
+  return primary;
+}
+
+}  // namespace
+
+CompareReport compare_documents(const nlohmann::json& doc_a, const nlohmann::json& doc_b, const CompareOptions& options) {
+  const nlohmann::json& a = compared_run(doc_a);
+  const nlohmann::json& b = compared_run(doc_b);
   CompareReport report;
   std::vector<FieldCheck> checks = provenance_checks(extract_provenance(a), extract_provenance(b));
   checks.push_back({"workload", workload_signature(a), workload_signature(b)});

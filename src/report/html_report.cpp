@@ -22,9 +22,15 @@ json html_report_data(const std::vector<HtmlInput>& inputs) {
   }
   // Every input against the first: the first is the baseline a person picked.
   for (size_t i = 1; i < inputs.size(); ++i) {
-    const auto report = analysis::compare_documents(inputs[0].document, inputs[i].document);
-    // The same object `compare -o json` prints: one shape for the page and the CLI.
-    data["comparisons"].push_back({{"a", 0}, {"b", i}, {"report", analysis::to_json(report)}});
+    // The same object `compare -o json` prints: one shape for the page and the CLI; where
+    // compare refuses the pair (a --tune search keeps no run), the page says why.
+    try {
+      const auto report = analysis::compare_documents(inputs[0].document, inputs[i].document);
+      data["comparisons"].push_back({{"a", 0}, {"b", i}, {"report", analysis::to_json(report)}});
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kBadInput) throw;
+      data["comparisons"].push_back({{"a", 0}, {"b", i}, {"error", e.what()}});
+    }
     // The gap as causes, next to the ratios; why not, where explain refuses the pair.
     const std::string ka = result::document_kind(inputs[0].document), kb = result::document_kind(inputs[i].document);
     if ((ka == "bench" || ka == "doctor") && (kb == "bench" || kb == "doctor")) {

@@ -1,4 +1,5 @@
 #include "analysis/compare.h"
+#include "core/error.h"
 
 #include <gtest/gtest.h>
 
@@ -181,12 +182,48 @@ TEST(Compare, MetricsATestDoesNotMeasureAreLeftOutAndThroughputComesFirst) {
 }
 
 TEST(Compare, DifferentWorkloadIsNotComparable) {
-  const CompareReport r = compare_documents(bench_document(provenance("s"), {10, 11}, 2),
-                                            bench_document(provenance("s"), {10, 11}, 4));
+  nlohmann::json a = bench_document(provenance("s"), {10, 11}), b = a;
+  a["results"][0]["config"]["n_gen"] = 64;
+  b["results"][0]["config"]["n_gen"] = 128;
+  const CompareReport r = compare_documents(a, b);
   EXPECT_FALSE(r.comparable());
   ASSERT_EQ(r.mismatches.size(), 1u);
   EXPECT_EQ(r.mismatches[0].label, "workload");
-  EXPECT_EQ(r.mismatches[0].message(), "workload differs (threads 2 vs threads 4)");
+  EXPECT_NE(r.mismatches[0].message().find("64"), std::string::npos) << r.mismatches[0].message();
+}
+
+// A real device B almost always runs another thread count than A: the same model on the
+// same workload is compared, and the setting that differs is listed with the ratios.
+TEST(Compare, AThreadCountThatDiffersIsASettingToShowNotARefusal) {
+  const CompareReport r = compare_documents(bench_document(provenance("s"), {10, 11, 12, 13}, 2),
+                                            bench_document(provenance("s"), {5, 6, 5, 6}, 1));
+  EXPECT_TRUE(r.comparable());
+  ASSERT_EQ(r.differences.size(), 1u);
+  EXPECT_EQ(r.differences[0].text(), "threads: 2 → 1");
+  EXPECT_TRUE(r.differences[0].configuration);
+  ASSERT_FALSE(r.metrics.empty());
+  EXPECT_EQ(r.metrics[0].metric, "decode_tokens_per_s");
+}
+
+// Two doctor results compare their primary runs (what they diagnosed), with the settings
+// that differ; a --tune result, which keeps no run, is refused by name.
+TEST(Compare, DoctorResultsCompareTheirPrimaryRuns) {
+  auto doctor_of = [](nlohmann::json primary) {
+    return nlohmann::json{{"schema_version", 2}, {"kind", "doctor"}, {"doctor", {{"findings", nlohmann::json::array()}, {"primary", primary}}}};
+  };
+  const CompareReport r = compare_documents(doctor_of(bench_document(provenance("s"), {10, 11, 12, 13}, 2)),
+                                            doctor_of(bench_document(provenance("s"), {5, 6, 5, 6}, 1)));
+  EXPECT_TRUE(r.comparable());
+  ASSERT_FALSE(r.metrics.empty());
+  ASSERT_EQ(r.differences.size(), 1u);
+  EXPECT_EQ(r.differences[0].text(), "threads: 2 → 1");
+  const nlohmann::json tune = {{"schema_version", 2}, {"kind", "doctor"}, {"doctor", {{"tune", nlohmann::json::object()}}}};
+  try {
+    compare_documents(tune, tune);
+    ADD_FAILURE() << "a tune result has no run to compare";
+  } catch (const edgeprobe::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--tune"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Compare, EveryModelOfAMultiModelRunIsChecked) {
