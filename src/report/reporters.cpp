@@ -1,10 +1,12 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <optional>
 #include <set>
 #include <ostream>
 
+#include "analysis/contamination.h"
 #include "core/error.h"
 #include "core/stats.h"
 #include "core/text.h"
@@ -40,10 +42,19 @@ std::string mib(const json& bytes) {
 
 // Share of the device's measured ceiling, "" when the phase did not run, "n/a" when the
 // ceiling is unknown, "ceiling suspect" when the rate beat its ceiling (probe/roofline.h).
-std::string efficiency(const json& share, bool ran, bool suspect) {
+// "contended" when the ceiling was measured, but only while other processes held the CPUs
+// (the roofline's notes say so): that is no ceiling, and not the same as none measured.
+std::string efficiency(const json& share, bool ran, bool suspect, bool contended = false) {
   if (!ran) return "";
   if (suspect) return "ceiling suspect";
-  return share.is_number() && share.get<double>() > 0 ? fmt::format("{:.0f}%", 100 * share.get<double>()) : "n/a";
+  if (share.is_number() && share.get<double>() > 0) return fmt::format("{:.0f}%", 100 * share.get<double>());
+  return contended ? "contended" : "n/a";
+}
+
+bool ceiling_contended(const json& roofline) {
+  for (const auto& note : at(roofline, "/notes").is_array() ? at(roofline, "/notes") : json::array())
+    if (note.is_string() && note.get<std::string>().find("while other processes held the CPUs") != std::string::npos) return true;
+  return false;
 }
 
 bool flag(const json& object, const char* key) {
@@ -181,7 +192,10 @@ class MarkdownReporter : public Reporter {
       while (cells.size() < headers_.size()) cells.push_back("");
     } else {
       const json& lat = at(j, "/decode/token_latency_ms");
-      cells.push_back(j["test"].get<std::string>());
+      // A test measured while the machine did something else is marked where it is read.
+      const auto flags = analysis::contamination(r, provenance_);
+      if (!flags.empty()) contaminated_.push_back(j["test"].get<std::string>() + ": " + fmt::format("{}", fmt::join(flags, "; ")));
+      cells.push_back(j["test"].get<std::string>() + (flags.empty() ? "" : " (contaminated)"));
       if (remote_prefill_) cells.push_back(test_prefill_path(r));
       cells.push_back(median_pm(at(j, "/prefill/tokens_per_s"), 2));
       cells.push_back(median_pm(at(j, "/decode/tokens_per_s"), 2));
@@ -189,11 +203,13 @@ class MarkdownReporter : public Reporter {
       cells.push_back(lat.is_object() ? number(lat["p50"], 2) + " / " + number(lat["p99"], 2) : "");
       cells.push_back(number(at(j, "/load/cold_ms"), 0));
       cells.push_back(mib(j["peak_rss_bytes"]));
+      const bool contended = ceiling_contended(at(j, "/roofline"));
       cells.push_back(
           efficiency(at(j, "/roofline/prefill_efficiency"), r.config.n_prompt > 0,
-                     flag(j["roofline"], "prefill_ceiling_suspect")) +
+                     flag(j["roofline"], "prefill_ceiling_suspect"), contended) +
           " / " +
-          efficiency(at(j, "/roofline/decode_efficiency"), r.config.n_gen > 0, flag(j["roofline"], "decode_ceiling_suspect")));
+          efficiency(at(j, "/roofline/decode_efficiency"), r.config.n_gen > 0, flag(j["roofline"], "decode_ceiling_suspect"),
+                     contended));
       if (at(j, "/roofline/remeasure_command").is_string())
         remeasure_.insert(at(j, "/roofline/remeasure_command").get<std::string>());
       cells.push_back(decode_bound(j["roofline"], r.config.n_gen > 0));
@@ -213,6 +229,10 @@ class MarkdownReporter : public Reporter {
 
   void end(const result::BenchReport& report) override {
     serving_table(report);
+    for (const auto& line : contaminated_)
+      out_ << "\ncontaminated: " << one_line(line, 600)
+           << " (measured while the machine was doing something else: compare and explain discount it; run it again on a "
+              "quiet machine)\n";
     for (const auto& command : remeasure_)
       out_ << "\nceiling suspect: a rate beat its measured ceiling by more than the noise margin, so the ceiling was "
               "probed while this machine was slower; measure it again: "
@@ -228,7 +248,8 @@ class MarkdownReporter : public Reporter {
             "weights, named in 'tg bound' with the share of pure bandwidth reached. Telemetry (decode, or "
             "prefill for a prefill test): 'tg freq share' is the slowest cluster's mean clock over its maximum, "
             "'max °C' the hottest zone, 'throttled ms' the cgroup's throttled time summed over repetitions, 'other "
-            "CPU' other processes' share of the CPUs; n/a: not measured on this device.\n";
+            "CPU' other processes' share of the CPUs; n/a: not measured on this device; contended: measured only while "
+            "other processes held the CPUs, so no ceiling.\n";
     if (at(provenance_, "/engine/kind") == "endpoint") {
       // Whose figures these are: the server ran the model, this process only timed it.
       const json& ss = at(provenance_, "/engine/details/server_side");
@@ -245,6 +266,7 @@ class MarkdownReporter : public Reporter {
   }
 
  private:
+  std::vector<std::string> contaminated_;  // "tg32: decode spread ..." for the footer
   static std::string config_key(const std::string& name) { return name == "mmap" ? "use_mmap" : name; }
 
   // The load levels (--concurrency, --request-rate) of every test that ran them, one row a

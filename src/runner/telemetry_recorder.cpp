@@ -1,5 +1,7 @@
 #include "runner/telemetry_recorder.h"
 
+#include <sched.h>
+
 #include <cmath>
 #include <fstream>
 
@@ -18,6 +20,13 @@ TelemetryRecorder::TelemetryRecorder(double sample_hz, const std::string& sysfs_
   options.hz = sample_hz;
   options.sysfs_root = sysfs_root;
   options.pid = pid;
+  if (pid <= 0) {  // the run's own CPUs, so telemetry can say what others took of them
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+      for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+        if (CPU_ISSET(cpu, &set)) usable_cpus_.push_back(cpu);
+  }
   sampler_ = std::make_unique<telemetry::Sampler>(options, clock);
   sampler_->start();
 }
@@ -58,7 +67,7 @@ void TelemetryRecorder::enrich_repetition(const std::string& test, result::Repet
   for (const auto& e : events_) {
     if (e.category != "phase" || e.test != test || e.repetition != rep.index) continue;
     if (e.start_ns < rep.start_ns || e.end_ns > rep.end_ns) continue;  // an earlier test of the same name
-    phases[e.name] = telemetry::to_json(telemetry::summarize_phase(timeline, e.start_ns, e.end_ns, e.tokens));
+    phases[e.name] = telemetry::to_json(telemetry::summarize_phase(timeline, e.start_ns, e.end_ns, e.tokens, usable_cpus_));
   }
   rep.telemetry = phases;
 }

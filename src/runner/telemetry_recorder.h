@@ -42,6 +42,7 @@ class TelemetryRecorder {
   std::unique_ptr<telemetry::Sampler> sampler_;
   std::vector<PhaseEvent> events_;
   std::optional<PhaseEvent> cold_load_;
+  std::vector<int> usable_cpus_;  // this process's affinity (empty for another process's telemetry)
 };
 
 // Ceilings and efficiencies of one result from the device's measured ceilings; none for a

@@ -96,7 +96,8 @@ std::vector<GpuPhase> summarize_gpus(const Timeline& tl, int64_t start_ns, int64
 
 }  // namespace
 
-PhaseTelemetry summarize_phase(const Timeline& tl, int64_t start_ns, int64_t end_ns, int64_t tokens) {
+PhaseTelemetry summarize_phase(const Timeline& tl, int64_t start_ns, int64_t end_ns, int64_t tokens,
+                               const std::vector<int>& usable_cpus) {
   PhaseTelemetry out;
   out.start_ns = start_ns;
   out.end_ns = end_ns;
@@ -277,6 +278,29 @@ PhaseTelemetry summarize_phase(const Timeline& tl, int64_t start_ns, int64_t end
     // Tick counts of /proc/stat and of the process are rounded separately: clamp at 0.
     if (busy && self) out.other_cpu_share = std::clamp((*busy - *self) / *total, 0.0, 1.0);
   }
+  // The process runs only on its usable CPUs, so all of its time is on them: the others'
+  // time there is those CPUs' busy time less its own.
+  if (self && !usable_cpus.empty()) {
+    double usable_busy = 0, usable_total = 0;
+    size_t cpus = 0, found = 0;
+    bool complete = true;
+    for (size_t s : tl.find(Metric::kCpuTotalS)) {
+      ++cpus;
+      if (std::find(usable_cpus.begin(), usable_cpus.end(), tl.series[s].index) == usable_cpus.end()) continue;
+      ++found;
+      const auto d = tl.counter_delta(s, start_ns, end_ns);
+      complete = complete && d.has_value();
+      usable_total += d.value_or(0);
+    }
+    for (size_t s : tl.find(Metric::kCpuBusyS))
+      if (std::find(usable_cpus.begin(), usable_cpus.end(), tl.series[s].index) != usable_cpus.end()) {
+        const auto d = tl.counter_delta(s, start_ns, end_ns);
+        complete = complete && d.has_value();
+        usable_busy += d.value_or(0);
+      }
+    if (complete && found > 0 && found < cpus && usable_total > 0)
+      out.other_usable_cpu_share = std::clamp((usable_busy - *self) / usable_total, 0.0, 1.0);
+  }
 
   // Memory is read in whole KiB; an edge value interpolated between two readings is not.
   for (size_t s : tl.find(Metric::kRssKb)) {
@@ -367,6 +391,7 @@ nlohmann::json to_json(const PhaseTelemetry& p) {
   put(j, "throttled_periods", p.throttled_periods);
   put(j, "cfs_periods", p.periods);
   put(j, "other_cpu_share", p.other_cpu_share);
+  put(j, "other_usable_cpu_share", p.other_usable_cpu_share);
   put(j, "process_cpu_share", p.process_cpu_share);
   put(j, "max_rss_kb", p.max_rss_kb);
   put(j, "peak_rss_kb", p.peak_rss_kb);

@@ -63,6 +63,9 @@ struct PhaseTelemetry {
   std::optional<double> throttled_ms;
   std::optional<double> throttled_periods, periods;
   std::optional<double> other_cpu_share;   // other processes' share of all CPUs' time
+  // Their share of the time of the CPUs the run may use (its affinity), where that is fewer
+  // than all: what they could take from its threads. Absent when the run may use every CPU.
+  std::optional<double> other_usable_cpu_share;
   std::optional<double> process_cpu_share;  // the measured process's share of all CPUs' time
   std::optional<double> max_rss_kb, peak_rss_kb;
   std::optional<double> voluntary_ctx_switches, involuntary_ctx_switches;
@@ -73,7 +76,9 @@ struct PhaseTelemetry {
 // throttling) are interpolated at the phase edges and need samples on both sides; levels
 // (frequency, temperature, power) use the samples inside plus the values interpolated
 // at the edges, so a phase shorter than a sampling period still gets a figure.
-PhaseTelemetry summarize_phase(const Timeline& timeline, int64_t start_ns, int64_t end_ns, int64_t tokens);
+// `usable_cpus`: the CPUs the measured process may run on (empty: not known).
+PhaseTelemetry summarize_phase(const Timeline& timeline, int64_t start_ns, int64_t end_ns, int64_t tokens,
+                               const std::vector<int>& usable_cpus = {});
 
 nlohmann::json to_json(const PhaseTelemetry& phase);
 
