@@ -1,54 +1,25 @@
 #include "analysis/explain.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/stats.h"
 #include "core/text.h"
+#include "analysis/contamination.h"
+#include "analysis/explain_internal.h"
 #include "result/migrate.h"
 
 namespace edgeprobe::analysis {
 
 using nlohmann::json;
 
-namespace {
-
-// Null for anything a document does not hold: result files come from outside.
-const json& at(const json& j, const char* pointer) {
-  static const json kNull;
-  const json::json_pointer p(pointer);
-  return j.is_object() && j.contains(p) ? j.at(p) : kNull;
-}
-double number_at(const json& j, const char* pointer) {
-  const json& v = at(j, pointer);
-  return v.is_number() ? v.get<double>() : 0;
-}
-std::string text_at(const json& j, const char* pointer) {
-  const json& v = at(j, pointer);
-  return v.is_string() ? v.get<std::string>() : "";
-}
-
-// Findings whose factor is a cause of slowness that a change removes. Identity and
-// measurement findings void or qualify a comparison, ceiling.* restates the efficiency
-// that the unexplained factor already holds, memory and log findings name no speed.
-bool is_cause(const std::string& id) {
-  for (const char* prefix : {"kernel.isa_fallback", "precision.weights_expanded", "threads.", "power.", "throttle.",
-                             "thermal.", "contention.", "load.", "gpu."})
-    if (id.starts_with(prefix)) return true;
-  return false;
-}
-
-// The tests of a bench report that measured `phase`, with their repetitions' median.
-struct PhaseSample {
-  std::string test;
-  int threads = 0;
-  double median = 0;
-  const json* result = nullptr;
-};
+namespace explain_detail {
 
 std::vector<PhaseSample> phase_samples(const json& bench, const std::string& phase) {
   std::vector<PhaseSample> out;
@@ -73,6 +44,22 @@ std::vector<PhaseSample> phase_samples(const json& bench, const std::string& pha
                    stats::quantile(values, 0.5), &r});
   }
   return out;
+}
+
+}  // namespace explain_detail
+
+namespace {
+
+using namespace explain_detail;
+
+// Findings whose factor is a cause of slowness that a change removes. Identity and
+// measurement findings void or qualify a comparison, ceiling.* restates the efficiency
+// that the unexplained factor already holds, memory and log findings name no speed.
+bool is_cause(const std::string& id) {
+  for (const char* prefix : {"kernel.isa_fallback", "precision.weights_expanded", "threads.", "power.", "throttle.",
+                             "thermal.", "contention.", "load.", "gpu."})
+    if (id.starts_with(prefix)) return true;
+  return false;
 }
 
 // The same test on both sides when there is one (pp128 with pp128), else each side's first.
@@ -229,11 +216,12 @@ Ceiling ceiling_of(const ExplainSide& side, const PhaseSample& sample, const std
 
 // The ceiling doctor's best-variant children had for this phase (their bench probed the
 // device with that variant): the device's ceiling without the fallback. 0 when none.
-double best_variant_ceiling(const ExplainSide& side, const std::string& phase) {
+double best_variant_ceiling(const ExplainSide& side, const PhaseSample& sample, const std::string& phase) {
   for (const result::Finding& f : side.findings)
     if (f.id == "kernel.isa_fallback")
-      return number_at(f.data, ("/measured/b_ceilings/" + phase + "_ceiling_tokens_per_s").c_str());
-  return 0;
+      if (const double c = number_at(f.data, ("/measured/b_ceilings/" + phase + "_ceiling_tokens_per_s").c_str()); c > 0) return c;
+  // A plain bench run that fell back probed the device with the best variant too.
+  return number_at(*sample.result, ("/roofline/best_variant/" + phase + "_ceiling_tokens_per_s").c_str());
 }
 
 // Ceilings from the kernels (prefill always, decode when the kernels bind) were measured
@@ -269,10 +257,10 @@ ExplainFactor hardware_factor(const ExplainSide& a, const ExplainSide& b, const 
   // A side that fell back to a lower variant measured its kernel ceiling with that
   // variant. Its device's ceiling is that times the variant's measured factor, so the
   // fallback is counted once, as software, not also as hardware.
-  auto lift = [&](const ExplainSide& side, const std::string& name, const Ceiling& c, double& ceiling) {
+  auto lift = [&](const ExplainSide& side, const PhaseSample& sample, const std::string& name, const Ceiling& c, double& ceiling) {
     if (!side.variant_fallback || !ceiling_from_kernels(c) || !c.device.empty()) return;  // a GPU's are not the CPU variant's
-    if (const double best = best_variant_ceiling(side, phase); best > 0) {
-      notes.push_back(fmt::format("{}'s {} ceiling is the best variant's ('{}', {:.4g} tok/s, probed for doctor's pairs on that "
+    if (const double best = best_variant_ceiling(side, sample, phase); best > 0) {
+      notes.push_back(fmt::format("{}'s {} ceiling is the best variant's ('{}', {:.4g} tok/s, probed with that variant on that "
                                   "device), not the one that loaded ('{}', {:.4g} tok/s): the fallback counts once, as software",
                                   name, phase, side.best_variant, best, side.cpu_variant, ceiling));
       ceiling = best;
@@ -289,8 +277,8 @@ ExplainFactor hardware_factor(const ExplainSide& a, const ExplainSide& b, const 
                                   name, phase, side.cpu_variant, side.best_variant));
     }
   };
-  lift(a, "A", ca, ceil_a);
-  lift(b, "B", cb, ceil_b);
+  lift(a, sa, "A", ca, ceil_a);
+  lift(b, sb, "B", cb, ceil_b);
   // A run that beat its own ceiling by more than the probe's noise had its ceiling probed
   // while the machine was slower: the factor stands, with the reason to doubt it.
   for (const auto& [name, sample] : {std::pair{"A", &sa}, std::pair{"B", &sb}}) {
@@ -310,14 +298,78 @@ ExplainFactor hardware_factor(const ExplainSide& a, const ExplainSide& b, const 
   return hw;
 }
 
-// Causes that show in a run's provenance but need a measurement the run does not carry.
-void provenance_unmeasured(const ExplainSide& side, const std::string& name, const std::vector<ExplainFactor>& factors,
-                           std::vector<std::string>& unmeasured) {
-  if (side.variant_fallback && !factor_on(factors, name, "kernel.isa_fallback"))
-    unmeasured.push_back(fmt::format(
-        "{}: the ggml CPU variant '{}' ran where this CPU can run '{}': 'edgeprobe doctor' with the same flags on {} "
-        "measures what it costs",
-        name, side.cpu_variant, side.best_variant, side.kind == "doctor" ? "that device again (its pairs did not settle)" : "that device"));
+// The seed's table: B, then B after each of its fixes, then the hardware line: B's ceiling
+// at A's efficiency with A's own causes fixed (A's rate times A's gains times the hardware
+// factor), so that the last fix over the line is exactly the unexplained factor. A fix that
+// interacts with another takes its gain in the table's order, so that the rows between are
+// the speeds doctor's pairs measured where they measured them. No row passes the line: a
+// chain that would, by no more than the account's tolerance, is held at it and says so; by
+// more, the account is inconsistent and judge_account withholds the chain.
+void fix_table(PhaseExplanation& p) {
+  double a_fixed = p.a_tokens_per_s;
+  for (const auto& f : p.factors)
+    if (f.side == "A") a_fixed *= f.factor;
+  p.hardware_line_tokens_per_s = a_fixed * p.factors.front().factor;
+  double speed = p.b_tokens_per_s;
+  p.steps.push_back({"B as measured", speed, ""});
+  std::vector<std::string> fixed;
+  bool held = false;
+  for (const auto& f : p.factors) {
+    if (f.side != "B" || f.id == "interaction") continue;  // the overlap is in the fixes' gains in order
+    double factor = f.factor;
+    if (f.interaction)
+      factor = std::ranges::count(fixed, f.interaction->with) ? f.interaction->fixed_second : f.interaction->fixed_first;
+    speed /= factor;
+    fixed.push_back(f.id);
+    const bool over = speed > p.hardware_line_tokens_per_s;
+    held = held || over;
+    p.steps.push_back({"after fixing " + f.id, over ? p.hardware_line_tokens_per_s : speed, f.fix});
+  }
+  p.steps.push_back({"hardware line: B's ceiling at A's efficiency", p.hardware_line_tokens_per_s, ""});
+  // Past the tolerance the table is withheld (judge_account), and says why there.
+  if (held && speed <= p.hardware_line_tokens_per_s * kCloseHigh)
+    p.notes.push_back(fmt::format("the fixes together would take B x{:.3f} past its hardware line, within the account's "
+                                  "tolerance: the rows past it are held at the line",
+                                  speed / p.hardware_line_tokens_per_s));
+}
+
+// Whether the factors account for the gap. An unexplained factor outside [kCloseLow,
+// kCloseHigh] says by how much they do not, and which measurement would close it; above
+// the range, B's fixes would carry it past its own hardware line, which cannot be: the
+// chain is withheld and the factors that overlap or may be over-estimated are named.
+void judge_account(PhaseExplanation& p, const ExplainSide& a, const ExplainSide& b, const PhaseSample& sa, const PhaseSample& sb) {
+  const double u = p.factors.back().factor;
+  if (u >= kCloseLow && u <= kCloseHigh) return;
+  p.closes = false;
+  const std::string doctor_b = doctor_command(b, sb), doctor_a = doctor_command(a, sa);
+  if (u < kCloseLow) {
+    p.verdict = fmt::format("the account does not close: B is x{:.2f} slower than its factors account for (unexplained "
+                            "x{:.3f}, outside {:.2f}-{:.2f}); something on B that its evidence does not show",
+                            1 / u, u, kCloseLow, kCloseHigh);
+    p.closing_commands.push_back("on B's device: " + doctor_b);
+    if (a.kind != "doctor") p.closing_commands.push_back("on A's device, for A's own causes: " + doctor_a);
+    return;
+  }
+  std::vector<std::string> suspects, cpu_time;
+  for (const auto& f : p.factors) {
+    if (f.side.empty() || f.id == "interaction") continue;
+    suspects.push_back(fmt::format("{} on {} x{:.3f} ({})", f.id, f.side, f.factor, f.basis));
+    if (f.side == "B" && (f.id.starts_with("threads.") || f.id.starts_with("contention.") || f.id.starts_with("throttle.")))
+      cpu_time.push_back(f.id);
+  }
+  std::stable_partition(suspects.begin(), suspects.end(), [](const std::string& s) { return s.find("(estimated") != std::string::npos; });
+  p.verdict = fmt::format("the account does not close: B measured x{:.2f} faster than its factors account for (unexplained "
+                          "x{:.3f}, outside {:.2f}-{:.2f}), so B after its fixes would pass its own hardware line, which cannot be{}{}",
+                          u, u, kCloseLow, kCloseHigh,
+                          suspects.empty() ? "; A may be slowed by a cause its evidence does not show"
+                                           : "; over-estimated, estimates first: " + fmt::format("{}", fmt::join(suspects, "; ")),
+                          cpu_time.size() > 1 ? fmt::format("; {} all take CPU time from B's threads and may overlap",
+                                                             fmt::join(cpu_time, ", "))
+                                              : "");
+  p.chain_withheld = true;
+  p.steps = {p.steps.front(), p.steps.back()};
+  p.closing_commands.push_back("on B's device, to measure its causes in pairs: " + doctor_b);
+  if (a.kind != "doctor") p.closing_commands.push_back("on A's device, for A's own causes: " + doctor_a);
 }
 
 // `changed`: on one device, the settings that differ ("threads: 2 → 1; ..."), "" else.
@@ -339,8 +391,9 @@ PhaseExplanation explain_phase(const ExplainSide& a, const ExplainSide& b, const
   std::vector<ExplainFactor> overlaps;
   for (const auto& [side, name] : {std::pair{&b, "B"}, std::pair{&a, "A"}})
     if (auto overlap = split_variant_and_oversubscription(causes, *side, name)) overlaps.push_back(std::move(*overlap));
-  provenance_unmeasured(b, "B", causes, p.unmeasured);
-  provenance_unmeasured(a, "A", causes, p.unmeasured);
+  // What each run's own evidence estimates, where doctor measured nothing of it.
+  evidence_factors(b, "B", phase, sb, causes, p.unmeasured);
+  evidence_factors(a, "A", phase, sa, causes, p.unmeasured);
   // Largest effect first, whichever side it is on.
   std::stable_sort(causes.begin(), causes.end(), [](const ExplainFactor& x, const ExplainFactor& y) {
     return std::abs(std::log(x.factor)) > std::abs(std::log(y.factor));
@@ -366,23 +419,18 @@ PhaseExplanation explain_phase(const ExplainSide& a, const ExplainSide& b, const
   p.product = 1;
   for (const auto& f : p.factors) p.product *= f.factor;
 
-  // The seed's table: B, then B after each of its fixes, then B's ceiling at A's efficiency.
-  // A fix that interacts with another takes its gain in the table's order, so that the
-  // rows between are the speeds doctor's pairs measured where they measured them.
-  double speed = p.b_tokens_per_s;
-  p.steps.push_back({"B as measured", speed, ""});
-  std::vector<std::string> fixed;
-  for (const auto& f : p.factors) {
-    if (f.side != "B" || f.id == "interaction") continue;  // the overlap is in the fixes' gains in order
-    double factor = f.factor;
-    if (f.interaction)
-      factor = std::ranges::count(fixed, f.interaction->with) ? f.interaction->fixed_second : f.interaction->fixed_first;
-    speed /= factor;
-    fixed.push_back(f.id);
-    p.steps.push_back({"after fixing " + f.id, speed, f.fix});
-  }
-  p.hardware_line_tokens_per_s = p.a_tokens_per_s * p.factors.front().factor;
-  p.steps.push_back({"hardware line: B's ceiling at A's efficiency", p.hardware_line_tokens_per_s, ""});
+  // A median measured while the machine did something else is discounted: said next to the
+  // factors, and first among what would close an account that does not.
+  std::vector<std::string> contaminated;
+  for (const auto& [side, sample, name] : {std::tuple{&a, &sa, "A"}, std::tuple{&b, &sb, "B"}})
+    if (const auto flags = contamination(*sample->result, at(side->bench, "/provenance")); !flags.empty() && phase != "load") {
+      p.notes.push_back(fmt::format("{}'s {} is contaminated ({}): its median is discounted, and so is every factor read from it",
+                                    name, one_line(sample->test, 60), fmt::join(flags, "; ")));
+      contaminated.push_back(fmt::format("run {}'s {} again on a quiet machine (it is contaminated)", name, one_line(sample->test, 60)));
+    }
+  fix_table(p);
+  judge_account(p, a, b, sa, sb);
+  if (!p.closes) p.closing_commands.insert(p.closing_commands.begin(), contaminated.begin(), contaminated.end());
   return p;
 }
 
@@ -527,6 +575,10 @@ json to_json(const Explanation& e) {
                       {"steps", steps},
                       {"hardware_line_tokens_per_s", p.hardware_line_tokens_per_s},
                       {"unmeasured", p.unmeasured},
+                      {"closes", p.closes},
+                      {"verdict", p.verdict.empty() ? json(nullptr) : json(p.verdict)},
+                      {"chain_withheld", p.chain_withheld},
+                      {"closing_commands", p.closing_commands},
                       {"notes", p.notes}});
   }
   json differences = json::array();

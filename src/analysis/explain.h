@@ -20,6 +20,10 @@ namespace edgeprobe::analysis {
 // same way in every phase.
 inline constexpr const char* kExplainPhases[] = {"prefill", "decode", "load"};
 
+// The range of the unexplained factor within which an account closes: the run-to-run
+// spread of two separate runs on one device (docs/explain.md).
+inline constexpr double kCloseLow = 0.8, kCloseHigh = 1.25;
+
 // One side as explain reads it: the bench report (a doctor result's primary run) and, for
 // a doctor result, its findings.
 struct ExplainSide {
@@ -79,6 +83,14 @@ struct PhaseExplanation {
   double hardware_line_tokens_per_s = 0;
   // Causes a run shows but has no factor for, each with the command that would measure it.
   std::vector<std::string> unmeasured;
+  // Whether the factors account for the gap: the unexplained factor within [kCloseLow,
+  // kCloseHigh]. Else `verdict` says by how much not and `closing_commands` what would
+  // measure the rest; when the factors would carry B past its hardware line the table is
+  // withheld (`steps` holds B as measured and the line only).
+  bool closes = true;
+  bool chain_withheld = false;
+  std::string verdict;
+  std::vector<std::string> closing_commands;
   std::vector<std::string> notes;  // how the hardware factor was read
 };
 

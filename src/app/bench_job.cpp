@@ -1,17 +1,21 @@
 #include "app/bench_job.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
 
+#include "analysis/contamination.h"
 #include "app/engine_factory.h"
 #include "app/models.h"
 #include "app/stored_run.h"
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/subprocess.h"
+#include <sys/sysinfo.h>
 #include "engine/cpu_mask.h"
 #include "platform/vulkan_devices.h"
 #include "platform/cpu_features.h"
@@ -23,6 +27,7 @@
 #include "runner/bench_runner.h"
 #include "runner/telemetry_recorder.h"
 #include "runner/provenance.h"
+#include "telemetry/layout.h"
 #include "store/store.h"
 #include "workload/sweep.h"
 
@@ -120,6 +125,58 @@ std::vector<std::optional<probe::DeviceCeilings>> device_ceilings(const BenchPla
   return ceilings;
 }
 
+// A run that fell back to a lower CPU variant keeps, next to its own ceilings, the device's
+// with the best variant this CPU runs, so that explain estimates what the fallback costs
+// from the run alone. One process loads one ggml variant: a probe child measures them (the
+// bandwidth and storage from this device's cache, the matmuls and the model's kernels with
+// that variant, cached like every ceiling) and this process reads that cache. nullopt,
+// with a warning, when they cannot be had.
+std::optional<probe::DeviceCeilings> best_variant_ceilings(const BenchPlan& plan, const ModelSet& models,
+                                                           const platform::IsaGap& gap, bool emulated,
+                                                           const JobContext& ctx) {
+  const std::string best = gap.best_installed_variant.empty() ? gap.best_variant : gap.best_installed_variant;
+  if (plan.ceilings == "off" || !gap.fallback || best.empty() || best == gap.loaded_variant || emulated ||
+      models.infos().empty())
+    return std::nullopt;
+  const auto& info = models.info(0);
+  progress(ctx, fmt::format("measuring the device's ceilings with the best CPU variant '{}' (cached after the first run)", best));
+  int ubatch = 512;
+  for (const auto& c : plan.cases)
+    if (c.model_path == info.path && c.n_prompt > 0) {
+      ubatch = static_cast<int>(probe::prefill_kernel_tokens(c.n_prompt, c.n_ubatch));
+      break;
+    }
+  std::vector<std::string> argv = self_command();
+  for (const std::string& a : {std::string("probe"), std::string("-m"), info.path, std::string("--cpu-variant"), best,
+                               std::string("--ubatch-size"), std::to_string(ubatch), std::string("-q"), std::string("-o"),
+                               std::string("json"), std::string("--sysfs-root"), plan.env.sysfs_root})
+    argv.push_back(a);
+  SubprocessOptions options = within(1800);
+  options.own_group = false;  // a Ctrl-C at the terminal reaches it too
+  const auto r = run_subprocess(argv, options);
+  probe::ProbeOptions po;
+  po.sysfs_root = plan.env.sysfs_root;
+  po.variant = best;
+  po.measure_compute = false;  // the cache file of that variant, without loading it here
+  auto c = r.exit_code == 0 ? probe::load_cached(po) : std::nullopt;
+  if (!c && ctx.sink)
+    ctx.sink->warning(fmt::format("the ceilings with the best CPU variant '{}' are unavailable ({}): explain will name the "
+                                  "fallback without a factor",
+                                  best, r.exit_code == 0 ? "no cache written" : output_line(r.err)));
+  return c;
+}
+
+// This test's ceilings with the best variant (Roofline::best_variant).
+nlohmann::json best_variant_json(const result::TestResult& r, const model::GgufInfo& info, const probe::DeviceCeilings& best,
+                                 const std::string& variant) {
+  const auto roof = runner::roofline_of(r, info, best);
+  if (!roof) return nullptr;
+  return {{"variant", variant},
+          {"prefill_ceiling_tokens_per_s", roof->prefill_ceiling_tokens_per_s > 0 ? json(roof->prefill_ceiling_tokens_per_s) : json(nullptr)},
+          {"decode_ceiling_tokens_per_s", roof->decode_ceiling_tokens_per_s > 0 ? json(roof->decode_ceiling_tokens_per_s) : json(nullptr)},
+          {"decode_bound", roof->decode_bound}};
+}
+
 // The ceilings a finished test is judged against: the host's when no layer was offloaded,
 // else those of the GPU that held the model (the first device llama.cpp named); nullopt
 // when that GPU's ceilings were not measured.
@@ -144,6 +201,15 @@ void collect_errors(const std::vector<result::TestResult>& results, JobOutcome& 
     if (outcome.exit_code == 0)
       outcome.exit_code = static_cast<int>(error_kind_from_name(r.error->kind));
   }
+}
+
+// What explain needs to bound the cost of CPU time taken from this run: the machine's CPUs
+// (telemetry's other_cpu_share is a share of all of them) and the cgroup's CPU quota.
+json cpu_limits_json(const FsRoot& fs, int pid) {
+  const auto cgroup = telemetry::discover_cgroup(fs, pid > 0 ? pid : 0);
+  return {{"machine_cpus", std::max(1, get_nprocs())},
+          {"quota_cpus", cgroup.quota_cpus ? json(*cgroup.quota_cpus) : json(nullptr)},
+          {"cgroup", cgroup.version ? json(cgroup.path) : json(nullptr)}};
 }
 
 }  // namespace
@@ -213,6 +279,7 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   // The CPUs this process may run on (affinity, cpuset): a device held to one CPU is a
   // smaller device, which `explain` counts as hardware.
   report.provenance.extra["usable_cpus"] = workload::usable_cpu_count();
+  report.provenance.extra["cpu_limits"] = cpu_limits_json(fs, plan.env.server_pid);
   if (cpu_features.emulated) {  // qemu-user: features are real, timings are not
     report.provenance.extra["emulated"] = true;
     if (ctx.sink) ctx.sink->warning(platform::emulation_warning(cpu_features));
@@ -228,6 +295,11 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
 
   const auto ceilings = device_ceilings(plan, models, report.provenance.engine.cpu_variant,
                                        offload_devices(plan, report.provenance.engine.gpu_backends), ctx);
+  std::optional<probe::DeviceCeilings> best_ceilings;
+  if (engine.cpu_backend && !ceilings.empty() && ceilings[0])
+    best_ceilings = best_variant_ceilings(
+        plan, models, platform::compare_isa(cpu_features, *engine.cpu_backend, engine::installed_cpu_variants()),
+        cpu_features.emulated, ctx);
   if (!ceilings.empty() && ceilings[0]) report.provenance.extra["ceilings"] = probe::to_json(*ceilings[0]);
 
   // The store: every repetition is committed as it completes; a resumed run reuses the
@@ -323,13 +395,22 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
         // The prediction from the same ceilings next to the measurement: every stored run
         // checks the model (predict --check).
         if (r.roofline) r.roofline->prediction = bench_prediction(r, models.info(i), *judged);
+        if (r.roofline && best_ceilings && judged->device.empty())
+          r.roofline->best_variant = best_variant_json(r, models.info(i), *best_ceilings, best_ceilings->compute.variant);
       }
     }
     // What a test has beyond its repetitions, so the stored run loads back whole.
     if (ctx.store) record_test(*ctx.store, run_id, finished_cases - 1, result::to_json(r));
   };
   callbacks.result = [&](const result::TestResult& r) {
-    if (ctx.sink) ctx.sink->bench_result(r);
+    if (ctx.sink) {
+      // Stored all the same, and said now: the figures of a busy machine are not the device's.
+      const auto flags = analysis::contamination(r, result::to_json(report.provenance));
+      if (!flags.empty())
+        ctx.sink->warning(fmt::format("{}: contaminated: {}; its figures are stored and flagged, run it again on a quiet "
+                                      "machine", r.config.name(), fmt::format("{}", fmt::join(flags, "; "))));
+      ctx.sink->bench_result(r);
+    }
     if (r.error && !ctx.stop.stop_requested()) {
       reps_done[finished_cases - 1] = reps;
       report_units();

@@ -439,7 +439,18 @@ void check_ceiling(const Evidence& e, std::vector<Finding>& out) {
     }
   }
   if (ev.empty()) {
-    ev.push_back("no device ceilings: run 'edgeprobe probe' once (bench measures them with --ceilings auto)");
+    // A roofline without an efficiency had ceilings that are no figure: measured while other
+    // processes held the CPUs (its notes say which); without a roofline none were measured.
+    std::vector<std::string> why;
+    for (const auto& test : {fmt::format("tg{}", o.n_gen), fmt::format("pp{}", o.n_prompt)})
+      if (const result::TestResult* r = rv::find_result(e.primary.report, test); r && r->roofline)
+        for (const auto& note : r->roofline->notes)
+          if (std::find(why.begin(), why.end(), note) == why.end()) why.push_back(note);
+    if (why.empty())
+      ev.push_back("no device ceilings in the diagnosed run: 'edgeprobe probe -m MODEL' measures them (bench measures them "
+                   "with --ceilings auto)");
+    else
+      for (const auto& note : why) ev.push_back("no ceiling to judge against: " + note);
   }
   out.push_back({"ceiling.efficiency", Severity::kInfo, "what is left against this device's measured ceilings once the findings above are fixed",
                  ev, "prefill+decode", std::nullopt, "", "", data});

@@ -82,11 +82,20 @@ void write_markdown(const json& e, std::ostream& out) {
                          md_cell(f.value("detail", json()), 400), md_cell(f.value("fix", json()), 300));
     out << fmt::format("| **product** | | **{:.3f}** | = the measured B/A ({:.3f}) | | |\n\n", p.value("product", 0.0),
                        p.value("ratio", 0.0));
-    out << fmt::format("What B reaches in {} after each fix, largest first: {}\n\n", phase, fix_path_line(p));
-    out << fmt::format("| step | {} | fix |\n|---|---:|---|\n", phase == "load" ? "first load" : phase);
-    for (const auto& s : p.value("steps", json::array()))
-      out << fmt::format("| {} | {} | {} |\n", md_cell(s.value("label", json()), 120), speed(phase, s.value("tokens_per_s", 0.0)),
-                         md_cell(s.value("fix", json()), 300));
+    if (p.value("verdict", json()).is_string()) {
+      out << "**" << md_cell(p["verdict"], 600) << "**\n\n";
+      for (const auto& c : p.value("closing_commands", json::array())) out << "- to close it: `" << md_cell(c, 400) << "`\n";
+      out << "\n";
+    }
+    if (p.value("chain_withheld", false)) {
+      out << fmt::format("What B reaches in {} after each fix: not shown, the factors above do not add up\n", phase);
+    } else {
+      out << fmt::format("What B reaches in {} after each fix, largest first: {}\n\n", phase, fix_path_line(p));
+      out << fmt::format("| step | {} | fix |\n|---|---:|---|\n", phase == "load" ? "first load" : phase);
+      for (const auto& s : p.value("steps", json::array()))
+        out << fmt::format("| {} | {} | {} |\n", md_cell(s.value("label", json()), 120), speed(phase, s.value("tokens_per_s", 0.0)),
+                           md_cell(s.value("fix", json()), 300));
+    }
     const json& unmeasured = p.value("unmeasured", json::array());
     if (!unmeasured.empty()) {
       out << "\nnamed without a factor:\n";
@@ -132,10 +141,11 @@ std::string fix_path_line(const json& phase) {
   // Load in ms, the rest in tok/s with the unit once at the end.
   auto value = [&](double v) { return name == "load" ? speed(name, v) : rate(v); };
   std::string line;
+  if (phase.value("chain_withheld", false)) return "not shown: the account does not close";
   const json& steps = phase.value("steps", json::array());
   for (size_t i = 0; i + 1 < steps.size(); ++i) line += (line.empty() ? "" : " → ") + value(steps[i].value("tokens_per_s", 0.0));
-  return fmt::format("{} (hardware line {}){}", line, value(phase.value("hardware_line_tokens_per_s", 0.0)),
-                     name == "load" ? "" : " tok/s");
+  return fmt::format("{} (hardware line {}){}{}", line, value(phase.value("hardware_line_tokens_per_s", 0.0)),
+                     name == "load" ? "" : " tok/s", phase.value("closes", true) ? "" : "; the account does not close");
 }
 
 void write_explain_lab_report(const json& lab, const std::string& format, std::ostream& out) {

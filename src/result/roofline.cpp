@@ -99,6 +99,7 @@ json to_json(const Roofline& r) {
   // ceilings it was judged against.
   if (!r.device.empty()) j["ceiling_device"] = r.device;
   if (!r.prediction.is_null()) j["prediction"] = r.prediction;
+  if (!r.best_variant.is_null()) j["best_variant"] = r.best_variant;
   const auto& keys = always_written_keys();
   for (size_t i = 0; i < keys.size(); ++i)
     if (r.absent_keys & (uint64_t{1} << i)) j.erase(keys[i]);
@@ -114,6 +115,7 @@ Roofline roofline_from_json(const json& j) {
   r.notes = json_read::strings(j, "notes");
   r.device = json_read::text(j, "ceiling_device");
   r.prediction = json_read::field(j, "prediction");
+  r.best_variant = json_read::field(j, "best_variant");
   // Which of the keys every roofline has this one lacks; nothing is absent from a document
   // that is not an object.
   const auto& keys = always_written_keys();

@@ -69,6 +69,11 @@ struct Roofline {
   // What predict said of this test before it ran (app::bench_prediction, docs/predict.md:
   // its own document); null when none.
   nlohmann::json prediction;
+  // A run that fell back to a lower CPU variant: this test's ceilings on the same device with
+  // the best variant it can run ({"variant", "prefill_ceiling_tokens_per_s",
+  // "decode_ceiling_tokens_per_s", "decode_bound"}), from that variant's probe, so explain
+  // estimates the fallback's cost from the run alone. Null otherwise.
+  nlohmann::json best_variant;
   // Keys to_json writes that the document this roofline was read from did not have, one
   // bit each: a result of an earlier release lacks the suspect marks and the cache flag,
   // which it never checked, so they stay absent rather than read "false". 0 when computed.

@@ -499,3 +499,202 @@ TEST(Explain, TheSameMachinesGpuIsOtherHardwareAndASlowerGpuIsACause) {
   for (const auto& f : d.factors) product *= f.factor;
   EXPECT_NEAR(product, 0.25, 1e-12);
 }
+
+namespace {
+
+// Each repetition's `phase` telemetry as bench records it: a share of the machine's CPUs
+// taken by other processes and the cgroup-throttled time, over 1 s.
+void with_telemetry(json& document, double other_cpu_share, double throttled_ms) {
+  for (auto& r : document["results"])
+    for (auto& rep : r["repetitions"])
+      for (const char* phase : {"prefill", "decode"})
+        rep["telemetry"][phase] = {{"duration_ms", 1000.0}, {"other_cpu_share", other_cpu_share}, {"throttled_ms", throttled_ms}};
+}
+
+void with_threads(json& document, int threads) {
+  for (auto& r : document["results"]) r["config"]["n_threads"] = threads;
+}
+
+double product_of(const PhaseExplanation& p) {
+  double product = 1;
+  for (const auto& f : p.factors) product *= f.factor;
+  return product;
+}
+
+}  // namespace
+
+// The founding user's evidence: two plain bench runs, no doctor. B's own telemetry and
+// provenance carry its quota and the other processes: each is estimated, within what it can
+// physically cost, and the account closes.
+TEST(Explain, APlainBenchRunsQuotaAndOtherProcessesAreEstimatedFromItsOwnEvidence) {
+  Device a, b;
+  b.id = "dev-b";
+  json db = bench(b, 1000 / 2.0 / 1.25, 100 / 2.0 / 1.25);
+  db["provenance"]["cpu_limits"] = {{"machine_cpus", 4}, {"quota_cpus", 1.0}, {"cgroup", "/slow"}};
+  with_telemetry(db, 0.125, 500);  // 0.5 CPUs of 4 taken by others; throttled half the time
+  const auto e = run(bench(a, 1000, 100), db);
+  for (const char* name : {"prefill", "decode"}) {
+    const auto& p = phase_of(e, name);
+    const auto* quota = factor_of(p, "throttle.cgroup_quota");
+    ASSERT_NE(quota, nullptr) << name;
+    EXPECT_NEAR(quota->factor, 0.5, 1e-12) << "2 threads need 2 CPUs, the quota gives 1";
+    EXPECT_EQ(quota->basis, "estimated");
+    EXPECT_EQ(quota->side, "B");
+    EXPECT_NE(quota->fix.find("/slow"), std::string::npos) << quota->fix;
+    const auto* others = factor_of(p, "contention.other_processes");
+    ASSERT_NE(others, nullptr) << name;
+    EXPECT_NEAR(others->factor, 1 / 1.25, 1e-12) << "(2 threads + 0.5 CPUs of others) over 2 CPUs";
+    EXPECT_NEAR(factor_of(p, "unexplained")->factor, 1.0, 1e-9);
+    EXPECT_NEAR(product_of(p), p.ratio, 1e-12);
+    EXPECT_TRUE(p.closes);
+    EXPECT_FALSE(p.chain_withheld);
+    EXPECT_NEAR(p.steps.back().tokens_per_s, p.hardware_line_tokens_per_s, 1e-9);
+    EXPECT_NEAR(p.steps[p.steps.size() - 2].tokens_per_s, p.hardware_line_tokens_per_s, 1e-9);
+  }
+}
+
+// Other processes on a 1-thread run of a 2-CPU machine can take only the CPU the thread
+// left idle before they cost it anything: 80 % of the machine is 1.6 CPUs, so the thread
+// keeps at least 2 / 2.6 of a CPU, x1.3, never the x5 that 1 / (1 - 0.8) would say.
+TEST(Explain, OtherProcessesOnAOneThreadRunAreBoundedByTheCpusItsThreadsLeftIdle) {
+  Device a, b;
+  b.id = "dev-b";
+  b.threads = 2;
+  json db = bench(b, 400, 40);
+  with_threads(db, 1);
+  db["provenance"]["cpu_limits"] = {{"machine_cpus", 2}, {"quota_cpus", nullptr}, {"cgroup", "/"}};
+  with_telemetry(db, 0.8, 0);
+  const auto e = run(bench(a, 1000, 100), db);
+  const auto& d = phase_of(e, "decode");
+  const auto* others = factor_of(d, "contention.other_processes");
+  ASSERT_NE(others, nullptr);
+  EXPECT_NEAR(others->factor, 1 / 1.3, 1e-12);
+  // 30 % of the machine on a 1-thread run of 2 CPUs fits in the idle CPU: named, no factor.
+  with_telemetry(db, 0.3, 0);
+  const auto quiet = run(bench(a, 1000, 100), db);
+  EXPECT_EQ(factor_of(phase_of(quiet, "decode"), "contention.other_processes"), nullptr);
+  bool named = false;
+  for (const auto& u : phase_of(quiet, "decode").unmeasured) named = named || u.find("contention.other_processes") != std::string::npos;
+  EXPECT_TRUE(named);
+}
+
+// One device, A at 2 threads and B at 1: the thread count is a cause, estimated from the
+// device's decode ceiling at each count and, for prefill, from the probe's matmul rate at
+// each count; a sweep in B's own run is a measurement and wins. Never more than n / t.
+TEST(Explain, AThreadCountBelowTheUsableCpusIsACauseFromTheCeilingsAtEachCount) {
+  Device a;
+  json da = bench(a, 1000, 100), db = bench(a, 600, 70);
+  with_threads(db, 1);
+  db["provenance"]["models"][0]["quant"] = "Q4_0";
+  db["provenance"]["ceilings"]["compute"]["points"] = {{{"type", "q4_0"}, {"threads", 1}, {"median_gflop_per_s", 60.0}},
+                                                       {{"type", "q4_0"}, {"threads", 2}, {"median_gflop_per_s", 100.0}}};
+  for (auto& r : db["results"]) r["roofline"]["decode_ceiling_at_threads_tokens_per_s"] = 100 / 1.4;
+  const auto e = run(da, db);
+  EXPECT_TRUE(e.same_device);
+  const auto& d = phase_of(e, "decode");
+  EXPECT_DOUBLE_EQ(factor_of(d, "hardware")->factor, 1.0);
+  const auto* t = factor_of(d, "threads.count");
+  ASSERT_NE(t, nullptr);
+  EXPECT_NEAR(t->factor, 1 / 1.4, 1e-12);
+  EXPECT_EQ(t->fix, "-t 2");
+  EXPECT_NEAR(factor_of(d, "unexplained")->factor, 0.7 * 1.4, 1e-9);
+  const auto& p = phase_of(e, "prefill");
+  EXPECT_NEAR(factor_of(p, "threads.count")->factor, 0.6, 1e-12);
+  EXPECT_NEAR(factor_of(p, "unexplained")->factor, 1.0, 1e-9);
+  // Without probe points at 1 thread, prefill takes the most the count can cost: 2 / 1.
+  db["provenance"]["ceilings"]["compute"]["points"] = json::array();
+  EXPECT_NEAR(factor_of(phase_of(run(da, db), "prefill"), "threads.count")->factor, 0.5, 1e-12);
+  // A sweep in B's own run measured -t 2 next to -t 1.
+  json sweep = db;
+  json wider = db["results"][1];
+  wider["config"]["n_threads"] = 2;
+  wider["repetitions"] = repetitions(0, 91);
+  sweep["results"].push_back(wider);
+  const auto* measured = factor_of(phase_of(run(da, sweep), "decode"), "threads.count");
+  ASSERT_NE(measured, nullptr);
+  EXPECT_EQ(measured->basis, "measured");
+  EXPECT_NEAR(measured->factor, 70.0 / 91, 1e-12);
+}
+
+// The invariants: no row of the table passes the hardware line; a rest above the account's
+// tolerance withholds the table and names the estimates that over-state their cost; a rest
+// below it says B is slower than its factors and names the doctor run that would measure it.
+TEST(Explain, NoStepPassesTheHardwareLineAndAnAccountThatDoesNotCloseSaysSo) {
+  Device a, b;
+  b.id = "dev-b";
+  // Estimates of x2 (quota) and x1.5 (others) on B, which measured only 2x slower: x1.5 past the line.
+  json db = bench(b, 500, 50);
+  db["provenance"]["cpu_limits"] = {{"machine_cpus", 2}, {"quota_cpus", 1.0}, {"cgroup", "/q"}};
+  with_telemetry(db, 0.5, 0);
+  const auto over = run(bench(a, 1000, 100), db);
+  const auto& d = phase_of(over, "decode");
+  EXPECT_NEAR(factor_of(d, "unexplained")->factor, 1.5, 1e-9);
+  EXPECT_FALSE(d.closes);
+  EXPECT_TRUE(d.chain_withheld);
+  ASSERT_EQ(d.steps.size(), 2u);  // B as measured, the hardware line
+  EXPECT_NE(d.verdict.find("does not close"), std::string::npos) << d.verdict;
+  EXPECT_NE(d.verdict.find("throttle.cgroup_quota on B x0.500 (estimated"), std::string::npos) << d.verdict;
+  EXPECT_NE(d.verdict.find("may overlap"), std::string::npos) << d.verdict;
+  // Half the machine taken by others makes B's run contaminated: measuring it again comes
+  // first, then the doctor run that measures B's causes in pairs.
+  ASSERT_EQ(d.closing_commands.size(), 3u);
+  EXPECT_NE(d.closing_commands[0].find("again on a quiet machine"), std::string::npos) << d.closing_commands[0];
+  EXPECT_NE(d.closing_commands[1].find("on B's device, to measure its causes in pairs: edgeprobe doctor -m MODEL"), std::string::npos)
+      << d.closing_commands[1];
+  std::ostringstream md;
+  report::write_explain_report(to_json(over), "md", md);
+  EXPECT_NE(md.str().find("not shown, the factors above do not add up"), std::string::npos) << md.str();
+  EXPECT_EQ(md.str().find("after fixing throttle"), std::string::npos) << md.str();
+  EXPECT_EQ(to_json(over)["phases"][1]["closes"], false);
+
+  // x1.1 past the line: within the tolerance, the table is shown and held at the line.
+  with_telemetry(db, 0.5, 0);
+  db["provenance"]["cpu_limits"]["quota_cpus"] = nullptr;
+  json close = bench(b, 1000 / 1.5 * 1.1, 100 / 1.5 * 1.1);
+  close["provenance"] = db["provenance"];
+  with_telemetry(close, 0.5, 0);
+  const auto held = run(bench(a, 1000, 100), close);
+  const auto& h = phase_of(held, "decode");
+  EXPECT_TRUE(h.closes);
+  for (const auto& s : h.steps) EXPECT_LE(s.tokens_per_s, h.hardware_line_tokens_per_s * (1 + 1e-12)) << s.label;
+  EXPECT_FALSE(h.notes.empty());
+
+  // B 3x slower than the hardware says, and nothing on it estimated: the rest is named.
+  const auto slower = run(bench(a, 1000, 100), bench(b, 300, 30));
+  const auto& s = phase_of(slower, "decode");
+  EXPECT_FALSE(s.closes);
+  EXPECT_FALSE(s.chain_withheld);
+  EXPECT_NE(s.verdict.find("slower than its factors account for"), std::string::npos) << s.verdict;
+  EXPECT_EQ(s.closing_commands[0], "on B's device: edgeprobe doctor -m MODEL -t 2");
+}
+
+// The founding story from two plain bench runs: B fell back to a lower CPU variant, and
+// bench probed the device with the best variant too (roofline.best_variant), so the
+// fallback is estimated from the two ceilings and counted once (the hardware factor takes
+// the best variant's ceiling); B's quota is estimated from its provenance.
+TEST(Explain, APlainBenchRunsVariantFallbackIsTheRatioOfTheDevicesCeilingsWithBothVariants) {
+  Device a, b;
+  b.id = "dev-b";
+  b.variant = "sse42";
+  b.prefill_ceiling = 400;  // with sse42; 1000 with haswell
+  b.decode_ceiling = 60;    // kernel-bound with sse42; 100 with haswell
+  json db = bench(b, 1000 * 0.4 / 2, 100 * 0.6 / 2);
+  for (auto& r : db["results"])
+    r["roofline"]["best_variant"] = {{"variant", "haswell"}, {"prefill_ceiling_tokens_per_s", 1000.0},
+                                     {"decode_ceiling_tokens_per_s", 100.0}, {"decode_bound", "kernel"}};
+  db["provenance"]["cpu_limits"] = {{"machine_cpus", 2}, {"quota_cpus", 1.0}, {"cgroup", "/q"}};
+  const auto e = run(bench(a, 1000, 100), db);
+  for (const auto& [name, variant] : {std::pair{"prefill", 0.4}, std::pair{"decode", 0.6}}) {
+    const auto& p = phase_of(e, name);
+    const auto* v = factor_of(p, "kernel.isa_fallback");
+    ASSERT_NE(v, nullptr) << name;
+    EXPECT_NEAR(v->factor, variant, 1e-12) << name;
+    EXPECT_EQ(v->basis, "estimated");
+    EXPECT_NE(v->detail.find("haswell"), std::string::npos) << v->detail;
+    EXPECT_NEAR(factor_of(p, "hardware")->factor, 1.0, 1e-12) << "the best variant's ceiling: the fallback counts once";
+    EXPECT_NEAR(factor_of(p, "throttle.cgroup_quota")->factor, 0.5, 1e-12);
+    EXPECT_NEAR(factor_of(p, "unexplained")->factor, 1.0, 1e-9);
+    EXPECT_TRUE(p.closes);
+    for (const auto& u : p.unmeasured) EXPECT_EQ(u.find("kernel.isa_fallback"), std::string::npos) << u;
+  }
+}

@@ -309,3 +309,116 @@ TEST(ExplainFaults, StackedFaultsAreEachAttributedNearTheirIsolatedFactor) {
   }
   for (const auto& m : misses) ADD_FAILURE() << m << " (in both diagnoses)";
 }
+
+namespace {
+
+// Plain bench runs in interleaved rounds: A healthy at -t 2, then each configuration of
+// `others` (prefix, args) in turn, `rounds` times. Each entry keeps every round's result.
+struct Config {
+  std::string name, prefix;
+  std::vector<std::string> args;
+  int threads = 2;
+};
+std::map<std::string, std::vector<json>> interleaved(const std::vector<Config>& configs, const TempDir& dir, int rounds) {
+  std::map<std::string, std::vector<json>> runs;
+  for (int round = 0; round < rounds; ++round)
+    for (const auto& c : configs) {
+      runs[c.name].push_back(edgeprobe_json(bench_args(std::to_string(c.threads), 3, c.args), c.prefix,
+                                            dir.file(c.name + std::to_string(round) + ".json")));
+      EXPECT_FALSE(runs[c.name].back().is_null());
+    }
+  return runs;
+}
+
+// The file of the run of `name` whose medians were least slowed.
+std::string least_slowed(const std::map<std::string, std::vector<json>>& runs, const std::string& name, int threads,
+                         const TempDir& dir) {
+  size_t top = 0;
+  auto speed = [&](size_t i) {
+    return median(rates(runs.at(name)[i], "prefill", threads)) * median(rates(runs.at(name)[i], "decode", threads));
+  };
+  for (size_t i = 1; i < runs.at(name).size(); ++i)
+    if (speed(i) > speed(top)) top = i;
+  return dir.file(name + std::to_string(top) + ".json");
+}
+
+// Where A's two fastest rounds differ by more than 15 % the host moved: not judged.
+std::string host_moved(const std::vector<json>& a) {
+  for (const char* phase : {"prefill", "decode"}) {
+    std::vector<double> r;
+    for (const auto& run : a) r.push_back(best({run}, phase, 2));
+    std::sort(r.rbegin(), r.rend());
+    if (r.size() > 1 && r[1] / r[0] < 0.85)
+      return "this host's speed moved by " + std::to_string(static_cast<int>(100 * (1 - r[1] / r[0]))) + " % between runs of A (" +
+             phase + "): not judged";
+  }
+  return {};
+}
+
+// Each fault's factor on B against its cost measured alone; the rest closes or says so.
+void expect_near_isolated(const json& p, const std::map<std::string, double>& isolated) {
+  expect_identity(p);
+  const auto f = factors_of(p);
+  for (const auto& [id, alone] : isolated) {
+    std::printf("%s %s: attributed %s, alone x%.3f\n", p["phase"].get<std::string>().c_str(), id.c_str(),
+                f.count(id) ? std::to_string(f.at(id)).c_str() : "(none)", alone);
+    if (std::abs(1 - alone) < 0.15 && !f.count(id)) continue;  // costs its phase too little to be named
+    ASSERT_TRUE(f.count(id)) << id << " not named: " << p.dump(1);
+    EXPECT_NEAR(f.at(id) / alone, 1.0, 0.25) << miss_text(p["phase"], id, f.at(id), alone);
+  }
+  const double u = f.count("unexplained") ? f.at("unexplained") : 1;
+  if (p.value("closes", true)) {
+    EXPECT_GE(u, 0.8) << p.dump(1);
+    EXPECT_LE(u, 1.25) << p.dump(1);
+  } else {
+    EXPECT_TRUE(p["verdict"].is_string()) << p.dump(1);
+  }
+  for (const auto& s : p["steps"])
+    EXPECT_LE(s["tokens_per_s"].get<double>(), p["hardware_line_tokens_per_s"].get<double>() * (1 + 1e-9)) << s.dump();
+}
+
+}  // namespace
+
+// The founding user's evidence: two plain bench runs on one device, B at one thread of two.
+// The thread count is a cause estimated from the device's ceilings at each count, near what
+// it costs (here the whole measured gap, the hardware being the same).
+TEST(ExplainFaults, APlainBenchAtFewerThreadsIsExplainedByItsThreadCount) {
+  TempDir dir;
+  settle_ceilings({{"2", ""}}, dir);
+  const auto runs = interleaved({{"a", "", {}, 2}, {"t", "", {}, 1}}, dir, 2);
+  if (const std::string why = host_moved(runs.at("a")); !why.empty()) GTEST_SKIP() << why;
+  const json e = explain(least_slowed(runs, "a", 2, dir), least_slowed(runs, "t", 1, dir));
+  ASSERT_TRUE(e.contains("phases")) << "explain failed";
+  EXPECT_TRUE(e["same_device"].get<bool>());
+  for (const char* phase : {"prefill", "decode"})
+    expect_near_isolated(phase_of(e, phase), {{"threads.count", best(runs.at("t"), phase, 1) / best(runs.at("a"), phase, 2)}});
+}
+
+// B fell back to a lower CPU variant and runs under a cgroup quota of one CPU, with no doctor
+// run on either side: the fallback from the device's ceilings with both variants (bench
+// probes the best one when it falls back), the quota from B's provenance, each near its cost
+// alone.
+TEST(ExplainFaults, APlainBenchWithAVariantFallbackAndAQuotaIsExplainedFromItsOwnEvidence) {
+  // One CPU for two threads, in 10 ms periods: a decode of tens of ms would run its first
+  // period unthrottled under docker's 100 ms and cost less than the quota says.
+  const QuotaCgroup one_cpu(10000, 10000);
+  if (!one_cpu.error().empty()) GTEST_SKIP() << one_cpu.error();
+  TempDir dir;
+  settle_ceilings({{"2", ""}}, dir);
+  // The ceilings with the low variant, measured outside the quota (a probe under a quota
+  // would measure the quota).
+  edgeprobe_json(bench_args("2", 1, {"--cpu-variant", kLowVariant}), "", dir.file("pre.json"));
+  const auto runs = interleaved({{"a", "", {}, 2},
+                                 {"v", "", {"--cpu-variant", kLowVariant}, 2},
+                                 {"q", one_cpu.enter_prefix(), {}, 2},
+                                 {"b", one_cpu.enter_prefix(), {"--cpu-variant", kLowVariant}, 2}},
+                                dir, 2);
+  if (const std::string why = host_moved(runs.at("a")); !why.empty()) GTEST_SKIP() << why;
+  const json e = explain(least_slowed(runs, "a", 2, dir), least_slowed(runs, "b", 2, dir));
+  ASSERT_TRUE(e.contains("phases")) << "explain failed";
+  for (const char* phase : {"prefill", "decode"}) {
+    const double a = best(runs.at("a"), phase, 2);
+    expect_near_isolated(phase_of(e, phase), {{"kernel.isa_fallback", best(runs.at("v"), phase, 2) / a},
+                                              {"throttle.cgroup_quota", best(runs.at("q"), phase, 2) / a}});
+  }
+}

@@ -443,6 +443,13 @@ function epDoctor(parent, doc, key) {
 function epComparison(parent, data) {
   for (const cmp of data.comparisons) {
     const a = data.inputs[cmp.a], b = data.inputs[cmp.b], r = cmp.report;
+    if (cmp.error) {
+      const none = epEl('section', {class: 'comparison', 'data-comparable': 'false'});
+      parent.appendChild(none);
+      none.appendChild(epEl('h2', {text: `Comparison: B = ${b.label} against A = ${a.label}`}));
+      none.appendChild(epEl('p', {class: 'muted', text: `compare: ${cmp.error}`}));
+      continue;
+    }
     const sec = epEl('section', {class: 'comparison', 'data-comparable': String(r.comparable)});
     parent.appendChild(sec);  // in the document before its charts measure their width
     sec.appendChild(epEl('h2', {text: `Comparison: B = ${b.label} against A = ${a.label}`}));
@@ -522,6 +529,16 @@ function epExplain(parent, data) {
               p.factors.map(f => [f.id, f.side || '', epNum(f.factor, 3), f.basis, f.detail, f.fix || ''])
                 .concat([['product', '', epNum(p.product, 3), `= measured B/A ${epNum(p.ratio, 3)}`, '', '']]), [0, 0, 1, 0, 0, 0]);
       const steps = p.steps || [];
+      if (p.verdict) {
+        sec.appendChild(epEl('p', {class: 'verdict', text: p.verdict}));
+        for (const c of p.closing_commands || []) sec.appendChild(epEl('p', {class: 'muted', text: `to close it: ${c}`}));
+      }
+      if (p.chain_withheld) {
+        sec.appendChild(epEl('p', {text: 'What B reaches after each fix: not shown, the factors above do not add up'}));
+        for (const u of p.unmeasured || []) sec.appendChild(epEl('p', {class: 'muted', text: `named without a factor: ${u}`}));
+        for (const n of p.notes || []) sec.appendChild(epEl('p', {class: 'muted', text: n}));
+        continue;
+      }
       sec.appendChild(epEl('p', {text: `What B reaches after each fix, largest first: ` +
         `${steps.slice(0, -1).map(s => epNum(shown(s.tokens_per_s))).join(' \u2192 ')} (hardware line ${epNum(shown(p.hardware_line_tokens_per_s))}) ${unit}`}));
       epChart(sec, {id: `explain-${ex.b}-${p.phase}`, title: `${p.phase}: what B reaches after each fix (${load ? 'first load, ms' : 'tok/s'})`,
