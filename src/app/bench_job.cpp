@@ -14,6 +14,7 @@
 #include "app/stored_run.h"
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/json_read.h"
 #include "core/subprocess.h"
 #include <sys/sysinfo.h>
 #include "engine/cpu_mask.h"
@@ -134,35 +135,42 @@ std::vector<std::optional<probe::DeviceCeilings>> device_ceilings(const BenchPla
 std::optional<probe::DeviceCeilings> best_variant_ceilings(const BenchPlan& plan, const ModelSet& models,
                                                            const platform::IsaGap& gap, bool emulated,
                                                            const JobContext& ctx) {
-  const std::string best = gap.best_installed_variant.empty() ? gap.best_variant : gap.best_installed_variant;
-  if (plan.ceilings == "off" || !gap.fallback || best.empty() || best == gap.loaded_variant || emulated ||
-      models.infos().empty())
-    return std::nullopt;
+  if (plan.ceilings == "off" || !gap.fallback || emulated || models.infos().empty()) return std::nullopt;
   const auto& info = models.info(0);
-  progress(ctx, fmt::format("measuring the device's ceilings with the best CPU variant '{}' (cached after the first run)", best));
+  progress(ctx, "measuring the device's ceilings with the best CPU variant that runs here (cached after the first run)");
   int ubatch = 512;
   for (const auto& c : plan.cases)
     if (c.model_path == info.path && c.n_prompt > 0) {
       ubatch = static_cast<int>(probe::prefill_kernel_tokens(c.n_prompt, c.n_ubatch));
       break;
     }
+  // No --cpu-variant: the child loads what ggml loads by default, the best variant that
+  // scores for this CPU and runs here (one whose matmul faults is passed over).
   std::vector<std::string> argv = self_command();
-  for (const std::string& a : {std::string("probe"), std::string("-m"), info.path, std::string("--cpu-variant"), best,
-                               std::string("--ubatch-size"), std::to_string(ubatch), std::string("-q"), std::string("-o"),
-                               std::string("json"), std::string("--sysfs-root"), plan.env.sysfs_root})
+  for (const std::string& a : {std::string("probe"), std::string("-m"), info.path, std::string("--ubatch-size"),
+                               std::to_string(ubatch), std::string("-q"), std::string("-o"), std::string("json"),
+                               std::string("--sysfs-root"), plan.env.sysfs_root})
     argv.push_back(a);
   SubprocessOptions options = within(1800);
   options.own_group = false;  // a Ctrl-C at the terminal reaches it too
   const auto r = run_subprocess(argv, options);
+  std::string best;
+  if (r.exit_code == 0) {
+    try {
+      best = json_read::text(json_read::field(json::parse(r.out), "isa_gap"), "loaded_variant");
+    } catch (const json::exception&) {
+    }
+  }
+  if (best == gap.loaded_variant) return std::nullopt;  // the best that runs here is the one that loaded
   probe::ProbeOptions po;
   po.sysfs_root = plan.env.sysfs_root;
   po.variant = best;
   po.measure_compute = false;  // the cache file of that variant, without loading it here
-  auto c = r.exit_code == 0 ? probe::load_cached(po) : std::nullopt;
+  auto c = best.empty() ? std::nullopt : probe::load_cached(po);
   if (!c && ctx.sink)
-    ctx.sink->warning(fmt::format("the ceilings with the best CPU variant '{}' are unavailable ({}): explain will name the "
-                                  "fallback without a factor",
-                                  best, r.exit_code == 0 ? "no cache written" : output_line(r.err)));
+    ctx.sink->warning(fmt::format("the ceilings with the best CPU variant are unavailable ({}): explain will name the fallback "
+                                  "without a factor",
+                                  r.exit_code != 0 ? output_line(r.err) : best.empty() ? "the probe named no variant" : "no cache written"));
   return c;
 }
 
