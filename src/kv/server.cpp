@@ -9,10 +9,12 @@
 #include <chrono>
 #include <list>
 #include <thread>
+#include <utility>
 
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "core/stop_token.h"
 
 namespace edgeprobe::kv {
 namespace {
@@ -121,6 +123,7 @@ void KvServer::refuse(Socket& socket, int number, const std::string& why) {
 }
 
 void KvServer::serve(const std::function<bool()>& stop) {
+  const ProcessStopWatch watching;  // the loop sees a Ctrl-C within its 200 ms poll
   struct Worker {
     std::thread thread;
     std::shared_ptr<std::atomic<bool>> done;

@@ -4,10 +4,17 @@
 // the runs stored before still export byte for byte the same.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <fcntl.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <thread>
+
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -348,6 +355,68 @@ TEST_F(HostileStore, DeeplyNestedProvenanceDoesNotCrashExport) {
   const auto runs = run_edgeprobe({"runs", "--db", db_}, 60);
   EXPECT_EQ(runs.exit_code, 0) << runs.err;
   EXPECT_EQ(export_of(db_, "1"), exports_[0]);
+}
+
+// A FIFO as --db: open(2) of one waits for a writer that never comes, so every subcommand
+// that takes --db (all open it through store::open_store) refuses it before opening it,
+// and a device too.
+TEST(HostileStorePath, ANamedPipeOrADeviceIsRefusedBeforeItIsOpened) {
+  TempDir dir;
+  const std::string fifo = dir.file("results.db");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  for (const auto& [db, what] : std::vector<std::pair<std::string, std::string>>{{fifo, "is a named pipe"},
+                                                                                {"/dev/null", "is a device"}}) {
+    const std::vector<std::vector<std::string>> commands = {
+        {"runs", "--db", db},
+        {"export", "1", "--db", db},
+        {"report", "1", "--db", db, "--output", dir.file("r.html")},
+        {"compare", "1", "2", "--db", db},
+        {"explain", "1", "2", "--db", db},
+        {"bench", "-q", "-m", tiny_model(), "-p", "8", "-n", "0", "-r", "1", "--ceilings", "off", "--db", db},
+        {"session", "-q", "-m", tiny_model(), "--rounds", "1", "--db", db},
+    };
+    for (const auto& args : commands)
+      expect_one_line(run_edgeprobe(args, 30), 2, db + ": " + what + ", not a results database", args[0] + " " + db);
+  }
+}
+
+// A process blocked outside any job (here in open(2) of a FIFO given as a result file,
+// which result files may be) ends at the first SIGTERM or Ctrl-C: no job is there to stop
+// after its unit, and the kernel restarts the open after the handler.
+TEST(HostileStorePath, TheFirstSignalEndsAProcessBlockedOpeningAFifo) {
+  TempDir dir;
+  const std::string fifo = dir.file("result.json");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  for (const int sig : {SIGTERM, SIGINT}) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const int devnull = open("/dev/null", O_WRONLY);
+      dup2(devnull, STDOUT_FILENO);
+      dup2(devnull, STDERR_FILENO);
+      execl(EDGEPROBE_BINARY, EDGEPROBE_BINARY, "compare", fifo.c_str(), fifo.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    ASSERT_GT(pid, 0);
+    // Blocked in the open once its wait channel says so (fifo_open's wait_for_partner;
+    // after 5 s anyway, where a kernel names it otherwise).
+    for (int i = 0; i < 100; ++i) {
+      if (read_file("/proc/" + std::to_string(pid) + "/wchan").find("partner") != std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    kill(pid, sig);
+    int status = 0;
+    pid_t done = 0;
+    for (int i = 0; i < 100 && done == 0; ++i) {  // 5 s
+      done = waitpid(pid, &status, WNOHANG);
+      if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (done == 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+    }
+    EXPECT_NE(done, 0) << "signal " << sig << " did not end a process blocked in open(2) of a FIFO";
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << "status " << status;
+  }
 }
 
 // A small tmpfs of our own (root only): read-only and full filesystems, for real.
