@@ -234,6 +234,61 @@ TEST(HostileResultFile, DeepNestingFutureVersionsAndWrongTypesAreOneLineExitTwo)
   EXPECT_FALSE(std::filesystem::exists(dir.file("r.html")));  // no page half-written from bad data
 }
 
+// Every reader of a result file reads it through one typed reader (result::read_result_file),
+// so each refuses the same malformed documents with the same line: exit 2, the file's name
+// and the field. Before, report rendered a page of {"kind": 5} and export took no file.
+TEST(HostileResultFile, EveryReaderRefusesTheSameMalformedDocumentsNamingTheField) {
+  TempDir dir;
+  const json good = bench_result();
+  write_file(dir.file("good.json"), good.dump());
+  json rep_not_object = good;
+  rep_not_object["results"][0]["repetitions"][0] = 7;
+  const std::string whole = good.dump(1);
+  struct Case {
+    std::string file, bytes, fragment;
+  };
+  const std::vector<Case> cases = {
+      {"kind-number.json", R"({"kind": 5, "results": []})", "kind must be a string (bench, session or doctor), got 5"},
+      {"kind-unknown.json", R"({"schema_version": 2, "kind": "benchmark", "results": []})",
+       "kind \"benchmark\" is not a result edgeprobe writes"},
+      {"no-results.json", R"({"schema_version": 2, "kind": "bench", "provenance": {}})",
+       "a bench result has a \"results\" array and this one has none"},
+      {"no-configs.json", R"({"schema_version": 2, "kind": "session", "provenance": {}})",
+       "a session result has a \"configs\" list"},
+      {"truncated.json", whole.substr(0, whole.size() / 2), "unexpected end of input"},
+      {"results-object.json", R"({"schema_version": 2, "kind": "bench", "results": {"pp8": 1}})",
+       "results must be a list"},
+      {"result-number.json", R"({"schema_version": 2, "kind": "bench", "results": [7]})",
+       "results[0] must be an object"},
+      {"repetition-number.json", rep_not_object.dump(), "results[0].repetitions[0] must be an object, got 7"},
+      {"array.json", "[1, 2]", "not an edgeprobe result"},
+  };
+  const std::string good_path = dir.file("good.json");
+  for (const auto& c : cases) {
+    const std::string path = dir.file(c.file);
+    write_file(path, c.bytes);
+    const std::vector<std::vector<std::string>> readers = {
+        {"report", path, "--output", dir.file("r.html")},
+        {"export", path},
+        {"compare", good_path, path},
+        {"explain", good_path, path},
+        {"predict", "--check", path},
+        {"predict-disagg", "--result", path},
+        {"doctor", "-q", "-m", tiny_model(), "--baseline", path},
+    };
+    for (const auto& args : readers) {
+      const auto r = run_edgeprobe(args, 60);
+      expect_one_line(r, 2, path + ":", args[0] + " " + c.file);  // the file, then what is wrong
+      expect_one_line(r, 2, c.fragment, args[0] + " " + c.file);
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("r.html")));
+  // The good file is read by each of them (export writes it as bench wrote it).
+  const auto exported = run_edgeprobe({"export", good_path, "-o", "json"}, 60);
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_EQ(json::parse(exported.out)["results"].size(), good["results"].size());
+}
+
 TEST(HostileResultFile, ScriptInjectionAndExtremeNumbersRenderSafely) {
   TempDir dir;
   json doc = bench_result();
