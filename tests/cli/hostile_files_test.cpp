@@ -183,6 +183,34 @@ TEST(HostilePromptSet, AFileThatNeverEndsIsRefusedAtTheBound) {
       2, "deep.jsonl:1: nested deeper than 16 levels", "deep");
 }
 
+// Text that is not JSON, in any JSON file a user gives: one shape, FILE:LINE:COLUMN and the
+// parser's reason, never nlohmann's "[json.exception.parse_error.101]" prefix.
+TEST(HostileJsonFiles, SyntaxErrorsSayTheFileLineAndColumn) {
+  TempDir dir;
+  write_file(dir.file("p.jsonl"), "{\"id\": \"a\", \"turns\": [\"hi\"]}\n\n  hello there\n");
+  write_file(dir.file("plan.json"), "{\n  \"kind\": \"bench\",\n  \"repetitions\": 2,,\n}\n");
+  write_file(dir.file("result.json"), "{\"schema_version\": 2,\n \"kind\": \"bench\"\n \"results\": []}\n");
+  struct Case {
+    std::vector<std::string> args;
+    std::string fragment;
+  };
+  const std::vector<Case> cases = {
+      {{"session", "-q", "--no-store", "-m", tiny_model(), "--prompts", dir.file("p.jsonl")},
+       dir.file("p.jsonl") + ":3:3: not a JSON conversation: syntax error while parsing value - invalid literal"},
+      {{"run", "--plan", dir.file("plan.json")},
+       dir.file("plan.json") + ":3:20: not a JSON plan: syntax error while parsing object key"},
+      {{"report", dir.file("result.json"), "--output", dir.file("r.html")},
+       dir.file("result.json") + ":3:10: not a JSON result file: syntax error while parsing object"},
+      {{"doctor", "-q", "-m", tiny_model(), "--baseline", dir.file("result.json")},
+       dir.file("result.json") + ":3:10: not a JSON --baseline result: syntax error while parsing object"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_edgeprobe(c.args, 60);
+    expect_one_line(r, 2, c.fragment, c.args[0]);
+    EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
+  }
+}
+
 // ---- result files (report, compare, doctor --baseline) ----
 
 TEST(HostileResultFile, DeepNestingFutureVersionsAndWrongTypesAreOneLineExitTwo) {
