@@ -151,6 +151,8 @@ json load_result_document(const std::string& spec, const std::string& db) {
   return load_run_in(source.run, db).document();
 }
 
+std::string result_label(const std::string& spec) { return is_run_id(spec) ? "run " + spec : spec; }
+
 result::Document load_result(const std::string& spec, const std::string& db) {
   const ResultSource source = result_source(spec);
   // read_result_file has read it through the typed reader already: this cannot refuse it.

@@ -5,7 +5,6 @@
 #include "app/stored_run.h"
 #include "cli/shared_flags.h"
 #include "core/error.h"
-#include "core/text.h"
 #include "report/doctor_reporters.h"
 #include "report/reporter.h"
 #include "report/session_reporters.h"
@@ -48,7 +47,7 @@ void register_export(CLI::App& app) {
   cmd->callback([a] {
     OutputTarget output(a->output.file);
     const result::Document document = app::load_result(a->run, a->db);
-    app::with_result_documents(one_line(a->run, 80), [&] { write_export(document, a->output.format, output.stream()); });
+    app::with_result_documents(app::result_label(a->run), [&] { write_export(document, a->output.format, output.stream()); });
     output.commit();
   });
 }
