@@ -31,6 +31,7 @@
 #include "telemetry/layout.h"
 #include "store/store.h"
 #include "workload/sweep.h"
+#include "core/stop_token.h"
 
 namespace edgeprobe::app {
 
@@ -245,6 +246,7 @@ BenchPlan stored_bench_plan(store::Store& store, int64_t run) {
 }
 
 BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
+  const ProcessStopWatch watching;  // a Ctrl-C from here on stops after the unit in flight
   validate(plan, workload::default_thread_count());
   for (const auto& c : plan.cases)
     if (!c.cpu_mask.empty()) engine::check_cpu_mask_usable(c.cpu_mask);  // on this machine, before anything runs

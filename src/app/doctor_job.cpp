@@ -4,6 +4,7 @@
 
 #include "app/plan.h"
 #include "store/store.h"
+#include "core/stop_token.h"
 
 namespace edgeprobe::app {
 
@@ -48,6 +49,7 @@ doctor::ProgressFn child_progress(const doctor::DoctorOptions& o, const JobConte
 }  // namespace
 
 DoctorJobResult run_doctor(const doctor::DoctorOptions& options, const JobContext& ctx) {
+  const ProcessStopWatch watching;  // its children are not left running by a first Ctrl-C
   DoctorJobResult out;
   warn_oversubscription({options.config.threads}, ctx);
   out.diagnosis = doctor::run_doctor(options, child_progress(options, ctx));
@@ -57,6 +59,7 @@ DoctorJobResult run_doctor(const doctor::DoctorOptions& options, const JobContex
 }
 
 TuneJobResult run_tune(const doctor::DoctorOptions& options, const JobContext& ctx) {
+  const ProcessStopWatch watching;
   TuneJobResult out;
   warn_oversubscription({options.config.threads}, ctx);
   out.tune = doctor::tune(

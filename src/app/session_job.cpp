@@ -16,6 +16,7 @@
 #include "runner/provenance.h"
 #include "runner/session_runner.h"
 #include "store/store.h"
+#include "core/stop_token.h"
 
 namespace edgeprobe::app {
 
@@ -26,6 +27,7 @@ SessionPlan stored_session_plan(store::Store& store, int64_t run) {
 }
 
 SessionJobResult run_session(SessionPlan plan, const JobContext& ctx) {
+  const ProcessStopWatch watching;  // a Ctrl-C from here on stops after the turn in flight
   validate(plan, workload::default_thread_count());
   const EngineHandle engine = make_engine(plan.env, ctx);
   ModelSet models;

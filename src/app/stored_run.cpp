@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/text.h"
+#include "result/document.h"
 #include "result/migrate.h"
 
 namespace edgeprobe::app {
@@ -116,11 +117,17 @@ json resumable_plan(store::Store& store, int64_t run, const std::string& kind) {
   return rec.plan;
 }
 
-json load_result_document(const std::string& spec, const std::string& db) {
+namespace {
+
+// What a spec names: a result file (any file but a directory: a pipe or /dev/stdin is
+// read too, within the same bound), else a stored run's id; anything else is refused.
+struct ResultSource {
+  std::string file;  // "" for a run
+  int64_t run = 0;
+};
+ResultSource result_source(const std::string& spec) {
   std::error_code ec;
-  // Not only regular files: a pipe or /dev/stdin is read too, within the same bound.
-  if (std::filesystem::exists(spec, ec) && !std::filesystem::is_directory(spec, ec))
-    return result::read_result_file(spec, "result file");
+  if (std::filesystem::exists(spec, ec) && !std::filesystem::is_directory(spec, ec)) return {spec, 0};
   if (std::filesystem::is_directory(spec, ec))
     throw_bad_input("'{}' is a directory: give a result JSON file or a run id (see 'edgeprobe runs')", one_line(spec));
   if (!is_run_id(spec))
@@ -128,8 +135,31 @@ json load_result_document(const std::string& spec, const std::string& db) {
   int64_t run = 0;
   if (std::from_chars(spec.data(), spec.data() + spec.size(), run).ec != std::errc() || run < 1)
     throw_bad_input("run id {} is out of range: see 'edgeprobe runs' for the ids stored", one_line(spec));
+  return {"", run};
+}
+
+StoredRun load_run_in(int64_t run, const std::string& db) {
   const auto store = store::open_store(db.empty() ? store::default_db_path() : db, store::Mode::kMustExist);
-  return load_stored_run(*store, run).document();
+  return load_stored_run(*store, run);
+}
+
+}  // namespace
+
+json load_result_document(const std::string& spec, const std::string& db) {
+  const ResultSource source = result_source(spec);
+  if (!source.file.empty()) return result::read_result_file(source.file, "result file");
+  return load_run_in(source.run, db).document();
+}
+
+std::string result_label(const std::string& spec) { return is_run_id(spec) ? "run " + spec : spec; }
+
+result::Document load_result(const std::string& spec, const std::string& db) {
+  const ResultSource source = result_source(spec);
+  // read_result_file has read it through the typed reader already: this cannot refuse it.
+  if (!source.file.empty()) return result::document_from_json(result::read_result_file(source.file, "result file"));
+  StoredRun run = load_run_in(source.run, db);
+  if (!run.content) throw_bad_input("run {} is a {} run with no stored result", run.record.id, run.record.kind);
+  return std::move(*run.content);
 }
 
 }  // namespace edgeprobe::app

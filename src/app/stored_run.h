@@ -32,6 +32,10 @@ nlohmann::json resumable_plan(store::Store& store, int64_t run, const std::strin
 // A result document from a file (any version: v1 files are upgraded) or, for a run id,
 // from the store at `db` ("" = the default store). For compare, export and report.
 nlohmann::json load_result_document(const std::string& file_or_run_id, const std::string& db);
+// The same, read into its structs (export); a run stored without a result is refused.
+result::Document load_result(const std::string& file_or_run_id, const std::string& db);
+// What a report or an error calls it: "run 3" for a run id, else the file's name.
+std::string result_label(const std::string& file_or_run_id);
 
 // Runs `use` (a renderer, a comparison) on result documents from outside: a field of a
 // type edgeprobe never writes (a string where a number goes) surfaces there as a JSON

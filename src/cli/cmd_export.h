@@ -10,10 +10,11 @@ class App;
 
 namespace edgeprobe::cli {
 
-// `edgeprobe export RUN [-o md|csv|json|jsonl] [--db PATH] [--output FILE]`: one stored
-// run loaded back into its result structs and written by the same reporters its
-// subcommand uses, so `export 3 -o csv` is what `bench -o csv` printed for run 3.
+// `edgeprobe export RUN|FILE [-o md|csv|json|jsonl] [--db PATH] [--output FILE]`: one stored
+// run (or result file) loaded back into its result structs and written by the same
+// reporters its subcommand uses, so `export 3 -o csv` is what `bench -o csv` printed for
+// run 3.
 void register_export(CLI::App& app);
-void write_export(const app::StoredRun& run, const std::string& format, std::ostream& out);
+void write_export(const result::Document& document, const std::string& format, std::ostream& out);
 
 }  // namespace edgeprobe::cli

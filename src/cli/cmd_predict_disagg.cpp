@@ -3,12 +3,12 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <fstream>
 
 #include "cli/shared_flags.h"
 #include "core/error.h"
 #include "kv/break_even.h"
 #include "report/formats.h"
+#include "result/document.h"
 
 namespace edgeprobe::cli {
 namespace {
@@ -23,11 +23,9 @@ struct DisaggFlags {
 kv::DisaggInputs inputs(const DisaggFlags& f, const CLI::App& cmd) {
   kv::DisaggInputs in = f.in;
   if (!f.result.empty()) {
-    std::ifstream file(f.result);
-    if (!file) throw_bad_input("cannot read '{}'", f.result);
-    const auto doc = nlohmann::json::parse(file, nullptr, false);
-    if (doc.is_discarded()) throw_bad_input("'{}' is not JSON (write one with -o json)", f.result);
-    in = kv::fit_inputs(kv::prefill_records(doc));
+    // Read as every result file is: bounded, its version and fields checked, one line
+    // naming the field when it is not an edgeprobe result.
+    in = kv::fit_inputs(kv::prefill_records(result::read_result_file(f.result, "result file")));
     // A flag given next to a result overrides what was measured ("at 10 Mbit/s?").
     if (cmd.count("--link-mbit")) in.link_mbit_s = f.in.link_mbit_s;
     if (cmd.count("--local-rate")) in.local_tokens_per_s = f.in.local_tokens_per_s;

@@ -29,10 +29,8 @@ void register_report(CLI::App& app) {
   cmd->callback([args] {
     OutputTarget output(args->output.file);
     std::vector<report::HtmlInput> inputs;
-    for (const std::string& in : args->inputs) {
-      const bool run_id = !in.empty() && in.find_first_not_of("0123456789") == std::string::npos;
-      inputs.push_back({run_id ? "run " + in : in, app::load_result_document(in, args->db)});
-    }
+    for (const std::string& in : args->inputs)
+      inputs.push_back({app::result_label(in), app::load_result_document(in, args->db)});
     std::string names;
     for (const auto& in : args->inputs) names += (names.empty() ? "" : ", ") + one_line(in, 80);
     const std::string page = app::with_result_documents(names, [&] { return report::render_html_report(inputs); });

@@ -42,12 +42,21 @@ void say(const char* text, size_t size) {
   (void)!write(STDERR_FILENO, text, size);
 }
 
-// Async-signal-safe (lock-free atomics and write(2)). The first Ctrl-C or SIGTERM sets the
-// process's StopToken, which every job and lab run holds unless its caller gave it
-// another: the job ends after the unit in flight. The second stops at once (the unit in
-// flight is dropped, what finished is kept); a third, for a job stuck where no abort
-// reaches (a server's request, a model load), exits without last words.
-void on_interrupt(int) {
+// Async-signal-safe (lock-free atomics, write(2), signal(2), raise(3)). The first Ctrl-C or
+// SIGTERM sets the process's StopToken, which every job and lab run holds unless its
+// caller gave it another: the job ends after the unit in flight. The second stops at once
+// (the unit in flight is dropped, what finished is kept); a third, for a job stuck where
+// no abort reaches (a server's request, a model load), exits without last words.
+void on_interrupt(int sig) {
+  if (!edgeprobe::process_stop_watched()) {
+    // No job is running to see the flag, and the program may be blocked where it never
+    // would (an open(2) of a FIFO is restarted after the handler): the signal's own
+    // default action ends it, as if no handler were installed. `sig` stays blocked until
+    // the handler returns, then kills.
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
   const int count = g_interrupts.fetch_add(1) + 1;
   if (count == 1) {
     static const char kFirst[] = "edgeprobe: stopping after the unit in flight (interrupt again to stop at once)\n";

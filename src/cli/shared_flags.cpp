@@ -1,6 +1,9 @@
 #include "cli/shared_flags.h"
 
 #include <CLI/CLI.hpp>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -97,6 +100,30 @@ namespace {
 
 bool is_stdout(const std::string& file) { return file.empty() || file == "-"; }
 
+// Why `file` cannot be written through `temp` beside it, from the open(2) that fails: the
+// file itself first (permission, a read-only filesystem), then the temporary file. ""
+// when both open.
+std::string unwritable_reason(const std::string& file, const std::string& temp) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(file, ec)) {
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);  // no O_TRUNC: nothing changes yet
+    if (fd < 0) return std::strerror(errno);
+    ::close(fd);
+  }
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd >= 0) {
+    ::close(fd);
+    return "";
+  }
+  const int err = errno;
+  const fs::path dir = fs::absolute(file, ec).parent_path();
+  if (err == ENOENT && !fs::is_directory(dir, ec)) return fmt::format("its directory '{}' does not exist", dir.string());
+  // procfs and sysfs: the file is there, but no file can be made beside it.
+  if (err == ENOENT) return fmt::format("'{}' takes no new files (it is written as '{}', then renamed)", dir.string(), temp);
+  return fmt::format("cannot create '{}' beside it: {}", temp, std::strerror(err));
+}
+
 }  // namespace
 
 OutputTarget::OutputTarget(const std::string& file) : file_(file), to_file_(!is_stdout(file)) {
@@ -108,6 +135,10 @@ OutputTarget::OutputTarget(const std::string& file) : file_(file), to_file_(!is_
   // A device or a pipe cannot be replaced by a rename (and must not be): written in place.
   const bool in_place = fs::exists(status) && !fs::is_regular_file(status);
   temp_ = in_place ? file_ : file_ + ".tmp";
+  // Not probed in place: a FIFO opened and closed would send its reader an end of file.
+  if (!in_place)
+    if (const std::string why = unwritable_reason(file_, temp_); !why.empty())
+      throw_bad_input("cannot write --output '{}': {}", file_, why);
   out_.open(temp_, std::ios::binary | std::ios::trunc);
   if (!out_) throw_bad_input("cannot write --output '{}': {}", file_, std::strerror(errno));
   if (in_place) temp_.clear();

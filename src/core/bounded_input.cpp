@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -43,19 +45,40 @@ std::string read_bounded(const std::string& source, size_t max_bytes, std::strin
   return text;
 }
 
+namespace {
+
+// nlohmann's message without its "[json.exception.parse_error.101] parse error at line 1,
+// column 5: " prefix: the line and column are said once, in the shape of the other errors.
+std::string parse_reason(const std::string& what) {
+  size_t at = what.find("] ");
+  at = what.find(": ", at == std::string::npos ? 0 : at);
+  return one_line(at == std::string::npos ? what : what.substr(at + 2));
+}
+
+}  // namespace
+
 nlohmann::json parse_json_bounded(std::string_view text, std::string_view name, std::string_view what,
-                                  int max_depth) {
+                                  int max_depth, int first_line) {
+  const std::string where = first_line > 0 ? fmt::format("{}:{}", name, first_line) : std::string(name);
   try {
     return nlohmann::json::parse(text, [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
       if (depth > max_depth)
-        throw_bad_input("{}: nested deeper than {} levels, deeper than any {} edgeprobe writes", name,
+        throw_bad_input("{}: nested deeper than {} levels, deeper than any {} edgeprobe writes", where,
                         max_depth, what);
       return true;
     });
   } catch (const nlohmann::json::parse_error& e) {
-    throw_bad_input("{}: not a JSON {} (byte {}): {}", name, what, e.byte, one_line(e.what()));
+    // e.byte counts from 1 and is the last byte read: the line and column a person's
+    // editor shows for it.
+    const size_t end = std::min(e.byte > 0 ? e.byte - 1 : 0, text.size());
+    const std::string_view before = text.substr(0, end);
+    const size_t line = static_cast<size_t>(std::max(first_line, 1)) +
+                        static_cast<size_t>(std::count(before.begin(), before.end(), '\n'));
+    const size_t newline = before.rfind('\n');
+    const size_t column = end - (newline == std::string_view::npos ? 0 : newline + 1) + 1;
+    throw_bad_input("{}:{}:{}: not a JSON {}: {}", name, line, column, what, parse_reason(e.what()));
   } catch (const nlohmann::json::exception& e) {  // a number past a double's range (1e400): out_of_range
-    throw_bad_input("{}: not a JSON {} edgeprobe can read: {}", name, what, one_line(e.what()));
+    throw_bad_input("{}: not a JSON {} edgeprobe can read: {}", where, what, one_line(e.what()));
   }
 }
 

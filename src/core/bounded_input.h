@@ -18,9 +18,12 @@ namespace edgeprobe {
 std::string read_bounded(const std::string& source, size_t max_bytes, std::string_view what);
 
 // `text` as JSON, at most max_depth levels of arrays and objects; `name` is where it came
-// from, for the error line.
+// from, for the error line. Text that is not JSON is refused as "NAME:LINE:COLUMN: not a
+// JSON WHAT: REASON", the one shape for every JSON file a user gives (plans, result files,
+// baselines, prompt sets). `first_line` > 0: `text` is that line of the file (a JSON Lines
+// row), and every refusal names it.
 nlohmann::json parse_json_bounded(std::string_view text, std::string_view name, std::string_view what,
-                                  int max_depth);
+                                  int max_depth, int first_line = 0);
 
 // read_bounded and parse_json_bounded together.
 nlohmann::json read_json_bounded(const std::string& source, std::string_view what, size_t max_bytes,

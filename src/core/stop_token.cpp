@@ -8,6 +8,8 @@ namespace {
 static_assert(std::atomic<bool>::is_always_lock_free);
 constinit std::atomic<bool> g_process_stop{false};
 constinit std::atomic<bool> g_process_stop_now{false};
+static_assert(std::atomic<int>::is_always_lock_free);
+constinit std::atomic<int> g_watchers{0};  // live ProcessStopWatch objects
 
 }  // namespace
 
@@ -24,5 +26,9 @@ void request_process_stop_now() noexcept {
 }
 
 bool process_stop_now_requested() noexcept { return g_process_stop_now.load(); }
+
+ProcessStopWatch::ProcessStopWatch() noexcept { g_watchers.fetch_add(1); }
+ProcessStopWatch::~ProcessStopWatch() { g_watchers.fetch_sub(1); }
+bool process_stop_watched() noexcept { return g_watchers.load() > 0; }
 
 }  // namespace edgeprobe

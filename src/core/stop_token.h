@@ -35,4 +35,18 @@ void request_process_stop() noexcept;
 void request_process_stop_now() noexcept;
 bool process_stop_now_requested() noexcept;
 
+// While one lives, code that checks the process's flag is running (a job between its
+// units, a lab run, kv-serve's loop), so a first Ctrl-C or SIGTERM can ask it to stop after
+// the unit in flight. Outside every one nothing would ever see the flag (reading a plan,
+// opening a file, blocked in an open(2) of a FIFO): the signal then ends the process at
+// once (process_stop_watched says which applies).
+class ProcessStopWatch {
+ public:
+  ProcessStopWatch() noexcept;
+  ~ProcessStopWatch();
+  ProcessStopWatch(const ProcessStopWatch&) = delete;
+  ProcessStopWatch& operator=(const ProcessStopWatch&) = delete;
+};
+bool process_stop_watched() noexcept;  // async-signal-safe
+
 }  // namespace edgeprobe

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/text.h"
+#include "result/document.h"
 #include "result/migrate.h"
 #include "result/result.h"
 

@@ -4,12 +4,14 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "core/error.h"
 #include "core/text.h"
@@ -193,11 +195,32 @@ Listener::Listener(const Endpoint& endpoint) {
   throw_environment("cannot listen on {}: {}", endpoint.to_string(), last_error);
 }
 
-Socket Listener::accept(int timeout_ms) {
+Socket Listener::accept(int timeout_ms, int* error) {
+  if (error) *error = 0;
   if (!wait_ready(socket_.fd(), POLLIN, timeout_ms)) return Socket();
   Socket s(::accept4(socket_.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-  if (s.valid()) tune(s.fd());
+  if (s.valid())
+    tune(s.fd());
+  else if (error)
+    *error = errno;
   return s;
+}
+
+size_t raise_descriptor_limit() {
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) != 0) return 0;
+  if (files.rlim_cur < files.rlim_max) {
+    rlimit raised = files;
+    raised.rlim_cur = files.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) files = raised;
+  }
+  size_t open = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec); !ec && it != decltype(it){};
+       it.increment(ec))
+    ++open;
+  const rlim_t limit = std::min<rlim_t>(files.rlim_cur, 1u << 20);  // RLIM_INFINITY: plenty
+  return limit > open ? static_cast<size_t>(limit - open) : 0;
 }
 
 void send_frame(Socket& socket, FrameType type, const uint8_t* payload, size_t size, int timeout_ms) {

@@ -44,14 +44,20 @@ class Socket {
 
 Socket connect_tcp(const Endpoint& endpoint, int timeout_ms);
 
+// A server holds a descriptor per connection: raises this process's soft limit on open
+// files to its hard limit, and returns how many more it may open then.
+size_t raise_descriptor_limit();
+
 class Listener {
  public:
   // Port 0 picks a free one (port() says which).
   explicit Listener(const Endpoint& endpoint);
   int port() const { return port_; }
   int fd() const { return socket_.fd(); }
-  // Waits up to timeout_ms (-1: forever) for a connection; an invalid Socket on timeout.
-  Socket accept(int timeout_ms);
+  // Waits up to timeout_ms (-1: forever) for a connection; an invalid Socket on timeout or
+  // when accept(2) fails, its errno then in *error (EMFILE: this process is out of
+  // descriptors, and the connection stays queued, so the listener stays readable).
+  Socket accept(int timeout_ms, int* error = nullptr);
 
  private:
   Socket socket_;

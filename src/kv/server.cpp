@@ -9,10 +9,12 @@
 #include <chrono>
 #include <list>
 #include <thread>
+#include <utility>
 
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "core/stop_token.h"
 
 namespace edgeprobe::kv {
 namespace {
@@ -54,6 +56,15 @@ KvServer::KvServer(const engine::LoadedModel& model, const Fingerprint& fingerpr
       listener_(options_.listen) {
   if (options_.token.empty()) throw_bad_input("the kv server needs a shared-secret token");
   if (options_.max_clients < 1) throw_bad_input("--max-clients {} must be at least 1", options_.max_clients);
+  // Every pending handshake and served client holds a descriptor; a reserve stays for the
+  // clients' sockets and anything else that opens a file (a log, a library), so that an
+  // accept does not fail while handshakes hold them all.
+  const size_t available = raise_descriptor_limit();
+  const size_t reserve = static_cast<size_t>(options_.max_clients) + 16;
+  max_pending_ = std::clamp<size_t>(available > reserve ? available - reserve : 1, 1, kMaxPendingHandshakes);
+  if (max_pending_ < kMaxPendingHandshakes)
+    this->log(fmt::format("at most {} handshakes at once: {} more descriptors may be opened (ulimit -n)", max_pending_,
+                          available));
 }
 
 void KvServer::log(const std::string& line) {
@@ -121,6 +132,7 @@ void KvServer::refuse(Socket& socket, int number, const std::string& why) {
 }
 
 void KvServer::serve(const std::function<bool()>& stop) {
+  const ProcessStopWatch watching;  // the loop sees a Ctrl-C within its 200 ms poll
   struct Worker {
     std::thread thread;
     std::shared_ptr<std::atomic<bool>> done;
@@ -137,12 +149,22 @@ void KvServer::serve(const std::function<bool()>& stop) {
     }
   };
   std::list<Handshake> handshakes;
+  auto drop_oldest = [&](const std::string& why) {
+    refuse(handshakes.front().socket, handshakes.front().number, why);
+    handshakes.pop_front();
+  };
   int served = 0;
+  // Out of descriptors with no handshake to drop (clients hold them all): the queued
+  // connection would keep the listener readable, so it is left unpolled a while instead
+  // of polled in a spin.
+  auto accept_paused_until = std::chrono::steady_clock::time_point{};
+  bool starved = false;  // said once per episode, not every 100 ms
   for (;;) {
     reap();
     if (stop()) break;  // handshakes in progress are dropped (their sockets close)
-    const bool accepting = options_.max_connections < 0 || served < options_.max_connections;
-    if (!accepting && handshakes.empty()) break;
+    const bool more = options_.max_connections < 0 || served < options_.max_connections;
+    if (!more && handshakes.empty()) break;
+    const bool accepting = more && std::chrono::steady_clock::now() >= accept_paused_until;
     // One poll for the listener and every handshake; it wakes for the nearest deadline too.
     std::vector<pollfd> fds;
     if (accepting) fds.push_back({listener_.fd(), POLLIN, 0});
@@ -195,14 +217,22 @@ void KvServer::serve(const std::function<bool()>& stop) {
     if (accepting && (fds[0].revents & POLLIN)) {
       // Everything waiting, so that a flood of connections does not overflow the backlog.
       while (options_.max_connections < 0 || served < options_.max_connections) {
-        Socket socket = listener_.accept(0);
-        if (!socket.valid()) break;
-        const int number = ++served;
-        if (handshakes.size() >= kMaxPendingHandshakes) {
-          refuse(handshakes.front().socket, handshakes.front().number,
-                 fmt::format("dropped: {} handshakes in progress at once", kMaxPendingHandshakes));
-          handshakes.pop_front();
+        int error = 0;
+        Socket socket = listener_.accept(0, &error);
+        if (!socket.valid() && (error == EMFILE || error == ENFILE)) {
+          if (handshakes.empty()) {
+            if (!std::exchange(starved, true)) log("out of descriptors, all held by clients: new connections wait");
+            accept_paused_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+            break;
+          }
+          drop_oldest("dropped: the server is out of descriptors (ulimit -n)");
+          continue;
         }
+        if (!socket.valid()) break;
+        starved = false;
+        const int number = ++served;
+        if (handshakes.size() >= max_pending_)
+          drop_oldest(fmt::format("dropped: {} handshakes in progress at once", max_pending_));
         try {
           handshakes.push_back(start_handshake(std::move(socket), number));
         } catch (const std::exception& e) {

@@ -33,7 +33,9 @@ struct ServerOptions {
   int max_clients = 4;       // connections served at once; each holds a context of its size
 };
 
-inline constexpr size_t kMaxPendingHandshakes = 1024;  // beyond: the oldest is dropped
+// Beyond: the oldest is dropped. Fewer where the process may open fewer descriptors
+// (a soft `nofile` limit of 1024 is common), so accepting never runs out of them.
+inline constexpr size_t kMaxPendingHandshakes = 1024;
 inline constexpr uint64_t kMaxAuthBytes = 16 << 10;      // an auth frame is a few hundred bytes
 
 class KvServer {
@@ -66,6 +68,7 @@ class KvServer {
   std::function<void(const std::string&)> log_;
   std::mutex log_mutex_;  // connections log from their own threads
   Listener listener_;
+  size_t max_pending_ = kMaxPendingHandshakes;  // handshakes at once, within the descriptors
 };
 
 }  // namespace edgeprobe::kv

@@ -23,6 +23,7 @@
 #include "lab/stream_recorder.h"
 #include "lab/transport.h"
 #include "workload/sweep.h"
+#include "core/stop_token.h"
 
 namespace edgeprobe::lab {
 namespace {
@@ -265,6 +266,7 @@ LabRunResult run_devices(store::Store& raw_store, store::RunId lab_run, const st
                          const std::vector<app::Plan>& plans,
                          const std::map<std::string, std::vector<DeviceJob>>& previous,
                          const LabRunOptions& options) {
+  const ProcessStopWatch watching;  // a Ctrl-C from here on stops after the jobs in flight
   LockedStore store(raw_store);
   LabRunResult result;
   result.lab_run = lab_run;

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "kv/net.h"
+#include "core/stop_token.h"
 
 namespace edgeprobe::lab::lava {
 namespace {
@@ -67,6 +68,7 @@ bool all_ended(const LabJobs& jobs) {
 LabJobs receive(store::Store& store, store::RunId lab_run, const ReceiveOptions& o) {
   if (!is_lava_lab(store, lab_run)) throw_bad_input("run {} is not a LAVA lab run (lab submit --engine lava)", lab_run);
   if (!(o.timeout_s > 0) || !(o.poll_s > 0)) throw_bad_input("--timeout and --poll must be positive seconds");
+  const ProcessStopWatch watching;  // the loop below sees a Ctrl-C within its 500 ms accept
   kv::Listener listener(kv::parse_endpoint(o.listen));
   if (o.listening) o.listening(listener.port());
   if (o.say) o.say(fmt::format("listening for LAVA's callbacks on port {}", listener.port()));

@@ -204,7 +204,7 @@ void check_field_types(const json& d, std::string_view name) {
 
 }  // namespace
 
-json read_result_file(const std::string& path, std::string_view what) {
+json read_upgraded_result_file(const std::string& path, std::string_view what) {
   const json document = read_json_bounded(path, what, kMaxResultBytes, kMaxResultDepth);
   const std::string name = source_name(path);
   check_schema_version(document, name);

@@ -51,7 +51,9 @@ inline constexpr int kMaxResultDepth = 128;
 void check_schema_version(const nlohmann::json& document, std::string_view name);
 
 // A result file (or "-", stdin) read within those bounds, its version checked and
-// upgraded to the current schema. `what` names it in errors ("result file", "baseline").
-nlohmann::json read_result_file(const std::string& path, std::string_view what);
+// upgraded to the current schema, each field the readers use checked for its type. `what`
+// names it in errors ("result file", "baseline"). Readers take read_result_file
+// (document.h), which reads it through the typed reader too.
+nlohmann::json read_upgraded_result_file(const std::string& path, std::string_view what);
 
 }  // namespace edgeprobe::result

@@ -225,7 +225,7 @@ std::vector<Conversation> load_conversations(const std::string& path) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = fmt::format("{}:{}", name, line_no);
-    const nlohmann::json j = parse_json_bounded(line, where, "conversation", 16);
+    const nlohmann::json j = parse_json_bounded(line, name, "conversation", 16, line_no);
     if (!j.is_object() || !j.contains("turns") || !j["turns"].is_array() || j["turns"].empty())
       throw_bad_input("{}: expected {{\"id\": ..., \"turns\": [\"...\"]}} with at least one turn", where);
     for (const char* key : {"id", "lang"})

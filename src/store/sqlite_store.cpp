@@ -62,7 +62,13 @@ std::unique_ptr<SqliteStore> SqliteStore::open(const std::string& path, Mode mod
     fs::create_directories(parent, ec);
     if (ec) throw_environment("{}: cannot create directory {}: {}", path, parent.string(), ec.message());
   }
-  if (fs::is_directory(path, ec)) throw_bad_input("{}: is a directory, not a results database", path);
+  const fs::file_status status = fs::status(path, ec);
+  if (fs::is_directory(status)) throw_bad_input("{}: is a directory, not a results database", path);
+  // Refused before anything opens it: open(2) of a FIFO waits for a writer that never
+  // comes, and a device or socket is no database either.
+  if (fs::exists(status) && !fs::is_regular_file(status))
+    throw_bad_input("{}: is a {}, not a results database; give --db a SQLite file (or a PostgreSQL URL)", path,
+                    fs::is_fifo(status) ? "named pipe" : fs::is_socket(status) ? "socket" : "device");
 
   try {
     return open_read_write(path);

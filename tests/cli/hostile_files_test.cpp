@@ -4,10 +4,17 @@
 // the runs stored before still export byte for byte the same.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <fcntl.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <thread>
+
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -176,6 +183,34 @@ TEST(HostilePromptSet, AFileThatNeverEndsIsRefusedAtTheBound) {
       2, "deep.jsonl:1: nested deeper than 16 levels", "deep");
 }
 
+// Text that is not JSON, in any JSON file a user gives: one shape, FILE:LINE:COLUMN and the
+// parser's reason, never nlohmann's "[json.exception.parse_error.101]" prefix.
+TEST(HostileJsonFiles, SyntaxErrorsSayTheFileLineAndColumn) {
+  TempDir dir;
+  write_file(dir.file("p.jsonl"), "{\"id\": \"a\", \"turns\": [\"hi\"]}\n\n  hello there\n");
+  write_file(dir.file("plan.json"), "{\n  \"kind\": \"bench\",\n  \"repetitions\": 2,,\n}\n");
+  write_file(dir.file("result.json"), "{\"schema_version\": 2,\n \"kind\": \"bench\"\n \"results\": []}\n");
+  struct Case {
+    std::vector<std::string> args;
+    std::string fragment;
+  };
+  const std::vector<Case> cases = {
+      {{"session", "-q", "--no-store", "-m", tiny_model(), "--prompts", dir.file("p.jsonl")},
+       dir.file("p.jsonl") + ":3:3: not a JSON conversation: syntax error while parsing value - invalid literal"},
+      {{"run", "--plan", dir.file("plan.json")},
+       dir.file("plan.json") + ":3:20: not a JSON plan: syntax error while parsing object key"},
+      {{"report", dir.file("result.json"), "--output", dir.file("r.html")},
+       dir.file("result.json") + ":3:10: not a JSON result file: syntax error while parsing object"},
+      {{"doctor", "-q", "-m", tiny_model(), "--baseline", dir.file("result.json")},
+       dir.file("result.json") + ":3:10: not a JSON --baseline result: syntax error while parsing object"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_edgeprobe(c.args, 60);
+    expect_one_line(r, 2, c.fragment, c.args[0]);
+    EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
+  }
+}
+
 // ---- result files (report, compare, doctor --baseline) ----
 
 TEST(HostileResultFile, DeepNestingFutureVersionsAndWrongTypesAreOneLineExitTwo) {
@@ -225,6 +260,61 @@ TEST(HostileResultFile, DeepNestingFutureVersionsAndWrongTypesAreOneLineExitTwo)
                     c.fragment, "doctor " + c.file);
   }
   EXPECT_FALSE(std::filesystem::exists(dir.file("r.html")));  // no page half-written from bad data
+}
+
+// Every reader of a result file reads it through one typed reader (result::read_result_file),
+// so each refuses the same malformed documents with the same line: exit 2, the file's name
+// and the field. Before, report rendered a page of {"kind": 5} and export took no file.
+TEST(HostileResultFile, EveryReaderRefusesTheSameMalformedDocumentsNamingTheField) {
+  TempDir dir;
+  const json good = bench_result();
+  write_file(dir.file("good.json"), good.dump());
+  json rep_not_object = good;
+  rep_not_object["results"][0]["repetitions"][0] = 7;
+  const std::string whole = good.dump(1);
+  struct Case {
+    std::string file, bytes, fragment;
+  };
+  const std::vector<Case> cases = {
+      {"kind-number.json", R"({"kind": 5, "results": []})", "kind must be a string (bench, session or doctor), got 5"},
+      {"kind-unknown.json", R"({"schema_version": 2, "kind": "benchmark", "results": []})",
+       "kind \"benchmark\" is not a result edgeprobe writes"},
+      {"no-results.json", R"({"schema_version": 2, "kind": "bench", "provenance": {}})",
+       "a bench result has a \"results\" array and this one has none"},
+      {"no-configs.json", R"({"schema_version": 2, "kind": "session", "provenance": {}})",
+       "a session result has a \"configs\" list"},
+      {"truncated.json", whole.substr(0, whole.size() / 2), "unexpected end of input"},
+      {"results-object.json", R"({"schema_version": 2, "kind": "bench", "results": {"pp8": 1}})",
+       "results must be a list"},
+      {"result-number.json", R"({"schema_version": 2, "kind": "bench", "results": [7]})",
+       "results[0] must be an object"},
+      {"repetition-number.json", rep_not_object.dump(), "results[0].repetitions[0] must be an object, got 7"},
+      {"array.json", "[1, 2]", "not an edgeprobe result"},
+  };
+  const std::string good_path = dir.file("good.json");
+  for (const auto& c : cases) {
+    const std::string path = dir.file(c.file);
+    write_file(path, c.bytes);
+    const std::vector<std::vector<std::string>> readers = {
+        {"report", path, "--output", dir.file("r.html")},
+        {"export", path},
+        {"compare", good_path, path},
+        {"explain", good_path, path},
+        {"predict", "--check", path},
+        {"predict-disagg", "--result", path},
+        {"doctor", "-q", "-m", tiny_model(), "--baseline", path},
+    };
+    for (const auto& args : readers) {
+      const auto r = run_edgeprobe(args, 60);
+      expect_one_line(r, 2, path + ":", args[0] + " " + c.file);  // the file, then what is wrong
+      expect_one_line(r, 2, c.fragment, args[0] + " " + c.file);
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("r.html")));
+  // The good file is read by each of them (export writes it as bench wrote it).
+  const auto exported = run_edgeprobe({"export", good_path, "-o", "json"}, 60);
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_EQ(json::parse(exported.out)["results"].size(), good["results"].size());
 }
 
 TEST(HostileResultFile, ScriptInjectionAndExtremeNumbersRenderSafely) {
@@ -348,6 +438,68 @@ TEST_F(HostileStore, DeeplyNestedProvenanceDoesNotCrashExport) {
   const auto runs = run_edgeprobe({"runs", "--db", db_}, 60);
   EXPECT_EQ(runs.exit_code, 0) << runs.err;
   EXPECT_EQ(export_of(db_, "1"), exports_[0]);
+}
+
+// A FIFO as --db: open(2) of one waits for a writer that never comes, so every subcommand
+// that takes --db (all open it through store::open_store) refuses it before opening it,
+// and a device too.
+TEST(HostileStorePath, ANamedPipeOrADeviceIsRefusedBeforeItIsOpened) {
+  TempDir dir;
+  const std::string fifo = dir.file("results.db");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  for (const auto& [db, what] : std::vector<std::pair<std::string, std::string>>{{fifo, "is a named pipe"},
+                                                                                {"/dev/null", "is a device"}}) {
+    const std::vector<std::vector<std::string>> commands = {
+        {"runs", "--db", db},
+        {"export", "1", "--db", db},
+        {"report", "1", "--db", db, "--output", dir.file("r.html")},
+        {"compare", "1", "2", "--db", db},
+        {"explain", "1", "2", "--db", db},
+        {"bench", "-q", "-m", tiny_model(), "-p", "8", "-n", "0", "-r", "1", "--ceilings", "off", "--db", db},
+        {"session", "-q", "-m", tiny_model(), "--rounds", "1", "--db", db},
+    };
+    for (const auto& args : commands)
+      expect_one_line(run_edgeprobe(args, 30), 2, db + ": " + what + ", not a results database", args[0] + " " + db);
+  }
+}
+
+// A process blocked outside any job (here in open(2) of a FIFO given as a result file,
+// which result files may be) ends at the first SIGTERM or Ctrl-C: no job is there to stop
+// after its unit, and the kernel restarts the open after the handler.
+TEST(HostileStorePath, TheFirstSignalEndsAProcessBlockedOpeningAFifo) {
+  TempDir dir;
+  const std::string fifo = dir.file("result.json");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  for (const int sig : {SIGTERM, SIGINT}) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const int devnull = open("/dev/null", O_WRONLY);
+      dup2(devnull, STDOUT_FILENO);
+      dup2(devnull, STDERR_FILENO);
+      execl(EDGEPROBE_BINARY, EDGEPROBE_BINARY, "compare", fifo.c_str(), fifo.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    ASSERT_GT(pid, 0);
+    // Blocked in the open once its wait channel says so (fifo_open's wait_for_partner;
+    // after 5 s anyway, where a kernel names it otherwise).
+    for (int i = 0; i < 100; ++i) {
+      if (read_file("/proc/" + std::to_string(pid) + "/wchan").find("partner") != std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    kill(pid, sig);
+    int status = 0;
+    pid_t done = 0;
+    for (int i = 0; i < 100 && done == 0; ++i) {  // 5 s
+      done = waitpid(pid, &status, WNOHANG);
+      if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (done == 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+    }
+    EXPECT_NE(done, 0) << "signal " << sig << " did not end a process blocked in open(2) of a FIFO";
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << "status " << status;
+  }
 }
 
 // A small tmpfs of our own (root only): read-only and full filesystems, for real.

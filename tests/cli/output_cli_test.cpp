@@ -2,6 +2,7 @@
 // in every subcommand family `-o json` parses and --output FILE holds the bytes stdout
 // would have; `runs -o json|csv` on a store of two runs; a failed render leaves no file.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -209,4 +210,31 @@ TEST(OutputCli, ADeviceOrPipeIsWrittenInPlace) {
   const auto r = run_edgeprobe({"sysinfo", "--sysfs-root", kPhone, "-o", "json", "--output", "/dev/stdout"}, 60);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(json::parse(r.out).contains("ceilings"));
+}
+
+// A file that exists and cannot be written is refused with the reason of the call that
+// failed: before, /proc/version was "No such file or directory" (the errno of the
+// temporary file beside it).
+TEST(OutputCli, AnOutputThatCannotBeWrittenSaysWhy) {
+  TempDir dir;
+  auto refusal = [&](const std::string& file) {
+    const auto r = run_edgeprobe({"sysinfo", "--sysfs-root", kPhone, "--output", file}, 60);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.out, "");
+    return r.err;
+  };
+  // Root may open /proc/version for writing; no one may create a file beside it.
+  const std::string proc = refusal("/proc/version");
+  EXPECT_NE(proc.find("cannot write --output '/proc/version': "), std::string::npos) << proc;
+  EXPECT_NE(proc.find(geteuid() == 0 ? "'/proc' takes no new files" : "Permission denied"), std::string::npos) << proc;
+  EXPECT_EQ(proc.find("No such file or directory"), std::string::npos) << proc;
+  const std::string missing = refusal(dir.file("nowhere/out.md"));
+  EXPECT_NE(missing.find("its directory '" + dir.file("nowhere") + "' does not exist"), std::string::npos) << missing;
+  if (geteuid() != 0) {  // root writes a read-only file anyway
+    write_file(dir.file("ro.md"), "kept\n");
+    fs::permissions(dir.file("ro.md"), fs::perms::owner_read);
+    EXPECT_NE(refusal(dir.file("ro.md")).find("Permission denied"), std::string::npos);
+    EXPECT_EQ(read_file(dir.file("ro.md")), "kept\n");
+  }
 }

@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
+#include <iterator>
+#include <sstream>
 #include <thread>
 
 #include <cmath>
@@ -264,6 +267,58 @@ TEST(KvDisagg, AFallbackIsSaidOnStderrAndInTheTableAndRequiredMakesItAnError) {
   EXPECT_EQ(all_failed.exit_code, 3) << all_failed.err;
   const auto runs = decode_node({"runs", "--db", db});
   EXPECT_NE(runs.out.find("  session  failed  "), std::string::npos) << runs.out;
+}
+
+// kv-serve under a `nofile` limit it cannot raise (soft = hard = 64) and more silent
+// connections than it may open descriptors. Before, accept(2)'s EMFILE left the
+// connection queued and the listener readable, and the server polled it in a spin,
+// serving no one; now it holds fewer handshakes (dropping the oldest) and serves the
+// honest client, its CPU idle meanwhile. Loopback only, 200 connections, bounded waits.
+TEST(KvDisagg, ServesAnHonestClientPastItsOpenFileLimitWithoutSpinning) {
+  TempDir dir;
+  const std::string model = test_support::tiny_model();
+  kv_test::KvServeNode server(dir.path(), {"-m", model, "-t", "1", "--timeout-ms", "30000"},
+                              "echo $$ > " + dir.file("pid") + " && ulimit -n 64 && exec ");
+  ASSERT_GT(server.port(), 0) << server.error();
+  std::string pid = test_support::read_file(dir.file("pid"));
+  pid.erase(pid.find_last_not_of(" \n") + 1);
+  const std::string limits = test_support::read_file("/proc/" + pid + "/limits");
+  ASSERT_NE(limits.find("Max open files            64                   64 "), std::string::npos) << limits;
+  // Its user and system time (fields 14 and 15 of /proc/PID/stat, after the command's ")").
+  auto cpu_s = [&] {
+    const std::string stat = test_support::read_file("/proc/" + pid + "/stat");
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+    std::vector<std::string> f{std::istream_iterator<std::string>(fields), {}};
+    return f.size() > 12 ? (std::stod(f[11]) + std::stod(f[12])) / static_cast<double>(sysconf(_SC_CLK_TCK)) : -1.0;
+  };
+
+  std::vector<int> silent;
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(server.port()));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int i = 0; i < 200; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof(to)), 0) << std::strerror(errno);
+    silent.push_back(fd);  // never sends its auth frame
+  }
+  const double cpu_before = cpu_s();
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const double cpu_idle = cpu_s() - cpu_before;
+  EXPECT_LT(cpu_idle, 0.5) << "kv-serve used the CPU for " << cpu_idle << " s of 3 s with nothing to do";
+
+  const auto start = std::chrono::steady_clock::now();
+  const auto honest = decode_node({"bench", "-m", model, "-p", "16", "-n", "0", "-r", "1", "--no-warmup", "-t", "1",
+                                   "--ceilings", "off", "--sample-hz", "0", "--no-store", "-q", "-o", "md",
+                                   "--prefill-remote", server.address(), "--prefill-remote-required"});
+  EXPECT_EQ(honest.exit_code, 0) << honest.err << server.error();
+  EXPECT_NE(honest.out.find("| pp16 | remote |"), std::string::npos) << honest.out;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+  for (const int fd : silent) close(fd);
+  const std::string log = server.error();
+  EXPECT_NE(log.find("handshakes at once: "), std::string::npos) << log;
+  EXPECT_NE(log.find("dropped: "), std::string::npos) << log;
 }
 
 TEST(KvDisagg, MissingTokenIsBadInput) {
