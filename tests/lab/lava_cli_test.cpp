@@ -2,15 +2,17 @@
 // a LAVA server: jobs rendered and checked by LAVA's own schema (lava-common), a real
 // device stream (`run --plan -o lava`) taken from a job log as LAVA's dispatcher writes
 // it, imported twice without a unit twice, and the devices that did not finish
-// resubmitted with their stored units marked done. The dispatcher itself runs the jobs
-// in lava_dispatcher_test.cpp.
+// resubmitted with their stored units marked done; two jobs fetching into one work
+// directory at once. The dispatcher itself runs the jobs in lava_dispatcher_test.cpp.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "core/digest.h"
+#include "core/text.h"
 #include "edgeprobe_version.h"
 #include "support/run_process.h"
 
@@ -37,6 +39,7 @@ std::string as_lava_log(const std::string& target, const std::string& result) {
   if (!result.empty()) log += "- {\"dt\": \"2026-12-05T10:00:02\", \"lvl\": \"results\", \"msg\": " + result + "}\n";
   return log;
 }
+
 
 class LavaCli : public ::testing::Test {
  protected:
@@ -231,4 +234,78 @@ TEST_F(LavaCli, ALogThatIsNotAJobLogOrNamesNoDeviceIsRefusedInOneLine) {
   const auto not_lab = ep({"lab", "import", std::to_string(out["lab_run"].get<int64_t>() + 1), "--db", dir_.file("lab.db")});
   EXPECT_EQ(not_lab.exit_code, 2);
   EXPECT_NE(not_lab.err.find("is not a LAVA lab run"), std::string::npos) << not_lab.err;
+}
+
+namespace {
+
+// The part of a rendered job's inline test that fetches and unpacks (every step before
+// the plan's), as one sh script with the job's parameters set.
+std::string fetch_script(const std::string& definition) {
+  const std::string yaml = read_file(definition);
+  const json def = json::parse(yaml.substr(yaml.find('{')))["actions"][2]["test"]["definitions"][0];
+  std::string script;
+  for (const auto& [key, value] : def["parameters"].items())
+    script += key + "=" + shell_quote(value.get<std::string>()) + "; export " + key + "\n";
+  for (const auto& step : def["repository"]["run"]["steps"]) {
+    if (step.get<std::string>().find("EP_PLAN_B64") != std::string::npos) break;
+    script += step.get<std::string>() + "\n";
+  }
+  return script + "sh \"$EP_BIN\" --version\n";
+}
+
+// Waits (up to 20 s) until both jobs have reached this point for NAME.
+const char* kBarrier =
+    "#!/bin/sh\nb=\"$EP_BARRIER/$1\"; mkdir -p \"$b\"; : > \"$b/$$\"; i=0\n"
+    "while [ \"$(ls \"$b\" | wc -l)\" -lt 2 ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done\n";
+
+}  // namespace
+
+TEST_F(LavaCli, TwoJobsSharingAWorkDirectoryFetchAndUnpackAtOnceAndBothSucceed) {
+  // Two LAVA devices on one host with one login (lava_server_test's two ssh devices, a
+  // pool's jobs) share the work directory. Stand-ins for curl and tar let each job
+  // finish its copy and then wait for the other's, so both check and rename at once.
+  const json out = submit(dir_.file("jobs"), bench_plan());
+  ASSERT_EQ(out["jobs"].size(), 2u) << out.dump();
+  const std::string bin = dir_.file("bin");
+  fs::create_directories(bin);
+  write_file(bin + "/barrier", kBarrier);
+  write_file(bin + "/curl",
+             "#!/bin/sh\n# curl -fsSL -o OUT file://PATH\n"
+             "while [ $# -gt 0 ]; do case \"$1\" in -o) out=$2; shift ;; -*) ;; *) url=$1 ;; esac; shift; done\n"
+             "cp \"${url#file://}\" \"$out\" || exit 22\n\"$(dirname \"$0\")/barrier\" \"$(basename \"$url\")\"\n");
+  write_file(bin + "/tar", "#!/bin/sh\n/bin/tar \"$@\" || exit $?\n\"$(dirname \"$0\")/barrier\" tar\n");
+  write_file(bin + "/lava-test-case", "#!/bin/sh\necho \"$*\" >> \"$EP_CASES\"\n");
+  write_file(bin + "/lava-test-raise", "#!/bin/sh\necho \"raise $*\" >> \"$EP_CASES\"\n");
+  for (const char* f : {"barrier", "curl", "tar", "lava-test-case", "lava-test-raise"})
+    fs::permissions(bin + "/" + f, fs::perms::owner_all);
+  const std::string home = dir_.file("home");
+  fs::create_directories(home);
+  ProcessResult results[2];
+  std::thread jobs[2];
+  for (int i = 0; i < 2; ++i) {
+    write_file(dir_.file("job" + std::to_string(i) + ".sh"), fetch_script(out["jobs"][i]["definition"]));
+    jobs[i] = std::thread([&, i] {
+      results[i] = run_process({"/bin/sh", dir_.file("job" + std::to_string(i) + ".sh")}, 120,
+                               {{"PATH", bin + ":" + std::getenv("PATH")}, {"HOME", home},
+                                {"EP_BARRIER", dir_.file("barrier")}, {"EP_CASES", dir_.file("cases" + std::to_string(i))}});
+    });
+  }
+  for (auto& t : jobs) t.join();
+  for (int i = 0; i < 2; ++i) {
+    const std::string cases = read_file(dir_.file("cases" + std::to_string(i)));
+    EXPECT_EQ(results[i].exit_code, 0) << "job " << i << ": " << cases << results[i].err;
+    EXPECT_NE(cases.find("ep-fetch-bundle --result pass"), std::string::npos) << cases;
+    EXPECT_NE(cases.find("ep-fetch-model-1 --result pass"), std::string::npos) << cases;
+    EXPECT_EQ(cases.find("raise"), std::string::npos) << cases;
+    EXPECT_NE(results[i].out.find(kVersion), std::string::npos) << "the unpacked bundle runs: " << results[i].out;
+  }
+  // Each file whole under its final name, and nothing half-made left beside it.
+  const std::string work = home + "/edgeprobe-lab";
+  for (const auto& e : fs::recursive_directory_iterator(work)) {
+    const std::string name = e.path().filename();
+    EXPECT_TRUE(name.find(".part") == std::string::npos && name.find(".unpack") == std::string::npos) << e.path();
+  }
+  const std::string yaml = read_file(out["jobs"][0]["definition"]);
+  const json params = json::parse(yaml.substr(yaml.find('{')))["actions"][2]["test"]["definitions"][0]["parameters"];
+  EXPECT_EQ(sha256_file(work + "/" + params["EP_MODEL_1_PATH"].get<std::string>()), sha256_file(tiny_model()));
 }
