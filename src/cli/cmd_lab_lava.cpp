@@ -148,6 +148,9 @@ void register_lab_lava(CLI::App* lab, const std::shared_ptr<LabFlags>& f, const 
       ->capture_default_str();
   rec->add_option("--poll", f->receive.poll_s, "Import this often anyway, in case a callback was lost (s)")
       ->capture_default_str();
+  rec->add_option("--settle", f->receive.settle_s,
+                  "After a callback whose job still reads as running, read again with a backoff for this long (s)")
+      ->capture_default_str();
   add_output_options(rec, f->output, {report::formats_of(report::OutputKind::kLab)});
   add_db_option(rec, f->db);
   rec->callback([f, fail_on] { fail_on(receive(*f)); });

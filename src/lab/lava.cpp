@@ -121,10 +121,12 @@ std::string lava_name(std::string_view text) {
 // The inline test's shell: every line runs in one POSIX sh script on the device.
 std::vector<std::string> test_steps(const JobSpec& s) {
   std::vector<std::string> steps = {
-      // Fetch into NAME.part, check its SHA-256, then rename: an interrupted download is never taken for a whole one.
+      // Fetch into a part file of this job's own, check its SHA-256, then rename: an interrupted download is never
+      // taken for a whole one, and jobs sharing a work directory (devices on one host) never write one file together.
       "ep_fetch() { if [ -f \"$3\" ] && echo \"$2  $3\" | sha256sum -c --status; then return 0; fi; mkdir -p "
-      "\"$(dirname \"$3\")\"; if command -v curl >/dev/null; then curl -fsSL -o \"$3.part\" \"$1\"; else wget -q -O "
-      "\"$3.part\" \"$1\"; fi && echo \"$2  $3.part\" | sha256sum -c --status && mv \"$3.part\" \"$3\"; }",
+      "\"$(dirname \"$3\")\"; ep_part=\"$3.$EP_RUN.$$.part\"; if command -v curl >/dev/null; then curl -fsSL -o "
+      "\"$ep_part\" \"$1\"; else wget -q -O \"$ep_part\" \"$1\"; fi && echo \"$2  $ep_part\" | sha256sum -c --status "
+      "&& mv -f \"$ep_part\" \"$3\" || { rm -f \"$ep_part\"; return 1; }; }",
       // The inventory's workdir; a relative one is under the login's home, as for `lab run`.
       "case \"$EP_WORKDIR\" in /*) EP_DIR=\"$EP_WORKDIR\" ;; *) EP_DIR=\"$HOME/$EP_WORKDIR\" ;; esac; mkdir -p "
       "\"$EP_DIR/plans\" && cd \"$EP_DIR\" || lava-test-raise ep-workdir",
@@ -132,10 +134,13 @@ std::vector<std::string> test_steps(const JobSpec& s) {
       "ep_case() { name=$1; shift; if \"$@\"; then lava-test-case \"$name\" --result pass; else lava-test-case "
       "\"$name\" --result fail; lava-test-raise \"$name\"; exit 1; fi; }",
       "ep_case ep-fetch-bundle ep_fetch \"$EP_BUNDLE_URL\" \"$EP_BUNDLE_SHA256\" \"bundles/$EP_BUNDLE_NAME.tar.gz\"",
-      "[ -f \"bundles/$EP_BUNDLE_NAME/.complete\" ] && [ \"$(cat \"bundles/$EP_BUNDLE_NAME/.complete\")\" = "
-      "\"$EP_BUNDLE_SHA256\" ] || { rm -rf \"bundles/$EP_BUNDLE_NAME\" && tar -xzf \"bundles/$EP_BUNDLE_NAME.tar.gz\" "
-      "-C bundles && echo \"$EP_BUNDLE_SHA256\" > \"bundles/$EP_BUNDLE_NAME/.complete\"; } || lava-test-raise "
-      "ep-unpack-bundle",
+      // Unpacked under the bundle's SHA-256 into a directory of this job's own, then renamed into place whole (mv -T
+      // fails if another job got there first): a bundle in place is complete and never removed while a job runs it.
+      "EP_BIN=\"bundles/$EP_BUNDLE_SHA256/$EP_BUNDLE_NAME/edgeprobe\"; [ -d \"bundles/$EP_BUNDLE_SHA256\" ] || { "
+      "ep_tmp=\"bundles/.unpack.$EP_RUN.$$\"; rm -rf \"$ep_tmp\" && mkdir -p \"$ep_tmp\" && tar -xzf "
+      "\"bundles/$EP_BUNDLE_NAME.tar.gz\" -C \"$ep_tmp\" && { mv -T \"$ep_tmp\" \"bundles/$EP_BUNDLE_SHA256\" 2>/dev/null "
+      "|| [ -d \"bundles/$EP_BUNDLE_SHA256\" ]; }; ep_rc=$?; rm -rf \"$ep_tmp\"; [ \"$ep_rc\" = 0 ]; } || "
+      "lava-test-raise ep-unpack-bundle",
   };
   for (size_t i = 0; i < s.models.size(); ++i)
     steps.push_back(fmt::format(
@@ -145,8 +150,8 @@ std::vector<std::string> test_steps(const JobSpec& s) {
       "echo \"$EP_PLAN_B64\" | base64 -d > \"plans/$EP_RUN.json\" && echo \"$EP_PLAN_SHA256  plans/$EP_RUN.json\" | "
       "sha256sum -c --status || lava-test-raise ep-plan",
       // The stream goes to LAVA's log framed (it survives the log's rewriting) and to a file.
-      "sh \"bundles/$EP_BUNDLE_NAME/edgeprobe\" run --plan \"plans/$EP_RUN.json\" -o lava | tee \"$EP_RUN.lava\"",
-      "sh \"bundles/$EP_BUNDLE_NAME/edgeprobe\" lab lava-cases \"$EP_RUN.lava\" > \"$EP_RUN.cases\" && . "
+      "sh \"$EP_BIN\" run --plan \"plans/$EP_RUN.json\" -o lava | tee \"$EP_RUN.lava\"",
+      "sh \"$EP_BIN\" lab lava-cases \"$EP_RUN.lava\" > \"$EP_RUN.cases\" && . "
       "\"./$EP_RUN.cases\"",
   });
   return steps;

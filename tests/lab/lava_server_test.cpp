@@ -6,6 +6,7 @@
 // device in maintenance past the queue deadline (not scheduled), then --resume reruns
 // only that device. Every import is taken while jobs run too: no unit is stored twice.
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/digest.h"
 #include "edgeprobe_version.h"
 #include "support/run_process.h"
 
@@ -298,13 +300,32 @@ TEST_F(LavaServer, LavasCallbacksBringTheResultsWithoutAnImportByHand) {
 }
 
 TEST_F(LavaServer, APoolsJobsRunOnDevicesLavaPicksAndSayWhich) {
+  // A pool's jobs work in ~/edgeprobe-lab of the login, and both devices here are one host
+  // and one login (root on lava-lab.sh's sshd): the two jobs share that directory, which
+  // outlives the test. What they fetch and unpack there is removed before and after, so
+  // that in every run both jobs fetch and unpack at once, as on a fresh machine (where the
+  // two once wrote one NAME.part together and one job failed at ep-fetch-model-1).
+  const std::string work = std::string(getpwuid(0)->pw_dir) + "/edgeprobe-lab";
+  const std::string bundle = x86_64_bundle_name() + ".tar.gz", model = tiny_model();
+  const std::vector<std::string> fetched = {
+      work + "/bundles/" + bundle, work + "/bundles/" + sha256_file(file("dist") + "/" + bundle),
+      work + "/models/" + sha256_file(model).substr(0, 12) + "-" + fs::path(model).filename().string()};
+  auto remove_fetched = [&](const std::vector<std::string>& more) {
+    for (const auto& list : {fetched, more})
+      for (const auto& f : list) fs::remove_all(f);
+  };
+  remove_fetched({});
   const json sub = submit("s6.db", {"--pool", "ssh", "--count", "2", "--arch", "x86_64", plan("short6.json", 1, 0)});
   ASSERT_EQ(sub["jobs"].size(), 2u) << sub.dump();
   std::map<std::string, size_t> units;
   const json done = import_until("s6.db", sub["lab_run"], all_finished, units);
+  std::vector<std::string> written;
   for (const auto& j : done["jobs"]) {
     EXPECT_EQ(j["status"], "ok") << done.dump();
     const std::string device = j["lava_device"].is_string() ? j["lava_device"].get<std::string>() : "";
     EXPECT_TRUE(device == "dut-01" || device == "dut-02") << done.dump();
+    const std::string run = "lab" + std::to_string(sub["lab_run"].get<int64_t>()) + "-" + j["device"].get<std::string>() + "-job0-a1";
+    for (const std::string& f : {"/plans/" + run + ".json", "/" + run + ".lava", "/" + run + ".cases"}) written.push_back(work + f);
   }
+  remove_fetched(written);
 }
