@@ -413,14 +413,10 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
     if (ctx.store) record_test(*ctx.store, run_id, finished_cases - 1, result::to_json(r));
   };
   callbacks.result = [&](const result::TestResult& r) {
-    if (ctx.sink) {
-      // Stored all the same, and said now: the figures of a busy machine are not the device's.
-      const auto flags = analysis::contamination(r, result::to_json(report.provenance));
-      if (!flags.empty())
-        ctx.sink->warning(fmt::format("{}: contaminated: {}; its figures are stored and flagged, run it again on a quiet "
-                                      "machine", r.config.name(), fmt::format("{}", fmt::join(flags, "; "))));
-      ctx.sink->bench_result(r);
-    }
+    // Stored all the same, and said in the summary: a busy machine's figures are not the device's.
+    if (const auto flags = analysis::contamination(r, result::to_json(report.provenance)); !flags.empty())
+      out.outcome.contaminated.push_back(fmt::format("{}: {}", r.config.name(), fmt::join(flags, "; ")));
+    if (ctx.sink) ctx.sink->bench_result(r);
     if (r.error && !ctx.stop.stop_requested()) {
       reps_done[finished_cases - 1] = reps;
       report_units();

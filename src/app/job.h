@@ -81,6 +81,9 @@ struct JobOutcome {
   // Units counted as done that did not run (a conversation that ended early), and why.
   size_t skipped = 0;
   std::string skipped_why;
+  // Tests measured while the machine did something else ("tg32: decode spread ..."): stored
+  // and flagged all the same (analysis/contamination.h); the summary says so.
+  std::vector<std::string> contaminated;
 };
 
 // The error text a finished run is stored with: "interrupted", how many units failed and

@@ -85,6 +85,8 @@ std::string job_summary(const app::JobOutcome& o, const std::string& location, c
   line += " in " + format_duration(p.elapsed_s);
   if (o.skipped > 0) line += fmt::format(" ({} not run: {})", o.skipped, o.skipped_why);
   if (!o.errors.empty()) line += fmt::format(", {} error{} (below)", o.errors.size(), o.errors.size() == 1 ? "" : "s");
+  if (!o.contaminated.empty())
+    line += fmt::format(", {} contaminated (below)", o.contaminated.size() == 1 ? "1 test" : fmt::format("{} tests", o.contaminated.size()));
   if (location.empty())
     line += o.interrupted ? "; nothing kept (--no-store): run it again to measure it all" : "; not stored (--no-store)";
   else if (o.run_id)
@@ -104,6 +106,10 @@ int finish_job(const app::JobOutcome& o, const store::Store* store, const std::s
     std::cerr << "edgeprobe: continue with: "
               << resume_command(subcommand, o.run_id, location, store::default_db_path()) << "\n";
   for (const auto& e : o.errors) std::cerr << "edgeprobe: error: " << e << "\n";
+  if (!sink.quiet())
+    for (const auto& c : o.contaminated)
+      std::cerr << "edgeprobe: contaminated: " << one_line(c, 600)
+                << " (stored and flagged; measure it again on a quiet machine)\n";
   // An interrupted run is not a success, even when every finished unit was fine: 130 is
   // what a shell reports for a command ended by Ctrl-C.
   return o.exit_code != 0 ? o.exit_code : o.interrupted ? 130 : 0;

@@ -195,7 +195,7 @@ class MarkdownReporter : public Reporter {
       // A test measured while the machine did something else is marked where it is read.
       const auto flags = analysis::contamination(r, provenance_);
       if (!flags.empty()) contaminated_.push_back(j["test"].get<std::string>() + ": " + fmt::format("{}", fmt::join(flags, "; ")));
-      cells.push_back(j["test"].get<std::string>() + (flags.empty() ? "" : " (contaminated)"));
+      cells.push_back(j["test"].get<std::string>());
       if (remote_prefill_) cells.push_back(test_prefill_path(r));
       cells.push_back(median_pm(at(j, "/prefill/tokens_per_s"), 2));
       cells.push_back(median_pm(at(j, "/decode/tokens_per_s"), 2));
@@ -221,7 +221,7 @@ class MarkdownReporter : public Reporter {
       cells.push_back(hottest.is_number() ? number(hottest, 1) : "n/a");
       const double throttled = t.value("throttled_ms", 0.0) + (r.config.n_gen > 0 ? p.value("throttled_ms", 0.0) : 0.0);
       cells.push_back(t.contains("throttled_ms") ? fmt::format("{:.0f}", throttled) : "n/a");
-      cells.push_back(share_text(t.value("other_cpu_share", json())));
+      cells.push_back(share_text(t.value("other_cpu_share", json())) + (flags.empty() ? "" : " contaminated"));
     }
     row(cells);
     out_.flush();
