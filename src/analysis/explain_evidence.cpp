@@ -250,17 +250,16 @@ void variant_factor(const ExplainSide& side, const std::string& name, const std:
 }  // namespace
 
 std::string doctor_command(const ExplainSide& side, const PhaseSample& sample) {
-  std::string model = text_at(side.bench, "/provenance/models/0/path");
-  if (model.empty()) model = "MODEL";
-  if (model.find_first_of(" \t'\"$`\\") != std::string::npos) model = "'" + one_line(model, 300) + "'";
-  std::string cmd = "edgeprobe doctor -m " + one_line(model, 300);
+  // Words from a result file reach a shell a person pastes into: each one quoted.
+  const std::string model = text_at(side.bench, "/provenance/models/0/path");
+  std::string cmd = "edgeprobe doctor -m " + (model.empty() ? std::string("MODEL") : one_line(shell_quote(model), 300));
   const json& config = sample.result ? at(*sample.result, "/config") : json();
   if (const int t = static_cast<int>(number_at(config, "/n_threads")); t > 0) cmd += fmt::format(" -t {}", t);
-  if (const std::string mask = text_at(config, "/cpu_mask"); !mask.empty()) cmd += " -C " + one_line(mask, 40);
-  if (side.variant_fallback && !side.cpu_variant.empty()) cmd += " --cpu-variant " + one_line(side.cpu_variant, 40);
+  if (const std::string mask = text_at(config, "/cpu_mask"); !mask.empty()) cmd += " -C " + one_line(shell_quote(mask), 40);
+  if (side.variant_fallback && !side.cpu_variant.empty()) cmd += " --cpu-variant " + one_line(shell_quote(side.cpu_variant), 40);
   for (const char* key : {"type_k", "type_v"})
     if (const std::string type = text_at(config, (std::string("/") + key).c_str()); !type.empty() && type != "f16")
-      cmd += fmt::format(" --cache-type-{} {}", key[5], one_line(type, 20));
+      cmd += fmt::format(" --cache-type-{} {}", key[5], one_line(shell_quote(type), 20));
   if (at(config, "/use_mmap") == false) cmd += " --mmap 0";
   return cmd;
 }

@@ -666,6 +666,11 @@ TEST(Explain, NoStepPassesTheHardwareLineAndAnAccountThatDoesNotCloseSaysSo) {
   EXPECT_FALSE(s.chain_withheld);
   EXPECT_NE(s.verdict.find("slower than its factors account for"), std::string::npos) << s.verdict;
   EXPECT_EQ(s.closing_commands[0], "on B's device: edgeprobe doctor -m MODEL -t 2");
+  // A path from the result file is quoted for the shell it is pasted into.
+  json named = bench(b, 300, 30);
+  named["provenance"]["models"][0]["path"] = "/m/it's $HOME.gguf";
+  EXPECT_EQ(phase_of(run(bench(a, 1000, 100), named), "decode").closing_commands[0],
+            "on B's device: edgeprobe doctor -m '/m/it'\\''s $HOME.gguf' -t 2");
 }
 
 // The founding story from two plain bench runs: B fell back to a lower CPU variant, and
