@@ -121,9 +121,13 @@ void contention_factor(const SideCpus& c, const std::string& name, const std::st
     return;
   }
   out.push_back(estimate("contention.other_processes", name, gain, title,
-                         fmt::format("{} thread(s) and the other processes' {:.2f} CPUs sharing {} usable CPU(s) fairly: at "
-                                     "most x{:.2f}{}",
-                                     c.threads, std::min<double>(others, c.usable), c.usable, gain,
+                         fmt::format("{} thread(s) and the other processes' {:.2f} CPUs sharing {} usable CPU(s) fairly: {} "
+                                     "x{:.2f}{}{}",
+                                     c.threads, std::min<double>(others, c.usable), c.usable,
+                                     c.threads > 1 ? "at least" : "at most", gain,
+                                     // Fair sharing bounds one thread; threads that meet at ggml's
+                                     // barriers wait for whichever is descheduled, so it is their floor.
+                                     c.threads > 1 ? " (threads waiting at ggml's barriers for a descheduled one lose more)" : "",
                                      c.machine > 0 ? "" : " (the machine's CPU count is not in this result: taken as the usable CPUs)"),
                          {fmt::format("other processes: {:.0f} % of {} CPU(s) over {} repetitions of {}", other->mean() * 100, machine,
                                       other->reps, phase)},

@@ -673,6 +673,26 @@ TEST(Explain, NoStepPassesTheHardwareLineAndAnAccountThatDoesNotCloseSaysSo) {
             "on B's device: edgeprobe doctor -m '/m/it'\\''s $HOME.gguf' -t 2");
 }
 
+// A at two threads beside others that took half the machine: fair sharing is the floor of
+// what that costs threads meeting at barriers, not its bound. B twice as fast is past what
+// the floor allows, and the verdict names A's estimate as possibly too low.
+TEST(Explain, ContentionOnAMultiThreadRunIsAFloorAndAnAccountPastItNamesA) {
+  Device a;
+  json da = bench(a, 1000, 100);
+  da["provenance"]["cpu_limits"] = {{"machine_cpus", 2}, {"quota_cpus", nullptr}, {"cgroup", "/"}};
+  with_telemetry(da, 0.5, 0);
+  const auto e = run(da, bench(a, 2000, 200));
+  const auto& d = phase_of(e, "decode");
+  const auto* others = factor_of(d, "contention.other_processes");
+  ASSERT_NE(others, nullptr);
+  EXPECT_EQ(others->side, "A");
+  EXPECT_NEAR(others->factor, 1.5, 1e-12);
+  EXPECT_NE(others->detail.find("at least x1.50"), std::string::npos) << others->detail;
+  EXPECT_FALSE(d.closes);
+  EXPECT_NE(d.verdict.find("A's own under-estimated: contention.other_processes on A x1.500 (estimated"), std::string::npos)
+      << d.verdict;
+}
+
 // The founding story from two plain bench runs: B fell back to a lower CPU variant, and
 // bench probed the device with the best variant too (roofline.best_variant), so the
 // fallback is estimated from the two ceilings and counted once (the hardware factor takes
