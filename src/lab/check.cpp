@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "lab/deploy.h"
+#include "core/stop_token.h"
 #include "core/subprocess.h"
 #include "lab/transport.h"
 
@@ -14,6 +15,10 @@ namespace edgeprobe::lab {
 
 std::vector<CheckRow> check_devices(const std::vector<Device>& devices, double timeout_s, int workers) {
   std::vector<CheckRow> rows(devices.size());
+  // A Ctrl-C or SIGTERM kills the probes in flight (each in a process group of its own, which
+  // the terminal's Ctrl-C does not reach) and leaves the rest unchecked; the rows print.
+  const ProcessStopWatch watching;
+  const StopToken stop = StopToken::process();
   // A bounded pool takes the devices in turn: each worker holds one transport (one ssh or
   // adb process) at a time, so 10,000 devices cost `workers` threads, not 10,000.
   std::atomic<size_t> next{0};
@@ -21,9 +26,14 @@ std::vector<CheckRow> check_devices(const std::vector<Device>& devices, double t
     for (size_t i; (i = next.fetch_add(1)) < devices.size();) {
       CheckRow& row = rows[i];
       row.device = devices[i];
+      if (stop.stop_requested()) {
+        row.state.why_not = "not checked: interrupted";
+        continue;
+      }
       try {
         auto transport = make_transport(row.device);
-        row.state = read_state(*transport, row.device, timeout_s);
+        row.state = read_state(*transport, row.device, timeout_s, [stop] { return stop.stop_requested(); });
+        if (!row.state.reachable && stop.stop_requested()) row.state.why_not = "not checked: interrupted while asked";
       } catch (const std::exception& e) {
         row.state.reachable = false;
         row.state.why_not = output_line(e.what());

@@ -122,8 +122,10 @@ DeviceState parse_state(const std::string& text) {
   return s;
 }
 
-DeviceState read_state(Transport& transport, const Device& device, double timeout_s) {
-  const SubprocessResult r = transport.run(state_script(device.workdir), within(timeout_s));
+DeviceState read_state(Transport& transport, const Device& device, double timeout_s, std::function<bool()> cancel) {
+  SubprocessOptions options = within(timeout_s);
+  options.cancel = std::move(cancel);
+  const SubprocessResult r = transport.run(state_script(device.workdir), options);
   if (const std::string why = transport.unreachable(r); !why.empty()) {
     DeviceState s;
     s.why_not = why;

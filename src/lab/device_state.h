@@ -1,4 +1,5 @@
 #pragma once
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -40,7 +41,9 @@ struct DeviceState {
 // The probe script (a single sh -c line safe for ssh, adb shell and local sh).
 std::string state_script(const std::string& workdir);
 DeviceState parse_state(const std::string& text);
-DeviceState read_state(Transport& transport, const Device& device, double timeout_s = 30);
+// `cancel`, polled while the probe runs: true kills it (a Ctrl-C during `lab check`).
+DeviceState read_state(Transport& transport, const Device& device, double timeout_s = 30,
+                       std::function<bool()> cancel = {});
 nlohmann::json to_json(const DeviceState& state);
 
 // aarch64 / arm64 -> aarch64-linux-gnu; x86_64 -> x86_64-linux-gnu; "" if unknown.

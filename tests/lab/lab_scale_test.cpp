@@ -6,7 +6,13 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
 
 #include <chrono>
 #include <fstream>
@@ -74,4 +80,81 @@ TEST(LabScale, CheckingTenThousandDevicesUsesABoundedPoolAndFinishes) {
     ASSERT_FALSE(r["state"]["why_not"].get<std::string>().empty()) << r.dump();
   }
   EXPECT_LT(seconds, 300);
+}
+
+namespace {
+
+// The ssh processes whose command line names `port`: the probes of the hanging device.
+int ssh_probes_on(int port) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream in(entry.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.starts_with("ssh ") && cmdline.find("-o Port=" + std::to_string(port) + " ") != std::string::npos) ++count;
+  }
+  return count;
+}
+
+}  // namespace
+
+// A SIGTERM while `lab check` waits on devices that accept a connection and never answer:
+// the ssh probes in flight (each in a process group of its own, which a terminal's Ctrl-C
+// does not reach) are killed, not left running, and the rows print, unchecked ones said so.
+TEST(LabScale, ASignalDuringCheckKillsTheProbesInFlightAndPrintsTheRows) {
+  if (access("/usr/bin/ssh", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/ssh (apt-get install openssh-client)";
+  // A listener that never accepts: the kernel completes the connections, ssh waits for a banner.
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);  // every 127.0.0.N: forty devices, one listener
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listener, 128), 0);
+  socklen_t len = sizeof addr;
+  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+  TempDir dir;
+  std::string yaml = "all:\n  hosts:\n";
+  for (int i = 0; i < 40; ++i) yaml += fmt::format("    d{}: {{host: 127.0.0.{}, port: {}}}\n", i, i + 1, port);
+  write_file(dir.file("lab.yml"), yaml);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int out = open(dir.file("out.json").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = open(dir.file("err.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    dup2(err, 2);
+    setenv("XDG_RUNTIME_DIR", dir.path().c_str(), 1);
+    execl(EDGEPROBE_BINARY, EDGEPROBE_BINARY, "lab", "check", "-i", dir.file("lab.yml").c_str(), "-o", "json",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Until the pool's probes are all waiting on the silent host.
+  const auto t0 = std::chrono::steady_clock::now();
+  while (ssh_probes_on(port) < 8 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20))
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_GE(ssh_probes_on(port), 8) << read_file(dir.file("err.txt"));
+  kill(pid, SIGTERM);
+  int status = 0;
+  bool done = false;
+  const auto t1 = std::chrono::steady_clock::now();
+  while (!done && std::chrono::steady_clock::now() - t1 < std::chrono::seconds(10)) {
+    done = waitpid(pid, &status, WNOHANG) == pid;
+    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (!done) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  close(listener);
+  ASSERT_TRUE(done) << "lab check ran on for 10 s after SIGTERM";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(ssh_probes_on(port), 0) << "ssh probes left running after lab check ended";
+  const auto rows = nlohmann::json::parse(read_file(dir.file("out.json")));
+  ASSERT_EQ(rows.size(), 40u);
+  int unchecked = 0;
+  for (const auto& r : rows) {
+    EXPECT_FALSE(r["state"]["reachable"].get<bool>()) << r.dump();
+    unchecked += r["state"]["why_not"].get<std::string>().find("interrupted") != std::string::npos;
+  }
+  EXPECT_EQ(unchecked, 40) << rows.dump(1);
 }
