@@ -9,6 +9,7 @@
 #include <set>
 
 #include "analysis/contamination.h"
+#include "analysis/greedy_check.h"
 #include "app/engine_factory.h"
 #include "app/models.h"
 #include "app/stored_run.h"
@@ -238,6 +239,7 @@ void record_test(store::Store& store, int64_t run, size_t case_index, const json
                      {"roofline", r.value("roofline", json(nullptr))},
                      {"serving", r.value("serving", json(nullptr))},
                      {"placement", r.value("placement", json(nullptr))},
+                     {"verify", r.value("verify", json(nullptr))},
                      {"error", error.is_object() ? error : json(nullptr)}});
 }
 
@@ -409,6 +411,10 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
           r.roofline->best_variant = best_variant_json(r, models.info(i), *best_ceilings, best_ceilings->compute.variant);
       }
     }
+    if (r.verify && !plan.verify_reference.empty())
+      if (const auto why = analysis::compare_continuation(*r.verify, plan.verify_reference, result_label(plan.verify_against));
+          !why.empty() && ctx.sink)
+        ctx.sink->warning(r.config.name() + ": " + why);
     // What a test has beyond its repetitions, so the stored run loads back whole.
     if (ctx.store) record_test(*ctx.store, run_id, finished_cases - 1, result::to_json(r));
   };

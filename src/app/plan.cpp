@@ -130,6 +130,11 @@ void validate(BenchPlan& plan, int default_threads) {
   const auto& r = plan.run;
   if (r.repetitions < 1 || r.repetitions > 10000) throw_bad_input("-r {} out of range 1..10000", r.repetitions);
   if (!(r.delay_s >= 0 && r.delay_s <= 3600)) throw_bad_input("--delay {} out of range 0..3600 seconds", r.delay_s);
+  if (r.verify_tokens < 0 || r.verify_tokens > 1024) throw_bad_input("--verify {} out of range 0..1024 tokens", r.verify_tokens);
+  if (!plan.verify_against.empty() && r.verify_tokens == 0)
+    throw_bad_input("--verify-against needs --verify (the continuation it compares)");
+  if (r.verify_tokens > 0 && !plan.env.endpoint.empty())
+    throw_bad_input("--verify needs the token level (greedy decoding in-process): not with --endpoint");
   if (plan.ceilings != "auto" && plan.ceilings != "off" && plan.ceilings != "refresh" && plan.ceilings != "replace")
     throw_bad_input("--ceilings '{}': use auto, refresh, replace or off", plan.ceilings);
   validate_environment(plan.env);
@@ -222,6 +227,8 @@ json to_json(const BenchPlan& p) {
             {"keep_engine_log", p.keep_engine_log},
             {"ceilings", p.ceilings},
             {"env", environment_json(p.env)}};
+  if (p.run.verify_tokens > 0) j["verify_tokens"] = p.run.verify_tokens;
+  if (!p.verify_against.empty()) j["verify_against"] = p.verify_against;
   if (p.run.load.enabled()) {
     const auto& l = p.run.load;
     j["load"] = {{"concurrency", l.concurrency}, {"request_rate", l.request_rate},

@@ -57,6 +57,12 @@ struct BenchPlan {
   bool hash_models = true;         // SHA-256 of each model file
   bool keep_engine_log = false;    // llama.cpp's log (info and above) into the result, for doctor
   std::string ceilings = "auto";   // auto (cached probe), refresh, off
+  // --verify-against: a result (file or run id) whose greedy continuations (run.verify_tokens)
+  // this run's are compared with; "" = none.
+  std::string verify_against;
+  // Its continuations, read by the command line before the job starts (a bad reference
+  // fails before anything runs); not part of the stored plan, which names the reference.
+  std::vector<result::GreedyCheck> verify_reference;
   // Repetitions a controller already holds (`lab run --resume`): reused, not measured
   // again. Each is {"case_index", "repetition"}, as the stream's repetition event sent it.
   nlohmann::json completed = nlohmann::json::array();

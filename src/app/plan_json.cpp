@@ -286,7 +286,8 @@ void check_kind_and_keys(const json& j, const char* kind, std::initializer_list<
 BenchPlan bench_plan_from_json(const json& j) {
   check_kind_and_keys(j, "bench",
                       {"kind", "plan_version", "sweep", "cases", "repetitions", "delay_s", "warmup", "seed",
-                       "hash_models", "keep_engine_log", "ceilings", "env", "load", "completed"});
+                       "hash_models", "keep_engine_log", "ceilings", "env", "load", "completed", "verify_tokens",
+                       "verify_against"});
   BenchPlan p;
   if (j.contains("sweep")) p.sweep = sweep_from_json(j["sweep"]);
   if (j.contains("cases")) {
@@ -301,6 +302,8 @@ BenchPlan bench_plan_from_json(const json& j) {
   read(j, "hash_models", p.hash_models);
   read(j, "keep_engine_log", p.keep_engine_log);
   read(j, "ceilings", p.ceilings);
+  read(j, "verify_tokens", p.run.verify_tokens);
+  read(j, "verify_against", p.verify_against);
   if (j.contains("env")) read_environment(object_at(j, "env", "plan"), p.env);
   if (j.contains("load")) {
     const json& l = object_at(j, "load", "bench plan");

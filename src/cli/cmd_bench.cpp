@@ -2,7 +2,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "analysis/greedy_check.h"
 #include "app/bench_job.h"
+#include "app/stored_run.h"
 #include "cli/cmd_kv_serve.h"
 #include "runner/load_runner.h"
 #include "cli/common.h"
@@ -83,6 +85,13 @@ int run(const BenchFlags& f, app::BenchPlan plan, const std::string& command_lin
     plan.run.load.concurrency = workload::parse_int_lists(f.concurrency, "--concurrency");
     if (!f.slo.empty()) plan.run.load.slo = runner::parse_slo(f.slo);
     plan.hash_models = !f.no_hash;
+    if (!plan.verify_against.empty() && plan.run.verify_tokens == 0) plan.run.verify_tokens = runner::kVerifyTokens;
+  }
+  if (!plan.verify_against.empty()) {
+    const auto reference = app::load_result(plan.verify_against, f.store.db);
+    const auto* bench = std::get_if<result::BenchReport>(&reference);
+    if (!bench) throw_bad_input("--verify-against {}: not a bench result (run the reference with bench --verify)", plan.verify_against);
+    plan.verify_reference = analysis::reference_continuations(*bench, app::result_label(plan.verify_against));
   }
   TerminalSink sink(!f.output.quiet, report::make_reporter(f.output.format, output.stream()));
   app::JobContext ctx{store.get(), f.store.resume, &sink, command_line, f.trace_file};
@@ -128,6 +137,11 @@ void register_bench(CLI::App& app, const std::vector<std::string>& command_line)
   cmd->add_option("--seed", plan->run.seed, "Seed for the prompt tokens")->capture_default_str();
   cmd->add_option("--cpu-variant", plan->env.cpu_variant,
                   "Load this ggml CPU variant (e.g. sse42) instead of the best one for this CPU");
+  cmd->add_flag("--verify{32}", plan->run.verify_tokens,
+                "After each test's repetitions, the greedy continuation of a fixed prompt (32 tokens, or "
+                "--verify=N), stored with the run so another run can be checked against it; the figures do not change");
+  cmd->add_option("--verify-against", plan->verify_against,
+                  "Compare the continuations with a reference run's (run id or result JSON file; implies --verify)");
   cmd->add_flag("--no-hash", f->no_hash, "Skip the model file's SHA-256 (big files on slow storage)");
   cmd->add_flag("--llama-log", plan->keep_engine_log,
                 "Keep llama.cpp's log lines (info and above) in the json result as provenance.llama_log");

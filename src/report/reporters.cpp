@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "analysis/contamination.h"
+#include "analysis/greedy_check.h"
 #include "core/error.h"
 #include "core/stats.h"
 #include "core/text.h"
@@ -195,6 +196,7 @@ class MarkdownReporter : public Reporter {
       // A test measured while the machine did something else is marked where it is read.
       const auto flags = analysis::contamination(r, provenance_);
       if (!flags.empty()) contaminated_.push_back(j["test"].get<std::string>() + ": " + fmt::format("{}", fmt::join(flags, "; ")));
+      if (r.verify) verify_.push_back(j["test"].get<std::string>() + ": " + analysis::continuation_line(*r.verify));
       cells.push_back(j["test"].get<std::string>());
       if (remote_prefill_) cells.push_back(test_prefill_path(r));
       cells.push_back(median_pm(at(j, "/prefill/tokens_per_s"), 2));
@@ -233,6 +235,8 @@ class MarkdownReporter : public Reporter {
       out_ << "\ncontaminated: " << one_line(line, 600)
            << " (measured while the machine was doing something else: compare and explain discount it; run it again on a "
               "quiet machine)\n";
+    if (!verify_.empty()) out_ << "\n";
+    for (const auto& line : verify_) out_ << "verify: " << one_line(line, 300) << "\n";
     for (const auto& command : remeasure_)
       out_ << "\nceiling suspect: a rate beat its measured ceiling by more than the noise margin, so the ceiling was "
               "probed while this machine was slower; measure it again: "
@@ -267,6 +271,7 @@ class MarkdownReporter : public Reporter {
 
  private:
   std::vector<std::string> contaminated_;  // "tg32: decode spread ..." for the footer
+  std::vector<std::string> verify_;        // "tg32: 32/32 greedy tokens as the reference (run 3)"
   static std::string config_key(const std::string& name) { return name == "mmap" ? "use_mmap" : name; }
 
   // The load levels (--concurrency, --request-rate) of every test that ran them, one row a

@@ -177,6 +177,21 @@ void check_field_types(const json& d, std::string_view name) {
                                         "flash_attn"});
       FieldTypes{name, *c, cw}.strings({"cpu_mask", "type_k", "type_v"});
     }
+    result.objects({"verify"});
+    if (const json* v = result.get("verify")) {
+      const std::string vw = w + "verify.";
+      const FieldTypes verify{name, *v, vw};
+      for (const char* key : {"prompt_tokens", "tokens"})
+        verify.list(key, [&](const json& t, const std::string& tat) {
+          if (!t.is_number_integer()) doc.refuse(tat, t, "a token id (an integer)");
+        });
+      verify.objects({"reference"});
+      if (const json* ref = verify.get("reference")) {
+        const std::string rw = vw + "reference.";
+        FieldTypes{name, *ref, rw}.strings({"source"});
+        FieldTypes{name, *ref, rw}.numbers({"compared", "first_divergence"});
+      }
+    }
     result.list("repetitions", [&](const json& rep, const std::string& rat) {
       if (!rep.is_object()) doc.refuse(rat, rep, "an object");
       const std::string rw = rat + ".";

@@ -392,7 +392,33 @@ json to_json(const TestResult& r) {
     for (const auto& level : *r.serving) j["serving"].push_back(to_json(level));
   }
   if (!r.placement.empty()) j["placement"] = to_json(r.placement);
+  if (r.verify) j["verify"] = to_json(*r.verify);
   return j;
+}
+
+json to_json(const GreedyCheck& c) {
+  json j = {{"prompt_tokens", c.prompt}, {"tokens", c.tokens}, {"reference", nullptr}};
+  if (!c.reference.empty())
+    j["reference"] = {{"source", c.reference},
+                      {"compared", c.compared},
+                      {"first_divergence", c.first_divergence < 0 ? json(nullptr) : json(c.first_divergence)},
+                      {"verified", c.verified()}};
+  return j;
+}
+
+std::optional<GreedyCheck> greedy_check_from_json(const json& j) {
+  if (!j.is_object()) return std::nullopt;
+  GreedyCheck c;
+  for (const auto& t : list(j, "prompt_tokens"))
+    if (t.is_number_integer()) c.prompt.push_back(t.get<int32_t>());
+  for (const auto& t : list(j, "tokens"))
+    if (t.is_number_integer()) c.tokens.push_back(t.get<int32_t>());
+  if (const json& ref = field(j, "reference"); ref.is_object()) {
+    c.reference = text(ref, "source");
+    c.compared = number<int>(ref, "compared");
+    c.first_divergence = field(ref, "first_divergence").is_number() ? number<int>(ref, "first_divergence") : -1;
+  }
+  return c;
 }
 
 TestResult test_result_from_json(const json& j) {
@@ -410,6 +436,7 @@ TestResult test_result_from_json(const json& j) {
   r.roofline = roofline_optional_from_json(field(j, "roofline"));
   r.serving = serving_from_json(field(j, "serving"));
   r.placement = placement_from_json(field(j, "placement"));
+  r.verify = greedy_check_from_json(field(j, "verify"));
   return r;
 }
 

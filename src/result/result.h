@@ -136,6 +136,19 @@ struct ServingLevel {
   bool operator==(const ServingLevel&) const = default;
 };
 
+// --verify: the model's greedy continuation of a fixed prompt, computed after the timed
+// repetitions (so the figures do not change), and where it first differs from a
+// reference's continuation of the same prompt. Cheap: one short prompt and a few dozen
+// decode steps. docs/fidelity.md, "Verified runs".
+struct GreedyCheck {
+  std::vector<int32_t> prompt;  // the prompt's token ids, in the model's own tokenizer
+  std::vector<int32_t> tokens;  // the greedy continuation (ends early at end-of-generation)
+  std::string reference;        // what it was compared with; "" when not compared
+  int compared = 0;             // tokens compared: the shorter continuation's length
+  int first_divergence = -1;    // the first position that differs; -1: none within `compared`
+  bool verified() const { return !reference.empty() && compared > 0 && first_divergence < 0; }
+};
+
 struct TestResult {
   workload::TestCase config;
   int model_index = 0;  // into Provenance::models
@@ -150,6 +163,7 @@ struct TestResult {
   // Where the model and its compute lived: devices, layers offloaded, buffers, and from an
   // untimed probe which backend ran the graphs (docs/gpu.md). Empty when not known.
   engine::Placement placement;
+  std::optional<GreedyCheck> verify;  // with --verify
 };
 
 struct BenchReport {
@@ -171,6 +185,9 @@ struct TestSummary {
   int64_t peak_rss_bytes = -1;
 };
 TestSummary summarize(const TestResult& result);
+
+nlohmann::json to_json(const GreedyCheck& check);
+std::optional<GreedyCheck> greedy_check_from_json(const nlohmann::json& j);  // nullopt for null
 
 nlohmann::json to_json(const stats::Summary& summary);
 nlohmann::json to_json(const ModelIdentity& model);

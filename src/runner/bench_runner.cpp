@@ -206,6 +206,25 @@ bool uses_requests(const engine::Engine& engine, const RunnerOptions& options) {
   return !engine.capabilities().token_level || !options.api.empty();
 }
 
+// The greedy continuation of kVerifyPrompt in a context of its own with the test's
+// settings (threads, batch, KV types, flash attention: whatever may change the numbers).
+result::GreedyCheck greedy_continuation(const engine::LoadedModel& model, const workload::TestCase& test, int n) {
+  result::GreedyCheck check;
+  check.prompt = model.tokenize(kVerifyPrompt, true);
+  auto co = context_options(test);
+  co.n_ctx = static_cast<int>(check.prompt.size()) + n + 1;
+  co.n_batch = std::max(co.n_batch, static_cast<int>(check.prompt.size()));
+  auto ctx = model.new_context(co);
+  ctx->decode(check.prompt, true);
+  for (int i = 0; i < n; ++i) {
+    const engine::Token t = ctx->argmax_last();
+    check.tokens.push_back(t);
+    if (model.is_end_of_generation(t)) break;
+    ctx->decode_one(t);
+  }
+  return check;
+}
+
 // One case on a loaded model: the warm-up, then the timed repetitions (stored ones are
 // reused), each handed to callbacks.repetition as soon as it is done. Throws on failure.
 void run_case(engine::Engine& engine, const engine::LoadedModel& model, size_t i, const workload::TestCase& test,
@@ -267,6 +286,13 @@ void run_case(engine::Engine& engine, const engine::LoadedModel& model, size_t i
     if (callbacks.repetition) callbacks.repetition(i, test, res.repetitions.back());
   }
   if (res.repetitions.empty()) res.error = result::ErrorInfo{"interrupted", "interrupted before any repetition"};
+  if (options.verify_tokens > 0 && !requests && !callbacks.stop.stop_requested() && !res.repetitions.empty()) {
+    exec.reset();  // the timed context goes first: its KV cache is not held twice
+    warm.reset();
+    ctx.reset();
+    progress(label + ": verify");
+    res.verify = greedy_continuation(model, test, options.verify_tokens);
+  }
   if (!options.load.enabled() || callbacks.stop.stop_requested()) return;
   auto co = context_options(test);
   co.n_ctx = std::max(1, test.n_prompt) + std::max(1, test.n_gen);

@@ -25,7 +25,17 @@ struct RunnerOptions {
   // After a test's repetitions, load on it (--concurrency, --request-rate): its summary
   // per level goes to TestResult::serving.
   LoadOptions load;
+  // --verify: after a test's repetitions, the greedy continuation of kVerifyPrompt for this
+  // many tokens (result::GreedyCheck); 0 = off. The token level only.
+  int verify_tokens = 0;
 };
+
+// The prompt --verify continues: public-domain text (Genesis 1:1-3, King James Version)
+// that every tokenizer reads, the same on every device so continuations compare.
+inline constexpr const char* kVerifyPrompt =
+    "In the beginning God created the heaven and the earth. And the earth was without form, and void; and "
+    "darkness was upon the face of the deep. And the Spirit of God moved upon the face of the waters. And God said,";
+inline constexpr int kVerifyTokens = 32;
 
 // Called as the runner goes; the CLI prints progress and streams results from these,
 // and telemetry summarises a test from its events.

@@ -299,3 +299,49 @@ TEST(SynthCli, OldDashOIsAClearErrorAndWritesNothing) {
   EXPECT_NE(r.err.find("use --output " + dir.file("x.gguf")), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir.file("x.gguf")));
 }
+
+// --verify: the greedy continuation of the fixed prompt is stored with each test; a second
+// run at another thread count continues it identically (the numbers do not depend on the
+// thread count), and a reference without continuations, or --verify with an endpoint, is
+// one line and exit 2 before anything runs.
+TEST(BenchCli, VerifyStoresTheGreedyContinuationAndChecksARunAgainstAReference) {
+  TempDir dir;
+  const std::string ref = dir.file("ref.json");
+  auto r = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "16", "-n", "4", "-r", "1", "-t", "2", "--verify",
+                          "--ceilings", "off", "--no-store", "-q", "-o", "json", "--output", ref});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json reference = json::parse(read_file(ref));
+  for (const auto& t : reference["results"]) {
+    ASSERT_TRUE(t["verify"].is_object()) << t.dump();
+    EXPECT_GT(t["verify"]["prompt_tokens"].size(), 20u);
+    EXPECT_EQ(t["verify"]["tokens"].size(), 32u);
+    EXPECT_TRUE(t["verify"]["reference"].is_null());
+  }
+  r = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "16", "-n", "4", "-r", "1", "-t", "1", "--verify-against", ref,
+                     "--ceilings", "off", "--no-store", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("verify: pp16: 32/32 greedy tokens as the reference (" + ref + ")"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("verify: tg4: 32/32 greedy tokens as the reference (" + ref + ")"), std::string::npos) << r.out;
+
+  const std::string plain = dir.file("plain.json");
+  ASSERT_EQ(run_edgeprobe({"bench", "-m", tiny_model(), "-p", "16", "-n", "0", "-r", "1", "--ceilings", "off",
+                           "--no-store", "-q", "-o", "json", "--output", plain})
+                .exit_code,
+            0);
+  EXPECT_FALSE(json::parse(read_file(plain))["results"][0].contains("verify"));
+  r = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "16", "-n", "0", "--verify-against", plain, "--no-store"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("none of its tests has a greedy continuation; run the reference with --verify"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  r = run_edgeprobe({"bench", "--verify", "--endpoint", "http://127.0.0.1:9", "--no-store"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--verify needs the token level"), std::string::npos) << r.err;
+  // A hand-edited token id of another type is refused by the result reader, naming it.
+  json bad = reference;
+  bad["results"][0]["verify"]["tokens"][3] = "x";
+  std::ofstream(dir.file("bad.json")) << bad.dump();
+  r = run_edgeprobe({"compare", ref, dir.file("bad.json")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("results[0].verify.tokens[3] must be a token id"), std::string::npos) << r.err;
+}
