@@ -1,5 +1,7 @@
 #include "analysis/compare.h"
 
+#include "analysis/greedy_check.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -286,6 +288,33 @@ const nlohmann::json& compared_run(const nlohmann::json& doc) {
 
 }  // namespace
 
+namespace {
+
+// Each test's --verify continuation, by test name.
+std::map<std::string, result::GreedyCheck> continuations_of(const nlohmann::json& doc) {
+  std::map<std::string, result::GreedyCheck> out;
+  if (!doc.contains("results") || !doc["results"].is_array()) return out;
+  for (const auto& r : doc["results"])
+    if (r.is_object() && r.contains("verify") && r.contains("test") && r["test"].is_string())
+      if (auto c = result::greedy_check_from_json(r["verify"]); c && !c->tokens.empty()) out.emplace(r["test"], *c);
+  return out;
+}
+
+}  // namespace
+
+std::vector<CompareReport::Continuation> compare_continuations(const nlohmann::json& a, const nlohmann::json& b) {
+  std::vector<CompareReport::Continuation> out;
+  const auto ca = continuations_of(a), cb = continuations_of(b);
+  for (const auto& [test, check] : ca) {
+    const auto other = cb.find(test);
+    if (other == cb.end()) continue;
+    auto compared = check;
+    if (!compare_continuation(compared, {other->second}, "B").empty()) continue;  // another prompt
+    out.push_back({test, compared.compared, compared.first_divergence});
+  }
+  return out;
+}
+
 CompareReport compare_documents(const nlohmann::json& doc_a, const nlohmann::json& doc_b, const CompareOptions& options) {
   const nlohmann::json& a = compared_run(doc_a);
   const nlohmann::json& b = compared_run(doc_b);
@@ -338,6 +367,7 @@ CompareReport compare_documents(const nlohmann::json& doc_a, const nlohmann::jso
     for (const auto& [metric, samples] : metrics)
       if (ta == sa.end() || !ta->second.contains(metric)) report.only_in_b.push_back(test + "/" + metric);
   }
+  report.continuations = compare_continuations(a, b);
   return report;
 }
 
@@ -356,6 +386,11 @@ nlohmann::json to_json(const CompareReport& r) {
                                 {"kind", d.configuration ? "configuration" : "provenance"},
                                 {"text", d.text()}});
   j["unverified"] = r.unverified;
+  j["continuations"] = json::array();
+  for (const auto& c : r.continuations)
+    j["continuations"].push_back({{"test", c.test},
+                                  {"compared", c.compared},
+                                  {"first_divergence", c.first_divergence < 0 ? json(nullptr) : json(c.first_divergence)}});
   j["metrics"] = json::array();
   for (const MetricComparison& m : r.metrics) {
     json mj{{"test", m.test}, {"metric", m.metric}};

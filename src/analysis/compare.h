@@ -158,11 +158,21 @@ struct CompareReport {
   std::vector<MetricComparison> metrics;
   std::vector<std::string> only_in_a, only_in_b;  // "test/metric" present on one side only
   std::vector<std::string> unverified;  // comparability fields absent on both sides
+  // Tests both runs continued the --verify prompt in: {test, tokens compared, first
+  // position that differs or -1}. Another prompt (tokenizer) on one side: not listed.
+  struct Continuation {
+    std::string test;
+    int compared = 0, first_divergence = -1;
+  };
+  std::vector<Continuation> continuations;
   double confidence = 0.95;             // of the intervals; the significance level is 1 - confidence
   bool comparable() const { return mismatches.empty(); }
 };
 CompareReport compare_documents(const nlohmann::json& a, const nlohmann::json& b,
                                 const CompareOptions& options = {});
+
+// The tests both documents continued the --verify prompt in, token by token.
+std::vector<CompareReport::Continuation> compare_continuations(const nlohmann::json& a, const nlohmann::json& b);
 
 // The report as `compare -o json` prints it and the HTML report embeds it: one shape.
 nlohmann::json to_json(const CompareReport& report);

@@ -27,6 +27,12 @@ std::string compare_markdown(const analysis::CompareReport& r, const std::string
     for (const std::string& u : r.unverified) labels += (labels.empty() ? "" : ", ") + one_line(u, kCellBytes);
     notes += fmt::format("unverified (recorded on neither side): {}\n", labels);
   }
+  for (const auto& c : r.continuations)
+    notes += c.first_divergence < 0
+                 ? fmt::format("{}: greedy continuations identical ({} tokens, --verify)\n", one_line(c.test, kCellBytes),
+                               c.compared)
+                 : fmt::format("{}: greedy continuations diverge at token {} of {} (--verify)\n", one_line(c.test, kCellBytes),
+                               c.first_divergence + 1, c.compared);
   std::string out = fmt::format("A: {}\nB: {}\n\n{}{}", label_a, label_b, notes, notes.empty() ? "" : "\n");
   const int level = static_cast<int>(std::lround(100 * r.confidence));
   out += fmt::format(

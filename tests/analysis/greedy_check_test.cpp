@@ -2,6 +2,8 @@
 // prompt only; the check round-trips through the result schema.
 #include "analysis/greedy_check.h"
 
+#include "analysis/compare.h"
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -82,4 +84,24 @@ TEST(GreedyCheck, RoundTripsThroughTheResultSchema) {
   result::TestResult plain;
   plain.config.n_prompt = 8;
   EXPECT_FALSE(result::to_json(plain).contains("verify"));
+}
+
+// compare lists the tests both runs continued the --verify prompt in, and where they part.
+TEST(GreedyCheck, CompareNamesWhereTwoRunsContinuationsPart) {
+  auto doc = [](std::vector<int32_t> tokens) {
+    result::TestResult r;
+    r.config.n_gen = 4;
+    r.verify = continuation({1, 2}, std::move(tokens));
+    return nlohmann::json{{"results", nlohmann::json::array({result::to_json(r)})}};
+  };
+  auto parts = analysis::compare_continuations(doc({5, 6, 7}), doc({5, 9, 7}));
+  ASSERT_EQ(parts.size(), 1u);
+  EXPECT_EQ(parts[0].test, doc({5})["results"][0]["test"].get<std::string>());
+  EXPECT_EQ(parts[0].compared, 3);
+  EXPECT_EQ(parts[0].first_divergence, 1);
+  const auto same = analysis::compare_continuations(doc({5, 6, 7}), doc({5, 6, 7}));
+  ASSERT_EQ(same.size(), 1u);
+  EXPECT_EQ(same[0].first_divergence, -1);
+  // Without --verify on one side there is nothing to compare.
+  EXPECT_TRUE(analysis::compare_continuations(doc({5}), nlohmann::json{{"results", nlohmann::json::array()}}).empty());
 }
