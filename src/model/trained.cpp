@@ -420,11 +420,13 @@ void train(const TrainedRecipe& r, const TrainOptions& options, const std::strin
 std::vector<TrainedRecipe> trained_recipes() {
   // {arch, n_vocab, n_ctx_train, n_embd, n_layer, n_ff, n_head, n_head_kv}: every matrix
   // dimension (n_embd, n_ff, n_vocab) a multiple of 256, so llama-quantize keeps k-quants.
-  // lr 3e-4: at 8e-4 and 1e-3 (and 4e-4 for main) the loss fell to about 6.8, then climbed
-  // past the uniform 8.3 and stayed there (no gradient clipping in ggml-opt; one 256-token
-  // sequence a step is a noisy batch). Steps: what ~10 minutes of 2 busy cores allow.
-  TrainedRecipe main_r{"main", {{"llama", kVocabSize, 256, 256, 4, 768, 4, 4}, "main"}, 256, 1800, 100, 3e-4f, 3e-5f, 0.01f, 1};
-  TrainedRecipe draft_r{"draft", {{"llama", kVocabSize, 256, 256, 2, 512, 4, 4}, "draft"}, 256, 1200, 100, 3e-4f, 3e-5f, 0.01f, 2};
+  // AdamW at lr 1e-4 (cosine to 1e-5): at 8e-4 and 1e-3 the loss fell to about 6.8, then
+  // climbed past the uniform ln(4096) = 8.3 (ggml-opt has no gradient clipping, and one
+  // 256-token sequence a step is a noisy batch); at 3e-4 it sat near 6.8 until the schedule
+  // brought the rate down (draft: held-out PPL 317); 1e-4 gave 226 for the same steps.
+  // Steps: what about 10 minutes of 2 shared cores allow for both (docs/models.md).
+  TrainedRecipe main_r{"main", {{"llama", kVocabSize, 256, 256, 4, 768, 4, 4}, "main"}, 256, 1800, 100, 1e-4f, 1e-5f, 0.01f, 1};
+  TrainedRecipe draft_r{"draft", {{"llama", kVocabSize, 256, 256, 2, 512, 4, 4}, "draft"}, 256, 1200, 100, 1e-4f, 1e-5f, 0.01f, 2};
   return {main_r, draft_r};
 }
 
