@@ -479,6 +479,10 @@ std::string trained_model(const std::string& name, const std::string& quant, con
     if (!fs::exists(f32)) {
       if (!options.train_if_missing)
         throw_bad_input("trained:{} is not made yet: run `edgeprobe train {}` (minutes, once; scripts/setup.sh does it)", name, name);
+      if (options.progress)
+        options.progress(fmt::format("trained:{} is not in {} yet: training it now, once ({} steps; minutes on a small "
+                                     "machine; scripts/setup.sh does this in set-up)",
+                                     name, default_model_cache_dir(), r.steps));
       train(r, options, f32);
     }
   }
