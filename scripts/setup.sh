@@ -4,7 +4,9 @@
 #   2. builds the pinned llama.cpp once into a cache outside the repository (~17 min the
 #      first time on 2 cores, seconds afterwards),
 #   3. builds the edgeprobe binary (scripts/test.sh builds the tests),
-#   4. runs `edgeprobe bench` on its built-in default model (a synthesized TinyLlama-1.1B
+#   4. trains the small model family (trained:main, trained:draft; docs/models.md) once into
+#      the model cache (~10 min the first time on 2 cores, seconds afterwards),
+#   5. runs `edgeprobe bench` on its built-in default model (a synthesized TinyLlama-1.1B
 #      shape, Q4_0), unless --no-run is given.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +15,7 @@ run_default=1
 for arg in "$@"; do
   case "$arg" in
     --no-run) run_default=0 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (use --no-run or --help)" >&2; exit 2 ;;
   esac
 done
@@ -29,6 +31,7 @@ packages+=(libcurl4-openssl-dev)  # the HTTP endpoint engine (src/http) talks to
 packages+=(iptables libnetfilter-queue-dev)  # network tests: a link's latency (netfilter-queue delay; netem is not in this kernel)
 packages+=(glslc libvulkan-dev spirv-headers mesa-vulkan-drivers)  # the Vulkan backend, and lavapipe (a Vulkan device on the CPU) its tests run on
 packages+=(lava-server lava-dispatcher lavacli curl)  # LAVA (lab submit --engine lava): its schema check, dispatcher and a whole server in the lab tests
+packages+=(bible-kjv bible-kjv-text sentencepiece)  # the trained models: the KJV corpus (`bible`) and its tokenizer (spm_train)
 packages+=(ccache)  # a second clone or worktree (CI's clean clone) compiles only what differs (CMakeLists.txt)
 missing=()
 for p in "${packages[@]}"; do
@@ -75,6 +78,12 @@ cmake --preset default -DCMAKE_PREFIX_PATH="$prefix" -Ullama_DIR -Uggml_DIR -Ull
 # (scripts/test.sh builds the rest).
 cmake --build --preset default --target edgeprobe
 echo "setup: built build/src/cli/edgeprobe" >&2
+
+# The trained models (docs/models.md): trained once, cached by recipe hash in
+# ~/.cache/edgeprobe/models; afterwards this only checks them.
+train_start=$(date +%s)
+build/src/cli/edgeprobe train >&2
+echo "setup: trained models ready in $(( $(date +%s) - train_start ))s" >&2
 
 if [ "$run_default" = 1 ]; then
   echo "setup: running 'edgeprobe bench' on the built-in synthesized model" >&2

@@ -107,7 +107,7 @@ void register_bench(CLI::App& app, const std::vector<std::string>& command_line)
   auto f = std::make_shared<BenchFlags>();
   auto plan = std::make_shared<app::BenchPlan>();  // its members are the defaults shown in --help
   CLI::App* cmd = app.add_subcommand("bench", "Measure prefill and decode apart, per token, through libllama");
-  cmd->add_option("-m,--model", f->models, "GGUF model file(s), comma list or repeated; synth:SHAPE[:QUANT] for a synthesized one "
+  cmd->add_option("-m,--model", f->models, "GGUF model file(s), comma list or repeated; synth:SHAPE[:QUANT] for a synthesized one, trained:NAME[:QUANT] for a trained one "
                  "(default: synth:tinyllama-1.1b:q4_0)");
   cmd->add_option("-p,--n-prompt", f->n_prompt, "Prompt lengths (pp tests), e.g. 512 or 64-512*2")->capture_default_str();
   cmd->add_option("-n,--n-gen", f->n_gen, "Generation lengths (tg tests)")->capture_default_str();

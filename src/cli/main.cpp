@@ -25,6 +25,7 @@
 #include "cli/cmd_runs.h"
 #include "cli/cmd_session.h"
 #include "cli/cmd_synth.h"
+#include "cli/cmd_train.h"
 #include "cli/cmd_sysinfo.h"
 #include "cli/completion.h"
 #include "cli/common.h"
@@ -86,6 +87,7 @@ int main(int argc, char** argv) {
   cli::add_help_all_flag(app);
   cli::register_bench(app, command_line);
   cli::register_synth(app);
+  cli::register_train(app);
   cli::register_session(app, command_line);
   cli::register_sysinfo(app);
   cli::register_probe(app);

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "model/trained.h"
 
 namespace edgeprobe::model {
 namespace {
@@ -63,14 +64,9 @@ const std::map<std::string, llama_ftype>& quant_ftypes() {
 // A vocabulary llama.cpp's SentencePiece tokenizer accepts: special tokens, the 256 byte
 // fallback tokens (so any UTF-8 text, Chinese included, tokenizes), then generated
 // word pieces. "▁" (U+2581) marks a word start, as in SentencePiece.
-struct Vocab {
-  std::vector<std::string> tokens;
-  std::vector<float> scores;
-  std::vector<int32_t> types;
-};
-
-Vocab make_vocab(int64_t n_vocab, uint64_t seed) {
-  Vocab v;
+SpmVocabulary make_vocab(int64_t n_vocab, uint64_t seed) {
+  SpmVocabulary v;
+  v.eos_id = 4;  // <|im_end|> ends a ChatML turn
   auto add = [&](std::string text, int32_t type) {
     v.scores.push_back(-static_cast<float>(v.tokens.size()));
     v.tokens.push_back(std::move(text));
@@ -131,12 +127,14 @@ void validate(const SynthShape& s) {
 // shape needs memory for one tensor only. Without `with_data` the tensor data is a hole
 // (the file is extended to its full size, which takes no disk space): enough for readers
 // of the header and for llama.cpp's quantizer in dry-run mode, which reads no weights.
+// `trained` set: that vocabulary, no chat template, and every output row random (a training
+// learns them); unset: the generated vocabulary of synthesized models.
 void write_float_model(const SynthShape& s, ggml_type type, uint64_t seed, const std::string& path,
-                       bool with_data = true) {
+                       bool with_data = true, const SpmVocabulary* trained = nullptr, const std::string& name = "") {
   std::unique_ptr<gguf_context, GgufDeleter> gguf(gguf_init_empty());
   gguf_context* g = gguf.get();
   gguf_set_val_str(g, "general.architecture", "llama");
-  gguf_set_val_str(g, "general.name", ("edgeprobe-synth-" + s.name).c_str());
+  gguf_set_val_str(g, "general.name", (name.empty() ? "edgeprobe-synth-" + s.name : name).c_str());
   gguf_set_val_u32(g, "general.file_type", type == GGML_TYPE_F16 ? LLAMA_FTYPE_MOSTLY_F16 : LLAMA_FTYPE_ALL_F32);
   gguf_set_val_u64(g, "edgeprobe.synth.seed", seed);
   gguf_set_val_u32(g, "llama.vocab_size", static_cast<uint32_t>(s.n_vocab));
@@ -150,19 +148,22 @@ void write_float_model(const SynthShape& s, ggml_type type, uint64_t seed, const
   gguf_set_val_f32(g, "llama.rope.freq_base", 10000.0f);
   gguf_set_val_f32(g, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
 
-  const Vocab vocab = make_vocab(s.n_vocab, seed);
+  const SpmVocabulary vocab = trained ? *trained : make_vocab(s.n_vocab, seed);
+  if (static_cast<int64_t>(vocab.tokens.size()) != s.n_vocab || vocab.scores.size() != vocab.tokens.size() ||
+      vocab.types.size() != vocab.tokens.size())
+    throw_bad_input("vocabulary of {} tokens does not match the shape's n_vocab {}", vocab.tokens.size(), s.n_vocab);
   std::vector<const char*> token_ptrs;
   for (const auto& t : vocab.tokens) token_ptrs.push_back(t.c_str());
   gguf_set_val_str(g, "tokenizer.ggml.model", "llama");
   gguf_set_arr_str(g, "tokenizer.ggml.tokens", token_ptrs.data(), token_ptrs.size());
   gguf_set_arr_data(g, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, vocab.scores.data(), vocab.scores.size());
   gguf_set_arr_data(g, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, vocab.types.data(), vocab.types.size());
-  gguf_set_val_u32(g, "tokenizer.ggml.unknown_token_id", 0);
-  gguf_set_val_u32(g, "tokenizer.ggml.bos_token_id", 1);
-  gguf_set_val_u32(g, "tokenizer.ggml.eos_token_id", 4);  // <|im_end|> ends a ChatML turn
+  gguf_set_val_u32(g, "tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(vocab.unk_id));
+  gguf_set_val_u32(g, "tokenizer.ggml.bos_token_id", static_cast<uint32_t>(vocab.bos_id));
+  gguf_set_val_u32(g, "tokenizer.ggml.eos_token_id", static_cast<uint32_t>(vocab.eos_id));
   gguf_set_val_bool(g, "tokenizer.ggml.add_bos_token", true);
   gguf_set_val_bool(g, "tokenizer.ggml.add_eos_token", false);
-  gguf_set_val_str(g, "tokenizer.chat_template", kChatTemplate);
+  if (!trained) gguf_set_val_str(g, "tokenizer.chat_template", kChatTemplate);
 
   // Tensor descriptors only (no_alloc): the data is generated and appended below.
   struct Spec {
@@ -221,7 +222,11 @@ void write_float_model(const SynthShape& s, ggml_type type, uint64_t seed, const
       std::fill(f32.begin(), f32.end(), 1.0f);  // RMS-norm gains of 1 keep activations sane
     } else {
       // Uniform with variance 1/fan_in keeps activations bounded through the layers.
-      const float scale = std::sqrt(3.0f / static_cast<float>(spec.ne0));
+      float scale = std::sqrt(3.0f / static_cast<float>(spec.ne0));
+      // A training's start: the projections into the residual stream scaled by 1/sqrt(2 n_layer)
+      // (GPT-2's initialisation), so the stream's variance does not grow with depth.
+      if (trained && (spec.name.ends_with("attn_output.weight") || spec.name.ends_with("ffn_down.weight")))
+        scale /= std::sqrt(2.0f * static_cast<float>(s.n_layer));
       for (auto& x : f32) x = rng.uniform() * scale;
     }
     // Generated text is whole UTF-8 characters: the byte-fallback tokens keep their place
@@ -230,7 +235,7 @@ void write_float_model(const SynthShape& s, ggml_type type, uint64_t seed, const
     // only if every other row scores at most 0 at once; those rows are independent and
     // symmetric, so for any hidden state that is a chance of about 2^-(n_vocab - 256).
     // Without this, random weights emit lone UTF-8 bytes, which llama-server refuses.
-    if (spec.name == "output.weight")
+    if (spec.name == "output.weight" && !trained)
       for (int64_t t = 0; t < spec.ne1; ++t)
         if (vocab.types[static_cast<size_t>(t)] == kTokenByte)
           std::fill_n(f32.begin() + t * spec.ne0, spec.ne0, 0.0f);
@@ -265,6 +270,12 @@ std::string default_model_cache_dir() {
 }
 
 std::string resolve_model_spec(const std::string& spec) {
+  if (const auto trained = parse_trained_spec(spec)) {
+    // Made by scripts/setup.sh; otherwise trained here, once, which takes minutes: say so.
+    TrainOptions o;
+    o.progress = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+    return trained_model(trained->name, trained->quant, o);
+  }
   if (!spec.empty() && !spec.starts_with("synth:")) return spec;
   // "synth:SHAPE[:QUANT]"; empty = the built-in default.
   std::string shape = "tinyllama-1.1b", quant = "q4_0";
@@ -308,6 +319,22 @@ SynthShape named_shape(const std::string& name) {
     known += (known.empty() ? "" : ", ") + s.name;
   }
   throw_bad_input("unknown model shape '{}'; known shapes: {} (or give --n-embd, --n-layer, ... for a custom one)", name, known);
+}
+
+int quant_ftype(const std::string& quant) {
+  const auto it = quant_ftypes().find(quant);
+  if (it == quant_ftypes().end()) {
+    std::string known;
+    for (const auto& n : synth_quant_types()) known += (known.empty() ? "" : ", ") + n;
+    throw_bad_input("unknown quantization type '{}'; choose one of: {}", quant, known);
+  }
+  return it->second;
+}
+
+void write_initial_model(const SynthShape& shape, const SpmVocabulary& vocab, uint64_t seed, const std::string& name,
+                         const std::string& path) {
+  validate(shape);
+  write_float_model(shape, GGML_TYPE_F32, seed, path, /*with_data=*/true, &vocab, name);
 }
 
 std::vector<std::string> synth_quant_types() {

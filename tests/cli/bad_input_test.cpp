@@ -81,6 +81,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"UnwritableOutput", {"bench", "-q", "-m", "MODEL", "--output", "/nonexistent/dir/out.md"}, "--output"},
         BadCase{"UnknownShape", {"synth", "--shape", "llama-900b", "--output", "DIR/x.gguf"}, "unknown model shape"},
         BadCase{"UnknownQuant", {"synth", "-q", "q9_k", "--output", "DIR/x.gguf"}, "unknown quantization type"},
+        BadCase{"UnknownTrained", {"bench", "-q", "-m", "trained:huge"}, "unknown trained model 'huge'; known: trained:main, trained:draft"},
+        BadCase{"UnknownTrainedQuant", {"bench", "-q", "-m", "trained:main:q9_k"}, "unknown quantization type 'q9_k'"},
+        BadCase{"TrainUnknown", {"train", "huge"}, "unknown trained model 'huge'"},
         BadCase{"SynthOldDashO", {"synth", "--shape", "tiny", "-o", "DIR/x.gguf"}, "use --output"},
         BadCase{"SysinfoOutputIsNotAFormat", {"sysinfo", "--output", "json"}, "--output"},
         // -o and --output are one declaration (src/cli/shared_flags.h): every subcommand

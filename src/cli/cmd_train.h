@@ -1,0 +1,7 @@
+#pragma once
+namespace CLI {
+class App;
+}
+namespace edgeprobe::cli {
+void register_train(CLI::App& app);
+}
