@@ -97,7 +97,6 @@ fidelity::Report run_fidelity(const FidelityPlan& plan, const JobContext& contex
   const std::string model_sha = model::sha256_file(model_path);
   report.model = model_json(model_info, *model, model_sha);
 
-  if (sink) sink->progress(saving ? "computing the reference" : "scoring");
   auto progress = [sink](int done, int total) {
     if (sink) sink->units(static_cast<size_t>(done), static_cast<size_t>(total), "chunks");
   };
@@ -115,6 +114,7 @@ fidelity::Report run_fidelity(const FidelityPlan& plan, const JobContext& contex
     report.text = {{"path", h.text}, {"sha256", h.text_sha256}, {"tokens_used", stored->tokens().size()}};
     report.top_k = h.top_k;
     report.kld_lower_bound = true;
+    if (sink) sink->progress("scoring against the stored reference");
     const auto scores = fidelity::compare_stored(*model, *stored, co, report.timings, progress);
     report.summary = fidelity::summarize(scores);
   } else {
@@ -139,6 +139,7 @@ fidelity::Report run_fidelity(const FidelityPlan& plan, const JobContext& contex
       h.text = text_path;
       h.text_sha256 = report.text["sha256"];
       fidelity::ReferenceWriter writer(plan.save_reference, h, tokens);
+      if (sink) sink->progress("computing the reference");
       fidelity::save_reference(*model, tokens, chunks, co, plan.top_k, writer, report.timings, progress);
       writer.finish();
       report.saved_reference = plan.save_reference;
@@ -156,6 +157,7 @@ fidelity::Report run_fidelity(const FidelityPlan& plan, const JobContext& contex
       if (sink) sink->progress("hashing " + ref_path);
       report.reference = model_json(*ref_info, *ref, model::sha256_file(ref_path));
       report.reference["kind"] = "model";
+      if (sink) sink->progress("scoring");
       const auto scores = fidelity::compare_models(*model, *ref, tokens, chunks, co, report.timings, progress);
       report.summary = fidelity::summarize(scores);
     }
