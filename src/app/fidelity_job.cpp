@@ -115,7 +115,7 @@ fidelity::Report run_fidelity(const FidelityPlan& plan, const JobContext& contex
     report.top_k = h.top_k;
     report.kld_lower_bound = true;
     if (sink) sink->progress("scoring against the stored reference");
-    const auto scores = fidelity::compare_stored(*model, *stored, co, report.timings, progress);
+    const auto scores = fidelity::compare_stored(*model, *stored, co, report.timings, report.rest_mass_mean, progress);
     report.summary = fidelity::summarize(scores);
   } else {
     const std::string text_path = plan.text.empty() ? fidelity::default_text_path() : plan.text;

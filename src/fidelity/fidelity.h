@@ -54,9 +54,11 @@ std::vector<PositionScore> compare_models(const engine::LoadedModel& model, cons
                                           const Progress& progress = {});
 
 // Model against a stored compact reference (its tokens and chunking are the file's).
+// rest_mass_mean: the reference's mean probability outside its top k (how loose the KLD's
+// lower bound can be).
 std::vector<PositionScore> compare_stored(const engine::LoadedModel& model, ReferenceReader& ref,
                                           const engine::ContextOptions& context, Timings& timings,
-                                          const Progress& progress = {});
+                                          double& rest_mass_mean, const Progress& progress = {});
 
 // Decodes the reference over the text and writes its compact rows.
 void save_reference(const engine::LoadedModel& ref, const std::vector<engine::Token>& tokens,
@@ -86,6 +88,7 @@ struct Report {
   // Against a stored reference: the KLD is a lower bound (the rest mass is one bucket).
   bool kld_lower_bound = false;
   int top_k = 0;
+  double rest_mass_mean = 0;    // stored reference: mean P(outside its top k)
   std::string saved_reference;  // --save-reference: the file written (no comparison then)
   int64_t saved_bytes = 0;
 };

@@ -39,6 +39,7 @@ nlohmann::json to_json(const Report& r) {
   j["positions"] = s.positions;
   j["kld"] = {{"mean", s.kld.value}, {"err", s.kld.err},   {"median", s.kld_median},
               {"p99", s.kld_p99},    {"max", s.kld_max},   {"lower_bound", r.kld_lower_bound}};
+  if (r.kld_lower_bound) j["kld"]["reference_rest_mass_mean"] = r.rest_mass_mean;
   j["top1_agreement_percent"] = estimate(s.same_top, 100);
   j["delta_p_percent"] = estimate(s.delta_p, 100);
   j["ln_ppl_ratio"] = estimate(s.ln_ppl_ratio);
@@ -56,7 +57,8 @@ void write_report(const Report& r, const std::string& format, std::ostream& out)
   out << "# Fidelity\n\n";
   out << fmt::format("- model: {} ({})\n", r.model.value("path", ""), r.model.value("description", ""));
   const std::string ref_kind = r.reference.value("kind", "model");
-  out << fmt::format("- reference: {} ({}{})\n", r.reference.value("path", ""),
+  if (r.saved_reference.empty())
+    out << fmt::format("- reference: {} ({}{})\n", r.reference.value("path", ""),
                      ref_kind == "stored" ? "stored, top-" + std::to_string(r.top_k) + " of " : "",
                      r.reference.value("description", ""));
   out << fmt::format("- text: {} ({} tokens used)\n", r.text.value("path", ""), r.text.value("tokens_used", 0));
@@ -82,9 +84,9 @@ void write_report(const Report& r, const std::string& format, std::ostream& out)
   if (r.kld_lower_bound)
     out << fmt::format(
         "\nThe reference is stored compactly (top-{} plus the rest mass as one bucket): the KLD is a lower bound of "
-        "the full one (log-sum inequality); top-1, Δp and the PPLs are exact. docs/fidelity.md states the "
-        "bound's measured gap.\n",
-        r.top_k);
+        "the full one (log-sum inequality), the looser the more mass lies outside the top {} (here {:.1f} % on "
+        "average); top-1, Δp and the PPLs are exact. docs/fidelity.md states the bound's measured gap.\n",
+        r.top_k, r.top_k, 100 * r.rest_mass_mean);
 }
 
 }  // namespace edgeprobe::fidelity
