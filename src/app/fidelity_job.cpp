@@ -1,6 +1,9 @@
 #include "app/fidelity_job.h"
 
 #include <chrono>
+#include <unistd.h>
+
+#include <cstdio>
 #include <filesystem>
 
 #include "app/engine_factory.h"
@@ -8,6 +11,7 @@
 #include "core/digest.h"
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/subprocess.h"
 #include "model/gguf_info.h"
 #include "result/result.h"
 #include "workload/sweep.h"
@@ -41,6 +45,37 @@ nlohmann::json model_json(const model::GgufInfo& info, const engine::LoadedModel
 
 std::string engine_text(const EngineHandle& h) {
   return h.identity.name + " " + h.identity.commit + ", CPU variant " + h.identity.cpu_variant;
+}
+
+// A temporary file removed when it goes out of scope.
+struct TempPath {
+  std::string path;
+  ~TempPath() {
+    if (!path.empty()) std::remove(path.c_str());
+  }
+};
+
+// The reference's compact form computed by a child edgeprobe on another CPU variant.
+void save_reference_in_child(const FidelityPlan& plan, const std::string& ref_path, const std::string& text_path,
+                             int n_threads, const std::string& out, JobSink* sink) {
+  std::vector<std::string> argv = self_command();
+  argv.insert(argv.end(), {"fidelity", "-q", "-o", "json", "-m", ref_path, "--save-reference", out, "--cpu-variant",
+                           plan.reference_cpu_variant, "--text", text_path, "-c", std::to_string(plan.chunks.n_ctx),
+                           "-t", std::to_string(n_threads), "--top-k", std::to_string(plan.top_k)});
+  if (plan.chunks.n_chunks > 0) argv.insert(argv.end(), {"--chunks", std::to_string(plan.chunks.n_chunks)});
+  const int ngl = plan.reference_gpu_layers != -2 ? plan.reference_gpu_layers : plan.model_options.n_gpu_layers;
+  argv.insert(argv.end(), {"--n-gpu-layers", std::to_string(ngl)});
+  const std::string dev = plan.reference_devices != "\x01" ? plan.reference_devices : plan.model_options.devices;
+  if (!dev.empty()) argv.insert(argv.end(), {"--device", dev});
+  if (sink) sink->progress("computing the reference on CPU variant " + plan.reference_cpu_variant + " in a child");
+  SubprocessOptions o = within(24 * 3600);
+  o.own_group = false;
+  const auto r = run_subprocess(argv, o);
+  if (r.exit_code != 0) {
+    const std::string why = output_line(r.err);
+    throw Error(r.exit_code == 2 ? ErrorKind::kBadInput : ErrorKind::kEnvironment,
+                fmt::format("the reference on CPU variant {} failed: {}", plan.reference_cpu_variant, why));
+  }
 }
 
 }  // namespace
@@ -101,6 +136,19 @@ fidelity::Report run_fidelity(const FidelityPlan& plan, const JobContext& contex
     if (sink) sink->units(static_cast<size_t>(done), static_cast<size_t>(total), "chunks");
   };
 
+  TempPath child_ref;
+  if (!saving && !stored && !plan.reference_cpu_variant.empty()) {
+    const std::string text_path = plan.text.empty() ? fidelity::default_text_path() : plan.text;
+    (void)read_text(text_path);  // a bad --text is the parent's one line, not the child's
+    char name[] = "/tmp/edgeprobe-fidelity-XXXXXX";
+    const int fd = mkstemp(name);
+    if (fd < 0) throw_environment("cannot make a temporary file in /tmp for the child's reference");
+    close(fd);
+    child_ref.path = name;
+    save_reference_in_child(plan, ref_path, text_path, report.n_threads, child_ref.path, sink);
+    stored.emplace(child_ref.path);
+  }
+
   if (stored) {
     const auto& h = stored->header();
     if (h.n_vocab != model->n_vocab())
@@ -108,7 +156,9 @@ fidelity::Report run_fidelity(const FidelityPlan& plan, const JobContext& contex
     if (h.vocab_sha256 != fidelity::vocab_hash(*model))
       throw_bad_input("the stored reference's vocabulary differs from the model's (same size, other token texts)");
     report.settings = {h.n_ctx, h.n_chunks};
-    report.reference = {{"kind", "stored"},         {"path", plan.reference},       {"model_path", h.model_path},
+    report.reference = {{"kind", child_ref.path.empty() ? "stored" : "child"},
+                        {"path", child_ref.path.empty() ? plan.reference : ref_path},
+                        {"cpu_variant", plan.reference_cpu_variant},       {"model_path", h.model_path},
                         {"sha256", h.model_sha256}, {"description", h.model_desc},  {"engine", h.engine},
                         {"top_k", h.top_k},         {"n_vocab", h.n_vocab}};
     report.text = {{"path", h.text}, {"sha256", h.text_sha256}, {"tokens_used", stored->tokens().size()}};

@@ -18,6 +18,10 @@ struct FidelityPlan {
   engine::ModelOptions model_options;      // offload of the model (and of the reference, unless...)
   int reference_gpu_layers = -2;           // -2: as the model's
   std::string reference_devices = "\x01";  // "\x01": as the model's
+  // The reference computed in a child process on this ggml CPU variant (the variant is
+  // chosen once per process), stored compactly and compared against: the reference's
+  // figures are then those of a stored reference (KLD a lower bound).
+  std::string reference_cpu_variant;
   std::string save_reference;  // write the compact reference of `model` instead of comparing
   int top_k = fidelity::kDefaultTopK;
   Environment env;  // the CPU variant

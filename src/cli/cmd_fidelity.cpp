@@ -63,6 +63,8 @@ void register_fidelity(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--cpu-variant", f->plan.env.cpu_variant, "The ggml CPU variant to load (default: the best one)");
   add_gpu_options(cmd, f->gpu);
+  cmd->add_option("--reference-cpu-variant", f->plan.reference_cpu_variant,
+                  "Compute the reference on this ggml CPU variant, in a child process (stored compactly, --top-k)");
   cmd->add_option("--reference-ngl", f->reference_ngl, "The reference's own -ngl (default: the model's)")
       ->check(CLI::Range(-1, 100000));
   cmd->add_option("--reference-device", f->reference_device, "The reference's own --device (default: the model's)");

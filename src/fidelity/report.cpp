@@ -2,12 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <ostream>
 
 #include "core/error.h"
 
 namespace edgeprobe::fidelity {
 namespace {
+
+// Six decimals, or three significant digits in exponent form below 1e-4 (a CPU variant's
+// KLD is 1e-9, not 0.000000).
+std::string num(double v) { return std::fabs(v) < 1e-4 && v != 0 ? fmt::format("{:.3e}", v) : fmt::format("{:.6f}", v); }
 
 nlohmann::json estimate(const Estimate& e, double scale = 1) { return {{"value", e.value * scale}, {"err", e.err * scale}}; }
 
@@ -72,12 +77,12 @@ void write_report(const Report& r, const std::string& format, std::ostream& out)
   }
   const auto& s = r.summary;
   out << "\n| figure | value |\n|---|---|\n";
-  out << fmt::format("| mean KLD(ref ‖ model){} | {:.6f} ± {:.6f} |\n", r.kld_lower_bound ? " (lower bound)" : "",
-                     s.kld.value, s.kld.err);
-  out << fmt::format("| KLD median / p99 / max | {:.6f} / {:.6f} / {:.6f} |\n", s.kld_median, s.kld_p99, s.kld_max);
+  out << fmt::format("| mean KLD(ref ‖ model){} | {} ± {} |\n", r.kld_lower_bound ? " (lower bound)" : "",
+                     num(s.kld.value), num(s.kld.err));
+  out << fmt::format("| KLD median / p99 / max | {} / {} / {} |\n", num(s.kld_median), num(s.kld_p99), num(s.kld_max));
   out << fmt::format("| top-1 agreement | {:.3f} ± {:.3f} % |\n", 100 * s.same_top.value, 100 * s.same_top.err);
   out << fmt::format("| mean Δp (next token) | {:.3f} ± {:.3f} % |\n", 100 * s.delta_p.value, 100 * s.delta_p.err);
-  out << fmt::format("| ln(PPL/PPL_ref) | {:.6f} ± {:.6f} |\n", s.ln_ppl_ratio.value, s.ln_ppl_ratio.err);
+  out << fmt::format("| ln(PPL/PPL_ref) | {} ± {} |\n", num(s.ln_ppl_ratio.value), num(s.ln_ppl_ratio.err));
   out << fmt::format("| PPL (model) | {:.4f} ± {:.4f} |\n", s.ppl.value, s.ppl.err);
   out << fmt::format("| PPL (reference) | {:.4f} ± {:.4f} |\n", s.ppl_ref.value, s.ppl_ref.err);
   out << fmt::format("| positions scored | {} |\n", s.positions);
