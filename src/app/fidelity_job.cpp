@@ -126,6 +126,7 @@ fidelity::Report run_fidelity(const FidelityPlan& plan, const JobContext& contex
   report.n_threads = plan.n_threads > 0 ? plan.n_threads : workload::default_thread_count();
   engine::ContextOptions co;
   co.n_threads = report.n_threads;
+  co.op_offload = plan.op_offload;
   report.top_k = plan.top_k;
 
   if (sink) sink->progress("hashing " + model_path);

@@ -25,6 +25,7 @@ int run(FidelityFlags& f, const CLI::App& cmd) {
   plan.model_options.n_gpu_layers = f.gpu.n_gpu_layers;
   plan.model_options.devices = f.gpu.devices;
   plan.model_options.split_mode = "layer";
+  plan.op_offload = f.gpu.op_offload();
   plan.reference_gpu_layers = f.reference_ngl;
   plan.reference_devices = f.reference_device;
   TerminalSink sink(!f.output.quiet);
