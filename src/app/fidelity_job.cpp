@@ -61,7 +61,8 @@ void save_reference_in_child(const FidelityPlan& plan, const std::string& ref_pa
   std::vector<std::string> argv = self_command();
   argv.insert(argv.end(), {"fidelity", "-q", "-o", "json", "-m", ref_path, "--save-reference", out, "--cpu-variant",
                            plan.reference_cpu_variant, "--text", text_path, "-c", std::to_string(plan.chunks.n_ctx),
-                           "-t", std::to_string(n_threads), "--top-k", std::to_string(plan.top_k)});
+                           "-t", std::to_string(n_threads), "--top-k", std::to_string(plan.top_k), "--samples",
+                           std::to_string(plan.samples)});
   if (plan.chunks.n_chunks > 0) argv.insert(argv.end(), {"--chunks", std::to_string(plan.chunks.n_chunks)});
   const int ngl = plan.reference_gpu_layers != -2 ? plan.reference_gpu_layers : plan.model_options.n_gpu_layers;
   argv.insert(argv.end(), {"--n-gpu-layers", std::to_string(ngl)});
@@ -89,6 +90,8 @@ fidelity::Report run_fidelity(const FidelityPlan& plan, const JobContext& contex
     throw_bad_input("fidelity needs --reference REF (the f16 of the model, or a file from --save-reference)");
   if (plan.top_k < 1 || plan.top_k > fidelity::kMaxTopK)
     throw_bad_input("--top-k {} out of range 1..{}", plan.top_k, fidelity::kMaxTopK);
+  if (plan.samples < 0 || plan.samples > fidelity::kMaxSamples)
+    throw_bad_input("--samples {} out of range 0..{}", plan.samples, fidelity::kMaxSamples);
 
   // Every file checked by our own reader before llama.cpp sees it.
   ModelSet models;
@@ -164,6 +167,7 @@ fidelity::Report run_fidelity(const FidelityPlan& plan, const JobContext& contex
                         {"top_k", h.top_k},         {"n_vocab", h.n_vocab}};
     report.text = {{"path", h.text}, {"sha256", h.text_sha256}, {"tokens_used", stored->tokens().size()}};
     report.top_k = h.top_k;
+    report.samples = h.samples;
     report.kld_lower_bound = true;
     if (sink) sink->progress("scoring against the stored reference");
     const auto scores = fidelity::compare_stored(*model, *stored, co, report.timings, report.rest_mass_mean, progress);
@@ -187,13 +191,15 @@ fidelity::Report run_fidelity(const FidelityPlan& plan, const JobContext& contex
       h.n_ctx = chunks.n_ctx;
       h.n_chunks = chunks.n_chunks;
       h.top_k = plan.top_k;
+      h.samples = plan.samples;
       h.text = text_path;
       h.text_sha256 = report.text["sha256"];
       fidelity::ReferenceWriter writer(plan.save_reference, h, tokens);
       if (sink) sink->progress("computing the reference");
-      fidelity::save_reference(*model, tokens, chunks, co, plan.top_k, writer, report.timings, progress);
+      fidelity::save_reference(*model, tokens, chunks, co, plan.top_k, plan.samples, writer, report.timings, progress);
       writer.finish();
       report.saved_reference = plan.save_reference;
+      report.samples = plan.samples;
       report.saved_bytes = static_cast<int64_t>(std::filesystem::file_size(plan.save_reference));
       report.reference = {{"kind", "none"}};
     } else {

@@ -25,6 +25,7 @@ struct FidelityPlan {
   std::string reference_cpu_variant;
   std::string save_reference;  // write the compact reference of `model` instead of comparing
   int top_k = fidelity::kDefaultTopK;
+  int samples = fidelity::kDefaultSamples;
   Environment env;  // the CPU variant
 };
 

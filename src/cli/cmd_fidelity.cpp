@@ -62,6 +62,11 @@ void register_fidelity(CLI::App& app) {
   cmd->add_option("--top-k", f->plan.top_k, "--save-reference: log-probabilities kept per position")
       ->check(CLI::Range(1, fidelity::kMaxTopK))
       ->capture_default_str();
+  cmd->add_option("--samples", f->plan.samples,
+                  "--save-reference: tokens drawn per position from the mass outside the top k, for an unbiased KLD "
+                  "estimate beside the lower bound")
+      ->check(CLI::Range(0, fidelity::kMaxSamples))
+      ->capture_default_str();
   cmd->add_option("--cpu-variant", f->plan.env.cpu_variant, "The ggml CPU variant to load (default: the best one)");
   add_gpu_options(cmd, f->gpu);
   cmd->add_option("--reference-cpu-variant", f->plan.reference_cpu_variant,

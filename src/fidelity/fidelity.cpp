@@ -168,7 +168,8 @@ std::vector<PositionScore> compare_stored(const engine::LoadedModel& model, Refe
 }
 
 void save_reference(const engine::LoadedModel& ref, const std::vector<engine::Token>& tokens, const ChunkSettings& s,
-                    const engine::ContextOptions& context, int top_k, ReferenceWriter& writer, Timings& timings,
+                    const engine::ContextOptions& context, int top_k, int samples, ReferenceWriter& writer,
+                    Timings& timings,
                     const Progress& progress) {
   const auto o = chunk_context(context, s.n_ctx);
   auto ctx = ref.new_context(o);
@@ -182,8 +183,10 @@ void save_reference(const engine::LoadedModel& ref, const std::vector<engine::To
     t0 = Clock::now();
     const engine::Token* text = tokens.data() + static_cast<size_t>(c) * static_cast<size_t>(s.n_ctx);
     parallel_for(n_scored, context.n_threads, [&](int i) {
-      rows[static_cast<size_t>(i)] =
-          compact_row(ref_rows + static_cast<size_t>(i) * static_cast<size_t>(n_vocab), n_vocab, top_k, text[first + i + 1]);
+      // Seeded by the position's index in the text: the same file from the same logits.
+      const auto seed = static_cast<uint64_t>(c) * static_cast<uint64_t>(n_scored) + static_cast<uint64_t>(i);
+      rows[static_cast<size_t>(i)] = compact_row(ref_rows + static_cast<size_t>(i) * static_cast<size_t>(n_vocab), n_vocab,
+                                                 top_k, text[first + i + 1], samples, seed);
     });
     for (const auto& r : rows) writer.add(r);
     timings.score += since(t0);

@@ -62,7 +62,7 @@ std::vector<PositionScore> compare_stored(const engine::LoadedModel& model, Refe
 
 // Decodes the reference over the text and writes its compact rows.
 void save_reference(const engine::LoadedModel& ref, const std::vector<engine::Token>& tokens,
-                    const ChunkSettings& settings, const engine::ContextOptions& context, int top_k,
+                    const ChunkSettings& settings, const engine::ContextOptions& context, int top_k, int samples,
                     ReferenceWriter& writer, Timings& timings, const Progress& progress = {});
 
 // The compact reference's own error, measured: a model against a reference model scored
@@ -88,6 +88,7 @@ struct Report {
   // Against a stored reference: the KLD is a lower bound (the rest mass is one bucket).
   bool kld_lower_bound = false;
   int top_k = 0;
+  int samples = 0;              // stored reference: draws from the rest per position
   double rest_mass_mean = 0;    // stored reference: mean P(outside its top k)
   std::string saved_reference;  // --save-reference: the file written (no comparison then)
   int64_t saved_bytes = 0;

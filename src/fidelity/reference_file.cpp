@@ -22,7 +22,7 @@ nlohmann::json header_json(const ReferenceHeader& h) {
   return {{"n_vocab", h.n_vocab},       {"vocab_sha256", h.vocab_sha256}, {"architecture", h.architecture},
           {"model_sha256", h.model_sha256}, {"model_path", h.model_path}, {"model_desc", h.model_desc},
           {"engine", h.engine},         {"n_ctx", h.n_ctx},               {"n_chunks", h.n_chunks},
-          {"top_k", h.top_k},           {"text", h.text},                 {"text_sha256", h.text_sha256}};
+          {"top_k", h.top_k},           {"samples", h.samples},           {"text", h.text},                 {"text_sha256", h.text_sha256}};
 }
 
 template <typename T>
@@ -76,6 +76,14 @@ void ReferenceWriter::add(const CompactRow& row) {
   }
   put<float>(out_, row.rest);
   put<float>(out_, row.next_logp);
+  const bool none = row.sample_ids.empty();
+  if (!none && row.sample_ids.size() != static_cast<size_t>(header_.samples))
+    throw Error(ErrorKind::kBug, fmt::format("reference {}: a row of {} samples, {} expected", path_,
+                                             row.sample_ids.size(), header_.samples));
+  for (int j = 0; j < header_.samples; ++j) {
+    put<int32_t>(out_, none ? -1 : row.sample_ids[static_cast<size_t>(j)]);
+    put<float>(out_, none ? 0.f : row.sample_logp[static_cast<size_t>(j)]);
+  }
   ++rows_;
 }
 
@@ -132,6 +140,7 @@ ReferenceReader::ReferenceReader(const std::string& path) : path_(path) {
     h.n_ctx = j.at("n_ctx").get<int32_t>();
     h.n_chunks = j.at("n_chunks").get<int32_t>();
     h.top_k = j.at("top_k").get<int32_t>();
+    h.samples = j.at("samples").get<int32_t>();
     h.text = j.value("text", "");
     h.text_sha256 = j.value("text_sha256", "");
   } catch (const nlohmann::json::exception&) {
@@ -139,9 +148,10 @@ ReferenceReader::ReferenceReader(const std::string& path) : path_(path) {
   }
   const auto& h = header_;
   if (h.n_vocab < 2 || h.n_vocab > kMaxVocab || h.n_ctx < 4 || h.n_ctx > kMaxCtx || h.n_chunks < 1 ||
-      h.top_k < 1 || h.top_k > kMaxTopK || h.top_k > h.n_vocab)
-    throw_bad_input("the reference {} is damaged: its header is out of range (n_vocab {}, n_ctx {}, chunks {}, top_k {})",
-                    path, h.n_vocab, h.n_ctx, h.n_chunks, h.top_k);
+      h.top_k < 1 || h.top_k > kMaxTopK || h.top_k > h.n_vocab || h.samples < 0 || h.samples > kMaxSamples)
+    throw_bad_input(
+        "the reference {} is damaged: its header is out of range (n_vocab {}, n_ctx {}, chunks {}, top_k {}, samples {})",
+        path, h.n_vocab, h.n_ctx, h.n_chunks, h.top_k, h.samples);
   // The whole size, checked in 128-bit-safe steps before anything is allocated.
   const uint64_t n_tokens = static_cast<uint64_t>(h.n_chunks) * static_cast<uint64_t>(h.n_ctx);
   const uint64_t n_rows = static_cast<uint64_t>(h.n_chunks) * static_cast<uint64_t>(h.scored_per_chunk());
@@ -177,6 +187,22 @@ CompactRow ReferenceReader::next() {
   if (!(row.rest >= 0 && row.rest <= 1.0001f) || !(row.next_logp <= 1e-3f) || std::isnan(row.next_logp))
     throw_bad_input("the reference {} is damaged: a row's rest mass {} or ln P(next) {} is no probability", path_,
                     row.rest, row.next_logp);
+  int none = 0;
+  for (int j = 0; j < header_.samples; ++j) {
+    const auto id = get<int32_t>(p);
+    const auto lp = get<float>(p);
+    if (id == -1) {
+      ++none;
+      continue;
+    }
+    if (id < 0 || id >= header_.n_vocab || !(lp <= 1e-3f) || std::isnan(lp))
+      throw_bad_input("the reference {} is damaged: a row's sample holds id {} with ln P {}", path_, id, lp);
+    row.sample_ids.push_back(id);
+    row.sample_logp.push_back(lp);
+  }
+  if (none != 0 && none != header_.samples)
+    throw_bad_input("the reference {} is damaged: a row holds {} of {} samples", path_, header_.samples - none,
+                    header_.samples);
   return row;
 }
 

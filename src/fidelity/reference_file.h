@@ -16,13 +16,16 @@
 //   tokens: n_chunks * n_ctx  i32
 //   rows: per chunk, per scored position (n_ctx - 1 - n_ctx/2 of them):
 //         top_k x (i32 id, f32 ln P)   f32 rest mass   f32 ln P(next)
-// A row is 8 * top_k + 8 bytes (264 at k = 32). The reader checks the whole size against
+//         samples x (i32 id, f32 ln P): draws from the rest (all ids -1: none, no rest)
+// A row is 8 * (top_k + samples) + 8 bytes (392 at k = 32 and 16 samples). The reader checks the whole size against
 // the header before it allocates anything, and every id and value as it reads.
 namespace edgeprobe::fidelity {
 
 inline constexpr uint32_t kReferenceSchema = 1;
 inline constexpr int kDefaultTopK = 32;
 inline constexpr int kMaxTopK = 1024;
+inline constexpr int kDefaultSamples = 16;
+inline constexpr int kMaxSamples = 1024;
 
 struct ReferenceHeader {
   uint32_t schema = kReferenceSchema;
@@ -36,11 +39,12 @@ struct ReferenceHeader {
   int32_t n_ctx = 0;
   int32_t n_chunks = 0;
   int32_t top_k = kDefaultTopK;
+  int32_t samples = kDefaultSamples;  // draws from the rest per position
   std::string text;           // the text's path and SHA-256, as given
   std::string text_sha256;
   int32_t first() const { return n_ctx / 2; }
   int32_t scored_per_chunk() const { return n_ctx - 1 - first(); }
-  uint64_t row_bytes() const { return 8ull * static_cast<uint64_t>(top_k) + 8; }
+  uint64_t row_bytes() const { return 8ull * static_cast<uint64_t>(top_k + samples) + 8; }
 };
 
 // Writes a reference as its chunks are scored.

@@ -60,13 +60,14 @@ PositionScore score_full(const float* ref, const float* model, int n_vocab, int3
   const double lse_q = mq + log_sum_exp(model, n_vocab, mq);
   PositionScore s;
   s.kld = weighted / sr + (lse_q - lse_r);
+  s.kld_sampled = s.kld;
   s.same_top = top_r == top_q;
   s.nll = lse_q - model[next];
   s.nll_ref = lse_r - ref[next];
   return s;
 }
 
-CompactRow compact_row(const float* ref, int n_vocab, int top_k, int32_t next) {
+CompactRow compact_row(const float* ref, int n_vocab, int top_k, int32_t next, int samples, uint64_t seed) {
   const int k = std::clamp(top_k, 1, n_vocab);
   const auto [mr, top] = max_first(ref, n_vocab);
   (void)top;
@@ -84,6 +85,36 @@ CompactRow compact_row(const float* ref, int n_vocab, int top_k, int32_t next) {
   for (auto it = order.begin() + k; it != order.end(); ++it) rest += std::exp(ref[*it] - lse);
   row.rest = static_cast<float>(std::min(1.0, rest));
   row.next_logp = static_cast<float>(ref[next] - lse);
+  if (samples > 0 && rest > 0 && k < n_vocab) {
+    // Sorted uniforms over [0, rest), walked once along the rest's cumulative mass.
+    uint64_t state = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+    auto next_u = [&state] {  // splitmix64
+      uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      return static_cast<double>((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+    };
+    std::vector<double> u(static_cast<size_t>(samples));
+    for (auto& x : u) x = next_u() * rest;
+    std::sort(u.begin(), u.end());
+    double cum = 0;
+    size_t j = 0;
+    auto it = order.begin() + k;
+    int32_t last = *it;
+    for (; it != order.end() && j < u.size(); ++it) {
+      cum += std::exp(ref[*it] - lse);
+      last = *it;
+      while (j < u.size() && u[j] < cum) {
+        row.sample_ids.push_back(*it);
+        row.sample_logp.push_back(static_cast<float>(ref[*it] - lse));
+        ++j;
+      }
+    }
+    for (; j < u.size(); ++j) {  // rounding left the last uniforms past the sum
+      row.sample_ids.push_back(last);
+      row.sample_logp.push_back(static_cast<float>(ref[last] - lse));
+    }
+  }
   return row;
 }
 
@@ -96,6 +127,7 @@ PositionScore score_compact(const CompactRow& ref, const float* model, int n_voc
     const double lq = model[ref.ids[j]] - lse_q;
     kld += std::exp(static_cast<double>(ref.logp[j])) * (ref.logp[j] - lq);
   }
+  double sampled = kld;
   if (ref.rest > 0) {
     // Q(rest) summed over the tokens outside the reference's top k, not 1 - Q(top k): a
     // rest of 1e-9 would be lost in that difference.
@@ -106,8 +138,18 @@ PositionScore score_compact(const CompactRow& ref, const float* model, int n_voc
       if (!in_top[static_cast<size_t>(i)]) q_rest += std::exp(model[i] - lse_q);
     q_rest = std::max(q_rest, 1e-300);
     kld += ref.rest * (std::log(static_cast<double>(ref.rest)) - std::log(q_rest));
+    if (ref.sample_ids.empty()) {
+      sampled = kld;
+    } else {
+      // P(rest) E_{i ~ P|rest}[ln P_i - ln Q_i], the expectation by the samples' mean.
+      double mean = 0;
+      for (size_t j = 0; j < ref.sample_ids.size(); ++j)
+        mean += ref.sample_logp[j] - (model[ref.sample_ids[j]] - lse_q);
+      sampled += ref.rest * mean / static_cast<double>(ref.sample_ids.size());
+    }
   }
   s.kld = kld;
+  s.kld_sampled = sampled;
   s.same_top = !ref.ids.empty() && ref.ids[0] == top_q;
   s.nll = lse_q - model[next];
   s.nll_ref = -static_cast<double>(ref.next_logp);
@@ -129,13 +171,14 @@ Summary summarize(const std::vector<PositionScore>& scores) {
   const auto n = static_cast<int64_t>(scores.size());
   out.positions = n;
   if (n == 0) return out;
-  Moments kld, nll, nll_ref, dp;
+  Moments kld, kld_sampled, nll, nll_ref, dp;
   double nll_cross = 0;
   int64_t same = 0;
   std::vector<double> klds;
   klds.reserve(scores.size());
   for (const auto& s : scores) {
     kld.add(s.kld);
+    kld_sampled.add(s.kld_sampled);
     nll.add(s.nll);
     nll_ref.add(s.nll_ref);
     nll_cross += s.nll * s.nll_ref;
@@ -146,6 +189,7 @@ Summary summarize(const std::vector<PositionScore>& scores) {
   std::sort(klds.begin(), klds.end());
   const double dn = static_cast<double>(n);
   out.kld = mean_err(kld, n);
+  out.kld_sampled = mean_err(kld_sampled, n);
   out.kld_median = klds.size() % 2 == 0 ? 0.5 * (klds[klds.size() / 2] + klds[klds.size() / 2 - 1]) : klds[klds.size() / 2];
   out.kld_p99 = percentile(klds, 0.99);
   out.kld_max = klds.back();

@@ -15,8 +15,6 @@
 
 using namespace edgeprobe::test_support;
 
-namespace {
-
 struct Pair {
   const char* name;
   const char* model;
@@ -30,6 +28,8 @@ const Pair kPairs[] = {
     {"tiny_q4_k_m_vs_f16", "synth:tiny:q4_k_m", "synth:tiny:f16", "", 256, 8},
     {"tiny_q3_k_m_vs_f16", "synth:tiny:q3_k_m", "synth:tiny:f16", "", 256, 8},
 };
+
+namespace {
 
 struct LlamaFigures {
   double kld = NAN, top1 = NAN;
@@ -52,9 +52,9 @@ nlohmann::json fidelity_json(const std::vector<std::string>& args) {
   return nlohmann::json::parse(r.out);
 }
 
-class AgainstLlamaPerplexity : public ::testing::TestWithParam<Pair> {};
-
 }  // namespace
+
+class AgainstLlamaPerplexity : public ::testing::TestWithParam<Pair> {};
 
 TEST_P(AgainstLlamaPerplexity, MeanKldWithin3PercentTopOneWithinHalfAPoint) {
   const Pair& p = GetParam();
@@ -99,7 +99,7 @@ TEST(FidelityCompactReference, SavedThenComparedAgreesWithTheFullReference) {
   const auto saved = fidelity_json({"-m", "synth:tiny:f16", "--save-reference", ref, "-c", "128", "--chunks", "4"});
   const int positions = 4 * (128 - 1 - 64);
   EXPECT_EQ(saved["saved_reference"]["bytes"].get<int64_t>(), static_cast<int64_t>(std::filesystem::file_size(ref)));
-  EXPECT_LT(saved["saved_reference"]["bytes"].get<int64_t>(), positions * (8 * 32 + 8) + 4 * 128 * 4 + 4096);
+  EXPECT_LT(saved["saved_reference"]["bytes"].get<int64_t>(), positions * (8 * (32 + 16) + 8) + 4 * 128 * 4 + 4096);
   const auto full = fidelity_json({"-m", "synth:tiny:q4_k_m", "--reference", "synth:tiny:f16", "-c", "128", "--chunks", "4"});
   const auto compact = fidelity_json({"-m", "synth:tiny:q4_k_m", "--reference", ref});
   EXPECT_TRUE(compact["kld"]["lower_bound"].get<bool>());
@@ -109,6 +109,9 @@ TEST(FidelityCompactReference, SavedThenComparedAgreesWithTheFullReference) {
   EXPECT_NEAR(compact["ln_ppl_ratio"]["value"].get<double>(), full["ln_ppl_ratio"]["value"].get<double>(), 1e-5);
   EXPECT_LE(compact["kld"]["mean"].get<double>(), full["kld"]["mean"].get<double>() * (1 + 1e-6));
   EXPECT_GT(compact["kld"]["mean"].get<double>(), 0);
+  // The sampled estimate: unbiased, so within a few of its standard errors of the full KLD.
+  const double est = compact["kld"]["sampled_estimate"]["value"], est_err = compact["kld"]["sampled_estimate"]["err"];
+  EXPECT_NEAR(est, full["kld"]["mean"].get<double>(), 5 * est_err + 0.1 * full["kld"]["mean"].get<double>());
 }
 
 TEST(FidelityBadInput, OneLineExitTwo) {

@@ -23,6 +23,7 @@ ReferenceHeader small_header() {
   h.n_ctx = 8;
   h.n_chunks = 2;
   h.top_k = 3;
+  h.samples = 2;
   return h;
 }
 
@@ -33,7 +34,8 @@ std::string write_small(const TempDir& dir) {
   for (int i = 0; i < 16; ++i) tokens[static_cast<size_t>(i)] = i % 10;
   ReferenceWriter w(path, h, tokens);
   for (int r = 0; r < 2 * h.scored_per_chunk(); ++r) {
-    CompactRow row{{r % 10, 1, 2}, {-0.5f, -1.5f, -2.5f}, 0.1f, -1.5f};
+    CompactRow row{{r % 10, 1, 2}, {-0.5f, -1.5f, -2.5f}, 0.1f, -1.5f, {5, 6}, {-3.f, -4.f}};
+    if (r == 1) row.sample_ids.clear(), row.sample_logp.clear();  // a row without a rest
     w.add(row);
   }
   w.finish();
@@ -70,12 +72,15 @@ TEST(ReferenceFile, RoundTripAndStatedSize) {
   ReferenceReader r(path);
   EXPECT_EQ(r.header().n_ctx, 8);
   EXPECT_EQ(r.header().top_k, 3);
-  EXPECT_EQ(r.header().row_bytes(), 8u * 3 + 8);
+  EXPECT_EQ(r.header().samples, 2);
+  EXPECT_EQ(r.header().row_bytes(), 8u * (3 + 2) + 8);
   EXPECT_EQ(r.tokens().size(), 16u);
   const auto row = r.next();
   EXPECT_EQ(row.ids, (std::vector<int32_t>{0, 1, 2}));
   EXPECT_FLOAT_EQ(row.rest, 0.1f);
   EXPECT_FLOAT_EQ(row.next_logp, -1.5f);
+  EXPECT_EQ(row.sample_ids, (std::vector<int32_t>{5, 6}));
+  EXPECT_EQ(r.next().sample_ids.size(), 0u);
 }
 
 TEST(ReferenceFile, TruncatedOrExtendedIsOneLine) {
@@ -113,6 +118,7 @@ TEST(ReferenceFile, HostileHeaderAndRowsAreRefused) {
   EXPECT_FALSE(patched("\"n_ctx\":8", "\"n_ctx\":9").empty());
   EXPECT_NE(patched("\"top_k\":3", "\"top_k\":300000").find("out of range"), std::string::npos);
   EXPECT_NE(patched("\"n_vocab\":10,", "").find("lacks a field"), std::string::npos);
+  EXPECT_NE(patched("\"samples\":2", "\"samples\":-1").find("out of range"), std::string::npos);
   EXPECT_FALSE(patched("\"top_k\":3", "\"top_k\":-3").empty());
   EXPECT_FALSE(patched("\"n_vocab\":10", "\"n_vocab\":\"x\"").empty());
   {
@@ -132,16 +138,25 @@ TEST(ReferenceFile, HostileHeaderAndRowsAreRefused) {
   // A row with an id out of the vocabulary (the first row's first id, after the tokens).
   {
     std::string b = bytes;
-    const size_t row0 = b.size() - 2 * 3 * (8 * 3 + 8);
+    const size_t row0 = b.size() - 2 * 3 * (8 * 5 + 8);
     const int32_t bad = 99;
     std::memcpy(b.data() + row0, &bad, 4);
     put_bytes(path, b);
     EXPECT_NE(error_of(path).find("id 99"), std::string::npos);
   }
+  // A sample out of the vocabulary (the first row's first sample, after its top k and two floats).
+  {
+    std::string b = bytes;
+    const size_t sample0 = b.size() - 2 * 3 * (8 * 5 + 8) + 8 * 3 + 8;
+    const int32_t bad = 10;
+    std::memcpy(b.data() + sample0, &bad, 4);
+    put_bytes(path, b);
+    EXPECT_NE(error_of(path).find("sample holds id 10"), std::string::npos);
+  }
   // A token out of the vocabulary.
   {
     std::string b = bytes;
-    const size_t tok0 = b.size() - 2 * 3 * (8 * 3 + 8) - 16 * 4;
+    const size_t tok0 = b.size() - 2 * 3 * (8 * 5 + 8) - 16 * 4;
     const int32_t bad = -1;
     std::memcpy(b.data() + tok0, &bad, 4);
     put_bytes(path, b);
