@@ -50,6 +50,9 @@ struct ContextOptions {
   // Room for a scratch sequence beside the cache's own, so that a tail of the cache can be
   // saved and appended (save_tail/restore_tail: a later turn's KV delta).
   bool tail_states = false;
+  // Independent sequences decoded side by side (decode_scoring), each with n_ctx / n_seqs
+  // cells of the cache, as llama-perplexity runs several chunks per batch.
+  int n_seqs = 1;
 };
 
 struct ChatMessage {
@@ -194,13 +197,16 @@ class Context {
   // Greedy pick from the logits of the last decoded token.
   virtual Token argmax_last() const = 0;
 
-  // Scoring, as llama-perplexity does it: empties the cache, decodes `tokens` from position
-  // 0 and keeps the logits of every position from `first` on. Returns them, row r (n_vocab
-  // floats) for position first + r, valid until the next call on this context; null when
-  // the engine cannot (Capabilities::logits).
-  virtual const float* decode_scoring(const std::vector<Token>& tokens, int first) {
+  // Scoring, as llama-perplexity does it: empties the cache, decodes `tokens` as n_seqs
+  // sequences of equal length L (each its own sequence from position 0; the context made
+  // with ContextOptions::n_seqs >= n_seqs) and keeps the logits of every position from
+  // `first` on. Returns them, sequence by sequence: row s * (L - first) + r (n_vocab floats)
+  // for position first + r of sequence s, valid until the next call on this context; null
+  // when the engine cannot (Capabilities::logits).
+  virtual const float* decode_scoring(const std::vector<Token>& tokens, int first, int n_seqs = 1) {
     (void)tokens;
     (void)first;
+    (void)n_seqs;
     return nullptr;
   }
 

@@ -32,12 +32,19 @@ void parallel_for(int n, int n_threads, const Fn& fn) {
   for (auto& w : workers) w.join();
 }
 
-engine::ContextOptions chunk_context(engine::ContextOptions o, int n_ctx) {
-  // One sequence of n_ctx positions decoded as one logical batch, so the scored rows are
+// llama-perplexity's default logical batch: it decodes 2048 / c chunks side by side, each
+// its own sequence (larger matrix products than one chunk at a time: x1.46 slower without).
+constexpr int kBatchTokens = 2048;
+
+int chunks_per_batch(const ChunkSettings& s) { return std::clamp(kBatchTokens / s.n_ctx, 1, std::max(1, s.n_chunks)); }
+
+engine::ContextOptions chunk_context(engine::ContextOptions o, int n_ctx, int n_seqs) {
+  // n_seqs sequences of n_ctx positions decoded as one logical batch, so the scored rows are
   // llama.cpp's own output buffer (llama-perplexity's n_batch >= n_ctx case).
-  o.n_ctx = n_ctx;
-  o.n_batch = n_ctx;
-  o.n_ubatch = std::min(o.n_ubatch, n_ctx);
+  o.n_ctx = n_ctx * n_seqs;
+  o.n_batch = n_ctx * n_seqs;
+  o.n_ubatch = std::min(o.n_ubatch, o.n_batch);
+  o.n_seqs = n_seqs;
   // Two contexts take turns, and the scoring runs between them: a threadpool that polled
   // after its graph would spin against the other's work (x1.3-1.6 slower than
   // llama-perplexity on 2 busy cores, measured); threads sleep when done.
@@ -45,17 +52,25 @@ engine::ContextOptions chunk_context(engine::ContextOptions o, int n_ctx) {
   return o;
 }
 
-// The chunk as decoded: BOS in place of its first token when the model adds one.
-std::vector<engine::Token> chunk_at(const engine::LoadedModel& model, const std::vector<engine::Token>& tokens,
-                                    int chunk, int n_ctx) {
+// The output row of scored position i of the k-th chunk of a batch: each chunk has
+// n_ctx - first output rows, the last (no next token to score) unused.
+size_t out_row(int k, int i, const ChunkSettings& s) {
+  return static_cast<size_t>(k) * static_cast<size_t>(s.n_ctx - s.first()) + static_cast<size_t>(i);
+}
+
+// Chunks [chunk, chunk + n) as decoded: BOS in place of each one's first token when the
+// model adds one.
+std::vector<engine::Token> chunks_at(const engine::LoadedModel& model, const std::vector<engine::Token>& tokens,
+                                     int chunk, int n, int n_ctx) {
   const auto begin = tokens.begin() + static_cast<std::ptrdiff_t>(chunk) * n_ctx;
-  std::vector<engine::Token> c(begin, begin + n_ctx);
-  if (model.adds_bos() && model.bos_token() >= 0) c[0] = model.bos_token();
+  std::vector<engine::Token> c(begin, begin + static_cast<std::ptrdiff_t>(n) * n_ctx);
+  if (model.adds_bos() && model.bos_token() >= 0)
+    for (int k = 0; k < n; ++k) c[static_cast<size_t>(k) * static_cast<size_t>(n_ctx)] = model.bos_token();
   return c;
 }
 
-const float* decode_or_refuse(engine::Context& ctx, const std::vector<engine::Token>& chunk, int first) {
-  const float* rows = ctx.decode_scoring(chunk, first);
+const float* decode_or_refuse(engine::Context& ctx, const std::vector<engine::Token>& chunks, int first, int n = 1) {
+  const float* rows = ctx.decode_scoring(chunks, first, n);
   if (!rows) throw_bad_input("this engine gives no logits: fidelity runs on the in-process llama.cpp engine");
   return rows;
 }
@@ -106,28 +121,31 @@ std::vector<PositionScore> compare_models(const engine::LoadedModel& model, cons
                                           const std::vector<engine::Token>& tokens, const ChunkSettings& s,
                                           const engine::ContextOptions& context, Timings& timings,
                                           const Progress& progress) {
-  const auto o = chunk_context(context, s.n_ctx);
+  const int group = chunks_per_batch(s);
+  const auto o = chunk_context(context, s.n_ctx, group);
   auto model_ctx = model.new_context(o);
   auto ref_ctx = ref.new_context(o);
   const int n_vocab = model.n_vocab(), first = s.first(), n_scored = s.scored_per_chunk();
   std::vector<PositionScore> scores(static_cast<size_t>(s.n_chunks) * static_cast<size_t>(n_scored));
-  for (int c = 0; c < s.n_chunks; ++c) {
-    const auto chunk = chunk_at(model, tokens, c, s.n_ctx);
+  for (int c0 = 0; c0 < s.n_chunks; c0 += group) {
+    const int n = std::min(group, s.n_chunks - c0);
+    const auto chunks = chunks_at(model, tokens, c0, n, s.n_ctx);
     auto t0 = Clock::now();
-    const float* ref_rows = decode_or_refuse(*ref_ctx, chunk, first);
+    const float* ref_rows = decode_or_refuse(*ref_ctx, chunks, first, n);
     timings.decode_ref += since(t0);
     t0 = Clock::now();
-    const float* model_rows = decode_or_refuse(*model_ctx, chunk, first);
+    const float* model_rows = decode_or_refuse(*model_ctx, chunks, first, n);
     timings.decode_model += since(t0);
     t0 = Clock::now();
-    PositionScore* out = scores.data() + static_cast<size_t>(c) * static_cast<size_t>(n_scored);
-    const engine::Token* text = tokens.data() + static_cast<size_t>(c) * static_cast<size_t>(s.n_ctx);
-    parallel_for(n_scored, context.n_threads, [&](int i) {
-      const size_t row = static_cast<size_t>(i) * static_cast<size_t>(n_vocab);
-      out[i] = score_full(ref_rows + row, model_rows + row, n_vocab, text[first + i + 1]);
+    PositionScore* out = scores.data() + static_cast<size_t>(c0) * static_cast<size_t>(n_scored);
+    parallel_for(n * n_scored, context.n_threads, [&](int idx) {
+      const int k = idx / n_scored, i = idx % n_scored;
+      const size_t row = out_row(k, i, s) * static_cast<size_t>(n_vocab);
+      const engine::Token next = tokens[static_cast<size_t>(c0 + k) * static_cast<size_t>(s.n_ctx) + static_cast<size_t>(first + i + 1)];
+      out[idx] = score_full(ref_rows + row, model_rows + row, n_vocab, next);
     });
     timings.score += since(t0);
-    if (progress) progress(c + 1, s.n_chunks);
+    if (progress) progress(c0 + n, s.n_chunks);
   }
   return scores;
 }
@@ -136,32 +154,35 @@ std::vector<PositionScore> compare_stored(const engine::LoadedModel& model, Refe
                                           const engine::ContextOptions& context, Timings& timings,
                                           double& rest_mass_mean, const Progress& progress) {
   const auto& h = ref.header();
-  double rest_sum = 0;
   ChunkSettings s{h.n_ctx, h.n_chunks};
-  const auto o = chunk_context(context, s.n_ctx);
+  double rest_sum = 0;
+  const int group = chunks_per_batch(s);
+  const auto o = chunk_context(context, s.n_ctx, group);
   auto model_ctx = model.new_context(o);
   const int n_vocab = model.n_vocab(), first = s.first(), n_scored = s.scored_per_chunk();
   const auto& tokens = ref.tokens();
   std::vector<PositionScore> scores(static_cast<size_t>(s.n_chunks) * static_cast<size_t>(n_scored));
-  std::vector<CompactRow> rows(static_cast<size_t>(n_scored));
-  for (int c = 0; c < s.n_chunks; ++c) {
-    for (auto& r : rows) {
-      r = ref.next();
-      rest_sum += r.rest;
+  std::vector<CompactRow> rows(static_cast<size_t>(group) * static_cast<size_t>(n_scored));
+  for (int c0 = 0; c0 < s.n_chunks; c0 += group) {
+    const int n = std::min(group, s.n_chunks - c0);
+    for (int r = 0; r < n * n_scored; ++r) {
+      rows[static_cast<size_t>(r)] = ref.next();
+      rest_sum += rows[static_cast<size_t>(r)].rest;
     }
-    const auto chunk = chunk_at(model, tokens, c, s.n_ctx);
+    const auto chunks = chunks_at(model, tokens, c0, n, s.n_ctx);
     auto t0 = Clock::now();
-    const float* model_rows = decode_or_refuse(*model_ctx, chunk, first);
+    const float* model_rows = decode_or_refuse(*model_ctx, chunks, first, n);
     timings.decode_model += since(t0);
     t0 = Clock::now();
-    PositionScore* out = scores.data() + static_cast<size_t>(c) * static_cast<size_t>(n_scored);
-    const engine::Token* text = tokens.data() + static_cast<size_t>(c) * static_cast<size_t>(s.n_ctx);
-    parallel_for(n_scored, context.n_threads, [&](int i) {
-      out[i] = score_compact(rows[static_cast<size_t>(i)], model_rows + static_cast<size_t>(i) * static_cast<size_t>(n_vocab),
-                             n_vocab, text[first + i + 1]);
+    PositionScore* out = scores.data() + static_cast<size_t>(c0) * static_cast<size_t>(n_scored);
+    parallel_for(n * n_scored, context.n_threads, [&](int idx) {
+      const int k = idx / n_scored, i = idx % n_scored;
+      const engine::Token next = tokens[static_cast<size_t>(c0 + k) * static_cast<size_t>(s.n_ctx) + static_cast<size_t>(first + i + 1)];
+      out[idx] = score_compact(rows[static_cast<size_t>(idx)], model_rows + out_row(k, i, s) * static_cast<size_t>(n_vocab),
+                               n_vocab, next);
     });
     timings.score += since(t0);
-    if (progress) progress(c + 1, s.n_chunks);
+    if (progress) progress(c0 + n, s.n_chunks);
   }
   rest_mass_mean = scores.empty() ? 0 : rest_sum / static_cast<double>(scores.size());
   return scores;
@@ -169,41 +190,43 @@ std::vector<PositionScore> compare_stored(const engine::LoadedModel& model, Refe
 
 void save_reference(const engine::LoadedModel& ref, const std::vector<engine::Token>& tokens, const ChunkSettings& s,
                     const engine::ContextOptions& context, int top_k, int samples, ReferenceWriter& writer,
-                    Timings& timings,
-                    const Progress& progress) {
-  const auto o = chunk_context(context, s.n_ctx);
+                    Timings& timings, const Progress& progress) {
+  const int group = chunks_per_batch(s);
+  const auto o = chunk_context(context, s.n_ctx, group);
   auto ctx = ref.new_context(o);
   const int n_vocab = ref.n_vocab(), first = s.first(), n_scored = s.scored_per_chunk();
-  std::vector<CompactRow> rows(static_cast<size_t>(n_scored));
-  for (int c = 0; c < s.n_chunks; ++c) {
-    const auto chunk = chunk_at(ref, tokens, c, s.n_ctx);
+  std::vector<CompactRow> rows(static_cast<size_t>(group) * static_cast<size_t>(n_scored));
+  for (int c0 = 0; c0 < s.n_chunks; c0 += group) {
+    const int n = std::min(group, s.n_chunks - c0);
+    const auto chunks = chunks_at(ref, tokens, c0, n, s.n_ctx);
     auto t0 = Clock::now();
-    const float* ref_rows = decode_or_refuse(*ctx, chunk, first);
+    const float* ref_rows = decode_or_refuse(*ctx, chunks, first, n);
     timings.decode_ref += since(t0);
     t0 = Clock::now();
-    const engine::Token* text = tokens.data() + static_cast<size_t>(c) * static_cast<size_t>(s.n_ctx);
-    parallel_for(n_scored, context.n_threads, [&](int i) {
+    parallel_for(n * n_scored, context.n_threads, [&](int idx) {
+      const int k = idx / n_scored, i = idx % n_scored;
+      const engine::Token next = tokens[static_cast<size_t>(c0 + k) * static_cast<size_t>(s.n_ctx) + static_cast<size_t>(first + i + 1)];
       // Seeded by the position's index in the text: the same file from the same logits.
-      const auto seed = static_cast<uint64_t>(c) * static_cast<uint64_t>(n_scored) + static_cast<uint64_t>(i);
-      rows[static_cast<size_t>(i)] = compact_row(ref_rows + static_cast<size_t>(i) * static_cast<size_t>(n_vocab), n_vocab,
-                                                 top_k, text[first + i + 1], samples, seed);
+      const auto seed = static_cast<uint64_t>(c0) * static_cast<uint64_t>(n_scored) + static_cast<uint64_t>(idx);
+      rows[static_cast<size_t>(idx)] = compact_row(ref_rows + out_row(k, i, s) * static_cast<size_t>(n_vocab), n_vocab,
+                                                   top_k, next, samples, seed);
     });
-    for (const auto& r : rows) writer.add(r);
+    for (int r = 0; r < n * n_scored; ++r) writer.add(rows[static_cast<size_t>(r)]);
     timings.score += since(t0);
-    if (progress) progress(c + 1, s.n_chunks);
+    if (progress) progress(c0 + n, s.n_chunks);
   }
 }
 
 CompactError measure_compact_error(const engine::LoadedModel& model, const engine::LoadedModel& ref,
                                    const std::vector<engine::Token>& tokens, const ChunkSettings& s,
                                    const engine::ContextOptions& context, int top_k) {
-  const auto o = chunk_context(context, s.n_ctx);
+  const auto o = chunk_context(context, s.n_ctx, 1);
   auto model_ctx = model.new_context(o);
   auto ref_ctx = ref.new_context(o);
   const int n_vocab = model.n_vocab(), first = s.first(), n_scored = s.scored_per_chunk();
   std::vector<PositionScore> full, compact;
   for (int c = 0; c < s.n_chunks; ++c) {
-    const auto chunk = chunk_at(model, tokens, c, s.n_ctx);
+    const auto chunk = chunks_at(model, tokens, c, 1, s.n_ctx);
     const float* ref_rows = decode_or_refuse(*ref_ctx, chunk, first);
     const float* model_rows = decode_or_refuse(*model_ctx, chunk, first);
     const engine::Token* text = tokens.data() + static_cast<size_t>(c) * static_cast<size_t>(s.n_ctx);
