@@ -32,7 +32,7 @@ const Pair kPairs[] = {
 namespace {
 
 struct LlamaFigures {
-  double kld = NAN, top1 = NAN;
+  double kld = NAN, top1 = NAN, ppl = NAN;
 };
 
 // "Mean    KLD:   0.031973 ±   0.000572" and "Same top p: 56.746 ± 3.127 %".
@@ -41,6 +41,7 @@ LlamaFigures parse_llama_perplexity(const std::string& out) {
   std::smatch m;
   if (std::regex_search(out, m, std::regex(R"(Mean\s+KLD:\s+([-0-9.eE+]+))"))) f.kld = std::stod(m[1]);
   if (std::regex_search(out, m, std::regex(R"(Same top p:\s+([-0-9.eE+]+))"))) f.top1 = std::stod(m[1]);
+  if (std::regex_search(out, m, std::regex(R"(Mean PPL\(Q\)\s+:\s+([-0-9.eE+]+))"))) f.ppl = std::stod(m[1]);
   return f;
 }
 
@@ -82,6 +83,9 @@ TEST_P(AgainstLlamaPerplexity, MeanKldWithin3PercentTopOneWithinHalfAPoint) {
   EXPECT_EQ(ours["positions"].get<int>(), p.chunks * (p.n_ctx - 1 - p.n_ctx / 2));
   EXPECT_NEAR(kld, theirs.kld, 0.03 * theirs.kld) << "edgeprobe " << kld << ", llama-perplexity " << theirs.kld;
   EXPECT_NEAR(top1, theirs.top1, 0.5) << "edgeprobe " << top1 << ", llama-perplexity " << theirs.top1;
+  // Each scored row against its own next token: a row off by one position would move the
+  // perplexity far more than the KLD (which compares the two models' rows alike).
+  EXPECT_NEAR(ours["ppl"]["value"].get<double>(), theirs.ppl, 1e-3 * theirs.ppl);
   RecordProperty("kld_edgeprobe", std::to_string(kld));
   RecordProperty("kld_llama_perplexity", std::to_string(theirs.kld));
   RecordProperty("top1_edgeprobe", std::to_string(top1));
