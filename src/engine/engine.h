@@ -50,6 +50,9 @@ struct ContextOptions {
   // Room for a scratch sequence beside the cache's own, so that a tail of the cache can be
   // saved and appended (save_tail/restore_tail: a later turn's KV delta).
   bool tail_states = false;
+  // Independent sequences decoded side by side (decode_scoring), each with n_ctx / n_seqs
+  // cells of the cache, as llama-perplexity runs several chunks per batch.
+  int n_seqs = 1;
 };
 
 struct ChatMessage {
@@ -73,6 +76,8 @@ struct Capabilities {
   // The model runs in this process, so its load time, threads and peak RSS are this
   // process's to measure. Not so behind an HTTP server: those figures are the server's.
   bool in_process = true;
+  // Context::decode_scoring gives the logits of every scored position (fidelity).
+  bool logits = false;
   nlohmann::json to_json() const;
 };
 
@@ -138,6 +143,12 @@ class LoadedModel {
   virtual std::string token_to_piece(Token token) const = 0;
   virtual bool is_end_of_generation(Token token) const = 0;
   virtual int32_t n_vocab() const = 0;
+  // The vocabulary entry's own text (special tokens included), "" when the engine cannot
+  // say: how fidelity checks that a reference shares the model's vocabulary.
+  virtual std::string token_text(Token token) const {
+    (void)token;
+    return "";
+  }
   virtual Token bos_token() const = 0;  // -1 when the vocabulary has none
   virtual bool adds_bos() const = 0;
   virtual std::string description() const = 0;
@@ -185,6 +196,19 @@ class Context {
   virtual int32_t n_past() const = 0;  // tokens in the cache
   // Greedy pick from the logits of the last decoded token.
   virtual Token argmax_last() const = 0;
+
+  // Scoring, as llama-perplexity does it: empties the cache, decodes `tokens` as n_seqs
+  // sequences of equal length L (each its own sequence from position 0; the context made
+  // with ContextOptions::n_seqs >= n_seqs) and keeps the logits of every position from
+  // `first` on. Returns them, sequence by sequence: row s * (L - first) + r (n_vocab floats)
+  // for position first + r of sequence s, valid until the next call on this context; null
+  // when the engine cannot (Capabilities::logits).
+  virtual const float* decode_scoring(const std::vector<Token>& tokens, int first, int n_seqs = 1) {
+    (void)tokens;
+    (void)first;
+    (void)n_seqs;
+    return nullptr;
+  }
 
   // Drops n_discard tokens after the first n_keep and moves the rest down, as llama.cpp's
   // context shift does; false when the engine cannot (Capabilities::context_shift).

@@ -67,6 +67,7 @@ class LlamaContext : public Context {
   int32_t n_ctx() const override { return static_cast<int32_t>(llama_n_ctx(ctx_)); }
   int32_t n_past() const override { return llama_memory_seq_pos_max(llama_get_memory(ctx_), 0) + 1; }
   Token argmax_last() const override;
+  const float* decode_scoring(const std::vector<Token>& tokens, int first, int n_seqs) override;
   bool shift(int n_keep, int n_discard) override;
   std::vector<uint8_t> save_state() const override;
   bool restore_state(const std::vector<uint8_t>& state) override;
@@ -80,6 +81,8 @@ class LlamaContext : public Context {
   llama_context* ctx_ = nullptr;
   ggml_threadpool* threadpool_ = nullptr;
   int n_batch_;
+  std::vector<float> scored_;  // decode_scoring's rows when they took several batches
+  int n_seq_max_ = 1;
 };
 
 class LlamaModel : public LoadedModel {
@@ -95,6 +98,11 @@ class LlamaModel : public LoadedModel {
   std::string token_to_piece(Token token) const override;
   bool is_end_of_generation(Token token) const override { return llama_vocab_is_eog(vocab(), token); }
   int32_t n_vocab() const override { return llama_vocab_n_tokens(vocab()); }
+  std::string token_text(Token token) const override {
+    if (token < 0 || token >= n_vocab()) return "";
+    const char* t = llama_vocab_get_text(vocab(), token);
+    return t ? t : "";
+  }
   Token bos_token() const override { return llama_vocab_bos(vocab()); }
   bool adds_bos() const override { return llama_vocab_get_add_bos(vocab()); }
   std::string description() const override;
@@ -224,6 +232,8 @@ LlamaContext::LlamaContext(const LlamaModel& model, llama_model* raw_model, cons
     params.n_seq_max = 2;
     params.kv_unified = true;
   }
+  if (o.n_seqs > 1 && !o.tail_states) params.n_seq_max = static_cast<uint32_t>(o.n_seqs);  // a cache split per sequence
+  n_seq_max_ = static_cast<int>(params.n_seq_max);
   const size_t mark = captured_log().size();
   ctx_ = llama_init_from_model(raw_model, params);
   if (!ctx_) {
@@ -279,6 +289,49 @@ void LlamaContext::decode_one(Token token) {
   llama_batch batch = llama_batch_get_one(&token, 1);
   if (const int rc = llama_decode(ctx_, batch); rc != 0) throw_decode_failure(rc, n_past());
   llama_synchronize(ctx_);
+}
+
+// Sequences side by side, positions 0.. each, outputs from `first` on: the batches
+// llama-perplexity's --kl-divergence builds for n_batch / n_ctx chunks. With one batch the
+// rows are llama.cpp's own output buffer (no copy); with several they are gathered, as
+// llama-perplexity gathers them.
+const float* LlamaContext::decode_scoring(const std::vector<Token>& tokens, int first, int n_seqs) {
+  const int total = static_cast<int>(tokens.size());
+  if (n_seqs < 1 || total % n_seqs != 0) throw_bad_input("{} tokens do not split into {} sequences", total, n_seqs);
+  const int len = total / n_seqs;
+  if (first < 0 || first >= len) throw_bad_input("scored positions from {} of {} tokens", first, len);
+  if (n_seqs > n_seq_max_) throw_bad_input("{} sequences in a context made for {}", n_seqs, n_seq_max_);
+  llama_memory_clear(llama_get_memory(ctx_), true);
+  const size_t n_vocab = static_cast<size_t>(model_.n_vocab());
+  const int n_batches = (total + n_batch_ - 1) / n_batch_;
+  scored_.clear();
+  if (n_batches > 1) scored_.reserve(static_cast<size_t>(n_seqs) * static_cast<size_t>(len - first) * n_vocab);
+  llama_batch batch = llama_batch_init(std::min(total, n_batch_), 0, 1);
+  for (int start = 0; start < total; start += n_batch_) {
+    const int size = std::min(total - start, n_batch_);
+    int n_outputs = 0;
+    batch.n_tokens = size;
+    for (int k = 0; k < size; ++k) {
+      const int t = start + k, pos = t % len;
+      batch.token[k] = tokens[static_cast<size_t>(t)];
+      batch.pos[k] = pos;
+      batch.n_seq_id[k] = 1;
+      batch.seq_id[k][0] = t / len;
+      batch.logits[k] = pos >= first ? 1 : 0;
+      n_outputs += pos >= first ? 1 : 0;
+    }
+    if (const int rc = llama_decode(ctx_, batch); rc != 0) {
+      llama_batch_free(batch);
+      throw_decode_failure(rc, start);
+    }
+    if (n_batches > 1 && n_outputs > 0) {
+      const float* rows = llama_get_logits(ctx_);
+      scored_.insert(scored_.end(), rows, rows + static_cast<size_t>(n_outputs) * n_vocab);
+    }
+  }
+  llama_batch_free(batch);
+  llama_synchronize(ctx_);
+  return n_batches > 1 ? scored_.data() : llama_get_logits(ctx_);
 }
 
 bool LlamaContext::shift(int n_keep, int n_discard) {
@@ -345,6 +398,7 @@ Capabilities LlamaEngine::capabilities() const {
   c.context_shift = true;  // for attention caches; shift() says false for a recurrent model
   c.cpu_placement = true;
   c.per_token_timing = true;
+  c.logits = true;
   return c;
 }
 

@@ -150,6 +150,8 @@ class Conventions : public ::testing::Test {
         // A run against itself: one device, so no ceilings are needed.
         {"edgeprobe explain", {"1", "1", "--db", db}},
         {"edgeprobe run", {"--plan", file("plan.json")}},
+        // A model against itself over one short chunk.
+        {"edgeprobe fidelity", {"-m", model, "--reference", model, "-c", "32", "--chunks", "1", "-t", "1"}},
         // -q is predict's quantization list (issue 25); --quiet is its quiet. A spec: no probe.
         {"edgeprobe predict", {"-m", "tiny", "--bandwidth", "25", "--db", db}},
         {"edgeprobe predict-disagg",
