@@ -12,6 +12,8 @@
 
 #include "analysis/cpu_time_cost.h"
 #include "analysis/explain_internal.h"
+
+#include "core/stats.h"
 #include "core/text.h"
 
 namespace edgeprobe::analysis::explain_detail {
@@ -20,6 +22,7 @@ namespace {
 
 constexpr double kContentionShare = 0.10;  // as doctor: other processes' share worth naming
 constexpr double kThrottledShare = 0.02;   // throttled time over wall time worth naming
+constexpr double kWarmCacheShare = 0.9;   // a first load with this much of the file cached is warm
 constexpr double kMinCost = 1.02;          // an estimate below this costs nothing worth a factor
 
 bool has_factor(const std::vector<ExplainFactor>& factors, const std::string& name, const std::string& id) {
@@ -251,6 +254,35 @@ void variant_factor(const ExplainSide& side, const std::string& name, const std:
       fmt::format("load the '{}' variant: drop --cpu-variant, or install and load libggml-cpu-{}.so", best_name, best_name)));
 }
 
+// A first load that read the model file from storage (little of it in the page cache before)
+// against the warm loads of the same run: measured in that run, so a cold A against a
+// warm B, the usual order of two runs, is a cause and not the hardware.
+void cold_cache_factor(const std::string& name, const PhaseSample& sample, std::vector<ExplainFactor>& out) {
+  const json& load = at(*sample.result, "/load");
+  const double share = number_at(load, "/page_cache_resident_share_before");
+  const json& samples = at(load, "/samples_ms");
+  if (!samples.is_array() || samples.size() < 2 || !at(load, "/page_cache_resident_share_before").is_number() ||
+      share >= kWarmCacheShare)
+    return;
+  std::vector<double> warm;
+  for (size_t i = 1; i < samples.size(); ++i)
+    if (samples[i].is_number() && samples[i].get<double>() > 0) warm.push_back(samples[i].get<double>());
+  const double cold = samples[0].is_number() ? samples[0].get<double>() : 0;
+  if (warm.empty() || cold <= 0) return;
+  const double warm_ms = stats::quantile(warm, 0.5);
+  if (cold / warm_ms < kMinCost) return;
+  ExplainFactor f = estimate(
+      "load.cold_cache", name, cold / warm_ms,
+      fmt::format("the first load read the model from storage ({:.0f} % of the file in the page cache before it)", share * 100),
+      fmt::format("the run's first load ({:.4g} ms) over its warm loads (median {:.4g} ms of {})", cold, warm_ms, warm.size()),
+      {fmt::format("page cache before the first load: {:.0f} % of the file; loads {:.4g} ms cold, {:.4g} ms warm", share * 100,
+                   cold, warm_ms)},
+      "a first load reads the file from storage: compare warm loads, or keep the model in the page cache (vmtouch, a "
+      "preceding read)");
+  f.basis = "measured";
+  out.push_back(std::move(f));
+}
+
 }  // namespace
 
 std::string doctor_command(const ExplainSide& side, const PhaseSample& sample) {
@@ -281,6 +313,7 @@ void evidence_factors(const ExplainSide& side, const std::string& name, const st
     unmeasured.push_back(fmt::format("{} threads.oversubscribed: {} threads on {} usable CPU(s) wait for each other at every "
                                      "barrier; nothing in the run estimates what that costs: {} measures it (fix -t {})",
                                      name, c.threads, c.usable, doctor_command(side, sample), c.usable));
+  if (phase == "load" && !has_factor(factors, name, "load.cold_cache")) cold_cache_factor(name, sample, found);
   if (side.variant_fallback && !has_factor(factors, name, "kernel.isa_fallback")) variant_factor(side, name, phase, sample, found);
   if (side.variant_fallback && !has_factor(factors, name, "kernel.isa_fallback") && !has_factor(found, name, "kernel.isa_fallback"))
     unmeasured.push_back(fmt::format("{} kernel.isa_fallback: the ggml CPU variant '{}' ran where this CPU can run '{}': {} "

@@ -1,5 +1,7 @@
 #include "fidelity/fidelity.h"
 
+#include "model/trained.h"
+
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -78,10 +80,9 @@ const float* decode_or_refuse(engine::Context& ctx, const std::vector<engine::To
 }  // namespace
 
 std::string default_text_path() {
-  // ---- The default evaluation text: change it here. ----
-  // The GNU GPL v3 text (35 KB, in every Debian system's base-files): plain English, long
-  // enough for several 512-token chunks. To become the trained models' held-out split.
-  return "/usr/share/common-licenses/GPL-3";
+  // The trained models' held-out text (every 20th chapter of the King James Bible, never
+  // trained on): extracted from Debian's bible-kjv-text on first use, then cached.
+  return model::trained_held_out_text();
 }
 
 std::vector<engine::Token> chunk_text(const engine::LoadedModel& model, const std::string& text,

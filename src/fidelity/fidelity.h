@@ -17,9 +17,8 @@
 // n_ctx-2 are scored against the token that follows them.
 namespace edgeprobe::fidelity {
 
-// THE ONE PLACE where the default evaluation text is chosen. Until the project's trained
-// models and their held-out text exist, it is a public-domain-licensed text every Debian
-// system carries; switch it here (and in docs/fidelity.md) to the held-out split.
+// The one place the default evaluation text is chosen: the trained models' held-out text
+// (model::trained_held_out_text, docs/models.md), public domain, never trained on.
 std::string default_text_path();
 
 struct ChunkSettings {

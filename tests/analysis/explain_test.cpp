@@ -723,3 +723,28 @@ TEST(Explain, APlainBenchRunsVariantFallbackIsTheRatioOfTheDevicesCeilingsWithBo
     for (const auto& u : p.unmeasured) EXPECT_EQ(u.find("kernel.isa_fallback"), std::string::npos) << u;
   }
 }
+
+// A first load that read the file from storage against the same run's warm loads: a
+// measured cause on that side, so a cold A against a warm B closes at the warm loads.
+TEST(Explain, AColdFirstLoadIsMeasuredAgainstTheSameRunsWarmLoads) {
+  Device a;
+  json da = bench(a, 1000, 100), db = bench(a, 1000, 100);
+  auto with_loads = [](json& doc, std::vector<double> ms, double share) {
+    for (auto& r : doc["results"])
+      r["load"] = {{"cold_ms", ms[0]}, {"samples_ms", ms}, {"page_cache_resident_share_before", share}};
+  };
+  with_loads(da, {300, 110, 100, 90}, 0.02);
+  with_loads(db, {100, 100, 100, 100}, 1.0);
+  const auto e = run(da, db);
+  const auto& load = phase_of(e, "load");
+  const auto* cold = factor_of(load, "load.cold_cache");
+  ASSERT_NE(cold, nullptr);
+  EXPECT_EQ(cold->side, "A");
+  EXPECT_EQ(cold->basis, "measured");
+  EXPECT_NEAR(cold->factor, 3.0, 1e-12);
+  EXPECT_NEAR(factor_of(load, "unexplained")->factor, 1.0, 1e-12);
+  EXPECT_TRUE(load.closes);
+  // A first load with the file already cached is warm: nothing to name.
+  with_loads(da, {300, 110, 100, 90}, 0.95);
+  EXPECT_EQ(factor_of(phase_of(run(da, db), "load"), "load.cold_cache"), nullptr);
+}
