@@ -37,7 +37,10 @@ std::vector<std::string> contamination(const result::TestResult& test, const nlo
       }
     }
   const double usable = json_read::num(provenance, "usable_cpus");
-  if (duration > 0 && usable > 0) {
+  // CPU time is counted in clock ticks (10 ms): over a test's phases shorter than a quarter
+  // of a second a share is a handful of ticks, noise rather than evidence (a quiet machine
+  // read as 30 % busy over a tiny model's pp64).
+  if (duration >= kMinJudgedMs && usable > 0) {
     const double machine = std::max(usable, json_read::num(json_read::field(provenance, "cpu_limits"), "machine_cpus"));
     const double others = usable_known ? usable_weighted / duration * usable : weighted / duration * machine;
     const double threads = test.config.n_threads > 0 ? test.config.n_threads : usable;

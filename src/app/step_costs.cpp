@@ -1,5 +1,7 @@
 #include "app/step_costs.h"
 
+#include "analysis/contamination.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -117,7 +119,8 @@ int ensure_step_costs(probe::DeviceCeilings& ceilings, const std::set<int>& thre
     plan.hash_models = false;
     plan.env.cpu_variant = env.cpu_variant;
     plan.env.sysfs_root = env.sysfs_root;
-    plan.env.sample_hz = 0;
+    // Telemetry on: a run beside other work would put their CPU time into the step costs
+    // (12-07: 0.63 ms a layer per token, x60 the quiet figure, cut every decode prediction 4x).
     JobContext sub;
     sub.stop = context.stop;
     sub.engine = context.engine;
@@ -129,6 +132,18 @@ int ensure_step_costs(probe::DeviceCeilings& ceilings, const std::set<int>& thre
       continue;
     }
 
+    std::string contaminated;
+    const nlohmann::json provenance = result::to_json(run.report.provenance);
+    for (const auto& r : run.report.results)
+      if (const auto flags = analysis::contamination(r, provenance); !flags.empty() && contaminated.empty())
+        contaminated = r.config.name() + ": " + flags.front();
+    if (!contaminated.empty()) {
+      if (context.sink)
+        context.sink->warning(fmt::format("per-step costs at {} thread(s) not kept: measured while the machine did other work "
+                                          "({}); predictions leave them out until a quiet run measures them",
+                                          t, contaminated));
+      continue;
+    }
     // Each run's time less what the kernel probe accounts for (the model's matmuls), from
     // the predictor itself without step costs: what the step costs must explain.
     probe::DeviceCeilings bare = ceilings;
