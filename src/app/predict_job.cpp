@@ -304,9 +304,10 @@ PredictReport predict_from_catalogue(const PredictPlan& plan,
     throw_bad_input("-t applies to the cpu backend; a {} prediction has no thread count", backend);
   const auto calibration = pub::fit(catalogue);
   report.device = name + (backend == "cpu" ? "" : fmt::format(" [{}]", backend));
-  report.device_basis = fmt::format("not measured: the catalogue's spec ({}) and efficiencies fitted on {} published "
-                                    "fit measurements of {}",
-                                    figures.bandwidth_basis, calibration.fit_entries, dir);
+  report.device_basis = fmt::format("not measured: the catalogue's spec ({}) and efficiencies fitted on the published "
+                                    "fit measurements of {} ({} of {} usable)",
+                                    figures.bandwidth_basis, dir, calibration.fit_entries - calibration.skipped.size(),
+                                    calibration.fit_entries);
   const int cores = figures.total_cores();
   const std::vector<int> threads =
       !plan.threads.empty() ? plan.threads : std::vector<int>{backend == "cpu" ? std::max(1, cores) : 1};

@@ -422,9 +422,9 @@ Prediction predict_from_catalogue(const model::GgufInfo& info, const published::
     add_load(p, info, storage_mb_per_s, 0, "the given storage read rate (cold)");
   else
     p.load_basis = "unavailable: no storage rate given (--storage-mb-per-s)";
-  p.notes.push_back(fmt::format("device not measured: {} efficiencies fitted on {} published fit measurements "
-                                "(data/predict), bytes per token = the model's weights{}",
-                                backend, calibration.fit_entries,
+  p.notes.push_back(fmt::format("device not measured: {} efficiencies fitted on the published fit measurements "
+                                "(data/predict: {} of {} usable), bytes per token = the model's weights{}",
+                                backend, calibration.fit_entries - calibration.skipped.size(), calibration.fit_entries,
                                 figures.bandwidth_basis.empty() ? "" : "; bandwidth " + figures.bandwidth_basis));
   return p;
 }
