@@ -92,6 +92,8 @@ for lib in "$llama_prefix"/bin/libggml-vulkan.so; do
   gpu_backends+=("$stage/lib/$(basename "$lib")")
 done
 cp "$REPO_ROOT/data/conversations.jsonl" "$stage/data/"
+mkdir -p "$stage/data/predict"
+cp "$REPO_ROOT/data/predict/devices.json" "$REPO_ROOT/data/predict/measurements.json" "$stage/data/predict/"
 # Shell completion, generated from the CLI definition by the binary itself; a cross build
 # that cannot run here (no qemu-user) goes without it, and says so.
 mkdir -p "$stage/share/completion"

@@ -21,7 +21,7 @@ struct PredictFlags {
   std::string check;
   double bandwidth = 0, gflops = 0, storage = 0, memory_gb = 0;
   int cores = 0;
-  std::string db;
+  std::string db, device_spec, backend;
   OutputFlags output;
   app::PredictPlan plan;
 };
@@ -46,8 +46,10 @@ int run(PredictFlags& f, const CLI::App& cmd) {
   plan.db = resolve_db_path(f.db);
   const bool spec = cmd.count("--bandwidth") || cmd.count("--gflops") || cmd.count("--cores") ||
                     cmd.count("--memory-gb") || cmd.count("--storage-mb-per-s");
+  plan.device_spec = f.device_spec;
+  plan.backend = f.backend;
   if (spec) {
-    if (!cmd.count("--bandwidth"))
+    if (!cmd.count("--bandwidth") && f.device_spec.empty())
       throw_bad_input("a device spec needs --bandwidth GB/s (its memory bandwidth: the figure decode scales with)");
     predict::DeviceSpec s;
     s.bandwidth_gb_per_s = f.bandwidth;
@@ -89,11 +91,17 @@ void register_predict(CLI::App& app) {
   cmd->add_option("--gpu", f->plan.gpu,
                   "Predict for this GPU of the device, by ggml's name (Vulkan0): its own ceilings, measured through "
                   "ggml (all layers offloaded)");
+  cmd->add_option("--device-spec", f->device_spec,
+                  "A device not at hand, from the catalogue (data/predict/devices.json): its key or alias "
+                  "(raspberry-pi-5); the spec flags below override its figures");
+  cmd->add_option("--backend", f->backend,
+                  "With --device-spec or a spec: the llama.cpp backend whose published efficiencies apply "
+                  "(cpu, cuda, metal, vulkan, opencl, rocm; default cpu)");
   cmd->add_option("--bandwidth", f->bandwidth, "A device not measured: its memory bandwidth, GB/s")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--gflops", f->gflops, "A device not measured: its matmul rate, GFLOP/s (for prefill)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--cores", f->cores, "A device not measured: its cores (the default thread count)")
+  cmd->add_option("--cores", f->cores, "A device not measured: its cores (the default thread count; with --device-spec they replace its clusters)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--memory-gb", f->memory_gb, "A device not measured: its memory, GB (for 'will not fit')")
       ->check(CLI::PositiveNumber);

@@ -372,6 +372,63 @@ Prediction predict_from_spec(const model::GgufInfo& info, const DeviceSpec& spec
   return p;
 }
 
+Prediction predict_from_catalogue(const model::GgufInfo& info, const published::Calibration& calibration,
+                                  const published::Figures& figures, const std::string& backend, const Config& config,
+                                  double storage_mb_per_s) {
+  Prediction p;
+  p.config = config;
+  p.memory = account_memory(info, config, static_cast<uint64_t>(figures.memory_gb * 1e9), {});
+  const bool cpu = backend == "cpu";
+  auto take = [&](const published::Answer& a, Estimate& rate, Spread& spread, std::string& bound) {
+    for (const auto& n : a.notes) p.notes.push_back(n);
+    if (a.value <= 0) return false;
+    rate = {a.value, a.low, a.high};
+    spread.low = a.low / a.value;
+    spread.high = a.high / a.value;
+    spread.basis = a.basis;
+    bound = a.bound;
+    return true;
+  };
+  if (config.n_gen > 0) {
+    published::Query q;
+    q.phase = "decode";
+    q.backend = backend;
+    q.figures = figures;
+    q.threads = cpu ? config.threads : 0;
+    q.params = static_cast<double>(info.n_params());
+    // The weights once per token, plus the KV cache at the generation's middle position
+    // (the published runs are at depth 0, where it is under 1 % of the weights).
+    const int64_t cells = config.depth + (config.n_gen + 1) / 2;
+    q.weight_bytes = static_cast<double>(info.weight_bytes()) +
+                     static_cast<double>(kv_cache_bytes(info.shape, cells, config.type_k, config.type_v));
+    if (take(published::predict(calibration, q), p.decode_tokens_per_s, p.decode_spread, p.decode_bound))
+      p.generation_ms = time_ms(static_cast<double>(config.n_gen), p.decode_tokens_per_s);
+  }
+  if (config.n_prompt > 0) {
+    published::Query q;
+    q.phase = "prefill";
+    q.backend = backend;
+    q.figures = figures;
+    q.threads = cpu ? config.threads : 0;
+    q.params = static_cast<double>(info.n_params());
+    q.weight_bytes = static_cast<double>(info.weight_bytes());
+    if (take(published::predict(calibration, q), p.prefill_tokens_per_s, p.prefill_spread, p.prefill_bound))
+      p.ttft_ms = time_ms(static_cast<double>(config.n_prompt), p.prefill_tokens_per_s);
+    if (config.depth > 0 || config.n_prompt > 512)
+      p.notes.push_back("prefill: attention over a long context is not modelled (the published prefill runs are "
+                        "pp512 or shorter at depth 0)");
+  }
+  if (storage_mb_per_s > 0)
+    add_load(p, info, storage_mb_per_s, 0, "the given storage read rate (cold)");
+  else
+    p.load_basis = "unavailable: no storage rate given (--storage-mb-per-s)";
+  p.notes.push_back(fmt::format("device not measured: {} efficiencies fitted on the published fit measurements "
+                                "(data/predict: {} of {} usable), bytes per token = the model's weights{}",
+                                backend, calibration.fit_entries - calibration.skipped.size(), calibration.fit_entries,
+                                figures.bandwidth_basis.empty() ? "" : "; bandwidth " + figures.bandwidth_basis));
+  return p;
+}
+
 nlohmann::json to_json(const Prediction& p) {
   auto est = [](const Estimate& e) -> nlohmann::json {
     if (e.value <= 0) return nullptr;

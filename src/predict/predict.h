@@ -7,6 +7,7 @@
 
 #include "core/context_defaults.h"
 #include "model/gguf_info.h"
+#include "predict/published.h"
 #include "probe/ceilings.h"
 
 // What a model will do on a device before it runs there, from the device's own measured
@@ -102,6 +103,13 @@ struct Efficiency {
 };
 Prediction predict_from_spec(const model::GgufInfo& info, const DeviceSpec& spec, const Config& config,
                              const Efficiency& decode_efficiency, const Efficiency& prefill_efficiency);
+
+// A device from the catalogue (data/predict, or a spec given by flags with no stored run to
+// scale by): the efficiencies fitted on the published FIT measurements (published.h) for the
+// backend, with intervals from their left-out residuals. `storage_mb_per_s` 0 = unknown.
+Prediction predict_from_catalogue(const model::GgufInfo& info, const published::Calibration& calibration,
+                                  const published::Figures& figures, const std::string& backend, const Config& config,
+                                  double storage_mb_per_s = 0);
 
 nlohmann::json to_json(const Prediction& prediction);
 
