@@ -66,8 +66,12 @@ int main(int argc, char** argv) {
         c.width.push_back(a.high / a.low - 1);
       }
       if (rows) {
-        nlohmann::json j = {{"id", m.id},          {"split", m.split},   {"device", m.device},
-                            {"class", cls},        {"backend", m.backend}, {"phase", m.phase},
+        nlohmann::json j = {{"id", m.id},
+                            {"split", m.split},
+                            {"device", m.device},
+                            {"class", cls},
+                            {"backend", m.backend},
+                            {"phase", m.phase},
                             {"threads", m.threads ? nlohmann::json(*m.threads) : nlohmann::json(nullptr)},
                             {"measured", m.tokens_per_s}};
         if (a.value > 0) {
@@ -83,7 +87,9 @@ int main(int argc, char** argv) {
         std::printf("%s\n", j.dump().c_str());
       }
     }
-    std::printf("| split | phase | class | predicted / measurements | median abs error | inside interval | median width (high/low - 1) |\n");
+    std::printf(
+        "| split | phase | class | predicted / measurements | median abs error | inside interval | median "
+        "width (high/low - 1) |\n");
     std::printf("|---|---|---|---:|---:|---:|---:|\n");
     for (const std::string split : {"fit", "validation"})
       for (const std::string phase : {"decode", "prefill"}) {
@@ -95,15 +101,18 @@ int main(int argc, char** argv) {
         for (const auto& k : keys) {
           const Cell& c = by_class[k];
           if (c.predicted == 0) {
-            std::printf("| %s | %s | %s | 0 / %d | - | - | - |\n", split.c_str(), phase.c_str(), k.c_str(), c.total);
+            std::printf("| %s | %s | %s | 0 / %d | - | - | - |\n", split.c_str(), phase.c_str(), k.c_str(),
+                        c.total);
             continue;
           }
-          std::printf("| %s | %s | %s | %d / %d | %.1f %% | %.0f %% (%d) | %.0f %% |\n", split.c_str(), phase.c_str(),
-                      k == "all" ? "**all**" : k.c_str(), c.predicted, c.total, 100 * median(c.abs_err),
-                      100.0 * c.inside / c.predicted, c.inside, 100 * median(c.width));
+          std::printf("| %s | %s | %s | %d / %d | %.1f %% | %.0f %% (%d) | %.0f %% |\n", split.c_str(),
+                      phase.c_str(), k == "all" ? "**all**" : k.c_str(), c.predicted, c.total,
+                      100 * median(c.abs_err), 100.0 * c.inside / c.predicted, c.inside,
+                      100 * median(c.width));
         }
       }
-    std::printf("\nfit entries not used (%zu of %zu):\n", calibration.skipped.size(), calibration.fit_entries);
+    std::printf("\nfit entries not used (%zu of %zu):\n", calibration.skipped.size(),
+                calibration.fit_entries);
     for (const auto& s : calibration.skipped) std::printf("  %s\n", s.c_str());
   } catch (const edgeprobe::Error& e) {
     std::fprintf(stderr, "predict_published: %s\n", e.what());

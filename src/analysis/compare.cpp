@@ -1,7 +1,5 @@
 #include "analysis/compare.h"
 
-#include "analysis/greedy_check.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,6 +9,7 @@
 #include <tuple>
 
 #include "analysis/compare_internal.h"
+#include "analysis/greedy_check.h"
 #include "core/error.h"
 #include "core/json_read.h"
 #include "core/stats.h"
@@ -296,13 +295,15 @@ std::map<std::string, result::GreedyCheck> continuations_of(const nlohmann::json
   if (!doc.contains("results") || !doc["results"].is_array()) return out;
   for (const auto& r : doc["results"])
     if (r.is_object() && r.contains("verify") && r.contains("test") && r["test"].is_string())
-      if (auto c = result::greedy_check_from_json(r["verify"]); c && !c->tokens.empty()) out.emplace(r["test"], *c);
+      if (auto c = result::greedy_check_from_json(r["verify"]); c && !c->tokens.empty())
+        out.emplace(r["test"], *c);
   return out;
 }
 
 }  // namespace
 
-std::vector<CompareReport::Continuation> compare_continuations(const nlohmann::json& a, const nlohmann::json& b) {
+std::vector<CompareReport::Continuation> compare_continuations(const nlohmann::json& a,
+                                                               const nlohmann::json& b) {
   std::vector<CompareReport::Continuation> out;
   const auto ca = continuations_of(a), cb = continuations_of(b);
   for (const auto& [test, check] : ca) {
@@ -388,9 +389,10 @@ nlohmann::json to_json(const CompareReport& r) {
   j["unverified"] = r.unverified;
   j["continuations"] = json::array();
   for (const auto& c : r.continuations)
-    j["continuations"].push_back({{"test", c.test},
-                                  {"compared", c.compared},
-                                  {"first_divergence", c.first_divergence < 0 ? json(nullptr) : json(c.first_divergence)}});
+    j["continuations"].push_back(
+        {{"test", c.test},
+         {"compared", c.compared},
+         {"first_divergence", c.first_divergence < 0 ? json(nullptr) : json(c.first_divergence)}});
   j["metrics"] = json::array();
   for (const MetricComparison& m : r.metrics) {
     json mj{{"test", m.test}, {"metric", m.metric}};

@@ -172,7 +172,8 @@ CompareReport compare_documents(const nlohmann::json& a, const nlohmann::json& b
                                 const CompareOptions& options = {});
 
 // The tests both documents continued the --verify prompt in, token by token.
-std::vector<CompareReport::Continuation> compare_continuations(const nlohmann::json& a, const nlohmann::json& b);
+std::vector<CompareReport::Continuation> compare_continuations(const nlohmann::json& a,
+                                                               const nlohmann::json& b);
 
 // The report as `compare -o json` prints it and the HTML report embeds it: one shape.
 nlohmann::json to_json(const CompareReport& report);

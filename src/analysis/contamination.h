@@ -17,7 +17,7 @@ namespace edgeprobe::analysis {
 inline constexpr double kContaminatedSpread = 0.30;     // sample sd over median, of prefill or decode tokens/s
 inline constexpr double kContaminatedTail = 10;         // decode step p99 over p50
 inline constexpr double kContaminatedCpuCost = 1.10;    // contention_cost of other processes on the threads
-inline constexpr double kMinJudgedMs = 250;             // phases shorter than this in all: CPU shares not judged
+inline constexpr double kMinJudgedMs = 250;  // phases shorter than this in all: CPU shares not judged
 
 // One line per bound the test is past ("decode spread: sd 12406 over median 12313 (101 %,
 // bound 30 %)"); empty for a clean test. `provenance` (JSON) gives the usable and machine

@@ -355,24 +355,28 @@ void judge_account(PhaseExplanation& p, const ExplainSide& a, const ExplainSide&
   std::vector<std::string> over_on_b, under_on_a, cpu_time;
   for (const auto& f : p.factors) {
     if (f.side.empty() || f.id == "interaction") continue;
-    (f.side == "A" ? under_on_a : over_on_b).push_back(fmt::format("{} on {} x{:.3f} ({})", f.id, f.side, f.factor, f.basis));
+    (f.side == "A" ? under_on_a : over_on_b)
+        .push_back(fmt::format("{} on {} x{:.3f} ({})", f.id, f.side, f.factor, f.basis));
     if (f.side == "B" && (f.id.starts_with("threads.") || f.id.starts_with("contention.") || f.id.starts_with("throttle.")))
       cpu_time.push_back(f.id);
   }
   const auto estimates_first = [](std::vector<std::string>& v) {
-    std::stable_partition(v.begin(), v.end(), [](const std::string& s) { return s.find("(estimated") != std::string::npos; });
+    std::stable_partition(v.begin(), v.end(),
+                          [](const std::string& s) { return s.find("(estimated") != std::string::npos; });
     return fmt::format("{}", fmt::join(v, "; "));
   };
   std::string suspects;
   if (!over_on_b.empty()) suspects += "; over-estimated, estimates first: " + estimates_first(over_on_b);
   if (!under_on_a.empty()) suspects += "; or A's own under-estimated: " + estimates_first(under_on_a);
-  p.verdict = fmt::format("the account does not close: B measured x{:.2f} faster than its factors account for (unexplained "
-                          "x{:.3f}, outside {:.2f}-{:.2f}), so B after its fixes would pass its own hardware line, which cannot be{}{}",
-                          u, u, kCloseLow, kCloseHigh,
-                          suspects.empty() ? "; A may be slowed by a cause its evidence does not show" : suspects,
-                          cpu_time.size() > 1 ? fmt::format("; {} all take CPU time from B's threads and may overlap",
-                                                             fmt::join(cpu_time, ", "))
-                                              : "");
+  p.verdict = fmt::format(
+      "the account does not close: B measured x{:.2f} faster than its factors account for (unexplained "
+      "x{:.3f}, outside {:.2f}-{:.2f}), so B after its fixes would pass its own hardware line, which cannot "
+      "be{}{}",
+      u, u, kCloseLow, kCloseHigh,
+      suspects.empty() ? "; A may be slowed by a cause its evidence does not show" : suspects,
+      cpu_time.size() > 1
+          ? fmt::format("; {} all take CPU time from B's threads and may overlap", fmt::join(cpu_time, ", "))
+          : "");
   p.chain_withheld = true;
   p.steps = {p.steps.front(), p.steps.back()};
   p.closing_commands.push_back("on B's device, to measure its causes in pairs: " + doctor_b);

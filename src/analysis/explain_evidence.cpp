@@ -12,7 +12,6 @@
 
 #include "analysis/cpu_time_cost.h"
 #include "analysis/explain_internal.h"
-
 #include "core/stats.h"
 #include "core/text.h"
 
@@ -22,7 +21,7 @@ namespace {
 
 constexpr double kContentionShare = 0.10;  // as doctor: other processes' share worth naming
 constexpr double kThrottledShare = 0.02;   // throttled time over wall time worth naming
-constexpr double kWarmCacheShare = 0.9;   // a first load with this much of the file cached is warm
+constexpr double kWarmCacheShare = 0.9;    // a first load with this much of the file cached is warm
 constexpr double kMinCost = 1.02;          // an estimate below this costs nothing worth a factor
 
 bool has_factor(const std::vector<ExplainFactor>& factors, const std::string& name, const std::string& id) {
@@ -123,18 +122,20 @@ void contention_factor(const SideCpus& c, const std::string& name, const std::st
                                      name, title, others, machine, c.threads, gain));
     return;
   }
-  out.push_back(estimate("contention.other_processes", name, gain, title,
-                         fmt::format("{} thread(s) and the other processes' {:.2f} CPUs sharing {} usable CPU(s) fairly: {} "
-                                     "x{:.2f}{}{}",
-                                     c.threads, std::min<double>(others, c.usable), c.usable,
-                                     c.threads > 1 ? "at least" : "at most", gain,
-                                     // Fair sharing bounds one thread; threads that meet at ggml's
-                                     // barriers wait for whichever is descheduled, so it is their floor.
-                                     c.threads > 1 ? " (threads waiting at ggml's barriers for a descheduled one lose more)" : "",
-                                     c.machine > 0 ? "" : " (the machine's CPU count is not in this result: taken as the usable CPUs)"),
-                         {fmt::format("other processes: {:.0f} % of {} CPU(s) over {} repetitions of {}", other->mean() * 100, machine,
-                                      other->reps, phase)},
-                         "stop the competing work while the model runs, or leave it a CPU (-t one less, -C on the rest)"));
+  out.push_back(estimate(
+      "contention.other_processes", name, gain, title,
+      fmt::format(
+          "{} thread(s) and the other processes' {:.2f} CPUs sharing {} usable CPU(s) fairly: {} "
+          "x{:.2f}{}{}",
+          c.threads, std::min<double>(others, c.usable), c.usable, c.threads > 1 ? "at least" : "at most",
+          gain,
+          // Fair sharing bounds one thread; threads that meet at ggml's
+          // barriers wait for whichever is descheduled, so it is their floor.
+          c.threads > 1 ? " (threads waiting at ggml's barriers for a descheduled one lose more)" : "",
+          c.machine > 0 ? "" : " (the machine's CPU count is not in this result: taken as the usable CPUs)"),
+      {fmt::format("other processes: {:.0f} % of {} CPU(s) over {} repetitions of {}", other->mean() * 100,
+                   machine, other->reps, phase)},
+      "stop the competing work while the model runs, or leave it a CPU (-t one less, -C on the rest)"));
 }
 
 // The same test at the usable CPU count in this run's own results (a -t sweep).
@@ -261,8 +262,8 @@ void cold_cache_factor(const std::string& name, const PhaseSample& sample, std::
   const json& load = at(*sample.result, "/load");
   const double share = number_at(load, "/page_cache_resident_share_before");
   const json& samples = at(load, "/samples_ms");
-  if (!samples.is_array() || samples.size() < 2 || !at(load, "/page_cache_resident_share_before").is_number() ||
-      share >= kWarmCacheShare)
+  if (!samples.is_array() || samples.size() < 2 ||
+      !at(load, "/page_cache_resident_share_before").is_number() || share >= kWarmCacheShare)
     return;
   std::vector<double> warm;
   for (size_t i = 1; i < samples.size(); ++i)
@@ -273,11 +274,16 @@ void cold_cache_factor(const std::string& name, const PhaseSample& sample, std::
   if (cold / warm_ms < kMinCost) return;
   ExplainFactor f = estimate(
       "load.cold_cache", name, cold / warm_ms,
-      fmt::format("the first load read the model from storage ({:.0f} % of the file in the page cache before it)", share * 100),
-      fmt::format("the run's first load ({:.4g} ms) over its warm loads (median {:.4g} ms of {})", cold, warm_ms, warm.size()),
-      {fmt::format("page cache before the first load: {:.0f} % of the file; loads {:.4g} ms cold, {:.4g} ms warm", share * 100,
-                   cold, warm_ms)},
-      "a first load reads the file from storage: compare warm loads, or keep the model in the page cache (vmtouch, a "
+      fmt::format(
+          "the first load read the model from storage ({:.0f} % of the file in the page cache before it)",
+          share * 100),
+      fmt::format("the run's first load ({:.4g} ms) over its warm loads (median {:.4g} ms of {})", cold,
+                  warm_ms, warm.size()),
+      {fmt::format(
+          "page cache before the first load: {:.0f} % of the file; loads {:.4g} ms cold, {:.4g} ms warm",
+          share * 100, cold, warm_ms)},
+      "a first load reads the file from storage: compare warm loads, or keep the model in the page cache "
+      "(vmtouch, a "
       "preceding read)");
   f.basis = "measured";
   out.push_back(std::move(f));
@@ -313,7 +319,8 @@ void evidence_factors(const ExplainSide& side, const std::string& name, const st
     unmeasured.push_back(fmt::format("{} threads.oversubscribed: {} threads on {} usable CPU(s) wait for each other at every "
                                      "barrier; nothing in the run estimates what that costs: {} measures it (fix -t {})",
                                      name, c.threads, c.usable, doctor_command(side, sample), c.usable));
-  if (phase == "load" && !has_factor(factors, name, "load.cold_cache")) cold_cache_factor(name, sample, found);
+  if (phase == "load" && !has_factor(factors, name, "load.cold_cache"))
+    cold_cache_factor(name, sample, found);
   if (side.variant_fallback && !has_factor(factors, name, "kernel.isa_fallback")) variant_factor(side, name, phase, sample, found);
   if (side.variant_fallback && !has_factor(factors, name, "kernel.isa_fallback") && !has_factor(found, name, "kernel.isa_fallback"))
     unmeasured.push_back(fmt::format("{} kernel.isa_fallback: the ggml CPU variant '{}' ran where this CPU can run '{}': {} "

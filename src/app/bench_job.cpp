@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/sysinfo.h>
 
 #include <algorithm>
 #include <map>
@@ -12,27 +13,26 @@
 #include "analysis/greedy_check.h"
 #include "app/engine_factory.h"
 #include "app/models.h"
+#include "app/predict_job.h"
 #include "app/stored_run.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/json_read.h"
+#include "core/stop_token.h"
 #include "core/subprocess.h"
-#include <sys/sysinfo.h>
 #include "engine/cpu_mask.h"
-#include "platform/vulkan_devices.h"
 #include "platform/cpu_features.h"
 #include "platform/isa_gap.h"
-#include "app/predict_job.h"
+#include "platform/vulkan_devices.h"
 #include "probe/ceilings.h"
 #include "probe/gpu_ceilings.h"
 #include "probe/roofline.h"
 #include "runner/bench_runner.h"
-#include "runner/telemetry_recorder.h"
 #include "runner/provenance.h"
-#include "telemetry/layout.h"
+#include "runner/telemetry_recorder.h"
 #include "store/store.h"
+#include "telemetry/layout.h"
 #include "workload/sweep.h"
-#include "core/stop_token.h"
 
 namespace edgeprobe::app {
 
@@ -412,7 +412,8 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
       }
     }
     if (r.verify && !plan.verify_reference.empty())
-      if (const auto why = analysis::compare_continuation(*r.verify, plan.verify_reference, result_label(plan.verify_against));
+      if (const auto why = analysis::compare_continuation(*r.verify, plan.verify_reference,
+                                                          result_label(plan.verify_against));
           !why.empty() && ctx.sink)
         ctx.sink->warning(r.config.name() + ": " + why);
     // What a test has beyond its repetitions, so the stored run loads back whole.

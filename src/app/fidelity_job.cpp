@@ -1,8 +1,8 @@
 #include "app/fidelity_job.h"
 
-#include <chrono>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 
@@ -28,7 +28,8 @@ std::string read_text(const std::string& path) {
   if (ec || size > kMaxText) throw_bad_input("the text {} is over 256 MiB: give a shorter --text", path);
   std::ifstream in(path, std::ios::binary);
   std::string text(size, '\0');
-  if (!in.read(text.data(), static_cast<std::streamsize>(size))) throw_bad_input("cannot read the text {}", path);
+  if (!in.read(text.data(), static_cast<std::streamsize>(size)))
+    throw_bad_input("cannot read the text {}", path);
   return text;
 }
 
@@ -56,19 +57,39 @@ struct TempPath {
 };
 
 // The reference's compact form computed by a child edgeprobe on another CPU variant.
-void save_reference_in_child(const FidelityPlan& plan, const std::string& ref_path, const std::string& text_path,
-                             int n_threads, const std::string& out, JobSink* sink) {
+void save_reference_in_child(const FidelityPlan& plan, const std::string& ref_path,
+                             const std::string& text_path, int n_threads, const std::string& out,
+                             JobSink* sink) {
   std::vector<std::string> argv = self_command();
-  argv.insert(argv.end(), {"fidelity", "-q", "-o", "json", "-m", ref_path, "--save-reference", out, "--cpu-variant",
-                           plan.reference_cpu_variant, "--text", text_path, "-c", std::to_string(plan.chunks.n_ctx),
-                           "-t", std::to_string(n_threads), "--top-k", std::to_string(plan.top_k), "--samples",
+  argv.insert(argv.end(), {"fidelity",
+                           "-q",
+                           "-o",
+                           "json",
+                           "-m",
+                           ref_path,
+                           "--save-reference",
+                           out,
+                           "--cpu-variant",
+                           plan.reference_cpu_variant,
+                           "--text",
+                           text_path,
+                           "-c",
+                           std::to_string(plan.chunks.n_ctx),
+                           "-t",
+                           std::to_string(n_threads),
+                           "--top-k",
+                           std::to_string(plan.top_k),
+                           "--samples",
                            std::to_string(plan.samples)});
   if (plan.chunks.n_chunks > 0) argv.insert(argv.end(), {"--chunks", std::to_string(plan.chunks.n_chunks)});
-  const int ngl = plan.reference_gpu_layers != -2 ? plan.reference_gpu_layers : plan.model_options.n_gpu_layers;
+  const int ngl =
+      plan.reference_gpu_layers != -2 ? plan.reference_gpu_layers : plan.model_options.n_gpu_layers;
   argv.insert(argv.end(), {"--n-gpu-layers", std::to_string(ngl)});
-  const std::string dev = plan.reference_devices != "\x01" ? plan.reference_devices : plan.model_options.devices;
+  const std::string dev =
+      plan.reference_devices != "\x01" ? plan.reference_devices : plan.model_options.devices;
   if (!dev.empty()) argv.insert(argv.end(), {"--device", dev});
-  if (sink) sink->progress("computing the reference on CPU variant " + plan.reference_cpu_variant + " in a child");
+  if (sink)
+    sink->progress("computing the reference on CPU variant " + plan.reference_cpu_variant + " in a child");
   SubprocessOptions o = within(24 * 3600);
   o.own_group = false;
   const auto r = run_subprocess(argv, o);
@@ -115,8 +136,9 @@ fidelity::Report run_fidelity(const FidelityPlan& plan, const JobContext& contex
     throw_bad_input("the stored reference was computed by a {} model and the model is a {}",
                     stored->header().architecture, model_info.shape.architecture);
   if (stored && plan.n_ctx_given && plan.chunks.n_ctx != stored->header().n_ctx)
-    throw_bad_input("the stored reference was computed with -c {}, not -c {}: leave -c out (its chunks are the file's)",
-                    stored->header().n_ctx, plan.chunks.n_ctx);
+    throw_bad_input(
+        "the stored reference was computed with -c {}, not -c {}: leave -c out (its chunks are the file's)",
+        stored->header().n_ctx, plan.chunks.n_ctx);
 
   const EngineHandle engine = make_engine(plan.env, context);
   engine::ModelOptions mo = plan.model_options;
@@ -156,21 +178,28 @@ fidelity::Report run_fidelity(const FidelityPlan& plan, const JobContext& contex
   if (stored) {
     const auto& h = stored->header();
     if (h.n_vocab != model->n_vocab())
-      throw_bad_input("the stored reference has a vocabulary of {} tokens, the model {}", h.n_vocab, model->n_vocab());
+      throw_bad_input("the stored reference has a vocabulary of {} tokens, the model {}", h.n_vocab,
+                      model->n_vocab());
     if (h.vocab_sha256 != fidelity::vocab_hash(*model))
-      throw_bad_input("the stored reference's vocabulary differs from the model's (same size, other token texts)");
+      throw_bad_input(
+          "the stored reference's vocabulary differs from the model's (same size, other token texts)");
     report.settings = {h.n_ctx, h.n_chunks};
     report.reference = {{"kind", child_ref.path.empty() ? "stored" : "child"},
                         {"path", child_ref.path.empty() ? plan.reference : ref_path},
-                        {"cpu_variant", plan.reference_cpu_variant},       {"model_path", h.model_path},
-                        {"sha256", h.model_sha256}, {"description", h.model_desc},  {"engine", h.engine},
-                        {"top_k", h.top_k},         {"n_vocab", h.n_vocab}};
+                        {"cpu_variant", plan.reference_cpu_variant},
+                        {"model_path", h.model_path},
+                        {"sha256", h.model_sha256},
+                        {"description", h.model_desc},
+                        {"engine", h.engine},
+                        {"top_k", h.top_k},
+                        {"n_vocab", h.n_vocab}};
     report.text = {{"path", h.text}, {"sha256", h.text_sha256}, {"tokens_used", stored->tokens().size()}};
     report.top_k = h.top_k;
     report.samples = h.samples;
     report.kld_lower_bound = true;
     if (sink) sink->progress("scoring against the stored reference");
-    const auto scores = fidelity::compare_stored(*model, *stored, co, report.timings, report.rest_mass_mean, progress);
+    const auto scores =
+        fidelity::compare_stored(*model, *stored, co, report.timings, report.rest_mass_mean, progress);
     report.summary = fidelity::summarize(scores);
   } else {
     const std::string text_path = plan.text.empty() ? fidelity::default_text_path() : plan.text;
@@ -196,7 +225,8 @@ fidelity::Report run_fidelity(const FidelityPlan& plan, const JobContext& contex
       h.text_sha256 = report.text["sha256"];
       fidelity::ReferenceWriter writer(plan.save_reference, h, tokens);
       if (sink) sink->progress("computing the reference");
-      fidelity::save_reference(*model, tokens, chunks, co, plan.top_k, plan.samples, writer, report.timings, progress);
+      fidelity::save_reference(*model, tokens, chunks, co, plan.top_k, plan.samples, writer, report.timings,
+                               progress);
       writer.finish();
       report.saved_reference = plan.save_reference;
       report.samples = plan.samples;
@@ -215,7 +245,8 @@ fidelity::Report run_fidelity(const FidelityPlan& plan, const JobContext& contex
       report.reference = model_json(*ref_info, *ref, model::sha256_file(ref_path));
       report.reference["kind"] = "model";
       if (sink) sink->progress("scoring");
-      const auto scores = fidelity::compare_models(*model, *ref, tokens, chunks, co, report.timings, progress);
+      const auto scores =
+          fidelity::compare_models(*model, *ref, tokens, chunks, co, report.timings, progress);
       report.summary = fidelity::summarize(scores);
     }
   }

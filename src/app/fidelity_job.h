@@ -14,8 +14,8 @@ struct FidelityPlan {
   std::string text;       // "" = fidelity::default_text_path()
   fidelity::ChunkSettings chunks;
   bool n_ctx_given = false;
-  int n_threads = 0;      // 0 = the device's default
-  bool op_offload = true;  // -nopo 1: false (both contexts)
+  int n_threads = 0;                       // 0 = the device's default
+  bool op_offload = true;                  // -nopo 1: false (both contexts)
   engine::ModelOptions model_options;      // offload of the model (and of the reference, unless...)
   int reference_gpu_layers = -2;           // -2: as the model's
   std::string reference_devices = "\x01";  // "\x01": as the model's

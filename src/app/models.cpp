@@ -9,7 +9,8 @@ std::string ModelSet::resolve(const std::string& spec, JobSink* sink) {
   if (sink && (spec.empty() || spec.starts_with("synth:")))
     sink->progress("preparing the synthesized model (written on first use, then cached)");
   if (sink && spec.starts_with("trained:"))
-    sink->progress("preparing the trained model (trained once, minutes, unless scripts/setup.sh made it; then cached)");
+    sink->progress(
+        "preparing the trained model (trained once, minutes, unless scripts/setup.sh made it; then cached)");
   return model::resolve_model_spec(spec);
 }
 

@@ -130,7 +130,8 @@ void validate(BenchPlan& plan, int default_threads) {
   const auto& r = plan.run;
   if (r.repetitions < 1 || r.repetitions > 10000) throw_bad_input("-r {} out of range 1..10000", r.repetitions);
   if (!(r.delay_s >= 0 && r.delay_s <= 3600)) throw_bad_input("--delay {} out of range 0..3600 seconds", r.delay_s);
-  if (r.verify_tokens < 0 || r.verify_tokens > 1024) throw_bad_input("--verify {} out of range 0..1024 tokens", r.verify_tokens);
+  if (r.verify_tokens < 0 || r.verify_tokens > 1024)
+    throw_bad_input("--verify {} out of range 0..1024 tokens", r.verify_tokens);
   if (!plan.verify_against.empty() && r.verify_tokens == 0)
     throw_bad_input("--verify-against needs --verify (the continuation it compares)");
   if (r.verify_tokens > 0 && !plan.env.endpoint.empty())

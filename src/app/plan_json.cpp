@@ -284,10 +284,10 @@ void check_kind_and_keys(const json& j, const char* kind, std::initializer_list<
 }  // namespace
 
 BenchPlan bench_plan_from_json(const json& j) {
-  check_kind_and_keys(j, "bench",
-                      {"kind", "plan_version", "sweep", "cases", "repetitions", "delay_s", "warmup", "seed",
-                       "hash_models", "keep_engine_log", "ceilings", "env", "load", "completed", "verify_tokens",
-                       "verify_against"});
+  check_kind_and_keys(
+      j, "bench",
+      {"kind", "plan_version", "sweep", "cases", "repetitions", "delay_s", "warmup", "seed", "hash_models",
+       "keep_engine_log", "ceilings", "env", "load", "completed", "verify_tokens", "verify_against"});
   BenchPlan p;
   if (j.contains("sweep")) p.sweep = sweep_from_json(j["sweep"]);
   if (j.contains("cases")) {

@@ -12,20 +12,20 @@
 
 #include "analysis/contamination.h"
 #include "app/step_costs.h"
-#include "engine/backend.h"
 #include "app/stored_run.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/stats.h"
 #include "core/text.h"
+#include "engine/backend.h"
 #include "model/synth.h"
 #include "platform/cpu_features.h"
-#include "probe/gpu_ceilings.h"
-#include "probe/roofline.h"
-#include "result/migrate.h"
 #include "platform/device_identity.h"
 #include "predict/catalogue.h"
 #include "predict/published.h"
+#include "probe/gpu_ceilings.h"
+#include "probe/roofline.h"
+#include "result/migrate.h"
 #include "store/store.h"
 #include "workload/sweep.h"
 
@@ -263,7 +263,8 @@ PredictReport predict_from_catalogue(const PredictPlan& plan,
   namespace cat = predict::catalogue;
   namespace pub = predict::published;
   const std::string dir = predict_catalogue_dir();
-  const auto catalogue = cat::load(std::filesystem::path(dir) / "devices.json", std::filesystem::path(dir) / "measurements.json");
+  const auto catalogue = cat::load(std::filesystem::path(dir) / "devices.json",
+                                   std::filesystem::path(dir) / "measurements.json");
   PredictReport report;
   pub::Figures figures;
   std::string name;
@@ -276,23 +277,27 @@ PredictReport predict_from_catalogue(const PredictPlan& plan,
       figures.bandwidth_basis = "given by --bandwidth";
     }
     if (figures.bandwidth_gbs <= 0)
-      throw_bad_input("device '{}' has no memory bandwidth figure in the catalogue ({}{}): give it with --bandwidth GB/s",
-                      d.key, d.bandwidth_gbs && !d.bandwidth_gbs->note.empty() ? d.bandwidth_gbs->note : "none read",
-                      d.notes.empty() ? "" : "; " + d.notes);
+      throw_bad_input(
+          "device '{}' has no memory bandwidth figure in the catalogue ({}{}): give it with --bandwidth GB/s",
+          d.key, d.bandwidth_gbs && !d.bandwidth_gbs->note.empty() ? d.bandwidth_gbs->note : "none read",
+          d.notes.empty() ? "" : "; " + d.notes);
     if (figures.bandwidth_basis.starts_with("derived"))
-      report.notes.push_back(fmt::format("{}: no bandwidth figure read in a source; the derived {:g} GB/s is used ({})", d.key,
-                                         figures.bandwidth_gbs, figures.bandwidth_basis));
+      report.notes.push_back(
+          fmt::format("{}: no bandwidth figure read in a source; the derived {:g} GB/s is used ({})", d.key,
+                      figures.bandwidth_gbs, figures.bandwidth_basis));
   } else {
     figures.bandwidth_gbs = plan.spec->bandwidth_gb_per_s;
     figures.bandwidth_basis = "given by --bandwidth";
     name = fmt::format("spec: {:g} GB/s", figures.bandwidth_gbs);
-    report.notes.push_back("the store holds no run to scale this spec by: the efficiencies are the catalogue's, "
-                           "pooled over every device class of the backend (--device-spec names a class)");
+    report.notes.push_back(
+        "the store holds no run to scale this spec by: the efficiencies are the catalogue's, "
+        "pooled over every device class of the backend (--device-spec names a class)");
   }
   if (plan.spec) {
     if (plan.spec->matmul_gflop_per_s > 0)
-      report.notes.push_back("--gflops is not used with the catalogue: it holds no matmul-rate figures to calibrate "
-                             "against; prefill scales with the cores (--cores) or the GPU's cores");
+      report.notes.push_back(
+          "--gflops is not used with the catalogue: it holds no matmul-rate figures to calibrate "
+          "against; prefill scales with the cores (--cores) or the GPU's cores");
     if (plan.spec->memory_bytes > 0) figures.memory_gb = static_cast<double>(plan.spec->memory_bytes) / 1e9;
     if (plan.spec->cores > 0) {
       std::optional<double> ghz;
@@ -304,31 +309,35 @@ PredictReport predict_from_catalogue(const PredictPlan& plan,
   std::string backend = plan.backend;
   if (backend.empty()) {
     if (figures.device_class == "discrete-gpu")
-      throw_bad_input("{} is a discrete GPU: name its backend with --backend (cuda, vulkan, rocm, ...)", plan.device_spec);
+      throw_bad_input("{} is a discrete GPU: name its backend with --backend (cuda, vulkan, rocm, ...)",
+                      plan.device_spec);
     backend = "cpu";
   }
   if (backend != "cpu" && !plan.threads.empty())
     throw_bad_input("-t applies to the cpu backend; a {} prediction has no thread count", backend);
   const auto calibration = pub::fit(catalogue);
   report.device = name + (backend == "cpu" ? "" : fmt::format(" [{}]", backend));
-  report.device_basis = fmt::format("not measured: the catalogue's spec ({}) and efficiencies fitted on the published "
-                                    "fit measurements of {} ({} of {} usable)",
-                                    figures.bandwidth_basis, dir, calibration.fit_entries - calibration.skipped.size(),
-                                    calibration.fit_entries);
+  report.device_basis = fmt::format(
+      "not measured: the catalogue's spec ({}) and efficiencies fitted on the published "
+      "fit measurements of {} ({} of {} usable)",
+      figures.bandwidth_basis, dir, calibration.fit_entries - calibration.skipped.size(),
+      calibration.fit_entries);
   const int cores = figures.total_cores();
   const std::vector<int> threads =
       !plan.threads.empty() ? plan.threads : std::vector<int>{backend == "cpu" ? std::max(1, cores) : 1};
   if (backend == "cpu" && !plan.threads.empty() && cores > 0)
     for (int t : plan.threads)
       if (t > cores)
-        report.notes.push_back(fmt::format("-t {} is more threads than the {} cores the catalogue lists: the extra "
-                                           "threads add nothing here",
-                                           t, cores));
+        report.notes.push_back(
+            fmt::format("-t {} is more threads than the {} cores the catalogue lists: the extra "
+                        "threads add nothing here",
+                        t, cores));
   const double storage = plan.spec ? plan.spec->storage_mb_per_s : 0;
   for (const auto& [label, info] : models)
     for (const auto& c : configs(plan, threads))
-      report.rows.push_back({label, info.dominant_type(),
-                             predict::predict_from_catalogue(info, calibration, figures, backend, c, storage)});
+      report.rows.push_back(
+          {label, info.dominant_type(),
+           predict::predict_from_catalogue(info, calibration, figures, backend, c, storage)});
   return report;
 }
 
@@ -341,9 +350,11 @@ PredictReport run_predict(const PredictPlan& plan, const JobContext& ctx) {
   if (plan.spec && !plan.gpu.empty())
     throw_bad_input("--gpu names a GPU of a measured device (this machine or --device); a spec is a device never measured");
   if (!plan.device_spec.empty() && !plan.device_id.empty())
-    throw_bad_input("give a device as --device (measured, in the store) or as --device-spec (the catalogue), not both");
+    throw_bad_input(
+        "give a device as --device (measured, in the store) or as --device-spec (the catalogue), not both");
   if (!plan.device_spec.empty() && !plan.gpu.empty())
-    throw_bad_input("--gpu names a GPU of a measured device; with --device-spec, --backend picks the GPU's backend");
+    throw_bad_input(
+        "--gpu names a GPU of a measured device; with --device-spec, --backend picks the GPU's backend");
   if (!plan.backend.empty()) {
     const auto& known = predict::catalogue::backends();
     if (std::find(known.begin(), known.end(), plan.backend) == known.end())

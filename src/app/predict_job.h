@@ -23,9 +23,10 @@ struct PredictPlan {
   std::string cpu_variant;          // this machine: the ggml CPU variant ("" = the best)
   std::string device_id;            // a device in the store ("" = this machine)
   std::string gpu;                  // predict for this GPU of the device ("Vulkan0"; "" = its CPU)
-  std::optional<predict::DeviceSpec> spec;  // a device never measured (with device_spec: overrides, 0 = not given)
-  std::string device_spec;          // a device of the catalogue (data/predict), by key or alias
-  std::string backend;              // with a spec or a catalogue device: cpu, cuda, metal, vulkan, opencl, rocm
+  std::optional<predict::DeviceSpec>
+      spec;                 // a device never measured (with device_spec: overrides, 0 = not given)
+  std::string device_spec;  // a device of the catalogue (data/predict), by key or alias
+  std::string backend;      // with a spec or a catalogue device: cpu, cuda, metal, vulkan, opencl, rocm
   std::string db;                   // the store: checks, stored devices, efficiencies
   bool remeasure = false;           // measure this machine's step costs again
   std::string sysfs_root = "/";

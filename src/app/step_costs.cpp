@@ -1,22 +1,21 @@
 #include "app/step_costs.h"
 
-#include "analysis/contamination.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <map>
 #include <tuple>
-#include <cmath>
 
+#include "analysis/contamination.h"
 #include "app/bench_job.h"
-#include "runner/provenance.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "model/synth.h"
 #include "predict/predict.h"
 #include "probe/roofline.h"
+#include "runner/provenance.h"
 
 namespace edgeprobe::app {
 namespace {
@@ -139,9 +138,10 @@ int ensure_step_costs(probe::DeviceCeilings& ceilings, const std::set<int>& thre
         contaminated = r.config.name() + ": " + flags.front();
     if (!contaminated.empty()) {
       if (context.sink)
-        context.sink->warning(fmt::format("per-step costs at {} thread(s) not kept: measured while the machine did other work "
-                                          "({}); predictions leave them out until a quiet run measures them",
-                                          t, contaminated));
+        context.sink->warning(
+            fmt::format("per-step costs at {} thread(s) not kept: measured while the machine did other work "
+                        "({}); predictions leave them out until a quiet run measures them",
+                        t, contaminated));
       continue;
     }
     // Each run's time less what the kernel probe accounts for (the model's matmuls), from

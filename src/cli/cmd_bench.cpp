@@ -6,13 +6,13 @@
 #include "app/bench_job.h"
 #include "app/stored_run.h"
 #include "cli/cmd_kv_serve.h"
-#include "runner/load_runner.h"
 #include "cli/common.h"
 #include "cli/job_options.h"
 #include "core/error.h"
+#include "report/formats.h"
+#include "runner/load_runner.h"
 #include "store/store.h"
 #include "workload/sweep.h"
-#include "report/formats.h"
 
 namespace edgeprobe::cli {
 namespace {
@@ -85,12 +85,15 @@ int run(const BenchFlags& f, app::BenchPlan plan, const std::string& command_lin
     plan.run.load.concurrency = workload::parse_int_lists(f.concurrency, "--concurrency");
     if (!f.slo.empty()) plan.run.load.slo = runner::parse_slo(f.slo);
     plan.hash_models = !f.no_hash;
-    if (!plan.verify_against.empty() && plan.run.verify_tokens == 0) plan.run.verify_tokens = runner::kVerifyTokens;
+    if (!plan.verify_against.empty() && plan.run.verify_tokens == 0)
+      plan.run.verify_tokens = runner::kVerifyTokens;
   }
   if (!plan.verify_against.empty()) {
     const auto reference = app::load_result(plan.verify_against, f.store.db);
     const auto* bench = std::get_if<result::BenchReport>(&reference);
-    if (!bench) throw_bad_input("--verify-against {}: not a bench result (run the reference with bench --verify)", plan.verify_against);
+    if (!bench)
+      throw_bad_input("--verify-against {}: not a bench result (run the reference with bench --verify)",
+                      plan.verify_against);
     plan.verify_reference = analysis::reference_continuations(*bench, app::result_label(plan.verify_against));
   }
   TerminalSink sink(!f.output.quiet, report::make_reporter(f.output.format, output.stream()));
@@ -107,8 +110,10 @@ void register_bench(CLI::App& app, const std::vector<std::string>& command_line)
   auto f = std::make_shared<BenchFlags>();
   auto plan = std::make_shared<app::BenchPlan>();  // its members are the defaults shown in --help
   CLI::App* cmd = app.add_subcommand("bench", "Measure prefill and decode apart, per token, through libllama");
-  cmd->add_option("-m,--model", f->models, "GGUF model file(s), comma list or repeated; synth:SHAPE[:QUANT] for a synthesized one, trained:NAME[:QUANT] for a trained one "
-                 "(default: synth:tinyllama-1.1b:q4_0)");
+  cmd->add_option("-m,--model", f->models,
+                  "GGUF model file(s), comma list or repeated; synth:SHAPE[:QUANT] for a synthesized one, "
+                  "trained:NAME[:QUANT] for a trained one "
+                  "(default: synth:tinyllama-1.1b:q4_0)");
   cmd->add_option("-p,--n-prompt", f->n_prompt, "Prompt lengths (pp tests), e.g. 512 or 64-512*2")->capture_default_str();
   cmd->add_option("-n,--n-gen", f->n_gen, "Generation lengths (tg tests)")->capture_default_str();
   cmd->add_option("--pg", f->prompt_gen, "Prompt+generation pairs 'pp,tg' (alias -pg; repeat for more)");
@@ -137,11 +142,13 @@ void register_bench(CLI::App& app, const std::vector<std::string>& command_line)
   cmd->add_option("--seed", plan->run.seed, "Seed for the prompt tokens")->capture_default_str();
   cmd->add_option("--cpu-variant", plan->env.cpu_variant,
                   "Load this ggml CPU variant (e.g. sse42) instead of the best one for this CPU");
-  cmd->add_flag("--verify{32}", plan->run.verify_tokens,
-                "After each test's repetitions, the greedy continuation of a fixed prompt (32 tokens, or "
-                "--verify=N), stored with the run so another run can be checked against it; the figures do not change");
-  cmd->add_option("--verify-against", plan->verify_against,
-                  "Compare the continuations with a reference run's (run id or result JSON file; implies --verify)");
+  cmd->add_flag(
+      "--verify{32}", plan->run.verify_tokens,
+      "After each test's repetitions, the greedy continuation of a fixed prompt (32 tokens, or "
+      "--verify=N), stored with the run so another run can be checked against it; the figures do not change");
+  cmd->add_option(
+      "--verify-against", plan->verify_against,
+      "Compare the continuations with a reference run's (run id or result JSON file; implies --verify)");
   cmd->add_flag("--no-hash", f->no_hash, "Skip the model file's SHA-256 (big files on slow storage)");
   cmd->add_flag("--llama-log", plan->keep_engine_log,
                 "Keep llama.cpp's log lines (info and above) in the json result as provenance.llama_log");

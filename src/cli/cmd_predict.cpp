@@ -101,7 +101,9 @@ void register_predict(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--gflops", f->gflops, "A device not measured: its matmul rate, GFLOP/s (for prefill)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--cores", f->cores, "A device not measured: its cores (the default thread count; with --device-spec they replace its clusters)")
+  cmd->add_option("--cores", f->cores,
+                  "A device not measured: its cores (the default thread count; with --device-spec they "
+                  "replace its clusters)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--memory-gb", f->memory_gb, "A device not measured: its memory, GB (for 'will not fit')")
       ->check(CLI::PositiveNumber);

@@ -1,8 +1,8 @@
 #include "cli/cmd_train.h"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 
@@ -23,10 +23,12 @@ void register_train(CLI::App& app) {
   auto args = std::make_shared<Args>();
   std::string known;
   for (const auto& r : model::trained_recipes()) known += (known.empty() ? "" : ", ") + r.name;
-  CLI::App* cmd = app.add_subcommand(
-      "train", "Train the small model family on the King James Bible (trained:main, trained:draft), once, into the model cache");
+  CLI::App* cmd = app.add_subcommand("train",
+                                     "Train the small model family on the King James Bible (trained:main, "
+                                     "trained:draft), once, into the model cache");
   cmd->add_option("names", args->names, "Which: " + known + " (default: all)");
-  cmd->add_option("-q,--quant", args->quants, "Also quantize to these types (comma list), as trained:NAME:QUANT does")
+  cmd->add_option("-q,--quant", args->quants,
+                  "Also quantize to these types (comma list), as trained:NAME:QUANT does")
       ->delimiter(',');
   cmd->add_option("-t,--threads", args->threads, "Threads (0 = all cores)");
   cmd->callback([args] {
@@ -47,7 +49,8 @@ void register_train(CLI::App& app) {
         const std::string path = model::trained_model(name, q, o);
         const auto info = model::read_gguf_info(path);
         fmt::print("trained:{}:{}: {}, {:.2f} M params, {:.1f} MiB\n", name, q, path,
-                   static_cast<double>(info.n_params()) / 1e6, static_cast<double>(info.file_bytes) / (1024.0 * 1024.0));
+                   static_cast<double>(info.n_params()) / 1e6,
+                   static_cast<double>(info.file_bytes) / (1024.0 * 1024.0));
       }
       fmt::print(stderr, "trained:{}: ready in {:.1f}s\n", name,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

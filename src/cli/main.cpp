@@ -1,9 +1,8 @@
 // edgeprobe: measures and diagnoses how LLMs run on a device. The binary only wires
 // subcommands to the library; each subcommand lives in its own file.
-#include <CLI/CLI.hpp>
-
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <csignal>
@@ -12,24 +11,24 @@
 #include "cli/cli_errors.h"
 #include "cli/cmd_bench.h"
 #include "cli/cmd_compare.h"
-#include "cli/cmd_explain.h"
 #include "cli/cmd_doctor.h"
+#include "cli/cmd_explain.h"
 #include "cli/cmd_export.h"
 #include "cli/cmd_fidelity.h"
 #include "cli/cmd_kv_serve.h"
+#include "cli/cmd_lab.h"
 #include "cli/cmd_predict.h"
 #include "cli/cmd_predict_disagg.h"
-#include "cli/cmd_lab.h"
 #include "cli/cmd_probe.h"
 #include "cli/cmd_report.h"
 #include "cli/cmd_run.h"
 #include "cli/cmd_runs.h"
 #include "cli/cmd_session.h"
 #include "cli/cmd_synth.h"
-#include "cli/cmd_train.h"
 #include "cli/cmd_sysinfo.h"
-#include "cli/completion.h"
+#include "cli/cmd_train.h"
 #include "cli/common.h"
+#include "cli/completion.h"
 #include "core/error.h"
 #include "core/stop_token.h"
 #include "edgeprobe_version.h"

@@ -232,7 +232,8 @@ LlamaContext::LlamaContext(const LlamaModel& model, llama_model* raw_model, cons
     params.n_seq_max = 2;
     params.kv_unified = true;
   }
-  if (o.n_seqs > 1 && !o.tail_states) params.n_seq_max = static_cast<uint32_t>(o.n_seqs);  // a cache split per sequence
+  if (o.n_seqs > 1 && !o.tail_states)
+    params.n_seq_max = static_cast<uint32_t>(o.n_seqs);  // a cache split per sequence
   n_seq_max_ = static_cast<int>(params.n_seq_max);
   const size_t mark = captured_log().size();
   ctx_ = llama_init_from_model(raw_model, params);
@@ -297,7 +298,8 @@ void LlamaContext::decode_one(Token token) {
 // llama-perplexity gathers them.
 const float* LlamaContext::decode_scoring(const std::vector<Token>& tokens, int first, int n_seqs) {
   const int total = static_cast<int>(tokens.size());
-  if (n_seqs < 1 || total % n_seqs != 0) throw_bad_input("{} tokens do not split into {} sequences", total, n_seqs);
+  if (n_seqs < 1 || total % n_seqs != 0)
+    throw_bad_input("{} tokens do not split into {} sequences", total, n_seqs);
   const int len = total / n_seqs;
   if (first < 0 || first >= len) throw_bad_input("scored positions from {} of {} tokens", first, len);
   if (n_seqs > n_seq_max_) throw_bad_input("{} sequences in a context made for {}", n_seqs, n_seq_max_);
@@ -305,7 +307,8 @@ const float* LlamaContext::decode_scoring(const std::vector<Token>& tokens, int 
   const size_t n_vocab = static_cast<size_t>(model_.n_vocab());
   const int n_batches = (total + n_batch_ - 1) / n_batch_;
   scored_.clear();
-  if (n_batches > 1) scored_.reserve(static_cast<size_t>(n_seqs) * static_cast<size_t>(len - first) * n_vocab);
+  if (n_batches > 1)
+    scored_.reserve(static_cast<size_t>(n_seqs) * static_cast<size_t>(len - first) * n_vocab);
   llama_batch batch = llama_batch_init(std::min(total, n_batch_), 0, 1);
   for (int start = 0; start < total; start += n_batch_) {
     const int size = std::min(total - start, n_batch_);

@@ -1,12 +1,11 @@
 #include "fidelity/fidelity.h"
 
-#include "model/trained.h"
-
 #include <algorithm>
 #include <chrono>
 #include <thread>
 
 #include "core/error.h"
+#include "model/trained.h"
 
 namespace edgeprobe::fidelity {
 namespace {
@@ -26,7 +25,8 @@ void parallel_for(int n, int n_threads, const Fn& fn) {
   std::vector<std::thread> workers;
   workers.reserve(static_cast<size_t>(t));
   for (int w = 0; w < t; ++w) {
-    const int lo = static_cast<int>(static_cast<int64_t>(n) * w / t), hi = static_cast<int>(static_cast<int64_t>(n) * (w + 1) / t);
+    const int lo = static_cast<int>(static_cast<int64_t>(n) * w / t),
+              hi = static_cast<int>(static_cast<int64_t>(n) * (w + 1) / t);
     workers.emplace_back([lo, hi, &fn] {
       for (int i = lo; i < hi; ++i) fn(i);
     });
@@ -38,7 +38,9 @@ void parallel_for(int n, int n_threads, const Fn& fn) {
 // its own sequence (larger matrix products than one chunk at a time: x1.46 slower without).
 constexpr int kBatchTokens = 2048;
 
-int chunks_per_batch(const ChunkSettings& s) { return std::clamp(kBatchTokens / s.n_ctx, 1, std::max(1, s.n_chunks)); }
+int chunks_per_batch(const ChunkSettings& s) {
+  return std::clamp(kBatchTokens / s.n_ctx, 1, std::max(1, s.n_chunks));
+}
 
 engine::ContextOptions chunk_context(engine::ContextOptions o, int n_ctx, int n_seqs) {
   // n_seqs sequences of n_ctx positions decoded as one logical batch, so the scored rows are
@@ -62,8 +64,8 @@ size_t out_row(int k, int i, const ChunkSettings& s) {
 
 // Chunks [chunk, chunk + n) as decoded: BOS in place of each one's first token when the
 // model adds one.
-std::vector<engine::Token> chunks_at(const engine::LoadedModel& model, const std::vector<engine::Token>& tokens,
-                                     int chunk, int n, int n_ctx) {
+std::vector<engine::Token> chunks_at(const engine::LoadedModel& model,
+                                     const std::vector<engine::Token>& tokens, int chunk, int n, int n_ctx) {
   const auto begin = tokens.begin() + static_cast<std::ptrdiff_t>(chunk) * n_ctx;
   std::vector<engine::Token> c(begin, begin + static_cast<std::ptrdiff_t>(n) * n_ctx);
   if (model.adds_bos() && model.bos_token() >= 0)
@@ -71,7 +73,8 @@ std::vector<engine::Token> chunks_at(const engine::LoadedModel& model, const std
   return c;
 }
 
-const float* decode_or_refuse(engine::Context& ctx, const std::vector<engine::Token>& chunks, int first, int n = 1) {
+const float* decode_or_refuse(engine::Context& ctx, const std::vector<engine::Token>& chunks, int first,
+                              int n = 1) {
   const float* rows = ctx.decode_scoring(chunks, first, n);
   if (!rows) throw_bad_input("this engine gives no logits: fidelity runs on the in-process llama.cpp engine");
   return rows;
@@ -87,12 +90,15 @@ std::string default_text_path() {
 
 std::vector<engine::Token> chunk_text(const engine::LoadedModel& model, const std::string& text,
                                       ChunkSettings& settings) {
-  if (settings.n_ctx < 4) throw_bad_input("-c {} is too small: a chunk needs at least 4 tokens", settings.n_ctx);
+  if (settings.n_ctx < 4)
+    throw_bad_input("-c {} is too small: a chunk needs at least 4 tokens", settings.n_ctx);
   std::vector<engine::Token> tokens = model.tokenize(text, /*add_special=*/true);
   const int available = static_cast<int>(tokens.size() / static_cast<size_t>(settings.n_ctx));
   if (available < 1)
-    throw_bad_input("the text tokenizes to {} tokens, fewer than one chunk of -c {}: give a longer --text or a smaller -c",
-                    tokens.size(), settings.n_ctx);
+    throw_bad_input(
+        "the text tokenizes to {} tokens, fewer than one chunk of -c {}: give a longer --text or a smaller "
+        "-c",
+        tokens.size(), settings.n_ctx);
   settings.n_chunks = settings.n_chunks < 0 ? available : std::min(settings.n_chunks, available);
   if (settings.n_chunks < 1) throw_bad_input("--chunks must be at least 1");
   tokens.resize(static_cast<size_t>(settings.n_chunks) * static_cast<size_t>(settings.n_ctx));
@@ -108,7 +114,8 @@ std::string vocab_hash(const engine::LoadedModel& model) {
 
 std::string vocab_difference(const engine::LoadedModel& model, const engine::LoadedModel& ref) {
   if (model.n_vocab() != ref.n_vocab())
-    return fmt::format("the reference has a vocabulary of {} tokens, the model {}", ref.n_vocab(), model.n_vocab());
+    return fmt::format("the reference has a vocabulary of {} tokens, the model {}", ref.n_vocab(),
+                       model.n_vocab());
   for (int32_t t = 0; t < model.n_vocab(); ++t) {
     const std::string a = model.token_text(t), b = ref.token_text(t);
     if (a != b) return fmt::format("token {} is '{}' in the model and '{}' in the reference", t, a, b);
@@ -142,7 +149,8 @@ std::vector<PositionScore> compare_models(const engine::LoadedModel& model, cons
     parallel_for(n * n_scored, context.n_threads, [&](int idx) {
       const int k = idx / n_scored, i = idx % n_scored;
       const size_t row = out_row(k, i, s) * static_cast<size_t>(n_vocab);
-      const engine::Token next = tokens[static_cast<size_t>(c0 + k) * static_cast<size_t>(s.n_ctx) + static_cast<size_t>(first + i + 1)];
+      const engine::Token next = tokens[static_cast<size_t>(c0 + k) * static_cast<size_t>(s.n_ctx) +
+                                        static_cast<size_t>(first + i + 1)];
       out[idx] = score_full(ref_rows + row, model_rows + row, n_vocab, next);
     });
     timings.score += since(t0);
@@ -178,9 +186,10 @@ std::vector<PositionScore> compare_stored(const engine::LoadedModel& model, Refe
     PositionScore* out = scores.data() + static_cast<size_t>(c0) * static_cast<size_t>(n_scored);
     parallel_for(n * n_scored, context.n_threads, [&](int idx) {
       const int k = idx / n_scored, i = idx % n_scored;
-      const engine::Token next = tokens[static_cast<size_t>(c0 + k) * static_cast<size_t>(s.n_ctx) + static_cast<size_t>(first + i + 1)];
-      out[idx] = score_compact(rows[static_cast<size_t>(idx)], model_rows + out_row(k, i, s) * static_cast<size_t>(n_vocab),
-                               n_vocab, next);
+      const engine::Token next = tokens[static_cast<size_t>(c0 + k) * static_cast<size_t>(s.n_ctx) +
+                                        static_cast<size_t>(first + i + 1)];
+      out[idx] = score_compact(rows[static_cast<size_t>(idx)],
+                               model_rows + out_row(k, i, s) * static_cast<size_t>(n_vocab), n_vocab, next);
     });
     timings.score += since(t0);
     if (progress) progress(c0 + n, s.n_chunks);
@@ -189,9 +198,9 @@ std::vector<PositionScore> compare_stored(const engine::LoadedModel& model, Refe
   return scores;
 }
 
-void save_reference(const engine::LoadedModel& ref, const std::vector<engine::Token>& tokens, const ChunkSettings& s,
-                    const engine::ContextOptions& context, int top_k, int samples, ReferenceWriter& writer,
-                    Timings& timings, const Progress& progress) {
+void save_reference(const engine::LoadedModel& ref, const std::vector<engine::Token>& tokens,
+                    const ChunkSettings& s, const engine::ContextOptions& context, int top_k, int samples,
+                    ReferenceWriter& writer, Timings& timings, const Progress& progress) {
   const int group = chunks_per_batch(s);
   const auto o = chunk_context(context, s.n_ctx, group);
   auto ctx = ref.new_context(o);
@@ -206,11 +215,13 @@ void save_reference(const engine::LoadedModel& ref, const std::vector<engine::To
     t0 = Clock::now();
     parallel_for(n * n_scored, context.n_threads, [&](int idx) {
       const int k = idx / n_scored, i = idx % n_scored;
-      const engine::Token next = tokens[static_cast<size_t>(c0 + k) * static_cast<size_t>(s.n_ctx) + static_cast<size_t>(first + i + 1)];
+      const engine::Token next = tokens[static_cast<size_t>(c0 + k) * static_cast<size_t>(s.n_ctx) +
+                                        static_cast<size_t>(first + i + 1)];
       // Seeded by the position's index in the text: the same file from the same logits.
-      const auto seed = static_cast<uint64_t>(c0) * static_cast<uint64_t>(n_scored) + static_cast<uint64_t>(idx);
-      rows[static_cast<size_t>(idx)] = compact_row(ref_rows + out_row(k, i, s) * static_cast<size_t>(n_vocab), n_vocab,
-                                                   top_k, next, samples, seed);
+      const auto seed =
+          static_cast<uint64_t>(c0) * static_cast<uint64_t>(n_scored) + static_cast<uint64_t>(idx);
+      rows[static_cast<size_t>(idx)] = compact_row(ref_rows + out_row(k, i, s) * static_cast<size_t>(n_vocab),
+                                                   n_vocab, top_k, next, samples, seed);
     });
     for (int r = 0; r < n * n_scored; ++r) writer.add(rows[static_cast<size_t>(r)]);
     timings.score += since(t0);
@@ -235,7 +246,8 @@ CompactError measure_compact_error(const engine::LoadedModel& model, const engin
       const size_t row = static_cast<size_t>(i) * static_cast<size_t>(n_vocab);
       const engine::Token next = text[first + i + 1];
       full.push_back(score_full(ref_rows + row, model_rows + row, n_vocab, next));
-      compact.push_back(score_compact(compact_row(ref_rows + row, n_vocab, top_k, next), model_rows + row, n_vocab, next));
+      compact.push_back(
+          score_compact(compact_row(ref_rows + row, n_vocab, top_k, next), model_rows + row, n_vocab, next));
     }
   }
   return {summarize(full), summarize(compact)};

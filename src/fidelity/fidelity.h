@@ -1,9 +1,8 @@
 #pragma once
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
 #include "fidelity/reference_file.h"
@@ -22,8 +21,8 @@ namespace edgeprobe::fidelity {
 std::string default_text_path();
 
 struct ChunkSettings {
-  int n_ctx = 512;     // -c: tokens per chunk
-  int n_chunks = -1;   // --chunks: at most this many (-1: as many as the text holds)
+  int n_ctx = 512;    // -c: tokens per chunk
+  int n_chunks = -1;  // --chunks: at most this many (-1: as many as the text holds)
   int first() const { return n_ctx / 2; }
   int scored_per_chunk() const { return n_ctx - 1 - first(); }
 };
@@ -48,7 +47,8 @@ using Progress = std::function<void(int chunk, int n_chunks)>;
 // Model against a reference model, chunk by chunk (each chunk decoded by both, then scored
 // on n_threads threads). The scores are in text order.
 std::vector<PositionScore> compare_models(const engine::LoadedModel& model, const engine::LoadedModel& ref,
-                                          const std::vector<engine::Token>& tokens, const ChunkSettings& settings,
+                                          const std::vector<engine::Token>& tokens,
+                                          const ChunkSettings& settings,
                                           const engine::ContextOptions& context, Timings& timings,
                                           const Progress& progress = {});
 
@@ -61,8 +61,8 @@ std::vector<PositionScore> compare_stored(const engine::LoadedModel& model, Refe
 
 // Decodes the reference over the text and writes its compact rows.
 void save_reference(const engine::LoadedModel& ref, const std::vector<engine::Token>& tokens,
-                    const ChunkSettings& settings, const engine::ContextOptions& context, int top_k, int samples,
-                    ReferenceWriter& writer, Timings& timings, const Progress& progress = {});
+                    const ChunkSettings& settings, const engine::ContextOptions& context, int top_k,
+                    int samples, ReferenceWriter& writer, Timings& timings, const Progress& progress = {});
 
 // The compact reference's own error, measured: a model against a reference model scored
 // both ways at once (full and through compact_row at top_k), for docs and tests.

@@ -1,11 +1,10 @@
 #include "fidelity/reference_file.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "core/digest.h"
 #include "core/error.h"
@@ -19,10 +18,19 @@ constexpr int32_t kMaxCtx = 1 << 20;
 constexpr int32_t kMaxVocab = 1 << 24;
 
 nlohmann::json header_json(const ReferenceHeader& h) {
-  return {{"n_vocab", h.n_vocab},       {"vocab_sha256", h.vocab_sha256}, {"architecture", h.architecture},
-          {"model_sha256", h.model_sha256}, {"model_path", h.model_path}, {"model_desc", h.model_desc},
-          {"engine", h.engine},         {"n_ctx", h.n_ctx},               {"n_chunks", h.n_chunks},
-          {"top_k", h.top_k},           {"samples", h.samples},           {"text", h.text},                 {"text_sha256", h.text_sha256}};
+  return {{"n_vocab", h.n_vocab},
+          {"vocab_sha256", h.vocab_sha256},
+          {"architecture", h.architecture},
+          {"model_sha256", h.model_sha256},
+          {"model_path", h.model_path},
+          {"model_desc", h.model_desc},
+          {"engine", h.engine},
+          {"n_ctx", h.n_ctx},
+          {"n_chunks", h.n_chunks},
+          {"top_k", h.top_k},
+          {"samples", h.samples},
+          {"text", h.text},
+          {"text_sha256", h.text_sha256}};
 }
 
 template <typename T>
@@ -66,7 +74,8 @@ ReferenceWriter::ReferenceWriter(const std::string& path, const ReferenceHeader&
   put<uint32_t>(out_, kReferenceSchema);
   put<uint32_t>(out_, static_cast<uint32_t>(json.size()));
   out_.write(json.data(), static_cast<std::streamsize>(json.size()));
-  out_.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(tokens.size() * sizeof(int32_t)));
+  out_.write(reinterpret_cast<const char*>(tokens.data()),
+             static_cast<std::streamsize>(tokens.size() * sizeof(int32_t)));
 }
 
 void ReferenceWriter::add(const CompactRow& row) {
@@ -89,7 +98,9 @@ void ReferenceWriter::add(const CompactRow& row) {
 
 void ReferenceWriter::finish() {
   const int64_t want = static_cast<int64_t>(header_.n_chunks) * header_.scored_per_chunk();
-  if (rows_ != want) throw Error(ErrorKind::kBug, fmt::format("reference {}: {} rows written, {} expected", path_, rows_, want));
+  if (rows_ != want)
+    throw Error(ErrorKind::kBug,
+                fmt::format("reference {}: {} rows written, {} expected", path_, rows_, want));
   out_.flush();
   out_.close();
   if (out_.fail()) throw_environment("writing the reference {} failed (disk full?)", path_);
@@ -114,14 +125,17 @@ ReferenceReader::ReferenceReader(const std::string& path) : path_(path) {
   if (!in_) throw_bad_input("cannot read the reference {}", path);
   char fixed[16];
   if (size < sizeof fixed || !in_.read(fixed, sizeof fixed) || std::memcmp(fixed, kMagic, sizeof kMagic) != 0)
-    throw_bad_input("{} is not a stored fidelity reference (make one with `edgeprobe fidelity -m REF --save-reference FILE`)",
-                    path);
+    throw_bad_input(
+        "{} is not a stored fidelity reference (make one with `edgeprobe fidelity -m REF --save-reference "
+        "FILE`)",
+        path);
   const char* p = fixed + sizeof kMagic;
   const auto schema = get<uint32_t>(p);
   const auto header_bytes = get<uint32_t>(p);
   if (schema != kReferenceSchema)
-    throw_bad_input("the reference {} has schema {}, this edgeprobe reads {}: compute it again with this version", path,
-                    schema, kReferenceSchema);
+    throw_bad_input(
+        "the reference {} has schema {}, this edgeprobe reads {}: compute it again with this version", path,
+        schema, kReferenceSchema);
   if (header_bytes > kMaxHeaderBytes || header_bytes > size - sizeof fixed)
     throw_bad_input("the reference {} is truncated or damaged (a header of {} bytes)", path, header_bytes);
   std::string text(header_bytes, '\0');
@@ -144,13 +158,15 @@ ReferenceReader::ReferenceReader(const std::string& path) : path_(path) {
     h.text = j.value("text", "");
     h.text_sha256 = j.value("text_sha256", "");
   } catch (const nlohmann::json::exception&) {
-    throw_bad_input("the reference {} is damaged: its header lacks a field or has one of the wrong type", path);
+    throw_bad_input("the reference {} is damaged: its header lacks a field or has one of the wrong type",
+                    path);
   }
   const auto& h = header_;
   if (h.n_vocab < 2 || h.n_vocab > kMaxVocab || h.n_ctx < 4 || h.n_ctx > kMaxCtx || h.n_chunks < 1 ||
       h.top_k < 1 || h.top_k > kMaxTopK || h.top_k > h.n_vocab || h.samples < 0 || h.samples > kMaxSamples)
     throw_bad_input(
-        "the reference {} is damaged: its header is out of range (n_vocab {}, n_ctx {}, chunks {}, top_k {}, samples {})",
+        "the reference {} is damaged: its header is out of range (n_vocab {}, n_ctx {}, chunks {}, top_k {}, "
+        "samples {})",
         path, h.n_vocab, h.n_ctx, h.n_chunks, h.top_k, h.samples);
   // The whole size, checked in 128-bit-safe steps before anything is allocated.
   const uint64_t n_tokens = static_cast<uint64_t>(h.n_chunks) * static_cast<uint64_t>(h.n_ctx);
@@ -163,7 +179,8 @@ ReferenceReader::ReferenceReader(const std::string& path) : path_(path) {
   in_.read(reinterpret_cast<char*>(tokens_.data()), static_cast<std::streamsize>(n_tokens * 4));
   if (!in_) throw_bad_input("the reference {} could not be read to its end", path);
   for (const int32_t t : tokens_)
-    if (t < 0 || t >= h.n_vocab) throw_bad_input("the reference {} is damaged: token id {} out of its vocabulary", path, t);
+    if (t < 0 || t >= h.n_vocab)
+      throw_bad_input("the reference {} is damaged: token id {} out of its vocabulary", path, t);
   buf_.resize(h.row_bytes());
 }
 
@@ -185,8 +202,8 @@ CompactRow ReferenceReader::next() {
   row.rest = get<float>(p);
   row.next_logp = get<float>(p);
   if (!(row.rest >= 0 && row.rest <= 1.0001f) || !(row.next_logp <= 1e-3f) || std::isnan(row.next_logp))
-    throw_bad_input("the reference {} is damaged: a row's rest mass {} or ln P(next) {} is no probability", path_,
-                    row.rest, row.next_logp);
+    throw_bad_input("the reference {} is damaged: a row's rest mass {} or ln P(next) {} is no probability",
+                    path_, row.rest, row.next_logp);
   int none = 0;
   for (int j = 0; j < header_.samples; ++j) {
     const auto id = get<int32_t>(p);
@@ -201,8 +218,8 @@ CompactRow ReferenceReader::next() {
     row.sample_logp.push_back(lp);
   }
   if (none != 0 && none != header_.samples)
-    throw_bad_input("the reference {} is damaged: a row holds {} of {} samples", path_, header_.samples - none,
-                    header_.samples);
+    throw_bad_input("the reference {} is damaged: a row holds {} of {} samples", path_,
+                    header_.samples - none, header_.samples);
   return row;
 }
 

@@ -17,8 +17,8 @@
 //   rows: per chunk, per scored position (n_ctx - 1 - n_ctx/2 of them):
 //         top_k x (i32 id, f32 ln P)   f32 rest mass   f32 ln P(next)
 //         samples x (i32 id, f32 ln P): draws from the rest (all ids -1: none, no rest)
-// A row is 8 * (top_k + samples) + 8 bytes (392 at k = 32 and 16 samples). The reader checks the whole size against
-// the header before it allocates anything, and every id and value as it reads.
+// A row is 8 * (top_k + samples) + 8 bytes (392 at k = 32 and 16 samples). The reader checks the whole size
+// against the header before it allocates anything, and every id and value as it reads.
 namespace edgeprobe::fidelity {
 
 inline constexpr uint32_t kReferenceSchema = 1;
@@ -30,17 +30,17 @@ inline constexpr int kMaxSamples = 1024;
 struct ReferenceHeader {
   uint32_t schema = kReferenceSchema;
   int32_t n_vocab = 0;
-  std::string vocab_sha256;   // vocab_hash() of the model that computed it
-  std::string architecture;   // general.architecture
-  std::string model_sha256;   // the reference model's file
-  std::string model_path;     // as it was given (for people)
-  std::string model_desc;     // llama.cpp's description ("llama ?B F16")
-  std::string engine;         // where it ran: backend, CPU variant, devices
+  std::string vocab_sha256;  // vocab_hash() of the model that computed it
+  std::string architecture;  // general.architecture
+  std::string model_sha256;  // the reference model's file
+  std::string model_path;    // as it was given (for people)
+  std::string model_desc;    // llama.cpp's description ("llama ?B F16")
+  std::string engine;        // where it ran: backend, CPU variant, devices
   int32_t n_ctx = 0;
   int32_t n_chunks = 0;
   int32_t top_k = kDefaultTopK;
   int32_t samples = kDefaultSamples;  // draws from the rest per position
-  std::string text;           // the text's path and SHA-256, as given
+  std::string text;                   // the text's path and SHA-256, as given
   std::string text_sha256;
   int32_t first() const { return n_ctx / 2; }
   int32_t scored_per_chunk() const { return n_ctx - 1 - first(); }

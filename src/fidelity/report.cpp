@@ -12,9 +12,13 @@ namespace {
 
 // Six decimals, or three significant digits in exponent form below 1e-4 (a CPU variant's
 // KLD is 1e-9, not 0.000000).
-std::string num(double v) { return std::fabs(v) < 1e-4 && v != 0 ? fmt::format("{:.3e}", v) : fmt::format("{:.6f}", v); }
+std::string num(double v) {
+  return std::fabs(v) < 1e-4 && v != 0 ? fmt::format("{:.3e}", v) : fmt::format("{:.6f}", v);
+}
 
-nlohmann::json estimate(const Estimate& e, double scale = 1) { return {{"value", e.value * scale}, {"err", e.err * scale}}; }
+nlohmann::json estimate(const Estimate& e, double scale = 1) {
+  return {{"value", e.value * scale}, {"err", e.err * scale}};
+}
 
 }  // namespace
 
@@ -42,8 +46,8 @@ nlohmann::json to_json(const Report& r) {
   }
   const auto& s = r.summary;
   j["positions"] = s.positions;
-  j["kld"] = {{"mean", s.kld.value}, {"err", s.kld.err},   {"median", s.kld_median},
-              {"p99", s.kld_p99},    {"max", s.kld_max},   {"lower_bound", r.kld_lower_bound}};
+  j["kld"] = {{"mean", s.kld.value}, {"err", s.kld.err}, {"median", s.kld_median},
+              {"p99", s.kld_p99},    {"max", s.kld_max}, {"lower_bound", r.kld_lower_bound}};
   if (r.kld_lower_bound) {
     j["kld"]["reference_rest_mass_mean"] = r.rest_mass_mean;
     j["kld"]["samples"] = r.samples;
@@ -68,15 +72,17 @@ void write_report(const Report& r, const std::string& format, std::ostream& out)
   const std::string ref_kind = r.reference.value("kind", "model");
   if (r.saved_reference.empty())
     out << fmt::format("- reference: {} ({}{})\n", r.reference.value("path", ""),
-                     ref_kind == "stored" ? "stored, top-" + std::to_string(r.top_k) + " of " : "",
-                     r.reference.value("description", ""));
-  out << fmt::format("- text: {} ({} tokens used)\n", r.text.value("path", ""), r.text.value("tokens_used", 0));
+                       ref_kind == "stored" ? "stored, top-" + std::to_string(r.top_k) + " of " : "",
+                       r.reference.value("description", ""));
+  out << fmt::format("- text: {} ({} tokens used)\n", r.text.value("path", ""),
+                     r.text.value("tokens_used", 0));
   out << fmt::format("- {} chunks of {} tokens, positions {}..{} of each scored, {} threads, {:.1f} s\n",
-                     r.settings.n_chunks, r.settings.n_ctx, r.settings.first(), r.settings.n_ctx - 2, r.n_threads,
-                     r.seconds);
+                     r.settings.n_chunks, r.settings.n_ctx, r.settings.first(), r.settings.n_ctx - 2,
+                     r.n_threads, r.seconds);
   if (!r.saved_reference.empty()) {
-    out << fmt::format("\nSaved the compact reference {}: {} bytes, top-{} and {} samples of the rest per position.\n",
-                       r.saved_reference, r.saved_bytes, r.top_k, r.samples);
+    out << fmt::format(
+        "\nSaved the compact reference {}: {} bytes, top-{} and {} samples of the rest per position.\n",
+        r.saved_reference, r.saved_bytes, r.top_k, r.samples);
     return;
   }
   const auto& s = r.summary;
@@ -84,20 +90,26 @@ void write_report(const Report& r, const std::string& format, std::ostream& out)
   out << fmt::format("| mean KLD(ref ‖ model){} | {} ± {} |\n", r.kld_lower_bound ? " (lower bound)" : "",
                      num(s.kld.value), num(s.kld.err));
   if (r.kld_lower_bound && r.samples > 0)
-    out << fmt::format("| mean KLD, rest estimated from {} samples | {} ± {} |\n", r.samples, num(s.kld_sampled.value),
-                       num(s.kld_sampled.err));
-  out << fmt::format("| KLD median / p99 / max | {} / {} / {} |\n", num(s.kld_median), num(s.kld_p99), num(s.kld_max));
-  out << fmt::format("| top-1 agreement | {:.3f} ± {:.3f} % |\n", 100 * s.same_top.value, 100 * s.same_top.err);
-  out << fmt::format("| mean Δp (next token) | {:.3f} ± {:.3f} % |\n", 100 * s.delta_p.value, 100 * s.delta_p.err);
+    out << fmt::format("| mean KLD, rest estimated from {} samples | {} ± {} |\n", r.samples,
+                       num(s.kld_sampled.value), num(s.kld_sampled.err));
+  out << fmt::format("| KLD median / p99 / max | {} / {} / {} |\n", num(s.kld_median), num(s.kld_p99),
+                     num(s.kld_max));
+  out << fmt::format("| top-1 agreement | {:.3f} ± {:.3f} % |\n", 100 * s.same_top.value,
+                     100 * s.same_top.err);
+  out << fmt::format("| mean Δp (next token) | {:.3f} ± {:.3f} % |\n", 100 * s.delta_p.value,
+                     100 * s.delta_p.err);
   out << fmt::format("| ln(PPL/PPL_ref) | {} ± {} |\n", num(s.ln_ppl_ratio.value), num(s.ln_ppl_ratio.err));
   out << fmt::format("| PPL (model) | {:.4f} ± {:.4f} |\n", s.ppl.value, s.ppl.err);
   out << fmt::format("| PPL (reference) | {:.4f} ± {:.4f} |\n", s.ppl_ref.value, s.ppl_ref.err);
   out << fmt::format("| positions scored | {} |\n", s.positions);
   if (r.kld_lower_bound)
     out << fmt::format(
-        "\nThe reference is stored compactly (top-{} plus the rest mass as one bucket): the KLD is a lower bound of "
-        "the full one (log-sum inequality), the looser the more mass lies outside the top {} (here {:.1f} % on "
-        "average); top-1, Δp and the PPLs are exact. The sampled row estimates the rest's share without bias. "
+        "\nThe reference is stored compactly (top-{} plus the rest mass as one bucket): the KLD is a lower "
+        "bound of "
+        "the full one (log-sum inequality), the looser the more mass lies outside the top {} (here {:.1f} % "
+        "on "
+        "average); top-1, Δp and the PPLs are exact. The sampled row estimates the rest's share without "
+        "bias. "
         "docs/fidelity.md states both errors, measured.\n",
         r.top_k, r.top_k, 100 * r.rest_mass_mean);
 }

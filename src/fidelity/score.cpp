@@ -74,9 +74,8 @@ CompactRow compact_row(const float* ref, int n_vocab, int top_k, int32_t next, i
   const double lse = mr + log_sum_exp(ref, n_vocab, mr);
   std::vector<int32_t> order(static_cast<size_t>(n_vocab));
   std::iota(order.begin(), order.end(), 0);
-  std::partial_sort(order.begin(), order.begin() + k, order.end(), [ref](int32_t a, int32_t b) {
-    return ref[a] > ref[b] || (ref[a] == ref[b] && a < b);
-  });
+  std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                    [ref](int32_t a, int32_t b) { return ref[a] > ref[b] || (ref[a] == ref[b] && a < b); });
   CompactRow row;
   row.ids.assign(order.begin(), order.begin() + k);
   row.logp.reserve(static_cast<size_t>(k));
@@ -190,7 +189,8 @@ Summary summarize(const std::vector<PositionScore>& scores) {
   const double dn = static_cast<double>(n);
   out.kld = mean_err(kld, n);
   out.kld_sampled = mean_err(kld_sampled, n);
-  out.kld_median = klds.size() % 2 == 0 ? 0.5 * (klds[klds.size() / 2] + klds[klds.size() / 2 - 1]) : klds[klds.size() / 2];
+  out.kld_median = klds.size() % 2 == 0 ? 0.5 * (klds[klds.size() / 2] + klds[klds.size() / 2 - 1])
+                                        : klds[klds.size() / 2];
   out.kld_p99 = percentile(klds, 0.99);
   out.kld_max = klds.back();
   const double p = static_cast<double>(same) / dn;
@@ -198,7 +198,8 @@ Summary summarize(const std::vector<PositionScore>& scores) {
   out.delta_p = mean_err(dp, n);
   const Estimate l = mean_err(nll, n), lr = mean_err(nll_ref, n);
   const double cov = n < 10 ? 0.0 : (nll_cross / dn - l.value * lr.value) / (dn - 1);
-  out.ln_ppl_ratio = {l.value - lr.value, std::sqrt(std::max(0.0, l.err * l.err + lr.err * lr.err - 2 * cov))};
+  out.ln_ppl_ratio = {l.value - lr.value,
+                      std::sqrt(std::max(0.0, l.err * l.err + lr.err * lr.err - 2 * cov))};
   out.ppl = {std::exp(l.value), std::exp(l.value) * l.err};
   out.ppl_ref = {std::exp(lr.value), std::exp(lr.value) * lr.err};
   return out;

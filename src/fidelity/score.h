@@ -59,12 +59,12 @@ struct Estimate {
 // A text's figures, from its scored positions in order.
 struct Summary {
   int64_t positions = 0;
-  Estimate kld;                 // mean KL(ref || model), nats
-  Estimate kld_sampled;         // mean of the positions' kld_sampled
+  Estimate kld;          // mean KL(ref || model), nats
+  Estimate kld_sampled;  // mean of the positions' kld_sampled
   double kld_median = 0, kld_p99 = 0, kld_max = 0;
-  Estimate same_top;            // fraction of positions whose top-1 agree, 0..1
-  Estimate delta_p;             // mean of Q(next) - P(next), 0..1 scale
-  Estimate ln_ppl_ratio;        // ln(PPL/PPL_ref), with the two losses' covariance
+  Estimate same_top;      // fraction of positions whose top-1 agree, 0..1
+  Estimate delta_p;       // mean of Q(next) - P(next), 0..1 scale
+  Estimate ln_ppl_ratio;  // ln(PPL/PPL_ref), with the two losses' covariance
   Estimate ppl, ppl_ref;
 };
 

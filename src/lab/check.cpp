@@ -6,9 +6,9 @@
 #include <atomic>
 #include <thread>
 
-#include "lab/deploy.h"
 #include "core/stop_token.h"
 #include "core/subprocess.h"
+#include "lab/deploy.h"
 #include "lab/transport.h"
 
 namespace edgeprobe::lab {
@@ -33,7 +33,8 @@ std::vector<CheckRow> check_devices(const std::vector<Device>& devices, double t
       try {
         auto transport = make_transport(row.device);
         row.state = read_state(*transport, row.device, timeout_s, [stop] { return stop.stop_requested(); });
-        if (!row.state.reachable && stop.stop_requested()) row.state.why_not = "not checked: interrupted while asked";
+        if (!row.state.reachable && stop.stop_requested())
+          row.state.why_not = "not checked: interrupted while asked";
       } catch (const std::exception& e) {
         row.state.reachable = false;
         row.state.why_not = output_line(e.what());

@@ -122,7 +122,8 @@ DeviceState parse_state(const std::string& text) {
   return s;
 }
 
-DeviceState read_state(Transport& transport, const Device& device, double timeout_s, std::function<bool()> cancel) {
+DeviceState read_state(Transport& transport, const Device& device, double timeout_s,
+                       std::function<bool()> cancel) {
   SubprocessOptions options = within(timeout_s);
   options.cancel = std::move(cancel);
   const SubprocessResult r = transport.run(state_script(device.workdir), options);

@@ -3,12 +3,11 @@
 #include <ggml.h>
 #include <gguf.h>
 #include <llama.h>
-
 #include <unistd.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -130,7 +129,8 @@ void validate(const SynthShape& s) {
 // `trained` set: that vocabulary, no chat template, and every output row random (a training
 // learns them); unset: the generated vocabulary of synthesized models.
 void write_float_model(const SynthShape& s, ggml_type type, uint64_t seed, const std::string& path,
-                       bool with_data = true, const SpmVocabulary* trained = nullptr, const std::string& name = "") {
+                       bool with_data = true, const SpmVocabulary* trained = nullptr,
+                       const std::string& name = "") {
   std::unique_ptr<gguf_context, GgufDeleter> gguf(gguf_init_empty());
   gguf_context* g = gguf.get();
   gguf_set_val_str(g, "general.architecture", "llama");
@@ -151,7 +151,8 @@ void write_float_model(const SynthShape& s, ggml_type type, uint64_t seed, const
   const SpmVocabulary vocab = trained ? *trained : make_vocab(s.n_vocab, seed);
   if (static_cast<int64_t>(vocab.tokens.size()) != s.n_vocab || vocab.scores.size() != vocab.tokens.size() ||
       vocab.types.size() != vocab.tokens.size())
-    throw_bad_input("vocabulary of {} tokens does not match the shape's n_vocab {}", vocab.tokens.size(), s.n_vocab);
+    throw_bad_input("vocabulary of {} tokens does not match the shape's n_vocab {}", vocab.tokens.size(),
+                    s.n_vocab);
   std::vector<const char*> token_ptrs;
   for (const auto& t : vocab.tokens) token_ptrs.push_back(t.c_str());
   gguf_set_val_str(g, "tokenizer.ggml.model", "llama");
@@ -331,8 +332,8 @@ int quant_ftype(const std::string& quant) {
   return it->second;
 }
 
-void write_initial_model(const SynthShape& shape, const SpmVocabulary& vocab, uint64_t seed, const std::string& name,
-                         const std::string& path) {
+void write_initial_model(const SynthShape& shape, const SpmVocabulary& vocab, uint64_t seed,
+                         const std::string& name, const std::string& path) {
   validate(shape);
   write_float_model(shape, GGML_TYPE_F32, seed, path, /*with_data=*/true, &vocab, name);
 }

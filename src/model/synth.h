@@ -61,8 +61,8 @@ struct SpmVocabulary {
 // Writes an f32 llama GGUF with this vocabulary and random weights from `seed` (the same
 // initialisation as synthesize_model's): the starting point of a training. shape.n_vocab
 // must equal the vocabulary's size; `name` goes to general.name.
-void write_initial_model(const SynthShape& shape, const SpmVocabulary& vocab, uint64_t seed, const std::string& name,
-                         const std::string& path);
+void write_initial_model(const SynthShape& shape, const SpmVocabulary& vocab, uint64_t seed,
+                         const std::string& name, const std::string& path);
 
 // The quantization names synth accepts, with their llama_ftype; throws kBadInput listing
 // the known ones for any other name.

@@ -13,10 +13,9 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "core/digest.h"
 #include "core/error.h"
@@ -41,11 +40,20 @@ constexpr int kHeldOutEvery = 20;
 // embedding and output matrices keep k-quants.
 constexpr int kVocabSize = 4096;
 const std::vector<std::string>& spm_settings() {
-  static const std::vector<std::string> settings = {
-      "--vocab_size=4096",        "--model_type=bpe",          "--byte_fallback=true",
-      "--split_digits=true",      "--normalization_rule_name=identity", "--add_dummy_prefix=true",
-      "--remove_extra_whitespaces=false", "--character_coverage=1.0",   "--num_threads=1",
-      "--random_seed=1",          "--bos_id=1", "--eos_id=2", "--unk_id=0", "--pad_id=-1"};
+  static const std::vector<std::string> settings = {"--vocab_size=4096",
+                                                    "--model_type=bpe",
+                                                    "--byte_fallback=true",
+                                                    "--split_digits=true",
+                                                    "--normalization_rule_name=identity",
+                                                    "--add_dummy_prefix=true",
+                                                    "--remove_extra_whitespaces=false",
+                                                    "--character_coverage=1.0",
+                                                    "--num_threads=1",
+                                                    "--random_seed=1",
+                                                    "--bos_id=1",
+                                                    "--eos_id=2",
+                                                    "--unk_id=0",
+                                                    "--pad_id=-1"};
   return settings;
 }
 
@@ -55,7 +63,10 @@ std::string joined(const std::vector<std::string>& v) {
   return out;
 }
 
-std::string corpus_dir() { return fmt::format("{}/trained-kjv-{}", default_model_cache_dir(), std::string(kKjvCorpusSha256).substr(0, 12)); }
+std::string corpus_dir() {
+  return fmt::format("{}/trained-kjv-{}", default_model_cache_dir(),
+                     std::string(kKjvCorpusSha256).substr(0, 12));
+}
 std::string tokenizer_prefix() {
   return fmt::format("{}/tokenizer-{}", corpus_dir(), sha256_hex(joined(spm_settings())).substr(0, 12));
 }
@@ -100,8 +111,9 @@ void prepare_corpus() {
   try {
     r = run_subprocess({"bible", "-l100000", "Gen1:1-Rev22:21"}, within(120));
   } catch (const Error&) {
-    throw_environment("the trained models' corpus needs Debian's bible-kjv and bible-kjv-text (apt-get install bible-kjv "
-                      "bible-kjv-text; scripts/setup.sh installs them)");
+    throw_environment(
+        "the trained models' corpus needs Debian's bible-kjv and bible-kjv-text (apt-get install bible-kjv "
+        "bible-kjv-text; scripts/setup.sh installs them)");
   }
   if (r.exit_code != 0 || r.out.empty())
     throw_environment("`bible` failed to print the KJV (exit {}): {}", r.exit_code, output_line(r.err));
@@ -123,9 +135,10 @@ void prepare_corpus() {
   }
   const std::string sha = sha256_hex(all);
   if (sha != kKjvCorpusSha256)
-    throw_environment("the KJV text from bible-kjv-text has SHA-256 {}, the trained models' recipe expects {} (another "
-                      "version of the package?)",
-                      sha, kKjvCorpusSha256);
+    throw_environment(
+        "the KJV text from bible-kjv-text has SHA-256 {}, the trained models' recipe expects {} (another "
+        "version of the package?)",
+        sha, kKjvCorpusSha256);
   write_atomically(dir + "/train.txt", train);
   write_atomically(dir + "/held_out.txt", held_out);
 }
@@ -139,16 +152,19 @@ SpmVocabulary tokenizer() {
     FileLock lock(prefix);
     if (!fs::exists(prefix + ".vocab")) {
       const std::string tmp = fmt::format("{}.{}.partial", prefix, static_cast<long>(getpid()));
-      std::vector<std::string> argv = {"spm_train", "--input=" + corpus_dir() + "/train.txt", "--model_prefix=" + tmp};
+      std::vector<std::string> argv = {"spm_train", "--input=" + corpus_dir() + "/train.txt",
+                                       "--model_prefix=" + tmp};
       for (const auto& s : spm_settings()) argv.push_back(s);
       SubprocessResult r;
       try {
         r = run_subprocess(argv, within(600));
       } catch (const Error&) {
-        throw_environment("the trained models' tokenizer needs Debian's sentencepiece (apt-get install sentencepiece; "
-                          "scripts/setup.sh installs it)");
+        throw_environment(
+            "the trained models' tokenizer needs Debian's sentencepiece (apt-get install sentencepiece; "
+            "scripts/setup.sh installs it)");
       }
-      if (r.exit_code != 0) throw_environment("spm_train failed (exit {}): {}", r.exit_code, output_line(r.err));
+      if (r.exit_code != 0)
+        throw_environment("spm_train failed (exit {}): {}", r.exit_code, output_line(r.err));
       fs::rename(tmp + ".model", prefix + ".model");
       fs::rename(tmp + ".vocab", prefix + ".vocab");  // last: its presence means both are there
     }
@@ -161,16 +177,20 @@ SpmVocabulary tokenizer() {
     std::string piece = line.substr(0, tab);
     const float score = std::stof(line.substr(tab + 1));
     int32_t type = 1;
-    if (piece == "<unk>") type = 2;
-    else if (piece == "<s>" || piece == "</s>") type = 3;
-    else if (piece.size() == 6 && piece.starts_with("<0x") && piece.back() == '>') type = 6;
+    if (piece == "<unk>")
+      type = 2;
+    else if (piece == "<s>" || piece == "</s>")
+      type = 3;
+    else if (piece.size() == 6 && piece.starts_with("<0x") && piece.back() == '>')
+      type = 6;
     v.tokens.push_back(std::move(piece));
     v.scores.push_back(score);
     v.types.push_back(type);
   }
-  if (v.tokens.size() != kVocabSize || v.tokens[0] != "<unk>" || v.tokens[1] != "<s>" || v.tokens[2] != "</s>")
-    throw_environment("tokenizer vocabulary '{}.vocab' has {} pieces, expected {} starting <unk> <s> </s>", prefix,
-                      v.tokens.size(), kVocabSize);
+  if (v.tokens.size() != kVocabSize || v.tokens[0] != "<unk>" || v.tokens[1] != "<s>" ||
+      v.tokens[2] != "</s>")
+    throw_environment("tokenizer vocabulary '{}.vocab' has {} pieces, expected {} starting <unk> <s> </s>",
+                      prefix, v.tokens.size(), kVocabSize);
   v.unk_id = 0;
   v.bos_id = 1;
   v.eos_id = 2;
@@ -180,7 +200,9 @@ SpmVocabulary tokenizer() {
 std::string base_path(const TrainedRecipe& r) {
   return fmt::format("{}/trained-{}-{}", default_model_cache_dir(), r.name, recipe_hash(r));
 }
-std::string model_path(const TrainedRecipe& r, const std::string& quant) { return fmt::format("{}-{}.gguf", base_path(r), quant); }
+std::string model_path(const TrainedRecipe& r, const std::string& quant) {
+  return fmt::format("{}-{}.gguf", base_path(r), quant);
+}
 
 // The SHA-256 recorded beside a cached file when it was written.
 void record_sha(const std::string& path) { write_atomically(path + ".sha256", sha256_file(path) + "\n"); }
@@ -204,7 +226,9 @@ struct TrainState {
 };
 TrainState* g_state = nullptr;
 
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 ggml_opt_optimizer_params schedule(void* userdata) {
   auto* st = static_cast<TrainState*>(userdata);
@@ -214,7 +238,8 @@ ggml_opt_optimizer_params schedule(void* userdata) {
   if (i < r.warmup_steps) {
     lr = r.lr_max * static_cast<float>(i + 1) / static_cast<float>(r.warmup_steps);
   } else {
-    const double t = std::min(1.0, static_cast<double>(i - r.warmup_steps) / static_cast<double>(std::max<int64_t>(1, r.steps - r.warmup_steps)));
+    const double t = std::min(1.0, static_cast<double>(i - r.warmup_steps) /
+                                       static_cast<double>(std::max<int64_t>(1, r.steps - r.warmup_steps)));
     lr = r.lr_min + static_cast<float>(0.5 * (1 + std::cos(M_PI * t))) * (r.lr_max - r.lr_min);
   }
   ggml_opt_optimizer_params p = ggml_opt_get_default_optimizer_params(nullptr);
@@ -238,19 +263,23 @@ void on_batch(bool train, ggml_opt_context_t, ggml_opt_dataset_t, ggml_opt_resul
   const double elapsed = t - st->start_s;
   if (train) {
     // ggml's result is the mean since the start: the mean since the last report is what moves.
-    const double recent = ibatch > st->last_batch ? (loss * static_cast<double>(ibatch) - st->last_loss * static_cast<double>(st->last_batch)) /
-                                                        static_cast<double>(ibatch - st->last_batch)
-                                                  : loss;
+    const double recent =
+        ibatch > st->last_batch
+            ? (loss * static_cast<double>(ibatch) - st->last_loss * static_cast<double>(st->last_batch)) /
+                  static_cast<double>(ibatch - st->last_batch)
+            : loss;
     st->last_loss = loss;
     st->last_batch = ibatch;
     loss = recent;
     const double left = elapsed / static_cast<double>(ibatch) * static_cast<double>(ibatch_max - ibatch);
-    st->options->progress(fmt::format("trained:{}: step {}/{}, training loss {:.3f}, {:.0f} tokens/s, {:.0f}s elapsed, ~{:.0f}s left",
-                                      st->recipe->name, ibatch, ibatch_max, loss,
-                                      static_cast<double>(ibatch * st->recipe->n_ctx) / elapsed, elapsed, left));
+    st->options->progress(fmt::format(
+        "trained:{}: step {}/{}, training loss {:.3f}, {:.0f} tokens/s, {:.0f}s elapsed, ~{:.0f}s left",
+        st->recipe->name, ibatch, ibatch_max, loss, static_cast<double>(ibatch * st->recipe->n_ctx) / elapsed,
+        elapsed, left));
   } else if (ibatch == ibatch_max) {
-    st->options->progress(fmt::format("trained:{}: held-out loss {:.3f} (perplexity {:.1f} over whole windows)",
-                                      st->recipe->name, loss, std::exp(loss)));
+    st->options->progress(
+        fmt::format("trained:{}: held-out loss {:.3f} (perplexity {:.1f} over whole windows)",
+                    st->recipe->name, loss, std::exp(loss)));
   }
 }
 
@@ -317,10 +346,12 @@ void train(const TrainedRecipe& r, const TrainOptions& options, const std::strin
   static ggml_backend_dev_t no_devices[] = {nullptr};
   mp.devices = no_devices;  // the CPU only: training on a GPU backend here is not what the recipe measured
   mp.load_mode = LLAMA_LOAD_MODE_NONE;  // read into memory: the weights are written to
-  std::unique_ptr<llama_model, decltype(&llama_model_free)> model(llama_model_load_from_file(init_path.c_str(), mp),
-                                                                   &llama_model_free);
+  std::unique_ptr<llama_model, decltype(&llama_model_free)> model(
+      llama_model_load_from_file(init_path.c_str(), mp), &llama_model_free);
   if (!model) throw_environment("llama.cpp could not load the initial model '{}'", init_path);
-  const int n_threads = options.n_threads > 0 ? options.n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int n_threads = options.n_threads > 0
+                            ? options.n_threads
+                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   llama_context_params cp = llama_context_default_params();
   cp.n_ctx = static_cast<uint32_t>(r.n_ctx);
   cp.n_batch = cp.n_ubatch = static_cast<uint32_t>(r.n_ctx);
@@ -330,7 +361,8 @@ void train(const TrainedRecipe& r, const TrainOptions& options, const std::strin
   cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
   cp.op_offload = false;
   cp.no_perf = true;
-  std::unique_ptr<llama_context, decltype(&llama_free)> ctx(llama_init_from_model(model.get(), cp), &llama_free);
+  std::unique_ptr<llama_context, decltype(&llama_free)> ctx(llama_init_from_model(model.get(), cp),
+                                                            &llama_free);
   if (!ctx) throw_environment("llama.cpp could not make a training context");
 
   const llama_vocab* lv = llama_model_get_vocab(model.get());
@@ -342,15 +374,19 @@ void train(const TrainedRecipe& r, const TrainOptions& options, const std::strin
   while (static_cast<int64_t>(w.starts_train.size()) < r.steps) {
     const int64_t offset = static_cast<int64_t>(splitmix(rng) % static_cast<uint64_t>(n));
     std::vector<int64_t> epoch;
-    for (int64_t s = offset; s + n + 1 <= static_cast<int64_t>(train_tokens.size()); s += n) epoch.push_back(s);
-    for (size_t i = epoch.size(); i > 1; --i) std::swap(epoch[i - 1], epoch[splitmix(rng) % i]);  // Fisher-Yates
+    for (int64_t s = offset; s + n + 1 <= static_cast<int64_t>(train_tokens.size()); s += n)
+      epoch.push_back(s);
+    for (size_t i = epoch.size(); i > 1; --i)
+      std::swap(epoch[i - 1], epoch[splitmix(rng) % i]);  // Fisher-Yates
     for (int64_t s : epoch)
       if (static_cast<int64_t>(w.starts_train.size()) < r.steps) w.starts_train.push_back(s);
   }
-  for (int64_t s = 0; s + n + 1 <= static_cast<int64_t>(held_tokens.size()); s += n) w.starts_held_out.push_back(s);
+  for (int64_t s = 0; s + n + 1 <= static_cast<int64_t>(held_tokens.size()); s += n)
+    w.starts_held_out.push_back(s);
   const int64_t n_train = static_cast<int64_t>(w.starts_train.size());
   const int64_t ndata = n_train + static_cast<int64_t>(w.starts_held_out.size());
-  ggml_opt_dataset_t dataset = ggml_opt_dataset_init(GGML_TYPE_I32, GGML_TYPE_I32, n, n, ndata, /*ndata_shard=*/1);
+  ggml_opt_dataset_t dataset =
+      ggml_opt_dataset_init(GGML_TYPE_I32, GGML_TYPE_I32, n, n, ndata, /*ndata_shard=*/1);
   struct FreeDataset {
     ggml_opt_dataset_t d;
     ~FreeDataset() { ggml_opt_dataset_free(d); }
@@ -360,13 +396,15 @@ void train(const TrainedRecipe& r, const TrainOptions& options, const std::strin
   for (int64_t i = 0; i < ndata; ++i) {
     const bool held = i >= n_train;
     const auto& tokens = held ? held_tokens : train_tokens;
-    const int64_t s = held ? w.starts_held_out[static_cast<size_t>(i - n_train)] : w.starts_train[static_cast<size_t>(i)];
+    const int64_t s =
+        held ? w.starts_held_out[static_cast<size_t>(i - n_train)] : w.starts_train[static_cast<size_t>(i)];
     std::copy_n(tokens.begin() + s, n, data + i * n);
     std::copy_n(tokens.begin() + s + 1, n, labels + i * n);
   }
-  report(fmt::format("trained:{}: {} training tokens, {} held-out; {} steps of {} tokens ({:.2f} epochs), {} threads",
-                     r.name, train_tokens.size(), held_tokens.size(), r.steps, n,
-                     static_cast<double>(r.steps * n) / static_cast<double>(train_tokens.size()), n_threads));
+  report(fmt::format(
+      "trained:{}: {} training tokens, {} held-out; {} steps of {} tokens ({:.2f} epochs), {} threads",
+      r.name, train_tokens.size(), held_tokens.size(), r.steps, n,
+      static_cast<double>(r.steps * n) / static_cast<double>(train_tokens.size()), n_threads));
 
   std::lock_guard guard(g_train_mutex);
   TrainState st{&r, &options, 0, -1e9, now_s(), 0, 0};
@@ -411,8 +449,8 @@ void train(const TrainedRecipe& r, const TrainOptions& options, const std::strin
                       {"training_seconds", train_s},
                       {"total_seconds", now_s() - t0}};
   write_atomically(base_path(r) + ".json", j.dump(2) + "\n");
-  report(fmt::format("trained:{}: done in {:.0f}s ({:.0f} tokens/s); held-out perplexity {:.1f}; {}", r.name, train_s,
-                     static_cast<double>(r.steps * n) / train_s, std::exp(held_loss), out_path));
+  report(fmt::format("trained:{}: done in {:.0f}s ({:.0f} tokens/s); held-out perplexity {:.1f}; {}", r.name,
+                     train_s, static_cast<double>(r.steps * n) / train_s, std::exp(held_loss), out_path));
 }
 
 }  // namespace
@@ -425,8 +463,12 @@ std::vector<TrainedRecipe> trained_recipes() {
   // 256-token sequence a step is a noisy batch); at 3e-4 it sat near 6.8 until the schedule
   // brought the rate down (draft: held-out PPL 317); 1e-4 gave 226 for the same steps.
   // Steps: what about 10 minutes of 2 shared cores allow for both (docs/models.md).
-  TrainedRecipe main_r{"main", {{"llama", kVocabSize, 256, 256, 4, 768, 4, 4}, "main"}, 256, 1800, 100, 1e-4f, 1e-5f, 0.01f, 1};
-  TrainedRecipe draft_r{"draft", {{"llama", kVocabSize, 256, 256, 2, 512, 4, 4}, "draft"}, 256, 1200, 100, 1e-4f, 1e-5f, 0.01f, 2};
+  TrainedRecipe main_r{
+      "main", {{"llama", kVocabSize, 256, 256, 4, 768, 4, 4}, "main"}, 256, 1800, 100, 1e-4f, 1e-5f, 0.01f,
+      1};
+  TrainedRecipe draft_r{
+      "draft", {{"llama", kVocabSize, 256, 256, 2, 512, 4, 4}, "draft"}, 256, 1200, 100, 1e-4f, 1e-5f, 0.01f,
+      2};
   return {main_r, draft_r};
 }
 
@@ -443,10 +485,12 @@ const TrainedRecipe& trained_recipe(const std::string& name) {
 std::string recipe_hash(const TrainedRecipe& r) {
   const auto& s = r.shape;
   const std::string key = fmt::format(
-      "trainer={} corpus={} held_out_every={} tokenizer=[{}] shape={},{},{},{},{},{},{},{} n_ctx={} steps={} warmup={} "
+      "trainer={} corpus={} held_out_every={} tokenizer=[{}] shape={},{},{},{},{},{},{},{} n_ctx={} steps={} "
+      "warmup={} "
       "lr={:a},{:a} wd={:a} seed={}",
-      kTrainerVersion, kKjvCorpusSha256, kHeldOutEvery, joined(spm_settings()), s.architecture, s.n_vocab, s.n_ctx_train, s.n_embd,
-      s.n_layer, s.n_ff, s.n_head, s.n_head_kv, r.n_ctx, r.steps, r.warmup_steps, r.lr_max, r.lr_min, r.weight_decay, r.seed);
+      kTrainerVersion, kKjvCorpusSha256, kHeldOutEvery, joined(spm_settings()), s.architecture, s.n_vocab,
+      s.n_ctx_train, s.n_embd, s.n_layer, s.n_ff, s.n_head, s.n_head_kv, r.n_ctx, r.steps, r.warmup_steps,
+      r.lr_max, r.lr_min, r.weight_decay, r.seed);
   return sha256_hex(key).substr(0, 16);
 }
 
@@ -469,20 +513,26 @@ std::string trained_model(const std::string& name, const std::string& quant, con
     FileLock lock(base_path(r));
     if (fs::exists(f32) && !sha_matches(f32)) {
       if (!options.train_if_missing)
-        throw_bad_input("the cached trained:{} ('{}') does not match the SHA-256 recorded when it was made (corrupt); run "
-                        "`edgeprobe train {}` to make it again",
-                        name, f32, name);
-      if (options.progress) options.progress(fmt::format("trained:{}: the cached file is corrupt; training it again", name));
+        throw_bad_input(
+            "the cached trained:{} ('{}') does not match the SHA-256 recorded when it was made (corrupt); "
+            "run "
+            "`edgeprobe train {}` to make it again",
+            name, f32, name);
+      if (options.progress)
+        options.progress(fmt::format("trained:{}: the cached file is corrupt; training it again", name));
       std::error_code ec;
       fs::remove(f32, ec);
     }
     if (!fs::exists(f32)) {
       if (!options.train_if_missing)
-        throw_bad_input("trained:{} is not made yet: run `edgeprobe train {}` (minutes, once; scripts/setup.sh does it)", name, name);
+        throw_bad_input(
+            "trained:{} is not made yet: run `edgeprobe train {}` (minutes, once; scripts/setup.sh does it)",
+            name, name);
       if (options.progress)
-        options.progress(fmt::format("trained:{} is not in {} yet: training it now, once ({} steps; minutes on a small "
-                                     "machine; scripts/setup.sh does this in set-up)",
-                                     name, default_model_cache_dir(), r.steps));
+        options.progress(
+            fmt::format("trained:{} is not in {} yet: training it now, once ({} steps; minutes on a small "
+                        "machine; scripts/setup.sh does this in set-up)",
+                        name, default_model_cache_dir(), r.steps));
       train(r, options, f32);
     }
   }

@@ -55,7 +55,8 @@ struct TrainOptions {
 // with llama.cpp's quantizer. A cached file whose SHA-256 no longer matches the one recorded
 // when it was written is refused (f32: one line saying to run `edgeprobe train NAME`, which
 // makes it again) or made again (a quantization: seconds).
-std::string trained_model(const std::string& name, const std::string& quant = "f32", const TrainOptions& options = {});
+std::string trained_model(const std::string& name, const std::string& quant = "f32",
+                          const TrainOptions& options = {});
 
 // Where trained_model keeps that file (it may not exist yet).
 std::string trained_model_path(const std::string& name, const std::string& quant = "f32");

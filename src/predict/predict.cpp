@@ -373,8 +373,8 @@ Prediction predict_from_spec(const model::GgufInfo& info, const DeviceSpec& spec
 }
 
 Prediction predict_from_catalogue(const model::GgufInfo& info, const published::Calibration& calibration,
-                                  const published::Figures& figures, const std::string& backend, const Config& config,
-                                  double storage_mb_per_s) {
+                                  const published::Figures& figures, const std::string& backend,
+                                  const Config& config, double storage_mb_per_s) {
   Prediction p;
   p.config = config;
   p.memory = account_memory(info, config, static_cast<uint64_t>(figures.memory_gb * 1e9), {});
@@ -415,17 +415,19 @@ Prediction predict_from_catalogue(const model::GgufInfo& info, const published::
     if (take(published::predict(calibration, q), p.prefill_tokens_per_s, p.prefill_spread, p.prefill_bound))
       p.ttft_ms = time_ms(static_cast<double>(config.n_prompt), p.prefill_tokens_per_s);
     if (config.depth > 0 || config.n_prompt > 512)
-      p.notes.push_back("prefill: attention over a long context is not modelled (the published prefill runs are "
-                        "pp512 or shorter at depth 0)");
+      p.notes.push_back(
+          "prefill: attention over a long context is not modelled (the published prefill runs are "
+          "pp512 or shorter at depth 0)");
   }
   if (storage_mb_per_s > 0)
     add_load(p, info, storage_mb_per_s, 0, "the given storage read rate (cold)");
   else
     p.load_basis = "unavailable: no storage rate given (--storage-mb-per-s)";
-  p.notes.push_back(fmt::format("device not measured: {} efficiencies fitted on the published fit measurements "
-                                "(data/predict: {} of {} usable), bytes per token = the model's weights{}",
-                                backend, calibration.fit_entries - calibration.skipped.size(), calibration.fit_entries,
-                                figures.bandwidth_basis.empty() ? "" : "; bandwidth " + figures.bandwidth_basis));
+  p.notes.push_back(
+      fmt::format("device not measured: {} efficiencies fitted on the published fit measurements "
+                  "(data/predict: {} of {} usable), bytes per token = the model's weights{}",
+                  backend, calibration.fit_entries - calibration.skipped.size(), calibration.fit_entries,
+                  figures.bandwidth_basis.empty() ? "" : "; bandwidth " + figures.bandwidth_basis));
   return p;
 }
 

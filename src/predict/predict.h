@@ -108,8 +108,8 @@ Prediction predict_from_spec(const model::GgufInfo& info, const DeviceSpec& spec
 // scale by): the efficiencies fitted on the published FIT measurements (published.h) for the
 // backend, with intervals from their left-out residuals. `storage_mb_per_s` 0 = unknown.
 Prediction predict_from_catalogue(const model::GgufInfo& info, const published::Calibration& calibration,
-                                  const published::Figures& figures, const std::string& backend, const Config& config,
-                                  double storage_mb_per_s = 0);
+                                  const published::Figures& figures, const std::string& backend,
+                                  const Config& config, double storage_mb_per_s = 0);
 
 nlohmann::json to_json(const Prediction& prediction);
 

@@ -25,15 +25,16 @@ Units units_of(const Figures& f, int threads, bool force_core = false) {
   for (const auto& c : f.clusters)
     for (int i = 0; i < c.count; ++i) cores.push_back(c.max_ghz);
   if (cores.empty()) return u;
-  std::stable_sort(cores.begin(), cores.end(), [](const auto& a, const auto& b) {
-    return a.value_or(-1) > b.value_or(-1);
-  });
+  std::stable_sort(cores.begin(), cores.end(),
+                   [](const auto& a, const auto& b) { return a.value_or(-1) > b.value_or(-1); });
   const size_t n = threads > 0 ? std::min(cores.size(), static_cast<size_t>(threads)) : cores.size();
   bool clocks = !force_core;
   double ghz = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (!cores[i]) clocks = false;
-    else ghz += *cores[i];
+    if (!cores[i])
+      clocks = false;
+    else
+      ghz += *cores[i];
   }
   u.cores = static_cast<int>(n);
   u.unit = clocks ? "ghz" : "core";
@@ -41,9 +42,9 @@ Units units_of(const Figures& f, int threads, bool force_core = false) {
   return u;
 }
 
-
 // Keys from the most specific to the widest.
-std::vector<std::string> chain(const std::string& prefix, const std::string& backend, const std::string& cls) {
+std::vector<std::string> chain(const std::string& prefix, const std::string& backend,
+                               const std::string& cls) {
   std::vector<std::string> out;
   if (!cls.empty()) out.push_back(fmt::format("{}/{}/{}", prefix, backend, cls));
   out.push_back(fmt::format("{}/{}", prefix, backend));
@@ -99,12 +100,14 @@ Answer point(const Calibration& c, const Query& q) {
       return a;
     }
     if (f.bandwidth_gbs <= 0) {
-      a.notes.push_back("decode unavailable: no memory bandwidth figure for this device (give --bandwidth GB/s)");
+      a.notes.push_back(
+          "decode unavailable: no memory bandwidth figure for this device (give --bandwidth GB/s)");
       return a;
     }
     const Pool* bw = choose(c, chain("decode.bw", q.backend, f.device_class));
     if (!bw) {
-      a.notes.push_back(fmt::format("decode unavailable: no fit entry of backend {} with a bandwidth figure", q.backend));
+      a.notes.push_back(
+          fmt::format("decode unavailable: no fit entry of backend {} with a bandwidth figure", q.backend));
       return a;
     }
     double rate = bw->median() * f.bandwidth_gbs * 1e9;
@@ -122,14 +125,17 @@ Answer point(const Calibration& c, const Query& q) {
         }
       }
       if (!core) {
-        a.notes.push_back(u.unit.empty() ? "no CPU clusters for this device: the thread count does not limit decode"
-                                         : "no fit entry gives a per-core decode rate: the thread count does not limit decode");
+        a.notes.push_back(
+            u.unit.empty()
+                ? "no CPU clusters for this device: the thread count does not limit decode"
+                : "no fit entry gives a per-core decode rate: the thread count does not limit decode");
       } else {
         // The cores' limit is in weights per second (dequantizing and multiplying each weight),
         // so a token's share of it is the model's parameters, not its bytes.
         const double limit = core->median() * 1e9 * u.value * q.weight_bytes / q.params;
-        a.basis += fmt::format("; at most {} core(s) x {:.3g} G weights/s per {} ({})", u.cores, core->median(),
-                               u.unit == "ghz" ? "core.GHz" : "core", describe(*core, "G weights/s"));
+        a.basis +=
+            fmt::format("; at most {} core(s) x {:.3g} G weights/s per {} ({})", u.cores, core->median(),
+                        u.unit == "ghz" ? "core.GHz" : "core", describe(*core, "G weights/s"));
         if (q.params > 0 && limit < rate) {
           rate = limit;
           a.bound = "cores";
@@ -152,7 +158,8 @@ Answer point(const Calibration& c, const Query& q) {
     }
     const Pool* p = choose(c, chain("prefill.gpu", q.backend, f.device_class));
     if (!p) {
-      a.notes.push_back(fmt::format("prefill unavailable: no fit entry of backend {} with a GPU core count", q.backend));
+      a.notes.push_back(
+          fmt::format("prefill unavailable: no fit entry of backend {} with a GPU core count", q.backend));
       return a;
     }
     a.value = p->median() * 1e9 * f.gpu_cores / flop;
@@ -194,10 +201,9 @@ std::optional<double> bits_per_weight(std::string_view quant) {
   // PublishedBitsPerWeight.MatchesTheQuantizersPlan holds the table to that plan. q4_k and
   // q5_k: llama-bench prints a Q4_K_M / Q5_K_M file as Q4_K / Q5_K.
   static const std::map<std::string, double, std::less<>> table = {
-      {"f16", 16.0},    {"bf16", 16.0},   {"q8_0", 8.50},   {"q6_k", 6.56},   {"q5_k_m", 5.68},
-      {"q5_k", 5.68},   {"q5_k_s", 5.52}, {"q5_0", 5.52},   {"q4_k_m", 4.84}, {"q4_k", 4.84},
-      {"q4_k_s", 4.58}, {"q4_0", 4.54},   {"q3_k_l", 4.27}, {"q3_k_m", 3.91}, {"q3_k_s", 3.50},
-      {"q2_k", 3.01},
+      {"f16", 16.0},    {"bf16", 16.0},   {"q8_0", 8.50},   {"q6_k", 6.56}, {"q5_k_m", 5.68}, {"q5_k", 5.68},
+      {"q5_k_s", 5.52}, {"q5_0", 5.52},   {"q4_k_m", 4.84}, {"q4_k", 4.84}, {"q4_k_s", 4.58}, {"q4_0", 4.54},
+      {"q3_k_l", 4.27}, {"q3_k_m", 3.91}, {"q3_k_s", 3.50}, {"q2_k", 3.01},
   };
 
   const auto it = table.find(quant);
@@ -250,7 +256,8 @@ const Pool* Calibration::find_residual(const std::string& key) const {
   return nullptr;
 }
 
-std::optional<Query> query_of(const catalogue::Catalogue& cat, const catalogue::Measurement& m, std::string* why) {
+std::optional<Query> query_of(const catalogue::Catalogue& cat, const catalogue::Measurement& m,
+                              std::string* why) {
   auto fail = [&](std::string reason) -> std::optional<Query> {
     if (why) *why = std::move(reason);
     return std::nullopt;
@@ -297,12 +304,15 @@ Calibration fit_efficiencies(const catalogue::Catalogue& cat, const std::string&
         // core.GHz and per core). Weights, not bytes: at one thread Llama-2-7B q4_0 and q2_k
         // differ 1.5x in weights/s but 2.2-2.7x in bytes/s on the M2 Ultra and the Pi 5.
         const Units u = units_of(f, q->threads);
-        if (u.unit == "ghz") add(c.pools, chain("decode.core.ghz", "cpu", f.device_class), weights_per_s / 1e9 / u.value, m.id, m.device);
+        if (u.unit == "ghz")
+          add(c.pools, chain("decode.core.ghz", "cpu", f.device_class), weights_per_s / 1e9 / u.value, m.id,
+              m.device);
         const Units n = units_of(f, q->threads, true);
-        add(c.pools, chain("decode.core.core", "cpu", f.device_class), weights_per_s / 1e9 / n.value, m.id, m.device);
+        add(c.pools, chain("decode.core.core", "cpu", f.device_class), weights_per_s / 1e9 / n.value, m.id,
+            m.device);
       } else if (f.bandwidth_gbs > 0) {
-        add(c.pools, chain("decode.bw", q->backend, f.device_class), measured_share(*q, m.tokens_per_s),
-            m.id, m.device);
+        add(c.pools, chain("decode.bw", q->backend, f.device_class), measured_share(*q, m.tokens_per_s), m.id,
+            m.device);
       } else {
         c.skipped.push_back(fmt::format("{}: decode on a device without a bandwidth figure", m.id));
       }
@@ -310,7 +320,8 @@ Calibration fit_efficiencies(const catalogue::Catalogue& cat, const std::string&
       const double gflop_per_s = m.tokens_per_s * 2 * q->params / 1e9;
       if (is_gpu(q->backend)) {
         if (f.gpu_cores > 0)
-          add(c.pools, chain("prefill.gpu", q->backend, f.device_class), gflop_per_s / f.gpu_cores, m.id, m.device);
+          add(c.pools, chain("prefill.gpu", q->backend, f.device_class), gflop_per_s / f.gpu_cores, m.id,
+              m.device);
         else
           c.skipped.push_back(fmt::format("{}: GPU prefill on a device without a GPU core count", m.id));
       } else {
@@ -319,7 +330,8 @@ Calibration fit_efficiencies(const catalogue::Catalogue& cat, const std::string&
           c.skipped.push_back(fmt::format("{}: CPU prefill on a device without CPU clusters", m.id));
           continue;
         }
-        if (u.unit == "ghz") add(c.pools, chain("prefill.ghz", "cpu", f.device_class), gflop_per_s / u.value, m.id, m.device);
+        if (u.unit == "ghz")
+          add(c.pools, chain("prefill.ghz", "cpu", f.device_class), gflop_per_s / u.value, m.id, m.device);
         const Units n = units_of(f, q->threads, true);
         add(c.pools, chain("prefill.core", "cpu", f.device_class), gflop_per_s / n.value, m.id, m.device);
       }
@@ -383,12 +395,14 @@ Answer predict(const Calibration& c, const Query& q) {
   double low = std::min(1.0, use->quantile(0.1)), high = std::max(1.0, use->quantile(0.9));
   a.low = a.value * low;
   a.high = a.value * high;
-  a.basis += fmt::format("; interval: 10th-90th percentile of measured / predicted over {} fit entries of {} on {} device(s), "
-                         "each predicted with its own device left out of the fit",
-                         use->values.size(), use->key, use->distinct_devices());
+  a.basis += fmt::format(
+      "; interval: 10th-90th percentile of measured / predicted over {} fit entries of {} on {} device(s), "
+      "each predicted with its own device left out of the fit",
+      use->values.size(), use->key, use->distinct_devices());
   if (a.thin)
-    a.notes.push_back(fmt::format("thin evidence: {} fit entr{} of {} (fewer than {}); the interval is that of the wider pool {}",
-                                  first_n, first_n == 1 ? "y" : "ies", keys.front(), kThinEntries, use->key));
+    a.notes.push_back(fmt::format(
+        "thin evidence: {} fit entr{} of {} (fewer than {}); the interval is that of the wider pool {}",
+        first_n, first_n == 1 ? "y" : "ies", keys.front(), kThinEntries, use->key));
   return a;
 }
 

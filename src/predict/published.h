@@ -34,12 +34,12 @@ std::optional<double> bits_per_weight(std::string_view quant);
 
 // What the model reads of a device (a catalogue entry, possibly overridden by flags).
 struct Figures {
-  std::string device_class;     // "" = unknown (a spec given by flags only)
-  double bandwidth_gbs = 0;     // 0 = unknown
-  std::string bandwidth_basis;  // "read: <locator>", "derived: <formula>", "--bandwidth"
+  std::string device_class;                  // "" = unknown (a spec given by flags only)
+  double bandwidth_gbs = 0;                  // 0 = unknown
+  std::string bandwidth_basis;               // "read: <locator>", "derived: <formula>", "--bandwidth"
   std::vector<catalogue::Cluster> clusters;  // CPU clusters (empty = unknown)
-  int gpu_cores = 0;                          // 0 = unknown
-  double memory_gb = 0;                       // 0 = unknown
+  int gpu_cores = 0;                         // 0 = unknown
+  double memory_gb = 0;                      // 0 = unknown
   int total_cores() const;
 };
 Figures figures_of(const catalogue::Device& device);
@@ -64,9 +64,9 @@ struct Pool {
 };
 
 struct Calibration {
-  std::vector<Pool> pools;             // efficiencies, by key
-  std::vector<Pool> residuals;         // measured / predicted, each with its device left out
-  std::vector<std::string> skipped;    // "m110: mixture of experts ..." (fit entries not used)
+  std::vector<Pool> pools;           // efficiencies, by key
+  std::vector<Pool> residuals;       // measured / predicted, each with its device left out
+  std::vector<std::string> skipped;  // "m110: mixture of experts ..." (fit entries not used)
   size_t fit_entries = 0;
   const Pool* find(const std::string& key) const;
   const Pool* find_residual(const std::string& key) const;

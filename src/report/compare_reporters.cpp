@@ -29,10 +29,10 @@ std::string compare_markdown(const analysis::CompareReport& r, const std::string
   }
   for (const auto& c : r.continuations)
     notes += c.first_divergence < 0
-                 ? fmt::format("{}: greedy continuations identical ({} tokens, --verify)\n", one_line(c.test, kCellBytes),
-                               c.compared)
-                 : fmt::format("{}: greedy continuations diverge at token {} of {} (--verify)\n", one_line(c.test, kCellBytes),
-                               c.first_divergence + 1, c.compared);
+                 ? fmt::format("{}: greedy continuations identical ({} tokens, --verify)\n",
+                               one_line(c.test, kCellBytes), c.compared)
+                 : fmt::format("{}: greedy continuations diverge at token {} of {} (--verify)\n",
+                               one_line(c.test, kCellBytes), c.first_divergence + 1, c.compared);
   std::string out = fmt::format("A: {}\nB: {}\n\n{}{}", label_a, label_b, notes, notes.empty() ? "" : "\n");
   const int level = static_cast<int>(std::lround(100 * r.confidence));
   out += fmt::format(

@@ -131,7 +131,8 @@ void write_predict_check(const json& doc, const std::string& format, std::ostrea
                             ? fmt::format("{:+.1f}%", (r["best_over_predicted"].get<double>() - 1) * 100)
                             : "";
     // Measured while the machine did other work: the error is the machine's as much as the model's.
-    if (!error.empty() && r.contains("contaminated")) error += " (contaminated: " + one_line(r.value("contaminated", ""), 200) + ")";
+    if (!error.empty() && r.contains("contaminated"))
+      error += " (contaminated: " + one_line(r.value("contaminated", ""), 200) + ")";
     if (format == "csv")
       out << fmt::format("{},{},{},{},{},{}\n", csv_field(r.value("test", "")), r.value("phase", ""),
                          has ? scalar(r["predicted_tokens_per_s"]) : "", has ? scalar(r["measured_best_tokens_per_s"]) : "",

@@ -3,17 +3,17 @@
 
 #include <algorithm>
 #include <optional>
-#include <set>
 #include <ostream>
+#include <set>
 
 #include "analysis/contamination.h"
 #include "analysis/greedy_check.h"
 #include "core/error.h"
 #include "core/stats.h"
 #include "core/text.h"
+#include "report/formats.h"
 #include "report/json_cells.h"
 #include "report/reporter.h"
-#include "report/formats.h"
 
 namespace edgeprobe::report {
 namespace {
@@ -196,7 +196,8 @@ class MarkdownReporter : public Reporter {
       // A test measured while the machine did something else is marked where it is read.
       const auto flags = analysis::contamination(r, provenance_);
       if (!flags.empty()) contaminated_.push_back(j["test"].get<std::string>() + ": " + fmt::format("{}", fmt::join(flags, "; ")));
-      if (r.verify) verify_.push_back(j["test"].get<std::string>() + ": " + analysis::continuation_line(*r.verify));
+      if (r.verify)
+        verify_.push_back(j["test"].get<std::string>() + ": " + analysis::continuation_line(*r.verify));
       cells.push_back(j["test"].get<std::string>());
       if (remote_prefill_) cells.push_back(test_prefill_path(r));
       cells.push_back(median_pm(at(j, "/prefill/tokens_per_s"), 2));

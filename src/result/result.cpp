@@ -416,7 +416,8 @@ std::optional<GreedyCheck> greedy_check_from_json(const json& j) {
   if (const json& ref = field(j, "reference"); ref.is_object()) {
     c.reference = text(ref, "source");
     c.compared = number<int>(ref, "compared");
-    c.first_divergence = field(ref, "first_divergence").is_number() ? number<int>(ref, "first_divergence") : -1;
+    c.first_divergence =
+        field(ref, "first_divergence").is_number() ? number<int>(ref, "first_divergence") : -1;
   }
   return c;
 }

@@ -208,7 +208,8 @@ bool uses_requests(const engine::Engine& engine, const RunnerOptions& options) {
 
 // The greedy continuation of kVerifyPrompt in a context of its own with the test's
 // settings (threads, batch, KV types, flash attention: whatever may change the numbers).
-result::GreedyCheck greedy_continuation(const engine::LoadedModel& model, const workload::TestCase& test, int n) {
+result::GreedyCheck greedy_continuation(const engine::LoadedModel& model, const workload::TestCase& test,
+                                        int n) {
   result::GreedyCheck check;
   check.prompt = model.tokenize(kVerifyPrompt, true);
   auto co = context_options(test);
@@ -286,7 +287,8 @@ void run_case(engine::Engine& engine, const engine::LoadedModel& model, size_t i
     if (callbacks.repetition) callbacks.repetition(i, test, res.repetitions.back());
   }
   if (res.repetitions.empty()) res.error = result::ErrorInfo{"interrupted", "interrupted before any repetition"};
-  if (options.verify_tokens > 0 && !requests && !callbacks.stop.stop_requested() && !res.repetitions.empty()) {
+  if (options.verify_tokens > 0 && !requests && !callbacks.stop.stop_requested() &&
+      !res.repetitions.empty()) {
     exec.reset();  // the timed context goes first: its KV cache is not held twice
     warm.reset();
     ctx.reset();

@@ -34,7 +34,8 @@ struct RunnerOptions {
 // that every tokenizer reads, the same on every device so continuations compare.
 inline constexpr const char* kVerifyPrompt =
     "In the beginning God created the heaven and the earth. And the earth was without form, and void; and "
-    "darkness was upon the face of the deep. And the Spirit of God moved upon the face of the waters. And God said,";
+    "darkness was upon the face of the deep. And the Spirit of God moved upon the face of the waters. And "
+    "God said,";
 inline constexpr int kVerifyTokens = 32;
 
 // Called as the runner goes; the CLI prints progress and streams results from these,

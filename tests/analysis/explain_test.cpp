@@ -689,7 +689,8 @@ TEST(Explain, ContentionOnAMultiThreadRunIsAFloorAndAnAccountPastItNamesA) {
   EXPECT_NEAR(others->factor, 1.5, 1e-12);
   EXPECT_NE(others->detail.find("at least x1.50"), std::string::npos) << others->detail;
   EXPECT_FALSE(d.closes);
-  EXPECT_NE(d.verdict.find("A's own under-estimated: contention.other_processes on A x1.500 (estimated"), std::string::npos)
+  EXPECT_NE(d.verdict.find("A's own under-estimated: contention.other_processes on A x1.500 (estimated"),
+            std::string::npos)
       << d.verdict;
 }
 

@@ -2,10 +2,9 @@
 // prompt only; the check round-trips through the result schema.
 #include "analysis/greedy_check.h"
 
-#include "analysis/compare.h"
-
 #include <gtest/gtest.h>
 
+#include "analysis/compare.h"
 #include "core/error.h"
 
 using namespace edgeprobe;
@@ -103,5 +102,6 @@ TEST(GreedyCheck, CompareNamesWhereTwoRunsContinuationsPart) {
   ASSERT_EQ(same.size(), 1u);
   EXPECT_EQ(same[0].first_divergence, -1);
   // Without --verify on one side there is nothing to compare.
-  EXPECT_TRUE(analysis::compare_continuations(doc({5}), nlohmann::json{{"results", nlohmann::json::array()}}).empty());
+  EXPECT_TRUE(analysis::compare_continuations(doc({5}), nlohmann::json{{"results", nlohmann::json::array()}})
+                  .empty());
 }

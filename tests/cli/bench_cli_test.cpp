@@ -307,8 +307,9 @@ TEST(SynthCli, OldDashOIsAClearErrorAndWritesNothing) {
 TEST(BenchCli, VerifyStoresTheGreedyContinuationAndChecksARunAgainstAReference) {
   TempDir dir;
   const std::string ref = dir.file("ref.json");
-  auto r = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "16", "-n", "4", "-r", "1", "-t", "2", "--verify",
-                          "--ceilings", "off", "--no-store", "-q", "-o", "json", "--output", ref});
+  auto r = run_edgeprobe({"bench",      "-m", tiny_model(), "-p",   "16",       "-n",         "4",
+                          "-r",         "1",  "-t",         "2",    "--verify", "--ceilings", "off",
+                          "--no-store", "-q", "-o",         "json", "--output", ref});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json reference = json::parse(read_file(ref));
   for (const auto& t : reference["results"]) {
@@ -317,11 +318,13 @@ TEST(BenchCli, VerifyStoresTheGreedyContinuationAndChecksARunAgainstAReference) 
     EXPECT_EQ(t["verify"]["tokens"].size(), 32u);
     EXPECT_TRUE(t["verify"]["reference"].is_null());
   }
-  r = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "16", "-n", "4", "-r", "1", "-t", "1", "--verify-against", ref,
-                     "--ceilings", "off", "--no-store", "-q"});
+  r = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "16", "-n", "4", "-r", "1", "-t", "1",
+                     "--verify-against", ref, "--ceilings", "off", "--no-store", "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("verify: pp16: 32/32 greedy tokens as the reference (" + ref + ")"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("verify: tg4: 32/32 greedy tokens as the reference (" + ref + ")"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("verify: pp16: 32/32 greedy tokens as the reference (" + ref + ")"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("verify: tg4: 32/32 greedy tokens as the reference (" + ref + ")"), std::string::npos)
+      << r.out;
 
   const std::string plain = dir.file("plain.json");
   ASSERT_EQ(run_edgeprobe({"bench", "-m", tiny_model(), "-p", "16", "-n", "0", "-r", "1", "--ceilings", "off",
@@ -329,9 +332,11 @@ TEST(BenchCli, VerifyStoresTheGreedyContinuationAndChecksARunAgainstAReference) 
                 .exit_code,
             0);
   EXPECT_FALSE(json::parse(read_file(plain))["results"][0].contains("verify"));
-  r = run_edgeprobe({"bench", "-m", tiny_model(), "-p", "16", "-n", "0", "--verify-against", plain, "--no-store"});
+  r = run_edgeprobe(
+      {"bench", "-m", tiny_model(), "-p", "16", "-n", "0", "--verify-against", plain, "--no-store"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("none of its tests has a greedy continuation; run the reference with --verify"), std::string::npos)
+  EXPECT_NE(r.err.find("none of its tests has a greedy continuation; run the reference with --verify"),
+            std::string::npos)
       << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   r = run_edgeprobe({"bench", "--verify", "--endpoint", "http://127.0.0.1:9", "--no-store"});

@@ -137,8 +137,8 @@ class Conventions : public ::testing::Test {
     return {
         {"edgeprobe bench", with(small, {"--no-store"})},
         {"edgeprobe session",
-         {"-m", model, "--rounds", "1", "--conversations", "1", "--max-tokens", "4", "-t", "1", "--sample-hz", "0",
-          "--no-store"}},
+         {"-m", model, "--rounds", "1", "--conversations", "1", "--max-tokens", "4", "-t", "1", "--sample-hz",
+          "0", "--no-store"}},
         {"edgeprobe doctor",
          {"-m", model, "--no-experiments", "-p", "16", "-n", "4", "-r", "1", "-t", "1", "--no-store"}},
         {"edgeprobe sysinfo", {"--sysfs-root", kPhone}},
@@ -155,12 +155,14 @@ class Conventions : public ::testing::Test {
         // -q is predict's quantization list (issue 25); --quiet is its quiet. A spec: no probe.
         {"edgeprobe predict", {"-m", "tiny", "--bandwidth", "25", "--db", db}},
         {"edgeprobe predict-disagg",
-         {"--local-rate", "100", "--remote-rate", "400", "--kv-bytes-per-token", "100000", "--link-mbit", "100"}},
+         {"--local-rate", "100", "--remote-rate", "400", "--kv-bytes-per-token", "100000", "--link-mbit",
+          "100"}},
         {"edgeprobe lab check", {"-i", file("lab.yml")}},
         {"edgeprobe lab run", with(small, {"-i", file("lab.yml"), "--db", file("lab.db")})},
         // deploy pushes a packaged bundle (scripts/package.sh): its flags are checked, not a run.
         {"edgeprobe lab deploy", {}},
-        // submit stages a packaged bundle and import needs a LAVA lab run: tests/lab/lava_cli_test.cpp runs both.
+        // submit stages a packaged bundle and import needs a LAVA lab run: tests/lab/lava_cli_test.cpp runs
+        // both.
         {"edgeprobe lab submit", {}},
         {"edgeprobe lab import", {}},
         {"edgeprobe lab receive", {}},

@@ -4,11 +4,10 @@
 // synthesized ones (issue 44 part 1) with no other change.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "support/run_process.h"
@@ -63,14 +62,18 @@ class AgainstLlamaPerplexity : public ::testing::TestWithParam<Pair> {};
 TEST_P(AgainstLlamaPerplexity, MeanKldWithin3PercentTopOneWithinHalfAPoint) {
   const Pair& p = GetParam();
   TempDir dir;
-  std::vector<std::string> args{"-m", p.model, "--reference", p.reference, "-c", std::to_string(p.n_ctx), "--chunks",
-                                std::to_string(p.chunks)};
+  std::vector<std::string> args{"-m",          p.model,
+                                "--reference", p.reference,
+                                "-c",          std::to_string(p.n_ctx),
+                                "--chunks",    std::to_string(p.chunks)};
   if (*p.text) args.insert(args.end(), {"--text", p.text});
   const auto ours = fidelity_json(args);
-  const std::string text = ours["text"]["path"], model = ours["model"]["path"], ref = ours["reference"]["path"];
+  const std::string text = ours["text"]["path"], model = ours["model"]["path"],
+                    ref = ours["reference"]["path"];
   const std::string base = dir.file("base.kld");
   const std::string tool = EDGEPROBE_LLAMA_PERPLEXITY;
-  const std::vector<std::string> common{"-c", std::to_string(p.n_ctx), "--chunks", std::to_string(p.chunks), "-t", "2"};
+  const std::vector<std::string> common{
+      "-c", std::to_string(p.n_ctx), "--chunks", std::to_string(p.chunks), "-t", "2"};
   std::vector<std::string> pass1{tool, "-m", ref, "-f", text, "--kl-divergence-base", base};
   pass1.insert(pass1.end(), common.begin(), common.end());
   const auto r1 = run_process(pass1, 900);
@@ -84,7 +87,8 @@ TEST_P(AgainstLlamaPerplexity, MeanKldWithin3PercentTopOneWithinHalfAPoint) {
   ASSERT_FALSE(std::isnan(theirs.top1)) << r2.out << r2.err;
   const double kld = ours["kld"]["mean"], top1 = ours["top1_agreement_percent"]["value"];
   EXPECT_EQ(ours["positions"].get<int>(), p.chunks * (p.n_ctx - 1 - p.n_ctx / 2));
-  EXPECT_NEAR(kld, theirs.kld, 0.03 * theirs.kld) << "edgeprobe " << kld << ", llama-perplexity " << theirs.kld;
+  EXPECT_NEAR(kld, theirs.kld, 0.03 * theirs.kld)
+      << "edgeprobe " << kld << ", llama-perplexity " << theirs.kld;
   EXPECT_NEAR(top1, theirs.top1, 0.5) << "edgeprobe " << top1 << ", llama-perplexity " << theirs.top1;
   // Each scored row against its own next token: a row off by one position would move the
   // perplexity far more than the KLD (which compares the two models' rows alike).
@@ -106,10 +110,11 @@ TEST(FidelityFrontier, KldOfTheTrainedModelOrdersItsQuantizations) {
   double previous = 0, previous_err = 0;
   std::string above = "f32";
   for (const char* quant : {"q8_0", "q6_k", "q4_k_m", "q3_k_m", "q2_k"}) {
-    const auto f = fidelity_json({"-m", std::string("trained:main:") + quant, "--reference", "trained:main", "-c", "256",
-                                  "--chunks", "16"});
+    const auto f = fidelity_json({"-m", std::string("trained:main:") + quant, "--reference", "trained:main",
+                                  "-c", "256", "--chunks", "16"});
     const double kld = f["kld"]["mean"], err = f["kld"]["err"];
-    std::printf("%s: KLD %.3g ± %.2g, top-1 %.2f %%\n", quant, kld, err, f["top1_agreement_percent"]["value"].get<double>());
+    std::printf("%s: KLD %.3g ± %.2g, top-1 %.2f %%\n", quant, kld, err,
+                f["top1_agreement_percent"]["value"].get<double>());
     EXPECT_GT(kld - previous, previous_err + err) << quant << " against " << above;
     previous = kld;
     previous_err = err;
@@ -122,21 +127,27 @@ TEST(FidelityFrontier, KldOfTheTrainedModelOrdersItsQuantizations) {
 TEST(FidelityCompactReference, SavedThenComparedAgreesWithTheFullReference) {
   TempDir dir;
   const std::string ref = dir.file("tiny-f16.ref");
-  const auto saved = fidelity_json({"-m", "synth:tiny:f16", "--save-reference", ref, "-c", "128", "--chunks", "4"});
+  const auto saved =
+      fidelity_json({"-m", "synth:tiny:f16", "--save-reference", ref, "-c", "128", "--chunks", "4"});
   const int positions = 4 * (128 - 1 - 64);
-  EXPECT_EQ(saved["saved_reference"]["bytes"].get<int64_t>(), static_cast<int64_t>(std::filesystem::file_size(ref)));
-  EXPECT_LT(saved["saved_reference"]["bytes"].get<int64_t>(), positions * (8 * (32 + 16) + 8) + 4 * 128 * 4 + 4096);
-  const auto full = fidelity_json({"-m", "synth:tiny:q4_k_m", "--reference", "synth:tiny:f16", "-c", "128", "--chunks", "4"});
+  EXPECT_EQ(saved["saved_reference"]["bytes"].get<int64_t>(),
+            static_cast<int64_t>(std::filesystem::file_size(ref)));
+  EXPECT_LT(saved["saved_reference"]["bytes"].get<int64_t>(),
+            positions * (8 * (32 + 16) + 8) + 4 * 128 * 4 + 4096);
+  const auto full = fidelity_json(
+      {"-m", "synth:tiny:q4_k_m", "--reference", "synth:tiny:f16", "-c", "128", "--chunks", "4"});
   const auto compact = fidelity_json({"-m", "synth:tiny:q4_k_m", "--reference", ref});
   EXPECT_TRUE(compact["kld"]["lower_bound"].get<bool>());
   EXPECT_EQ(compact["positions"], full["positions"]);
   EXPECT_DOUBLE_EQ(compact["top1_agreement_percent"]["value"].get<double>(),
                    full["top1_agreement_percent"]["value"].get<double>());
-  EXPECT_NEAR(compact["ln_ppl_ratio"]["value"].get<double>(), full["ln_ppl_ratio"]["value"].get<double>(), 1e-5);
+  EXPECT_NEAR(compact["ln_ppl_ratio"]["value"].get<double>(), full["ln_ppl_ratio"]["value"].get<double>(),
+              1e-5);
   EXPECT_LE(compact["kld"]["mean"].get<double>(), full["kld"]["mean"].get<double>() * (1 + 1e-6));
   EXPECT_GT(compact["kld"]["mean"].get<double>(), 0);
   // The sampled estimate: unbiased, so within a few of its standard errors of the full KLD.
-  const double est = compact["kld"]["sampled_estimate"]["value"], est_err = compact["kld"]["sampled_estimate"]["err"];
+  const double est = compact["kld"]["sampled_estimate"]["value"],
+               est_err = compact["kld"]["sampled_estimate"]["err"];
   EXPECT_NEAR(est, full["kld"]["mean"].get<double>(), 5 * est_err + 0.1 * full["kld"]["mean"].get<double>());
 }
 
@@ -165,7 +176,8 @@ TEST(FidelityBadInput, OneLineExitTwo) {
   };
   const Case cases[] = {
       {{"-m", "synth:tiny:q4_k_m", "--reference", other_vocab}, "vocabulary of 4352 tokens"},
-      {{"-m", "synth:tiny:q4_k_m", "--reference", "synth:tiny:f16", "--text", short_text}, "fewer than one chunk"},
+      {{"-m", "synth:tiny:q4_k_m", "--reference", "synth:tiny:f16", "--text", short_text},
+       "fewer than one chunk"},
       {{"-m", "synth:tiny:q4_k_m", "--reference", truncated}, "truncated.gguf"},
       {{"-m", "synth:tiny:q4_k_m", "--reference", dir.file("missing.gguf")}, "missing.gguf"},
       {{"-m", "synth:tiny:q4_k_m", "--reference", bad_ref}, "bad.ref"},
@@ -189,10 +201,29 @@ TEST(FidelityBadInput, OneLineExitTwo) {
 // over 90 % (the measurement less ten of its standard errors).
 TEST(FidelityBackends, VulkanAgainstCpuOnTheSameFile) {
   // lavapipe is a CPU-type Vulkan device: ggml offers it only when named.
-  const std::vector<std::string> argv{"env", "GGML_VK_VISIBLE_DEVICES=0", EDGEPROBE_BINARY, "fidelity", "-o", "json",
-                                      "-q", "-t", "2", "-m", "synth:tiny:f16", "--reference", "synth:tiny:f16",
-                                      "-dev", "none", "--reference-ngl", "99", "--reference-device", "Vulkan0", "-c",
-                                      "256", "--chunks", "4"};
+  const std::vector<std::string> argv{"env",
+                                      "GGML_VK_VISIBLE_DEVICES=0",
+                                      EDGEPROBE_BINARY,
+                                      "fidelity",
+                                      "-o",
+                                      "json",
+                                      "-q",
+                                      "-t",
+                                      "2",
+                                      "-m",
+                                      "synth:tiny:f16",
+                                      "--reference",
+                                      "synth:tiny:f16",
+                                      "-dev",
+                                      "none",
+                                      "--reference-ngl",
+                                      "99",
+                                      "--reference-device",
+                                      "Vulkan0",
+                                      "-c",
+                                      "256",
+                                      "--chunks",
+                                      "4"};
   const auto r = run_process(argv, 900);
   if (r.exit_code == 2 && r.err.find("no GPU device named") != std::string::npos)
     GTEST_SKIP() << "no Vulkan device here (no lavapipe, or a build without Vulkan)";

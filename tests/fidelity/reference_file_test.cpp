@@ -1,12 +1,13 @@
 // The compact reference file: a round trip, and every damaged or hostile file refused with
 // one line (Error kBadInput) before any allocation its header asks for.
+#include "fidelity/reference_file.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <fstream>
 
 #include "core/error.h"
-#include "fidelity/reference_file.h"
 #include "support/run_process.h"
 
 using namespace edgeprobe;
@@ -108,7 +109,8 @@ TEST(ReferenceFile, HostileHeaderAndRowsAreRefused) {
     EXPECT_NE(at, std::string::npos);
     header.replace(at, from.size(), to);
     n = static_cast<uint32_t>(header.size());
-    std::string b = bytes.substr(0, 12) + std::string(reinterpret_cast<const char*>(&n), 4) + header + bytes.substr(16 + header.size() - to.size() + from.size());
+    std::string b = bytes.substr(0, 12) + std::string(reinterpret_cast<const char*>(&n), 4) + header +
+                    bytes.substr(16 + header.size() - to.size() + from.size());
     put_bytes(path, b);
     return error_of(path);
   };

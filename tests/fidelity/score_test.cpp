@@ -1,11 +1,11 @@
 // The arithmetic of fidelity checked by hand: KL, top-1, losses, uncertainties, the
 // compact reference's lower bound.
+#include "fidelity/score.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
-
-#include "fidelity/score.h"
 
 using namespace edgeprobe::fidelity;
 
@@ -111,7 +111,8 @@ TEST(FidelityScore, SampledRestEstimatesTheFullKlWithoutBias) {
     const auto row = compact_row(ref.data(), n, 32, 0, 16, static_cast<uint64_t>(r));
     ASSERT_EQ(row.sample_ids.size(), 16u);
     for (size_t j = 0; j < row.sample_ids.size(); ++j) {
-      EXPECT_EQ(std::find(row.ids.begin(), row.ids.end(), row.sample_ids[j]), row.ids.end()) << "a sample from the top k";
+      EXPECT_EQ(std::find(row.ids.begin(), row.ids.end(), row.sample_ids[j]), row.ids.end())
+          << "a sample from the top k";
       EXPECT_NEAR(row.sample_logp[j], std::log(softmax(ref)[static_cast<size_t>(row.sample_ids[j])]), 1e-5);
     }
     const auto c = score_compact(row, model.data(), n, 0);
@@ -123,7 +124,8 @@ TEST(FidelityScore, SampledRestEstimatesTheFullKlWithoutBias) {
   EXPECT_NEAR(sampled / full, 1.0, 0.03) << "full " << full / rows << ", sampled " << sampled / rows;
   // The same seed draws the same samples.
   const auto ref = random_row(rng, n, 2);
-  EXPECT_EQ(compact_row(ref.data(), n, 8, 0, 4, 9).sample_ids, compact_row(ref.data(), n, 8, 0, 4, 9).sample_ids);
+  EXPECT_EQ(compact_row(ref.data(), n, 8, 0, 4, 9).sample_ids,
+            compact_row(ref.data(), n, 8, 0, 4, 9).sample_ids);
 }
 
 TEST(FidelityScore, CompactRowIsSortedHighestFirstTiesByLowerId) {
@@ -135,7 +137,8 @@ TEST(FidelityScore, CompactRowIsSortedHighestFirstTiesByLowerId) {
 
 TEST(FidelitySummary, UncertaintiesAsLlamaPerplexityStatesThem) {
   std::vector<PositionScore> s;
-  for (int i = 0; i < 20; ++i) s.push_back({0.01 * (i + 1), i % 4 != 0, 1.0 + 0.1 * (i % 3), 1.0 + 0.05 * (i % 2)});
+  for (int i = 0; i < 20; ++i)
+    s.push_back({0.01 * (i + 1), i % 4 != 0, 1.0 + 0.1 * (i % 3), 1.0 + 0.05 * (i % 2)});
   const auto m = summarize(s);
   EXPECT_EQ(m.positions, 20);
   EXPECT_NEAR(m.kld.value, 0.105, 1e-12);

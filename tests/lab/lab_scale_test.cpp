@@ -1,20 +1,19 @@
 // `lab check` over a 10,000-device inventory: a bounded pool of workers (its thread count
 // is sampled from /proc while it runs), every device answered, in bounded time. The
 // devices are ssh hosts on closed loopback ports: each costs one real ssh that is refused.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
-
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -91,7 +90,9 @@ int ssh_probes_on(int port) {
     std::ifstream in(entry.path() / "cmdline");
     std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (cmdline.starts_with("ssh ") && cmdline.find("-o Port=" + std::to_string(port) + " ") != std::string::npos) ++count;
+    if (cmdline.starts_with("ssh ") &&
+        cmdline.find("-o Port=" + std::to_string(port) + " ") != std::string::npos)
+      ++count;
   }
   return count;
 }
@@ -115,7 +116,8 @@ TEST(LabScale, ASignalDuringCheckKillsTheProbesInFlightAndPrintsTheRows) {
   const int port = ntohs(addr.sin_port);
   TempDir dir;
   std::string yaml = "all:\n  hosts:\n";
-  for (int i = 0; i < 40; ++i) yaml += fmt::format("    d{}: {{host: 127.0.0.{}, port: {}}}\n", i, i + 1, port);
+  for (int i = 0; i < 40; ++i)
+    yaml += fmt::format("    d{}: {{host: 127.0.0.{}, port: {}}}\n", i, i + 1, port);
   write_file(dir.file("lab.yml"), yaml);
   const pid_t pid = fork();
   if (pid == 0) {

@@ -3,16 +3,15 @@
 // repeated, and k-quants kept by the quantizer. scripts/setup.sh makes the models; if they
 // are not cached this trains them first (minutes).
 #include <gtest/gtest.h>
-
 #include <llama.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "engine/backend.h"
 #include "model/gguf_info.h"
@@ -32,13 +31,15 @@ std::string trained(const std::string& name, const std::string& quant) {
 // llama-perplexity over the whole held-out text, in chunks of 256 (the training's context):
 // its "Final estimate: PPL = X +/- Y".
 double llama_perplexity(const std::string& model_path) {
-  const auto r = test_support::run_process({EDGEPROBE_LLAMA_PERPLEXITY, "-m", model_path, "-f", model::trained_held_out_text(),
-                                            "-c", "256", "-b", "256", "-t", "2", "--no-warmup"},
-                                           900);
+  const auto r = test_support::run_process(
+      {EDGEPROBE_LLAMA_PERPLEXITY, "-m", model_path, "-f", model::trained_held_out_text(), "-c", "256", "-b",
+       "256", "-t", "2", "--no-warmup"},
+      900);
   const std::string all = r.out + r.err;
   std::smatch m;
   static const std::regex final_re(R"(Final estimate: PPL = ([0-9.]+))");
-  EXPECT_TRUE(std::regex_search(all, m, final_re)) << "exit " << r.exit_code << ": " << all.substr(all.size() > 3000 ? all.size() - 3000 : 0);
+  EXPECT_TRUE(std::regex_search(all, m, final_re))
+      << "exit " << r.exit_code << ": " << all.substr(all.size() > 3000 ? all.size() - 3000 : 0);
   return m.empty() ? 1e9 : std::stod(m[1].str());
 }
 
@@ -121,7 +122,8 @@ TEST(TrainedQuality, TopOnePredictionsFollowTheContext) {
   std::map<llama_token, int> truth, predicted;
   int correct = 0, scored = 0;
   for (size_t w = 0; w < 16; ++w) {
-    std::vector<llama_token> window(tokens.begin() + static_cast<long>(w * 256), tokens.begin() + static_cast<long>(w * 256 + 256));
+    std::vector<llama_token> window(tokens.begin() + static_cast<long>(w * 256),
+                                    tokens.begin() + static_cast<long>(w * 256 + 256));
     llama_memory_clear(llama_get_memory(m.ctx), true);
     llama_batch batch = llama_batch_init(256, 0, 1);
     for (int i = 0; i < 256; ++i) {
@@ -144,9 +146,11 @@ TEST(TrainedQuality, TopOnePredictionsFollowTheContext) {
   }
   int most_frequent = 0;
   for (const auto& [t, c] : truth) most_frequent = std::max(most_frequent, c);
-  const double accuracy = static_cast<double>(correct) / scored, baseline = static_cast<double>(most_frequent) / scored;
-  std::fprintf(stderr, "top-1 accuracy %.3f (always the most frequent token: %.3f); %zu distinct predictions\n", accuracy,
-               baseline, predicted.size());
+  const double accuracy = static_cast<double>(correct) / scored,
+               baseline = static_cast<double>(most_frequent) / scored;
+  std::fprintf(stderr,
+               "top-1 accuracy %.3f (always the most frequent token: %.3f); %zu distinct predictions\n",
+               accuracy, baseline, predicted.size());
   EXPECT_GT(accuracy, 2 * baseline);  // measured: 0.211 against 0.066
   EXPECT_GE(predicted.size(), 8u);  // measured: 12 (a dozen frequent words, each where the context wants it)
 }

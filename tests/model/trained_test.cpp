@@ -1,5 +1,7 @@
 // The trained model family's names, recipe hashes and cache refusals (unit: nothing is
 // trained here; tests/model/trained_quality_test.cpp checks the models themselves).
+#include "model/trained.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -8,7 +10,6 @@
 
 #include "core/error.h"
 #include "model/synth.h"
-#include "model/trained.h"
 #include "support/run_process.h"
 
 using namespace edgeprobe;
@@ -29,8 +30,10 @@ struct CacheDir {
     setenv("EDGEPROBE_MODEL_CACHE", dir.path().c_str(), 1);
   }
   ~CacheDir() {
-    if (had) setenv("EDGEPROBE_MODEL_CACHE", previous.c_str(), 1);
-    else unsetenv("EDGEPROBE_MODEL_CACHE");
+    if (had)
+      setenv("EDGEPROBE_MODEL_CACHE", previous.c_str(), 1);
+    else
+      unsetenv("EDGEPROBE_MODEL_CACHE");
   }
 };
 
@@ -79,7 +82,8 @@ TEST(TrainedRecipe, DimensionsKeepKQuants) {
     EXPECT_EQ(r.shape.n_vocab % 256, 0) << r.name;
     EXPECT_GT(r.steps, r.warmup_steps) << r.name;
   }
-  EXPECT_EQ(model::trained_recipe("main").shape.n_vocab, model::trained_recipe("draft").shape.n_vocab);  // one tokenizer
+  EXPECT_EQ(model::trained_recipe("main").shape.n_vocab,
+            model::trained_recipe("draft").shape.n_vocab);  // one tokenizer
 }
 
 TEST(TrainedRecipe, HashCoversEveryField) {

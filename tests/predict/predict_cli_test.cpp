@@ -70,7 +70,8 @@ TEST(PredictCli, ASpecWithAnEmptyStoreIsAnsweredFromTheCatalogue) {
   ASSERT_EQ(doc["rows"].size(), 2u);
   for (const auto& row : doc["rows"]) {
     ASSERT_TRUE(row["decode_tokens_per_s"].is_object()) << row.dump();
-    EXPECT_LT(row["decode_tokens_per_s"]["low"].get<double>(), row["decode_tokens_per_s"]["high"].get<double>());
+    EXPECT_LT(row["decode_tokens_per_s"]["low"].get<double>(),
+              row["decode_tokens_per_s"]["high"].get<double>());
     // Memory needs no efficiency: q8_0 TinyLlama (1.1 GB of weights) does not fit in 1 GB.
     EXPECT_GT(row["memory"]["weights_bytes"].get<double>(), 5e8);
   }
@@ -83,8 +84,8 @@ TEST(PredictCli, ASpecWithAnEmptyStoreIsAnsweredFromTheCatalogue) {
 
 TEST(PredictCli, ACatalogueDeviceIsPredictedPerThreadCount) {
   TempDir dir;
-  const auto r = run_edgeprobe({"predict", "-m", "llama-3.2-3b", "-q", "q4_k_m", "--device-spec", "raspberry-pi-5",
-                                "-t", "1,2,4", "--db", dir.file("none.db"), "-o", "json"},
+  const auto r = run_edgeprobe({"predict", "-m", "llama-3.2-3b", "-q", "q4_k_m", "--device-spec",
+                                "raspberry-pi-5", "-t", "1,2,4", "--db", dir.file("none.db"), "-o", "json"},
                                120);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
@@ -100,8 +101,8 @@ TEST(PredictCli, ACatalogueDeviceIsPredictedPerThreadCount) {
   // Its bandwidth is derived (no source states it), and the output says so.
   EXPECT_NE(doc.dump().find("derived"), std::string::npos);
   // A GPU backend of a discrete GPU.
-  const auto g = run_edgeprobe({"predict", "-m", "llama-7b", "-q", "q4_0", "--device-spec", "RTX 4090", "--backend",
-                                "cuda", "--db", dir.file("none.db"), "-o", "json"},
+  const auto g = run_edgeprobe({"predict", "-m", "llama-7b", "-q", "q4_0", "--device-spec", "RTX 4090",
+                                "--backend", "cuda", "--db", dir.file("none.db"), "-o", "json"},
                                120);
   ASSERT_EQ(g.exit_code, 0) << g.err;
   const auto gd = nlohmann::json::parse(g.out);
@@ -114,7 +115,8 @@ TEST(PredictCli, ACatalogueDeviceRefusesOnOneLine) {
   expect_refused({"predict", "-m", "tiny", "--device-spec", "nvidia-rtx-4090"}, "--backend");
   expect_refused({"predict", "-m", "tiny", "--device-spec", "raspberry-pi-5", "--backend", "cuda", "-t", "2"},
                  "-t applies to the cpu backend");
-  expect_refused({"predict", "-m", "tiny", "--device-spec", "raspberry-pi-5", "--backend", "tpu"}, "unknown backend 'tpu'");
+  expect_refused({"predict", "-m", "tiny", "--device-spec", "raspberry-pi-5", "--backend", "tpu"},
+                 "unknown backend 'tpu'");
 }
 
 TEST(PredictCli, CheckOfARunWithoutPredictionsSaysSo) {

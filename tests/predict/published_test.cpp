@@ -65,7 +65,8 @@ TEST(Published, FitsOnFitEntriesOnly) {
     }
   }
   ASSERT_EQ(base.residuals.size(), other.residuals.size());
-  for (size_t i = 0; i < base.residuals.size(); ++i) EXPECT_EQ(base.residuals[i].values, other.residuals[i].values);
+  for (size_t i = 0; i < base.residuals.size(); ++i)
+    EXPECT_EQ(base.residuals[i].values, other.residuals[i].values);
   EXPECT_GT(base.fit_entries, 50u);
 }
 
@@ -155,10 +156,11 @@ TEST(Published, UnknownDeviceNamesGetTheNearest) {
 
 TEST(Published, BitsPerWeightMatchTheQuantizersPlan) {
   const auto shape = edgeprobe::model::named_shape("llama-7b");
-  for (const char* q : {"f16", "q8_0", "q6_k", "q5_k_m", "q5_k_s", "q5_0", "q4_k_m", "q4_k_s", "q4_0", "q3_k_l",
-                        "q3_k_m", "q3_k_s", "q2_k"}) {
+  for (const char* q : {"f16", "q8_0", "q6_k", "q5_k_m", "q5_k_s", "q5_0", "q4_k_m", "q4_k_s", "q4_0",
+                        "q3_k_l", "q3_k_m", "q3_k_s", "q2_k"}) {
     const auto info = edgeprobe::model::planned_layout(shape, q);
-    const double planned = static_cast<double>(info.weight_bytes()) * 8 / static_cast<double>(info.n_params());
+    const double planned =
+        static_cast<double>(info.weight_bytes()) * 8 / static_cast<double>(info.n_params());
     ASSERT_TRUE(pub::bits_per_weight(q)) << q;
     EXPECT_NEAR(*pub::bits_per_weight(q), planned, 0.01 * planned) << q;
   }
