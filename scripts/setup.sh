@@ -32,6 +32,7 @@ packages+=(iptables libnetfilter-queue-dev)  # network tests: a link's latency (
 packages+=(glslc libvulkan-dev spirv-headers mesa-vulkan-drivers)  # the Vulkan backend, and lavapipe (a Vulkan device on the CPU) its tests run on
 packages+=(lava-server lava-dispatcher lavacli curl)  # LAVA (lab submit --engine lava): its schema check, dispatcher and a whole server in the lab tests
 packages+=(bible-kjv bible-kjv-text sentencepiece)  # the trained models: the KJV corpus (`bible`) and its tokenizer (spm_train)
+packages+=(clang-format)  # CI: scripts/check-format.sh on changed lines
 packages+=(ccache)  # a second clone or worktree (CI's clean clone) compiles only what differs (CMakeLists.txt)
 missing=()
 for p in "${packages[@]}"; do
