@@ -1,5 +1,7 @@
 #include "result/result.h"
 
+#include "core/json_number.h"
+
 #include <algorithm>
 #include <iterator>
 #include <type_traits>
@@ -410,9 +412,9 @@ std::optional<GreedyCheck> greedy_check_from_json(const json& j) {
   if (!j.is_object()) return std::nullopt;
   GreedyCheck c;
   for (const auto& t : list(j, "prompt_tokens"))
-    if (t.is_number_integer()) c.prompt.push_back(t.get<int32_t>());
+    if (const auto id = exact_integer<int32_t>(t)) c.prompt.push_back(*id);
   for (const auto& t : list(j, "tokens"))
-    if (t.is_number_integer()) c.tokens.push_back(t.get<int32_t>());
+    if (const auto id = exact_integer<int32_t>(t)) c.tokens.push_back(*id);
   if (const json& ref = field(j, "reference"); ref.is_object()) {
     c.reference = text(ref, "source");
     c.compared = number<int>(ref, "compared");

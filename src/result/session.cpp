@@ -287,7 +287,8 @@ json to_json(const SessionReport& r) {
 SessionReport session_report_from_json(const json& j) {
   SessionReport r;
   r.schema_version = j.value("schema_version", kSchemaVersion);
-  r.run_id = j.value("run_id", int64_t{0});
+  // A run id out of int64's range (a float like 4.4e21) is no id: 0, not undefined behaviour.
+  if (const auto it = j.find("run_id"); it != j.end()) r.run_id = exact_integer<int64_t>(*it).value_or(0);
   r.provenance = provenance_from_json(j.value("provenance", json::object()));
   if (j.contains("telemetry_unavailable") && j["telemetry_unavailable"].is_array())
     for (const auto& u : j["telemetry_unavailable"])
