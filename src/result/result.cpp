@@ -1,12 +1,11 @@
 #include "result/result.h"
 
-#include "core/json_number.h"
-
 #include <algorithm>
 #include <iterator>
 #include <type_traits>
 
 #include "core/error.h"
+#include "core/json_number.h"
 #include "core/json_read.h"
 
 namespace edgeprobe::result {
