@@ -36,6 +36,12 @@ struct PhaseSample {
 };
 std::vector<PhaseSample> phase_samples(const json& bench, const std::string& phase);
 
+// B after each fix up to the hardware line (explain_account.cpp), and whether the account
+// closes: a verdict, the chain withheld where it would pass the line, the runs that close it.
+void fix_table(PhaseExplanation& p);
+void judge_account(PhaseExplanation& p, const ExplainSide& a, const ExplainSide& b, const PhaseSample& sa,
+                   const PhaseSample& sb);
+
 // The causes one side's own evidence shows for a phase (telemetry, provenance, ceilings, a
 // sweep in the same run), each with an estimate bounded by what it can physically cost, as
 // factors of B/A. Causes already in `factors` (doctor's, measured or estimated) are left
