@@ -32,6 +32,23 @@ int threads_of(pid_t pid) {
   return 0;
 }
 
+// `edgeprobe lab check -i DIR/lab.yml -o json` in the background: stdout to out.json,
+// stderr to err.txt, the ssh control sockets under DIR.
+pid_t start_lab_check(const TempDir& dir) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int out = open(dir.file("out.json").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = open(dir.file("err.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    dup2(err, 2);
+    setenv("XDG_RUNTIME_DIR", dir.path().c_str(), 1);
+    execl(EDGEPROBE_BINARY, EDGEPROBE_BINARY, "lab", "check", "-i", dir.file("lab.yml").c_str(), "-o", "json",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
 }  // namespace
 
 TEST(LabScale, CheckingTenThousandDevicesUsesABoundedPoolAndFinishes) {
@@ -42,17 +59,7 @@ TEST(LabScale, CheckingTenThousandDevicesUsesABoundedPoolAndFinishes) {
     yaml += fmt::format("    d{}: {{host: 127.1.{}.{}, port: 1}}\n", i, i / 250, i % 250 + 1);
   write_file(dir.file("lab.yml"), yaml);
   const auto t0 = std::chrono::steady_clock::now();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int out = open(dir.file("out.json").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err = open(dir.file("err.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(out, 1);
-    dup2(err, 2);
-    setenv("XDG_RUNTIME_DIR", dir.path().c_str(), 1);  // the ssh control sockets
-    execl(EDGEPROBE_BINARY, EDGEPROBE_BINARY, "lab", "check", "-i", dir.file("lab.yml").c_str(), "-o", "json",
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  const pid_t pid = start_lab_check(dir);
   int most_threads = 0, status = 0;
   bool done = false;
   while (!done && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(500)) {
@@ -119,17 +126,7 @@ TEST(LabScale, ASignalDuringCheckKillsTheProbesInFlightAndPrintsTheRows) {
   for (int i = 0; i < 40; ++i)
     yaml += fmt::format("    d{}: {{host: 127.0.0.{}, port: {}}}\n", i, i + 1, port);
   write_file(dir.file("lab.yml"), yaml);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int out = open(dir.file("out.json").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err = open(dir.file("err.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(out, 1);
-    dup2(err, 2);
-    setenv("XDG_RUNTIME_DIR", dir.path().c_str(), 1);
-    execl(EDGEPROBE_BINARY, EDGEPROBE_BINARY, "lab", "check", "-i", dir.file("lab.yml").c_str(), "-o", "json",
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  const pid_t pid = start_lab_check(dir);
   // Until the pool's probes are all waiting on the silent host.
   const auto t0 = std::chrono::steady_clock::now();
   while (ssh_probes_on(port) < 8 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20))
