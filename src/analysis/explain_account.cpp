@@ -31,7 +31,8 @@ void fix_table(PhaseExplanation& p) {
     if (f.side != "B" || f.id == "interaction") continue;  // the overlap is in the fixes' gains in order
     double factor = f.factor;
     if (f.interaction)
-      factor = std::ranges::count(fixed, f.interaction->with) ? f.interaction->fixed_second : f.interaction->fixed_first;
+      factor = std::ranges::count(fixed, f.interaction->with) ? f.interaction->fixed_second
+                                                              : f.interaction->fixed_first;
     speed /= factor;
     fixed.push_back(f.id);
     const bool over = speed > p.hardware_line_tokens_per_s;
@@ -41,24 +42,27 @@ void fix_table(PhaseExplanation& p) {
   p.steps.push_back({"hardware line: B's ceiling at A's efficiency", p.hardware_line_tokens_per_s, ""});
   // Past the tolerance the table is withheld (judge_account), and says why there.
   if (held && speed <= p.hardware_line_tokens_per_s * kCloseHigh)
-    p.notes.push_back(fmt::format("the fixes together would take B x{:.3f} past its hardware line, within the account's "
-                                  "tolerance: the rows past it are held at the line",
-                                  speed / p.hardware_line_tokens_per_s));
+    p.notes.push_back(
+        fmt::format("the fixes together would take B x{:.3f} past its hardware line, within the account's "
+                    "tolerance: the rows past it are held at the line",
+                    speed / p.hardware_line_tokens_per_s));
 }
 
 // Whether the factors account for the gap. An unexplained factor outside [kCloseLow,
 // kCloseHigh] says by how much they do not, and which measurement would close it; above
 // the range, B's fixes would carry it past its own hardware line, which cannot be: the
 // chain is withheld and the factors that overlap or may be over-estimated are named.
-void judge_account(PhaseExplanation& p, const ExplainSide& a, const ExplainSide& b, const PhaseSample& sa, const PhaseSample& sb) {
+void judge_account(PhaseExplanation& p, const ExplainSide& a, const ExplainSide& b, const PhaseSample& sa,
+                   const PhaseSample& sb) {
   const double u = p.factors.back().factor;
   if (u >= kCloseLow && u <= kCloseHigh) return;
   p.closes = false;
   const std::string doctor_b = doctor_command(b, sb), doctor_a = doctor_command(a, sa);
   if (u < kCloseLow) {
-    p.verdict = fmt::format("the account does not close: B is x{:.2f} slower than its factors account for (unexplained "
-                            "x{:.3f}, outside {:.2f}-{:.2f}); something on B that its evidence does not show",
-                            1 / u, u, kCloseLow, kCloseHigh);
+    p.verdict = fmt::format(
+        "the account does not close: B is x{:.2f} slower than its factors account for (unexplained "
+        "x{:.3f}, outside {:.2f}-{:.2f}); something on B that its evidence does not show",
+        1 / u, u, kCloseLow, kCloseHigh);
     p.closing_commands.push_back("on B's device: " + doctor_b);
     if (a.kind != "doctor") p.closing_commands.push_back("on A's device, for A's own causes: " + doctor_a);
     return;
@@ -70,7 +74,8 @@ void judge_account(PhaseExplanation& p, const ExplainSide& a, const ExplainSide&
     if (f.side.empty() || f.id == "interaction") continue;
     (f.side == "A" ? under_on_a : over_on_b)
         .push_back(fmt::format("{} on {} x{:.3f} ({})", f.id, f.side, f.factor, f.basis));
-    if (f.side == "B" && (f.id.starts_with("threads.") || f.id.starts_with("contention.") || f.id.starts_with("throttle.")))
+    if (f.side == "B" &&
+        (f.id.starts_with("threads.") || f.id.starts_with("contention.") || f.id.starts_with("throttle.")))
       cpu_time.push_back(f.id);
   }
   const auto estimates_first = [](std::vector<std::string>& v) {
