@@ -76,11 +76,11 @@ TEST_P(AgainstLlamaPerplexity, MeanKldWithin3PercentTopOneWithinHalfAPoint) {
       "-c", std::to_string(p.n_ctx), "--chunks", std::to_string(p.chunks), "-t", "2"};
   std::vector<std::string> pass1{tool, "-m", ref, "-f", text, "--kl-divergence-base", base};
   pass1.insert(pass1.end(), common.begin(), common.end());
-  const auto r1 = run_process(pass1, 900);
+  const auto r1 = run_llama_tool(pass1, "Final estimate: PPL");
   ASSERT_EQ(r1.exit_code, 0) << r1.err;
   std::vector<std::string> pass2{tool, "-m", model, "--kl-divergence-base", base, "--kl-divergence"};
   pass2.insert(pass2.end(), common.begin(), common.end());
-  const auto r2 = run_process(pass2, 900);
+  const auto r2 = run_llama_tool(pass2, "Same top p:");
   ASSERT_EQ(r2.exit_code, 0) << r2.err;
   const auto theirs = parse_llama_perplexity(r2.out + r2.err);
   ASSERT_FALSE(std::isnan(theirs.kld)) << r2.out << r2.err;

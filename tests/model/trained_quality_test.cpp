@@ -31,10 +31,10 @@ std::string trained(const std::string& name, const std::string& quant) {
 // llama-perplexity over the whole held-out text, in chunks of 256 (the training's context):
 // its "Final estimate: PPL = X +/- Y".
 double llama_perplexity(const std::string& model_path) {
-  const auto r = test_support::run_process(
+  const auto r = test_support::run_llama_tool(
       {EDGEPROBE_LLAMA_PERPLEXITY, "-m", model_path, "-f", model::trained_held_out_text(), "-c", "256", "-b",
        "256", "-t", "2", "--no-warmup"},
-      900);
+      "Final estimate: PPL");
   const std::string all = r.out + r.err;
   std::smatch m;
   static const std::regex final_re(R"(Final estimate: PPL = ([0-9.]+))");

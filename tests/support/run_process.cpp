@@ -1,23 +1,23 @@
 #include "support/run_process.h"
 
-#include "edgeprobe_version.h"
-
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/error.h"
-#include "core/subprocess.h"
-#include "core/text.h"
-
 #include <chrono>
-#include <thread>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
+
+#include "core/error.h"
+#include "core/subprocess.h"
+#include "core/text.h"
+#include "edgeprobe_version.h"
 
 namespace edgeprobe::test_support {
 
@@ -92,6 +92,18 @@ ProcessResult run_edgeprobe(const std::vector<std::string>& args, int timeout_s)
   // while other tests run is noisy, and test runs are not results.
   const std::string base = std::string(EDGEPROBE_BUILD_DIR) + "/test-home";
   return run_process(argv, timeout_s, {{"XDG_CACHE_HOME", base + "/cache"}, {"XDG_DATA_HOME", base + "/data"}});
+}
+
+ProcessResult run_llama_tool(const std::vector<std::string>& argv, const std::string& final_line,
+                             int timeout_s, int tries) {
+  ProcessResult r;
+  for (int i = 0; i < tries; ++i) {
+    r = run_process(argv, timeout_s);
+    if (r.exit_code != 0 || (r.out + r.err).find(final_line) != std::string::npos) break;
+    std::fprintf(stderr, "%s exited 0 without '%s' (its logger lost the last lines); again\n",
+                 argv[0].c_str(), final_line.c_str());
+  }
+  return r;
 }
 
 TempDir::TempDir() {

@@ -17,6 +17,12 @@ struct ProcessResult {
 ProcessResult run_process(const std::vector<std::string>& argv, int timeout_s = 300,
                           const std::vector<std::pair<std::string, std::string>>& env = {});
 ProcessResult run_edgeprobe(const std::vector<std::string>& args, int timeout_s = 300);
+// A llama.cpp tool whose summary is printed through llama.cpp's asynchronous logger: on a
+// loaded machine the process can exit before the logger's thread writes the last lines
+// (llama.cpp leaks the logger on purpose, issue 22142). Runs it again, up to `tries` times,
+// while it exits 0 without `final_line` in its output.
+ProcessResult run_llama_tool(const std::vector<std::string>& argv, const std::string& final_line,
+                             int timeout_s = 900, int tries = 3);
 
 // A child process in the background: argv run through `sh -c` after `prefix` (a cgroup
 // entry, `ip netns exec NS`), stdout and stderr into files ("" = /dev/null), in a process
