@@ -15,6 +15,7 @@
 #include "cli/cmd_explain.h"
 #include "cli/cmd_export.h"
 #include "cli/cmd_fidelity.h"
+#include "cli/cmd_frontier.h"
 #include "cli/cmd_kv_serve.h"
 #include "cli/cmd_lab.h"
 #include "cli/cmd_predict.h"
@@ -103,6 +104,7 @@ int main(int argc, char** argv) {
   cli::register_predict_disagg(app);
   cli::register_lab(app, command_line);
   cli::register_fidelity(app);
+  cli::register_frontier(app);
   cli::register_completion(app);
 
   // Ctrl-C ends the sweep after the repetition in flight; what was measured is written.

@@ -1,0 +1,159 @@
+#include "fidelity/frontier.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+
+#include "core/error.h"
+
+namespace edgeprobe::fidelity {
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The middle half of per-round ratios: how far the machine's noise moved them.
+std::string ratio_range(std::vector<double> v) {
+  if (v.size() < 4) return "";
+  std::sort(v.begin(), v.end());
+  const double q1 = v[v.size() / 4], q3 = v[(3 * v.size()) / 4];
+  return fmt::format(" ({:.2f}–{:.2f})", q1, q3);
+}
+
+nlohmann::json estimate(const Estimate& e, double scale = 1) {
+  return {{"value", e.value * scale}, {"err", e.err * scale}};
+}
+
+std::string mib(uint64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+}  // namespace
+
+double median_paired_ratio(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> r;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    if (a[i] > 0 && b[i] > 0) r.push_back(a[i] / b[i]);
+  return median(std::move(r));
+}
+
+void mark_dominated(std::vector<FrontierPoint>& points) {
+  for (auto& p : points) {
+    p.dominated_by.clear();
+    p.dominated_why.clear();
+  }
+  for (auto& b : points) {
+    if (b.is_reference) continue;
+    for (const auto& a : points) {
+      if (&a == &b || a.is_reference) continue;
+      const double gap = b.fidelity.kld.value - a.fidelity.kld.value;
+      const double err = std::hypot(a.fidelity.kld.err, b.fidelity.kld.err);
+      const double speed = median_paired_ratio(a.decode_ratio, b.decode_ratio);
+      if (gap <= 2 * err || speed < 1) continue;
+      // The strongest dominator: the one closest to the reference.
+      if (!b.dominated_by.empty()) {
+        const auto& current = *std::find_if(
+            points.begin(), points.end(), [&](const FrontierPoint& p) { return p.quant == b.dominated_by; });
+        if (current.fidelity.kld.value <= a.fidelity.kld.value) continue;
+      }
+      b.dominated_by = a.quant;
+      b.dominated_why = fmt::format(
+          "{} is closer to the reference (KLD {:.3g} against {:.3g}) and decodes x{:.2f} as fast{}", a.quant,
+          a.fidelity.kld.value, b.fidelity.kld.value, speed,
+          a.size_bytes > b.size_bytes
+              ? fmt::format(", though {:.0f} % larger",
+                            100.0 * (static_cast<double>(a.size_bytes) / b.size_bytes - 1))
+              : "");
+    }
+  }
+}
+
+nlohmann::json to_json(const Frontier& f) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& p : f.points) {
+    nlohmann::json j = {
+        {"quant", p.quant},
+        {"reference", p.is_reference},
+        {"path", p.path},
+        {"sha256", p.sha256},
+        {"size_bytes", p.size_bytes},
+        {"peak_rss_bytes", p.peak_rss_bytes},
+        {"prefill_tokens_per_s", p.prefill_tokens_per_s},
+        {"decode_tokens_per_s", p.decode_tokens_per_s},
+        {"prefill_ratio_per_round", p.prefill_ratio},
+        {"decode_ratio_per_round", p.decode_ratio},
+        {"prefill_ratio", median(p.prefill_ratio)},
+        {"decode_ratio", median(p.decode_ratio)},
+        {"dominated_by", p.dominated_by.empty() ? nlohmann::json() : nlohmann::json(p.dominated_by)},
+        {"dominated_why", p.dominated_why}};
+    if (!p.is_reference) {
+      const auto& s = p.fidelity;
+      j["positions"] = s.positions;
+      j["kld"] = {{"mean", s.kld.value}, {"err", s.kld.err}, {"p99", s.kld_p99}, {"max", s.kld_max}};
+      j["top1_agreement_percent"] = estimate(s.same_top, 100);
+      j["ln_ppl_ratio"] = estimate(s.ln_ppl_ratio);
+      j["ppl"] = estimate(s.ppl);
+    }
+    points.push_back(std::move(j));
+  }
+  return {{"kind", "frontier"},
+          {"schema", 1},
+          {"base", f.base},
+          {"text", f.text},
+          {"settings",
+           {{"n_ctx", f.n_ctx},
+            {"n_chunks", f.n_chunks},
+            {"threads", f.n_threads},
+            {"rounds", f.rounds},
+            {"n_prompt", f.n_prompt},
+            {"n_gen", f.n_gen}}},
+          {"points", points},
+          {"seconds", f.seconds}};
+}
+
+void write_frontier(const Frontier& f, const std::string& format, std::ostream& out) {
+  if (format == "json") {
+    out << to_json(f).dump(2) << "\n";
+    return;
+  }
+  if (format != "md") throw_bad_input("unknown output format '{}' for frontier; choose md or json", format);
+  const FrontierPoint& ref = f.points.front();
+  out << fmt::format("# Frontier of {}\n\n", f.base);
+  out << fmt::format(
+      "Fidelity against {} over {} chunks of {} tokens ({} positions); speed pp{}+tg{} on {} threads, "
+      "{} rounds, each quantization against the reference in the same round (median of the rounds' "
+      "ratios; in brackets the middle half of the rounds' decode ratios).\n\n",
+      ref.path, f.n_chunks, f.n_ctx, f.points.size() > 1 ? f.points[1].fidelity.positions : 0, f.n_prompt,
+      f.n_gen, f.n_threads, f.rounds);
+  out << "| quantization | size | decode t/s | decode | prefill | mean KLD | top-1 | PPL | |\n";
+  out << "|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
+  for (const auto& p : f.points) {
+    const std::string fid =
+        p.is_reference
+            ? "| 0 (reference) | 100 % | " +
+                  fmt::format("{:.2f}", f.points.size() > 1 ? f.points[1].fidelity.ppl_ref.value : 0.0)
+            : fmt::format("| {:.3g} ± {:.1g} | {:.2f} ± {:.2f} % | {:.2f}", p.fidelity.kld.value,
+                          p.fidelity.kld.err, 100 * p.fidelity.same_top.value, 100 * p.fidelity.same_top.err,
+                          p.fidelity.ppl.value);
+    out << fmt::format("| {} | {} | {:.1f} | x{:.2f}{} | x{:.2f} {} | {} |\n", p.quant, mib(p.size_bytes),
+                       p.decode_tokens_per_s, median(p.decode_ratio),
+                       p.is_reference ? "" : ratio_range(p.decode_ratio), median(p.prefill_ratio), fid,
+                       p.is_reference ? "" : (p.dominated_by.empty() ? "on the front" : "dominated"));
+  }
+  bool any = false;
+  for (const auto& p : f.points)
+    if (!p.dominated_by.empty()) {
+      if (!any) out << "\n";
+      any = true;
+      out << fmt::format("- {} is dominated: {}.\n", p.quant, p.dominated_why);
+    }
+  if (!any)
+    out << "\nNo quantization is dominated: each is the fastest at its fidelity or the closest at its "
+           "speed.\n";
+}
+
+}  // namespace edgeprobe::fidelity
