@@ -1,5 +1,6 @@
 #include "app/fidelity_job.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,6 +14,8 @@
 #include "core/fs.h"
 #include "core/subprocess.h"
 #include "model/gguf_info.h"
+#include "model/quantize.h"
+#include "model/synth.h"
 #include "result/result.h"
 #include "workload/sweep.h"
 
@@ -100,6 +103,37 @@ void save_reference_in_child(const FidelityPlan& plan, const std::string& ref_pa
   }
 }
 
+// The model's file type as a quantization edgeprobe can make; throws for a float file or
+// one of another type (before anything is measured).
+std::string checked_quant_name(const model::GgufInfo& info) {
+  const std::string quant = model::quant_name_of_ftype(info.file_type);
+  if (quant.empty() || quant == "f32" || quant == "f16" || quant == "bf16")
+    throw_bad_input("--check-quantization needs a quantized model; {} has file type {} ({})", info.path,
+                    info.file_type, quant.empty() ? "none edgeprobe can make" : quant);
+  return quant;
+}
+
+// llama.cpp's own quantization of the reference to the model's file type, scored against
+// the reference on the same chunks.
+fidelity::Report::QuantizationCheck fresh_quantization(
+    engine::Engine& engine, engine::ModelOptions ro, const engine::LoadedModel& ref,
+    const model::GgufInfo& model_info, fidelity::Report& report, const std::vector<engine::Token>& tokens,
+    const fidelity::ChunkSettings& chunks, const engine::ContextOptions& co,
+    const fidelity::Progress& progress, JobSink* sink) {
+  fidelity::Report::QuantizationCheck check;
+  check.quant = checked_quant_name(model_info);
+  if (sink)
+    sink->progress(fmt::format("quantizing the reference to {} (first use; then cached)", check.quant));
+  check.path = model::quantized_copy(ro.path, report.reference["sha256"], check.quant, co.n_threads);
+  ro.path = check.path;
+  auto fresh = engine.load(ro);
+  if (sink) sink->progress("scoring the fresh quantization");
+  fidelity::Timings timings;
+  check.summary =
+      fidelity::summarize(fidelity::compare_models(*fresh, ref, tokens, chunks, co, timings, progress));
+  return check;
+}
+
 }  // namespace
 
 fidelity::Report run_fidelity(const FidelityPlan& plan, const JobContext& context) {
@@ -114,10 +148,15 @@ fidelity::Report run_fidelity(const FidelityPlan& plan, const JobContext& contex
   if (plan.samples < 0 || plan.samples > fidelity::kMaxSamples)
     throw_bad_input("--samples {} out of range 0..{}", plan.samples, fidelity::kMaxSamples);
 
+  if (plan.check_quantization &&
+      (saving || fidelity::is_reference_file(plan.reference) || !plan.reference_cpu_variant.empty()))
+    throw_bad_input("--check-quantization needs --reference MODEL (the full-precision file it quantizes)");
+
   // Every file checked by our own reader before llama.cpp sees it.
   ModelSet models;
   const std::string model_path = models.add_spec(plan.model, sink);
   const model::GgufInfo model_info = models.info(static_cast<size_t>(models.index_of(model_path)));
+  if (plan.check_quantization) checked_quant_name(model_info);
   std::optional<fidelity::ReferenceReader> stored;
   std::string ref_path;
   std::optional<model::GgufInfo> ref_info;
@@ -248,6 +287,9 @@ fidelity::Report run_fidelity(const FidelityPlan& plan, const JobContext& contex
       const auto scores =
           fidelity::compare_models(*model, *ref, tokens, chunks, co, report.timings, progress);
       report.summary = fidelity::summarize(scores);
+      if (plan.check_quantization)
+        report.quantization_check = fresh_quantization(*engine.engine, ro, *ref, model_info, report, tokens,
+                                                       chunks, co, progress, sink);
     }
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -27,6 +27,9 @@ struct FidelityPlan {
   int top_k = fidelity::kDefaultTopK;
   int samples = fidelity::kDefaultSamples;
   Environment env;  // the CPU variant
+  // Also measure llama.cpp's own quantization of the reference to the model's file type
+  // (made here, cached) and judge the model's KLD against it (--check-quantization).
+  bool check_quantization = false;
 };
 
 // Resolves and checks both files (our GGUF header reader first: a missing, truncated or

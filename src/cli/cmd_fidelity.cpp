@@ -76,6 +76,11 @@ void register_fidelity(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--cpu-variant", f->plan.env.cpu_variant,
                   "The ggml CPU variant to load (default: the best one)");
+  cmd->add_flag(
+      "--check-quantization", f->plan.check_quantization,
+      "Also quantize the reference to the model's file type with llama.cpp (cached) and say whether the "
+      "model is further from the reference than that fresh quantization (a corrupted or mis-converted "
+      "file)");
   add_gpu_options(cmd, f->gpu);
   cmd->add_option(
       "--reference-cpu-variant", f->plan.reference_cpu_variant,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 #include "core/error.h"
@@ -251,6 +252,14 @@ CompactError measure_compact_error(const engine::LoadedModel& model, const engin
     }
   }
   return {summarize(full), summarize(compact)};
+}
+
+std::string quantization_verdict(const Summary& model, const Summary& fresh) {
+  const double gap = model.kld.value - fresh.kld.value;
+  const double err = std::hypot(model.kld.err, fresh.kld.err);
+  if (gap > 3 * err && model.kld.value > 1.25 * fresh.kld.value) return "further";
+  if (-gap > 3 * err && fresh.kld.value > 1.25 * model.kld.value) return "closer";
+  return "as_fresh";
 }
 
 }  // namespace edgeprobe::fidelity

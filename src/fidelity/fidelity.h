@@ -1,6 +1,7 @@
 #pragma once
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,21 @@ struct Report {
   double rest_mass_mean = 0;    // stored reference: mean P(outside its top k)
   std::string saved_reference;  // --save-reference: the file written (no comparison then)
   int64_t saved_bytes = 0;
+  // --check-quantization: the same figures for llama.cpp's own quantization of the
+  // reference to the model's file type, made here; the model's KLD judged against it.
+  struct QuantizationCheck {
+    std::string quant;  // the model's file type, "q4_k_m"
+    std::string path;   // the fresh quantization
+    Summary summary;
+  };
+  std::optional<QuantizationCheck> quantization_check;
 };
+
+// How the model's KLD compares with a fresh quantization's of the same type: "further"
+// when the gap is over three combined standard errors and the ratio over 1.25 (the file is
+// not what a correct quantization of the reference gives: corrupted, mis-converted, or made
+// from another file), "closer" alike the other way (an importance matrix, a better recipe),
+// else "as_fresh".
+std::string quantization_verdict(const Summary& model, const Summary& fresh);
 
 }  // namespace edgeprobe::fidelity

@@ -41,34 +41,67 @@ double median_paired_ratio(const std::vector<double>& a, const std::vector<doubl
   return median(std::move(r));
 }
 
+SpeedOrder compare_speed(const std::vector<double>& a, const std::vector<double>& b) {
+  int n = 0, wins = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    if (!(a[i] > 0 && b[i] > 0) || a[i] == b[i]) continue;  // unmeasured or a tie: no sign
+    ++n;
+    wins += a[i] > b[i];
+  }
+  // P(X >= k) for X ~ Binomial(n, 1/2).
+  auto tail = [n](int k) {
+    double p = 0, c = 1;  // c = C(n, i)
+    for (int i = 0; i <= n; ++i) {
+      if (i >= k) p += c;
+      c = c * (n - i) / (i + 1);
+    }
+    return p / std::pow(2.0, n);
+  };
+  if (n > 0 && tail(wins) <= 0.05) return SpeedOrder::kFaster;
+  if (n > 0 && tail(n - wins) <= 0.05) return SpeedOrder::kSlower;
+  return SpeedOrder::kUnresolved;
+}
+
 void mark_dominated(std::vector<FrontierPoint>& points) {
   for (auto& p : points) {
     p.dominated_by.clear();
     p.dominated_why.clear();
+    p.unresolved = false;
   }
   for (auto& b : points) {
     if (b.is_reference) continue;
+    const FrontierPoint* best = nullptr;  // a dominator, or else the closest unresolved one
+    bool best_resolved = false;
     for (const auto& a : points) {
       if (&a == &b || a.is_reference) continue;
       const double gap = b.fidelity.kld.value - a.fidelity.kld.value;
-      const double err = std::hypot(a.fidelity.kld.err, b.fidelity.kld.err);
-      const double speed = median_paired_ratio(a.decode_ratio, b.decode_ratio);
-      if (gap <= 2 * err || speed < 1) continue;
-      // The strongest dominator: the one closest to the reference.
-      if (!b.dominated_by.empty()) {
-        const auto& current = *std::find_if(
-            points.begin(), points.end(), [&](const FrontierPoint& p) { return p.quant == b.dominated_by; });
-        if (current.fidelity.kld.value <= a.fidelity.kld.value) continue;
-      }
-      b.dominated_by = a.quant;
-      b.dominated_why = fmt::format(
-          "{} is closer to the reference (KLD {:.3g} against {:.3g}) and decodes x{:.2f} as fast{}", a.quant,
-          a.fidelity.kld.value, b.fidelity.kld.value, speed,
-          a.size_bytes > b.size_bytes
-              ? fmt::format(", though {:.0f} % larger",
-                            100.0 * (static_cast<double>(a.size_bytes) / b.size_bytes - 1))
-              : "");
+      if (gap <= 2 * std::hypot(a.fidelity.kld.err, b.fidelity.kld.err)) continue;
+      const SpeedOrder order = compare_speed(a.decode_ratio, b.decode_ratio);
+      if (order == SpeedOrder::kSlower) continue;
+      const bool resolved = order == SpeedOrder::kFaster;
+      // A proven dominator beats an unresolved one; among equals the closest is named.
+      if (best && (best_resolved > resolved ||
+                   (best_resolved == resolved && best->fidelity.kld.value <= a.fidelity.kld.value)))
+        continue;
+      best = &a;
+      best_resolved = resolved;
     }
+    if (!best) continue;
+    const auto& a = *best;
+    b.dominated_by = a.quant;
+    b.unresolved = !best_resolved;
+    const std::string larger =
+        a.size_bytes > b.size_bytes
+            ? fmt::format(", though {:.0f} % larger",
+                          100.0 * (static_cast<double>(a.size_bytes) / b.size_bytes - 1))
+            : "";
+    b.dominated_why = fmt::format(
+                          "{} is closer to the reference (KLD {:.3g} against {:.3g}) and decodes {} "
+                          "(x{:.2f}, the median of the rounds){}",
+                          a.quant, a.fidelity.kld.value, b.fidelity.kld.value,
+                          best_resolved ? "faster" : "at a speed the rounds did not separate from it",
+                          median_paired_ratio(a.decode_ratio, b.decode_ratio), larger) +
+                      (best_resolved ? "" : "; more --rounds may separate them");
   }
 }
 
@@ -89,7 +122,8 @@ nlohmann::json to_json(const Frontier& f) {
         {"prefill_ratio", median(p.prefill_ratio)},
         {"decode_ratio", median(p.decode_ratio)},
         {"dominated_by", p.dominated_by.empty() ? nlohmann::json() : nlohmann::json(p.dominated_by)},
-        {"dominated_why", p.dominated_why}};
+        {"dominated_why", p.dominated_why},
+        {"dominance_unresolved", p.unresolved}};
     if (!p.is_reference) {
       const auto& s = p.fidelity;
       j["positions"] = s.positions;
@@ -142,14 +176,18 @@ void write_frontier(const Frontier& f, const std::string& format, std::ostream& 
     out << fmt::format("| {} | {} | {:.1f} | x{:.2f}{} | x{:.2f} {} | {} |\n", p.quant, mib(p.size_bytes),
                        p.decode_tokens_per_s, median(p.decode_ratio),
                        p.is_reference ? "" : ratio_range(p.decode_ratio), median(p.prefill_ratio), fid,
-                       p.is_reference ? "" : (p.dominated_by.empty() ? "on the front" : "dominated"));
+                       p.is_reference ? ""
+                                      : (p.dominated_by.empty() ? "on the front"
+                                         : p.unresolved         ? "unresolved"
+                                                                : "dominated"));
   }
   bool any = false;
   for (const auto& p : f.points)
     if (!p.dominated_by.empty()) {
       if (!any) out << "\n";
       any = true;
-      out << fmt::format("- {} is dominated: {}.\n", p.quant, p.dominated_why);
+      out << fmt::format("- {} is {}: {}.\n", p.quant, p.unresolved ? "perhaps dominated" : "dominated",
+                         p.dominated_why);
     }
   if (!any)
     out << "\nNo quantization is dominated: each is the fastest at its fidelity or the closest at its "

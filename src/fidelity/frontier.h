@@ -24,8 +24,10 @@ struct FrontierPoint {
   double prefill_tokens_per_s = 0, decode_tokens_per_s = 0;  // medians over the rounds
   Summary fidelity;  // against the reference (the reference's own row: empty)
   bool is_reference = false;
-  // Set by mark_dominated: the quantization that beats this one, and how.
+  // Set by mark_dominated: the quantization that beats this one, and how; `unresolved`
+  // when it is closer but the rounds did not show whether it is as fast.
   std::string dominated_by, dominated_why;
+  bool unresolved = false;
 };
 
 struct Frontier {
@@ -40,11 +42,20 @@ struct Frontier {
 // The median of per-round ratios a/b over the rounds both have (0 when none).
 double median_paired_ratio(const std::vector<double>& a, const std::vector<double>& b);
 
+// How two points' decode speeds compare over the rounds both ran, by a sign test (the
+// rounds' speeds swing; which of the two was faster within a round does not): kFaster when
+// a was faster in so many rounds that an even chance would give that few times in 20
+// (one-sided p <= 0.05), kSlower alike, else kUnresolved (equal speeds, or too few rounds:
+// 5 rounds are the fewest that can resolve).
+enum class SpeedOrder { kFaster, kSlower, kUnresolved };
+SpeedOrder compare_speed(const std::vector<double>& a_ratio, const std::vector<double>& b_ratio);
+
 // A point is dominated when another is closer to the reference, by more than twice the two
-// KLDs' combined standard error, and not slower in decode: the median over the rounds of
-// the other's decode over this one's is at least 1. The reference itself is not a candidate
-// (it is the yardstick: KLD 0 by definition). Size is not an axis of the judgement (a
-// dominated point may still be the one that fits); the report prints it beside.
+// KLDs' combined standard error, and decodes faster (compare_speed). Closer with the speed
+// unresolved marks it unresolved, naming the closer one: the rounds could not tell. The
+// reference itself is not a candidate (it is the yardstick: KLD 0 by definition). Size is
+// not an axis of the judgement (a dominated point may still be the one that fits); the
+// report prints it beside.
 void mark_dominated(std::vector<FrontierPoint>& points);
 
 nlohmann::json to_json(const Frontier& frontier);

@@ -58,6 +58,15 @@ nlohmann::json to_json(const Report& r) {
   j["ln_ppl_ratio"] = estimate(s.ln_ppl_ratio);
   j["ppl"] = estimate(s.ppl);
   j["ppl_reference"] = estimate(s.ppl_ref);
+  if (const auto& c = r.quantization_check) {
+    j["quantization_check"] = {
+        {"quant", c->quant},
+        {"path", c->path},
+        {"kld", {{"mean", c->summary.kld.value}, {"err", c->summary.kld.err}}},
+        {"top1_agreement_percent", estimate(c->summary.same_top, 100)},
+        {"kld_ratio", c->summary.kld.value > 0 ? s.kld.value / c->summary.kld.value : 0.0},
+        {"verdict", quantization_verdict(s, c->summary)}};
+  }
   return j;
 }
 
@@ -102,6 +111,29 @@ void write_report(const Report& r, const std::string& format, std::ostream& out)
   out << fmt::format("| PPL (model) | {:.4f} ± {:.4f} |\n", s.ppl.value, s.ppl.err);
   out << fmt::format("| PPL (reference) | {:.4f} ± {:.4f} |\n", s.ppl_ref.value, s.ppl_ref.err);
   out << fmt::format("| positions scored | {} |\n", s.positions);
+  if (const auto& c = r.quantization_check) {
+    const std::string verdict = quantization_verdict(s, c->summary);
+    const std::string fresh =
+        fmt::format("llama.cpp's own {} of the reference (KLD {} ± {}, top-1 {:.3f} %)", c->quant,
+                    num(c->summary.kld.value), num(c->summary.kld.err), 100 * c->summary.same_top.value);
+    const double ratio = c->summary.kld.value > 0 ? s.kld.value / c->summary.kld.value : 0;
+    if (verdict == "further")
+      out << fmt::format(
+          "\n**Further from the reference than a correct {} of it:** x{:.2f} the KLD of {}. This file is not "
+          "what "
+          "quantizing the reference gives: corrupted, mis-converted, or made from another file. Fix: "
+          "quantize "
+          "the reference again, or download the file again and check its SHA-256.\n",
+          c->quant, ratio, fresh);
+    else if (verdict == "closer")
+      out << fmt::format(
+          "\nCloser to the reference than {}: x{:.2f} its KLD (an importance matrix or another "
+          "recipe).\n",
+          fresh, ratio);
+    else
+      out << fmt::format("\nAs close to the reference as {} (x{:.2f} its KLD, within the uncertainty).\n",
+                         fresh, ratio);
+  }
   if (r.kld_lower_bound)
     out << fmt::format(
         "\nThe reference is stored compactly (top-{} plus the rest mass as one bucket): the KLD is a lower "

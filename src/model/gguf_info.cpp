@@ -252,6 +252,7 @@ GgufInfo read_gguf_info(const std::string& path) {
   }
 
   const uint64_t data_start = (r.pos() + alignment - 1) / alignment * alignment;
+  info.data_offset = data_start;
   for (const auto& t : info.tensors) {
     if (t.offset % alignment != 0) r.fail("tensor '{}' offset {} is not aligned to {}", t.name, t.offset, alignment);
     if (t.offset > size || data_start + t.offset + t.n_bytes > size) {

@@ -14,7 +14,7 @@ struct TensorInfo {
   std::vector<int64_t> shape;
   int64_t n_elements = 0;
   uint64_t n_bytes = 0;
-  uint64_t offset = 0;       // from the start of the data section
+  uint64_t offset = 0;  // from the start of the data section (GgufInfo::data_offset)
 };
 
 struct ModelShape {
@@ -35,6 +35,7 @@ struct GgufInfo {
   uint32_t version = 0;
   std::string name;          // general.name
   int64_t file_type = -1;    // general.file_type (llama_ftype)
+  uint64_t data_offset = 0;  // where the tensor data section starts in the file
   ModelShape shape;
   std::vector<TensorInfo> tensors;
   bool has_chat_template = false;

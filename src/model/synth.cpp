@@ -332,6 +332,12 @@ int quant_ftype(const std::string& quant) {
   return it->second;
 }
 
+std::string quant_name_of_ftype(int64_t ftype) {
+  for (const auto& [name, type] : quant_ftypes())
+    if (static_cast<int64_t>(type) == ftype) return name;
+  return "";
+}
+
 void write_initial_model(const SynthShape& shape, const SpmVocabulary& vocab, uint64_t seed,
                          const std::string& name, const std::string& path) {
   validate(shape);

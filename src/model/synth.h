@@ -67,5 +67,7 @@ void write_initial_model(const SynthShape& shape, const SpmVocabulary& vocab, ui
 // The quantization names synth accepts, with their llama_ftype; throws kBadInput listing
 // the known ones for any other name.
 int quant_ftype(const std::string& quant);
+// The name of a llama_ftype (general.file_type) among those, or "" when it is none of them.
+std::string quant_name_of_ftype(int64_t ftype);
 
 }  // namespace edgeprobe::model

@@ -183,6 +183,10 @@ TEST(FidelityBadInput, OneLineExitTwo) {
       {{"-m", "synth:tiny:q4_k_m", "--reference", bad_ref}, "bad.ref"},
       {{"-m", "synth:tiny:q4_k_m", "--reference", other_arch}, "a gemma model and the model a llama"},
       {{"-m", "synth:tiny:q4_k_m"}, "--reference"},
+      {{"-m", "synth:tiny:f16", "--reference", "synth:tiny:f16", "--check-quantization"},
+       "needs a quantized model"},
+      {{"-m", "synth:tiny:q4_k_m", "--reference", bad_ref, "--check-quantization"},
+       "needs --reference MODEL"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> a{"fidelity", "-q"};
