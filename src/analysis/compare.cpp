@@ -316,6 +316,34 @@ std::vector<CompareReport::Continuation> compare_continuations(const nlohmann::j
   return out;
 }
 
+namespace {
+
+// {A's quantization, B's} when the only mismatches are the model's file and type and the
+// models are the same one otherwise; nullopt else.
+std::optional<std::pair<std::string, std::string>> frontier_pair(const nlohmann::json& prov_a,
+                                                                 const nlohmann::json& prov_b,
+                                                                 const std::vector<Mismatch>& mismatches) {
+  bool quant = false;
+  for (const Mismatch& m : mismatches) {
+    if (m.label != "model sha256" && m.label != "quantisation") return std::nullopt;
+    quant |= m.label == "quantisation";
+  }
+  const auto &ma = prov_a.value("models", nlohmann::json()), &mb = prov_b.value("models", nlohmann::json());
+  if (!quant || !ma.is_array() || !mb.is_array() || ma.size() != mb.size()) return std::nullopt;
+  std::string qa, qb;
+  for (size_t i = 0; i < ma.size(); ++i) {
+    if (!ma[i].is_object() || !mb[i].is_object()) return std::nullopt;
+    for (const char* key : {"architecture", "name", "n_params", "shape"})
+      if (!ma[i].contains(key) || ma[i][key] != mb[i].value(key, nlohmann::json())) return std::nullopt;
+    const auto type = [](const nlohmann::json& m) { return m.value("quant", std::string("?")); };
+    qa += (i ? "," : "") + type(ma[i]);
+    qb += (i ? "," : "") + type(mb[i]);
+  }
+  return std::make_pair(qa, qb);
+}
+
+}  // namespace
+
 CompareReport compare_documents(const nlohmann::json& doc_a, const nlohmann::json& doc_b, const CompareOptions& options) {
   const nlohmann::json& a = compared_run(doc_a);
   const nlohmann::json& b = compared_run(doc_b);
@@ -324,6 +352,8 @@ CompareReport compare_documents(const nlohmann::json& doc_a, const nlohmann::jso
   checks.push_back({"workload", workload_signature(a), workload_signature(b)});
   checks.push_back({"compute", compute_signature(a), compute_signature(b)});
   report.mismatches = comparability_mismatches(checks);
+  report.quantizations = frontier_pair(extract_provenance(a), extract_provenance(b), report.mismatches);
+  if (report.quantizations) report.mismatches.clear();
   report.differences = setting_differences(a, b);
   // The workload signature is a long JSON text; name the configuration fields instead.
   std::string fields_a, fields_b;
@@ -387,6 +417,8 @@ nlohmann::json to_json(const CompareReport& r) {
                                 {"kind", d.configuration ? "configuration" : "provenance"},
                                 {"text", d.text()}});
   j["unverified"] = r.unverified;
+  j["quantizations"] =
+      r.quantizations ? json{{"a", r.quantizations->first}, {"b", r.quantizations->second}} : json();
   j["continuations"] = json::array();
   for (const auto& c : r.continuations)
     j["continuations"].push_back(

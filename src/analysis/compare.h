@@ -166,6 +166,10 @@ struct CompareReport {
   };
   std::vector<Continuation> continuations;
   double confidence = 0.95;             // of the intervals; the significance level is 1 - confidence
+  // The runs differ only in the quantization of one model (architecture, name, parameter
+  // count and shape equal; file and type not): a frontier comparison, comparable, with
+  // {A's type, B's type}. What the quantization costs in fidelity is not in the runs.
+  std::optional<std::pair<std::string, std::string>> quantizations;
   bool comparable() const { return mismatches.empty(); }
 };
 CompareReport compare_documents(const nlohmann::json& a, const nlohmann::json& b,

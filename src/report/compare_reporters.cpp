@@ -21,6 +21,13 @@ std::string compare_markdown(const analysis::CompareReport& r, const std::string
   std::string notes;
   for (const analysis::Mismatch& m : r.mismatches)
     notes += fmt::format("**not comparable**: {}\n", one_line(m.message(), kCellBytes));
+  if (r.quantizations)
+    notes += fmt::format(
+        "frontier comparison: the same model in {} (A) and {} (B): the ratios are what the quantization does "
+        "to "
+        "speed; what it does to the answers is measured by `edgeprobe frontier` or `fidelity` "
+        "(docs/fidelity.md)\n",
+        one_line(r.quantizations->first, kCellBytes), one_line(r.quantizations->second, kCellBytes));
   notes += compare_differences_text(r);
   if (!r.unverified.empty()) {
     std::string labels;

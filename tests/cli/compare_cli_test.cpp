@@ -130,3 +130,34 @@ TEST(CompareCli, DefaultVariantAgainstSse42ListsTheVariantAndVerdictsCarryTheirI
   std::printf("%s against sse42: %d verdict(s) of %zu metrics\n%s", best.c_str(), verdicts,
               report["metrics"].size(), md.out.c_str());
 }
+
+// The same model in two quantizations is a frontier comparison (the ratios are the
+// quantization's speed), not "not comparable"; another model stays refused.
+TEST(CompareCli, TwoQuantizationsOfOneModelAreAFrontierComparison) {
+  TempDir dir;
+  auto run = [&](const std::string& model, const std::string& name) {
+    const std::string path = dir.file(name);
+    const auto r = run_edgeprobe({"bench", "-m", model, "-p", "16", "-n", "4", "-r", "1", "-o", "json",
+                                  "--output", path, "-q", "--ceilings", "off", "--no-store"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return path;
+  };
+  const std::string q4 = run(tiny_model("q4_k_m"), "q4.json"), q8 = run(tiny_model("q8_0"), "q8.json");
+  auto r = run_edgeprobe({"compare", q4, q8});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("frontier comparison: the same model in q4_K (A) and q8_0 (B)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("| pp16 | prefill_tokens_per_s |"), std::string::npos) << r.out;
+  r = run_edgeprobe({"compare", q4, q8, "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_TRUE(j["comparable"].get<bool>());
+  EXPECT_EQ(j["quantizations"]["a"], "q4_K");
+  EXPECT_EQ(j["quantizations"]["b"], "q8_0");
+
+  const std::string other = edgeprobe::test_support::synth_model(
+      "compare-other-shape", {"--shape", "tiny", "-q", "q8_0", "--n-vocab", "4352"});
+  r = run_edgeprobe({"compare", q4, run(other, "other.json")});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("**not comparable**: quantisation differs"), std::string::npos) << r.out;
+}
