@@ -20,6 +20,23 @@
 #include "edgeprobe_version.h"
 
 namespace edgeprobe::test_support {
+namespace {
+
+// The processes a test starts keep their probe cache and results store in the build tree
+// (XDG_CACHE_HOME below), but share the user's model cache: models are deterministic files
+// keyed by recipe and SHA-256 (written aside, renamed, locked), and the trained ones take
+// minutes to make; set-up made them there once. model::default_model_cache_dir's rule.
+const bool kSharedModelCache = [] {
+  if (std::getenv("EDGEPROBE_MODEL_CACHE")) return false;
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  const std::string dir = xdg && *xdg
+                              ? std::string(xdg) + "/edgeprobe/models"
+                              : std::string(home && *home ? home : "/tmp") + "/.cache/edgeprobe/models";
+  return setenv("EDGEPROBE_MODEL_CACHE", dir.c_str(), 0) == 0;
+}();
+
+}  // namespace
 
 BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv, const std::string& stderr_path,
                                      const std::string& prefix,
