@@ -188,5 +188,49 @@ TEST(SpeculativeDecode, ACacheThatCannotDropTokensIsAnEnvironmentError) {
   }
 }
 
+// The result schema keeps the raw counts and pairs and derives the rest; a test without
+// a draft (or an older result) reads as none.
+TEST(SpeculativeResult, RoundTripsThroughTheSchemaAndSummarizesThePairs) {
+  result::TestResult r;
+  r.config.n_gen = 16;
+  r.speculative.emplace();
+  auto& s = *r.speculative;
+  s.draft.path = "/m/draft.gguf";
+  s.draft.sha256 = "ab";
+  s.draft_max = 4;
+  tally_step(s, 4, 3);
+  tally_step(s, 4, 1);
+  s.check = {{1, 2}, {3, 4}, "plain decoding", 2, -1};
+  // Pair speed-ups x2 and x4 (median x3); 15 tokens after the first.
+  s.pairs.push_back({0, 16, 100, 50, 20, 25, 4, 1, 1, true});
+  s.pairs.push_back({1, 16, 200, 50, 10, 35, 5, 1, 1, true});
+  const auto sum = result::summarize(s);
+  EXPECT_DOUBLE_EQ(sum.speed_up, 3);
+  EXPECT_DOUBLE_EQ(sum.speed_up_min, 2);
+  EXPECT_DOUBLE_EQ(sum.speed_up_max, 4);
+  EXPECT_DOUBLE_EQ(sum.spec_tokens_per_s, 300);
+  EXPECT_DOUBLE_EQ(sum.draft_share, 0.3);
+  EXPECT_DOUBLE_EQ(sum.verify_share, 0.6);
+  EXPECT_DOUBLE_EQ(sum.overhead_share, 0.09);
+  EXPECT_NEAR(sum.unaccounted_share, 0.01, 1e-12);
+
+  const auto j = result::to_json(r);
+  EXPECT_EQ(j["speculative"]["acceptance_rate"], 0.5);
+  EXPECT_EQ(j["speculative"]["positions"][3]["rate"], 0.0);
+  const auto back = result::test_result_from_json(j);
+  ASSERT_TRUE(back.speculative);
+  EXPECT_EQ(back.speculative->draft.path, "/m/draft.gguf");
+  EXPECT_EQ(back.speculative->accepted, 4);
+  EXPECT_EQ(back.speculative->positions.size(), 4u);
+  EXPECT_EQ(back.speculative->pairs.size(), 2u);
+  EXPECT_TRUE(back.speculative->check.verified());
+  EXPECT_EQ(result::to_json(back)["speculative"], j["speculative"]);
+
+  result::TestResult plain;
+  plain.config.n_gen = 16;
+  EXPECT_FALSE(result::to_json(plain).contains("speculative"));
+  EXPECT_FALSE(result::test_result_from_json(result::to_json(plain)).speculative);
+}
+
 }  // namespace
 }  // namespace edgeprobe::runner
