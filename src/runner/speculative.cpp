@@ -128,7 +128,8 @@ DecodeRun speculative_decode(engine::Context& target, engine::Context& draft,
     run.overhead_ms += ms_between(t2, t3);
   }
   run.decode_ms = ms_between(d0, clock.now_ns());
-  // A last step may overshoot by its accepted tokens; the pair compares n_gen tokens.
+  // n_gen tokens exactly: a step's draft is cut so that its accepted tokens and the
+  // target's own never pass the test's length.
   run.tokens.assign(seq.begin() + static_cast<std::ptrdiff_t>(prompt.size()), seq.end());
   return run;
 }
