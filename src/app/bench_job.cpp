@@ -222,6 +222,36 @@ json cpu_limits_json(const FsRoot& fs, int pid) {
           {"cgroup", cgroup.version ? json(cgroup.path) : json(nullptr)}};
 }
 
+// --draft: the draft must tokenize as the target does, or its proposals mean other words:
+// each target's vocabulary against the draft's, from vocabulary-only loads (a second),
+// before anything is measured. A draft whose weights outweigh a target's cannot pay
+// (a draft token would cost more than a target one): said, not refused.
+void check_draft(const BenchPlan& plan, const ModelSet& models, const model::GgufInfo& draft,
+                 engine::Engine& engine, const JobContext& ctx) {
+  engine::ModelOptions vocab;
+  vocab.vocab_only = true;
+  vocab.path = draft.path;
+  const auto draft_vocab = engine.load(vocab);
+  std::set<std::string> seen;
+  for (const auto& c : plan.cases) {
+    if (!seen.insert(c.model_path).second) continue;
+    vocab.path = c.model_path;
+    const auto target_vocab = engine.load(vocab);
+    if (const auto why = runner::vocabulary_mismatch(*target_vocab, *draft_vocab); !why.empty())
+      throw_bad_input(
+          "--draft {}: its vocabulary is not the target {}'s ({}); a draft must share the target's tokenizer",
+          draft.path, c.model_path, why);
+    const auto& target = models.info(static_cast<size_t>(models.index_of(c.model_path)));
+    if (draft.weight_bytes() >= target.weight_bytes() && ctx.sink)
+      ctx.sink->warning(
+          fmt::format("--draft {} ({:.1f} MiB of weights, {} parameters) is not smaller than the target {} "
+                      "({:.1f} MiB, {}): each draft token costs about a target token, so speculation "
+                      "cannot pay",
+                      draft.path, draft.weight_bytes() / 1048576.0, draft.n_params(), c.model_path,
+                      target.weight_bytes() / 1048576.0, target.n_params()));
+  }
+}
+
 }  // namespace
 
 void record_test(store::Store& store, int64_t run, size_t case_index, const json& r) {
@@ -240,6 +270,7 @@ void record_test(store::Store& store, int64_t run, size_t case_index, const json
                      {"serving", r.value("serving", json(nullptr))},
                      {"placement", r.value("placement", json(nullptr))},
                      {"verify", r.value("verify", json(nullptr))},
+                     {"speculative", r.value("speculative", json(nullptr))},
                      {"error", error.is_object() ? error : json(nullptr)}});
 }
 
@@ -267,6 +298,13 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
     plan.run.api = plan.env.api;
   }
   auto model_index = [&](const std::string& p) { return is_endpoint_model(p) ? 0 : models.index_of(p); };
+  // The draft is resolved like a model but kept out of the set: it gets no ceilings or
+  // roofline of its own, only its identity beside the models'.
+  ModelSet drafts;
+  if (plan.run.spec.enabled() && !endpoint) {
+    plan.run.spec.draft = drafts.add_spec(plan.run.spec.draft, ctx.sink);
+    check_draft(plan, models, drafts.info(0), *engine.engine, ctx);
+  }
   if (!endpoint) {  // an endpoint's threads are the server's
     std::vector<int> threads;
     for (const auto& c : plan.cases) threads.push_back(c.n_threads);
@@ -281,6 +319,8 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   // Reports add a column saying which prefills were remote and which fell back.
   if (!plan.env.prefill_remote.empty()) report.provenance.extra["prefill_remote"] = plan.env.prefill_remote;
   report.provenance.models = models.identities(plan.hash_models, ctx.sink);
+  std::optional<result::ModelIdentity> draft_identity;
+  if (!drafts.infos().empty()) draft_identity = drafts.identities(plan.hash_models, ctx.sink).front();
   if (endpoint && report.provenance.models.empty())
     report.provenance.models.push_back(endpoint_model_identity(engine.identity));
   // What the CPU can do next to what the loaded variant was built for: the seed's
@@ -385,6 +425,7 @@ BenchJobResult run_bench(BenchPlan plan, const JobContext& ctx) {
   callbacks.enrich = [&](result::TestResult& r, const std::vector<PhaseEvent>&) {
     ++finished_cases;
     recorder.enrich(r);
+    if (r.speculative && draft_identity) r.speculative->draft = *draft_identity;
     const auto i = static_cast<size_t>(r.model_index);
     if (i < ceilings.size() && ceilings[i]) {
       // The ceilings of the device that held the model: the GPU's when layers were offloaded.

@@ -108,6 +108,17 @@ void check_gpu_settings(const std::vector<int>& layers, const std::vector<std::s
   }
 }
 
+// --draft's numbers are checked even without a draft: a plan that sets them means one.
+void validate(const runner::SpecOptions& s, const Environment& env) {
+  if (s.draft_max < 1 || s.draft_max > 256)
+    throw_bad_input("--draft-max {} out of range 1..256 tokens", s.draft_max);
+  if (s.draft_min < 0 || s.draft_min > s.draft_max)
+    throw_bad_input("--draft-min {} out of range 0..{} (--draft-max)", s.draft_min, s.draft_max);
+  if (s.enabled() && (!env.endpoint.empty() || !env.api.empty()))
+    throw_bad_input(
+        "--draft needs the token level (speculative decoding in-process): not with --endpoint or --api");
+}
+
 void validate_case(const workload::TestCase& c) {
   check_range({c.n_prompt}, "-p", 0, 1 << 20);
   check_range({c.n_gen}, "-n", 0, 1 << 20);
@@ -136,6 +147,7 @@ void validate(BenchPlan& plan, int default_threads) {
     throw_bad_input("--verify-against needs --verify (the continuation it compares)");
   if (r.verify_tokens > 0 && !plan.env.endpoint.empty())
     throw_bad_input("--verify needs the token level (greedy decoding in-process): not with --endpoint");
+  validate(r.spec, plan.env);
   if (plan.ceilings != "auto" && plan.ceilings != "off" && plan.ceilings != "refresh" && plan.ceilings != "replace")
     throw_bad_input("--ceilings '{}': use auto, refresh, replace or off", plan.ceilings);
   validate_environment(plan.env);
@@ -230,6 +242,8 @@ json to_json(const BenchPlan& p) {
             {"env", environment_json(p.env)}};
   if (p.run.verify_tokens > 0) j["verify_tokens"] = p.run.verify_tokens;
   if (!p.verify_against.empty()) j["verify_against"] = p.verify_against;
+  if (p.run.spec.enabled())
+    j["draft"] = {{"model", p.run.spec.draft}, {"max", p.run.spec.draft_max}, {"min", p.run.spec.draft_min}};
   if (p.run.load.enabled()) {
     const auto& l = p.run.load;
     j["load"] = {{"concurrency", l.concurrency}, {"request_rate", l.request_rate},
@@ -376,6 +390,7 @@ void each_model(Plan& plan, const std::function<void(std::string&)>& f) {
     if (b->cases.empty())
       for (auto& m : b->sweep.models) f(m);
     for (auto& c : b->cases) f(c.model_path);
+    if (b->run.spec.enabled()) f(b->run.spec.draft);  // a lab deploys the draft like the models
   } else if (auto* s = std::get_if<SessionPlan>(&plan)) {
     if (s->configs.empty() && s->models.empty()) s->models = {""};
     if (s->configs.empty())

@@ -284,10 +284,10 @@ void check_kind_and_keys(const json& j, const char* kind, std::initializer_list<
 }  // namespace
 
 BenchPlan bench_plan_from_json(const json& j) {
-  check_kind_and_keys(
-      j, "bench",
-      {"kind", "plan_version", "sweep", "cases", "repetitions", "delay_s", "warmup", "seed", "hash_models",
-       "keep_engine_log", "ceilings", "env", "load", "completed", "verify_tokens", "verify_against"});
+  check_kind_and_keys(j, "bench",
+                      {"kind", "plan_version", "sweep", "cases", "repetitions", "delay_s", "warmup", "seed",
+                       "hash_models", "keep_engine_log", "ceilings", "env", "load", "completed",
+                       "verify_tokens", "verify_against", "draft"});
   BenchPlan p;
   if (j.contains("sweep")) p.sweep = sweep_from_json(j["sweep"]);
   if (j.contains("cases")) {
@@ -304,6 +304,15 @@ BenchPlan bench_plan_from_json(const json& j) {
   read(j, "ceilings", p.ceilings);
   read(j, "verify_tokens", p.run.verify_tokens);
   read(j, "verify_against", p.verify_against);
+  if (j.contains("draft")) {
+    const json& d = object_at(j, "draft", "bench plan");
+    reject_unknown_keys(d, {"model", "max", "min"}, "plan draft");
+    read(d, "model", p.run.spec.draft, "plan draft");
+    read(d, "max", p.run.spec.draft_max, "plan draft");
+    read(d, "min", p.run.spec.draft_min, "plan draft");
+    if (p.run.spec.draft.empty())
+      throw_bad_input("plan draft: 'model' names the draft model (a file or trained:draft)");
+  }
   if (j.contains("env")) read_environment(object_at(j, "env", "plan"), p.env);
   if (j.contains("load")) {
     const json& l = object_at(j, "load", "bench plan");

@@ -44,6 +44,7 @@ result::BenchReport bench_from_store(const json& doc, const result::Provenance& 
       r.serving = result::serving_from_json(t.value("serving", json(nullptr)));
       r.placement = result::placement_from_json(t.value("placement", json(nullptr)));
       r.verify = result::greedy_check_from_json(t.value("verify", json(nullptr)));
+      r.speculative = result::speculative_from_json(t.value("speculative", json(nullptr)));
       if (t.contains("error") && t["error"].is_object())
         r.error = result::ErrorInfo{t["error"].value("kind", "environment"), t["error"].value("message", "")};
     }

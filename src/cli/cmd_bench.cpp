@@ -149,6 +149,15 @@ void register_bench(CLI::App& app, const std::vector<std::string>& command_line)
   cmd->add_option(
       "--verify-against", plan->verify_against,
       "Compare the continuations with a reference run's (run id or result JSON file; implies --verify)");
+  cmd->add_option(
+      "--draft", plan->run.spec.draft,
+      "Draft model for speculative decoding (file, trained:draft, ...): after each test's repetitions, "
+      "pairs of plain and speculative decoding of a fixed prompt, with acceptance and speed-up");
+  cmd->add_option("--draft-max", plan->run.spec.draft_max, "Draft tokens proposed per verify step, at most")
+      ->capture_default_str();
+  cmd->add_option("--draft-min", plan->run.spec.draft_min,
+                  "A draft shorter than this (near the end) is not verified: the target steps alone")
+      ->capture_default_str();
   cmd->add_flag("--no-hash", f->no_hash, "Skip the model file's SHA-256 (big files on slow storage)");
   cmd->add_flag("--llama-log", plan->keep_engine_log,
                 "Keep llama.cpp's log lines (info and above) in the json result as provenance.llama_log");

@@ -18,7 +18,8 @@ nlohmann::json Capabilities::to_json() const {
           {"per_token_timing", per_token_timing},
           {"token_level", token_level},
           {"requests", requests},
-          {"in_process", in_process}};
+          {"in_process", in_process},
+          {"speculative", speculative}};
 }
 
 namespace {

@@ -30,6 +30,9 @@ struct ModelOptions {
   std::string devices{};
   std::string split_mode = "layer";
   int main_gpu = 0;
+  // The tokenizer only, no weights: how bench --draft checks in a second that a draft
+  // shares the target's vocabulary, before anything is measured.
+  bool vocab_only = false;
   bool operator==(const ModelOptions&) const = default;
 };
 
@@ -78,6 +81,9 @@ struct Capabilities {
   bool in_process = true;
   // Context::decode_scoring gives the logits of every scored position (fidelity).
   bool logits = false;
+  // Context::decode_greedy_all and truncate: a draft's tokens verified in one batch and
+  // the rejected ones dropped from the cache (bench --draft).
+  bool speculative = false;
   nlohmann::json to_json() const;
 };
 
@@ -208,6 +214,21 @@ class Context {
     (void)first;
     (void)n_seqs;
     return nullptr;
+  }
+
+  // Speculative verification: decodes `tokens` after what the cache holds, in one batch
+  // (split only past n_batch), and returns the greedy pick after each of them: element i
+  // is the token that follows tokens[0..i]. Empty when the engine cannot
+  // (Capabilities::speculative).
+  virtual std::vector<Token> decode_greedy_all(const std::vector<Token>& tokens) {
+    (void)tokens;
+    return {};
+  }
+  // Keeps the first n_keep positions of the cache and drops the rest (a draft's rejected
+  // tokens); false when the engine cannot (Capabilities::speculative).
+  virtual bool truncate(int32_t n_keep) {
+    (void)n_keep;
+    return false;
   }
 
   // Drops n_discard tokens after the first n_keep and moves the rest down, as llama.cpp's

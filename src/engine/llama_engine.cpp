@@ -68,6 +68,8 @@ class LlamaContext : public Context {
   int32_t n_past() const override { return llama_memory_seq_pos_max(llama_get_memory(ctx_), 0) + 1; }
   Token argmax_last() const override;
   const float* decode_scoring(const std::vector<Token>& tokens, int first, int n_seqs) override;
+  std::vector<Token> decode_greedy_all(const std::vector<Token>& tokens) override;
+  bool truncate(int32_t n_keep) override;
   bool shift(int n_keep, int n_discard) override;
   std::vector<uint8_t> save_state() const override;
   bool restore_state(const std::vector<uint8_t>& state) override;
@@ -337,6 +339,44 @@ const float* LlamaContext::decode_scoring(const std::vector<Token>& tokens, int 
   return n_batches > 1 ? scored_.data() : llama_get_logits(ctx_);
 }
 
+// One batch on sequence 0 from the cache's end, logits for every token; a batch longer
+// than n_batch goes in pieces (a draft is rarely that long).
+std::vector<Token> LlamaContext::decode_greedy_all(const std::vector<Token>& tokens) {
+  std::vector<Token> picks;
+  picks.reserve(tokens.size());
+  const int total = static_cast<int>(tokens.size());
+  const int32_t n_vocab = model_.n_vocab();
+  llama_batch batch = llama_batch_init(std::min(std::max(total, 1), n_batch_), 0, 1);
+  for (int start = 0; start < total; start += n_batch_) {
+    const int size = std::min(total - start, n_batch_);
+    const int pos0 = n_past();
+    batch.n_tokens = size;
+    for (int k = 0; k < size; ++k) {
+      batch.token[k] = tokens[static_cast<size_t>(start + k)];
+      batch.pos[k] = pos0 + k;
+      batch.n_seq_id[k] = 1;
+      batch.seq_id[k][0] = 0;
+      batch.logits[k] = 1;
+    }
+    if (const int rc = llama_decode(ctx_, batch); rc != 0) {
+      llama_batch_free(batch);
+      throw_decode_failure(rc, pos0);
+    }
+    for (int k = 0; k < size; ++k) {
+      const float* row = llama_get_logits_ith(ctx_, k);
+      picks.push_back(row ? static_cast<Token>(std::max_element(row, row + n_vocab) - row) : 0);
+    }
+  }
+  llama_batch_free(batch);
+  llama_synchronize(ctx_);
+  return picks;
+}
+
+bool LlamaContext::truncate(int32_t n_keep) {
+  if (n_keep < 0) return false;
+  return llama_memory_seq_rm(llama_get_memory(ctx_), 0, n_keep, -1);
+}
+
 bool LlamaContext::shift(int n_keep, int n_discard) {
   llama_memory_t mem = llama_get_memory(ctx_);
   if (!llama_memory_can_shift(mem)) return false;
@@ -402,6 +442,7 @@ Capabilities LlamaEngine::capabilities() const {
   c.cpu_placement = true;
   c.per_token_timing = true;
   c.logits = true;
+  c.speculative = true;
   return c;
 }
 
@@ -471,6 +512,7 @@ std::unique_ptr<LoadedModel> LlamaEngine::load(const ModelOptions& options) {
   }
   params.load_mode = options.use_mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
   params.use_extra_bufts = options.use_repack;
+  params.vocab_only = options.vocab_only;
   const size_t mark = captured_log().size();
   llama_model* model = llama_model_load_from_file(options.path.c_str(), params);
   if (!model) {

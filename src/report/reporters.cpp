@@ -153,6 +153,37 @@ std::string test_prefill_path(const result::TestResult& r) {
   return report::prefill_path(records);
 }
 
+// bench --draft under the table: the speed-up over plain decoding of the same run, the
+// acceptance, where the time went, and whether the tokens stayed plain decoding's.
+std::vector<std::string> speculative_lines(const std::string& test, const result::Speculative& s) {
+  const auto sum = result::summarize(s);
+  const std::string draft = s.draft.path.substr(s.draft.path.find_last_of('/') + 1);
+  std::string positions;
+  for (const auto& p : s.positions)
+    positions += p.drafted > 0 ? fmt::format(" {:.2f}", static_cast<double>(p.accepted) / p.drafted) : " -";
+  std::vector<std::string> lines;
+  lines.push_back(
+      fmt::format("{}: draft {} (up to {} tokens{}): decode {:.1f} -> {:.1f} t/s, x{:.2f} over plain "
+                  "decoding (median of {} interleaved pairs, x{:.2f} to x{:.2f})",
+                  test, draft, s.draft_max, s.draft_min > 0 ? fmt::format(", at least {}", s.draft_min) : "",
+                  sum.plain_tokens_per_s, sum.spec_tokens_per_s, sum.speed_up, s.pairs.size(),
+                  sum.speed_up_min, sum.speed_up_max));
+  lines.push_back(
+      fmt::format("{}: acceptance {:.1f} % ({} of {} draft tokens), {:.2f} accepted per verify step "
+                  "({} steps, {} without a draft); per position:{}",
+                  test, 100 * s.acceptance_rate(), s.accepted, s.drafted, s.mean_accepted(), s.verify_steps,
+                  s.plain_steps, positions));
+  lines.push_back(fmt::format(
+      "{}: time: draft {:.1f} %, target (verify) {:.1f} %, overhead {:.1f} %, unaccounted {:.1f} "
+      "%; {}",
+      test, 100 * sum.draft_share, 100 * sum.verify_share, 100 * sum.overhead_share,
+      100 * sum.unaccounted_share,
+      s.identical()
+          ? "tokens identical to plain decoding in every pair (" + analysis::continuation_line(s.check) + ")"
+          : "TOKENS DIFFER from plain decoding (" + analysis::continuation_line(s.check) + ")"));
+  return lines;
+}
+
 // The markdown table: median ± sd first (what a reader compares), then the latency tail.
 class MarkdownReporter : public Reporter {
  public:
@@ -198,6 +229,9 @@ class MarkdownReporter : public Reporter {
       if (!flags.empty()) contaminated_.push_back(j["test"].get<std::string>() + ": " + fmt::format("{}", fmt::join(flags, "; ")));
       if (r.verify)
         verify_.push_back(j["test"].get<std::string>() + ": " + analysis::continuation_line(*r.verify));
+      if (r.speculative && !r.speculative->pairs.empty())
+        for (auto& line : speculative_lines(j["test"].get<std::string>(), *r.speculative))
+          speculative_.push_back(std::move(line));
       cells.push_back(j["test"].get<std::string>());
       if (remote_prefill_) cells.push_back(test_prefill_path(r));
       cells.push_back(median_pm(at(j, "/prefill/tokens_per_s"), 2));
@@ -238,6 +272,8 @@ class MarkdownReporter : public Reporter {
               "quiet machine)\n";
     if (!verify_.empty()) out_ << "\n";
     for (const auto& line : verify_) out_ << "verify: " << one_line(line, 300) << "\n";
+    if (!speculative_.empty()) out_ << "\n";
+    for (const auto& line : speculative_) out_ << "speculative: " << one_line(line, 400) << "\n";
     for (const auto& command : remeasure_)
       out_ << "\nceiling suspect: a rate beat its measured ceiling by more than the noise margin, so the ceiling was "
               "probed while this machine was slower; measure it again: "
@@ -273,6 +309,7 @@ class MarkdownReporter : public Reporter {
  private:
   std::vector<std::string> contaminated_;  // "tg32: decode spread ..." for the footer
   std::vector<std::string> verify_;        // "tg32: 32/32 greedy tokens as the reference (run 3)"
+  std::vector<std::string> speculative_;   // bench --draft: three lines a test
   static std::string config_key(const std::string& name) { return name == "mmap" ? "use_mmap" : name; }
 
   // The load levels (--concurrency, --request-rate) of every test that ran them, one row a

@@ -192,6 +192,21 @@ void check_field_types(const json& d, std::string_view name) {
         FieldTypes{name, *ref, rw}.numbers({"compared", "first_divergence"});
       }
     }
+    result.objects({"speculative"});
+    if (const json* sp = result.get("speculative")) {
+      const std::string sw = w + "speculative.";
+      const FieldTypes spec{name, *sp, sw};
+      spec.objects({"draft", "check"});
+      spec.numbers({"draft_max", "draft_min", "verify_steps", "plain_steps", "drafted", "accepted"});
+      for (const char* key : {"positions", "pairs"})
+        spec.list(key, [&](const json& e, const std::string& eat) {
+          if (!e.is_object()) doc.refuse(eat, e, "an object");
+          const std::string ew = eat + ".";
+          FieldTypes{name, e, ew}.numbers({"drafted", "accepted", "tokens", "plain_ms", "spec_ms", "draft_ms",
+                                           "verify_ms", "overhead_ms", "target_prefill_ms",
+                                           "draft_prefill_ms"});
+        });
+    }
     result.list("repetitions", [&](const json& rep, const std::string& rat) {
       if (!rep.is_object()) doc.refuse(rat, rep, "an object");
       const std::string rw = rat + ".";

@@ -394,6 +394,7 @@ json to_json(const TestResult& r) {
   }
   if (!r.placement.empty()) j["placement"] = to_json(r.placement);
   if (r.verify) j["verify"] = to_json(*r.verify);
+  if (r.speculative) j["speculative"] = to_json(*r.speculative);
   return j;
 }
 
@@ -439,6 +440,7 @@ TestResult test_result_from_json(const json& j) {
   r.serving = serving_from_json(field(j, "serving"));
   r.placement = placement_from_json(field(j, "placement"));
   r.verify = greedy_check_from_json(field(j, "verify"));
+  r.speculative = speculative_from_json(field(j, "speculative"));
   return r;
 }
 

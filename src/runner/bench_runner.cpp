@@ -159,6 +159,7 @@ class TestExecution {
 // (first in this process), the others warm; the last one stays for the tests.
 struct LoadedGroup {
   std::unique_ptr<engine::LoadedModel> model;
+  std::unique_ptr<engine::LoadedModel> draft;  // --draft, loaded once after the target, not timed
   std::vector<double> load_ms;
   double resident_share = -1;  // of the file, before the first load
   std::optional<result::ErrorInfo> error;
@@ -185,6 +186,12 @@ LoadedGroup load_group(engine::Engine& engine, const workload::TestCase& test, c
       if (!in_process) continue;
       g.load_ms.push_back(ms_between(t0, t1));
       emit(callbacks, events, {"load", "phase", t0, t1, 0, l, "load"});
+    }
+    if (options.spec.enabled() && g.model && !callbacks.stop.stop_requested()) {
+      if (callbacks.progress) callbacks.progress(fmt::format("loading the draft {}", options.spec.draft));
+      auto mo = model_options(test);
+      mo.path = options.spec.draft;
+      g.draft = engine.load(mo);
     }
   } catch (const std::exception& e) {
     g.model.reset();
@@ -226,11 +233,35 @@ result::GreedyCheck greedy_continuation(const engine::LoadedModel& model, const 
   return check;
 }
 
+// --draft: plain and speculative decoding in pairs, in contexts of their own with the
+// test's settings, after the timed ones are gone (their caches are not held twice).
+result::Speculative speculative_pairs(const engine::Engine& engine, const engine::LoadedModel& model,
+                                      const engine::LoadedModel& draft, const workload::TestCase& test,
+                                      const RunnerOptions& options, const RunClock& clock,
+                                      const StopToken& stop) {
+  if (!engine.capabilities().speculative)
+    throw_bad_input("the {} engine cannot verify a draft in one batch; drop --draft", engine.name());
+  std::vector<std::vector<engine::Token>> prompts;
+  size_t longest = 0;
+  for (const char* text : kSpecPrompts) {
+    prompts.push_back(model.tokenize(text, true));
+    longest = std::max(longest, prompts.back().size());
+  }
+  auto co = context_options(test);
+  co.n_ctx = static_cast<int>(longest) + test.n_gen + options.spec.draft_max + 2;
+  co.n_batch = std::max({co.n_batch, static_cast<int>(longest), options.spec.draft_max + 1});
+  auto target_ctx = model.new_context(co);
+  auto draft_ctx = draft.new_context(co);
+  return measure_speculative(*target_ctx, *draft_ctx, prompts, test.n_gen, options.spec, options.repetitions,
+                             options.warmup, clock, stop);
+}
+
 // One case on a loaded model: the warm-up, then the timed repetitions (stored ones are
 // reused), each handed to callbacks.repetition as soon as it is done. Throws on failure.
-void run_case(engine::Engine& engine, const engine::LoadedModel& model, size_t i, const workload::TestCase& test,
-              const std::string& label, const RunnerOptions& options, const RunClock& clock,
-              const RunnerCallbacks& callbacks, std::vector<PhaseEvent>& events, result::TestResult& res) {
+void run_case(engine::Engine& engine, const engine::LoadedModel& model, const engine::LoadedModel* draft,
+              size_t i, const workload::TestCase& test, const std::string& label,
+              const RunnerOptions& options, const RunClock& clock, const RunnerCallbacks& callbacks,
+              std::vector<PhaseEvent>& events, result::TestResult& res) {
   auto progress = [&](const std::string& s) {
     if (callbacks.progress) callbacks.progress(s);
   };
@@ -295,6 +326,13 @@ void run_case(engine::Engine& engine, const engine::LoadedModel& model, size_t i
     progress(label + ": verify");
     res.verify = greedy_continuation(model, test, options.verify_tokens);
   }
+  if (draft && test.n_gen > 0 && !requests && !callbacks.stop.stop_requested() && !res.repetitions.empty()) {
+    exec.reset();
+    warm.reset();
+    ctx.reset();
+    progress(fmt::format("{}: {} pairs of plain and speculative decoding", label, options.repetitions));
+    res.speculative = speculative_pairs(engine, model, *draft, test, options, clock, callbacks.stop);
+  }
   if (!options.load.enabled() || callbacks.stop.stop_requested()) return;
   auto co = context_options(test);
   co.n_ctx = std::max(1, test.n_prompt) + std::max(1, test.n_gen);
@@ -348,7 +386,8 @@ std::vector<result::TestResult> run_test_cases(engine::Engine& engine, const std
       } else {
         try {
           const std::string label = fmt::format("test {}/{} {}", i + 1, cases.size(), test.name());
-          run_case(engine, *group.model, i, test, label, options, clock, callbacks, events, res);
+          run_case(engine, *group.model, group.draft.get(), i, test, label, options, clock, callbacks, events,
+                   res);
         } catch (const std::exception& e) {
           // Stopped at once: the repetition in flight is dropped, not an error; the
           // finished ones stay.

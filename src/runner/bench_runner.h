@@ -10,6 +10,7 @@
 #include "engine/engine.h"
 #include "result/result.h"
 #include "runner/load_runner.h"
+#include "runner/speculative.h"
 
 namespace edgeprobe::runner {
 
@@ -28,6 +29,10 @@ struct RunnerOptions {
   // --verify: after a test's repetitions, the greedy continuation of kVerifyPrompt for this
   // many tokens (result::GreedyCheck); 0 = off. The token level only.
   int verify_tokens = 0;
+  // --draft: after a test's repetitions (and --verify), pairs of plain and speculative
+  // decoding of kSpecPrompts for the test's n_gen tokens (result::Speculative). The draft
+  // loads once per target model. The token level only.
+  SpecOptions spec;
 };
 
 // The prompt --verify continues: public-domain text (Genesis 1:1-3, King James Version)
@@ -37,6 +42,22 @@ inline constexpr const char* kVerifyPrompt =
     "darkness was upon the face of the deep. And the Spirit of God moved upon the face of the waters. And "
     "God said,";
 inline constexpr int kVerifyTokens = 32;
+// The prompts --draft continues, pair r the r-th (cyclically): kVerifyPrompt and three
+// more public-domain passages (KJV: Psalm 23:1-3, John 1:1-4, Ecclesiastes 1:2-4), so the
+// acceptance is measured on more than one text.
+inline constexpr const char* kSpecPrompts[] = {
+    kVerifyPrompt,
+    "The LORD is my shepherd; I shall not want. He maketh me to lie down in green pastures: he leadeth me "
+    "beside "
+    "the still waters. He restoreth my soul: he leadeth me in the paths of righteousness for his name's "
+    "sake.",
+    "In the beginning was the Word, and the Word was with God, and the Word was God. The same was in the "
+    "beginning "
+    "with God. All things were made by him; and without him was not any thing made that was made. In him was "
+    "life;",
+    "Vanity of vanities, saith the Preacher, vanity of vanities; all is vanity. What profit hath a man of "
+    "all his "
+    "labour which he taketh under the sun? One generation passeth away, and another generation cometh:"};
 
 // Called as the runner goes; the CLI prints progress and streams results from these,
 // and telemetry summarises a test from its events.

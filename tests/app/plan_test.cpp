@@ -351,3 +351,34 @@ TEST(AnyPlan, CrossProductsPastTheBoundAreRefusedWithTheirSize) {
   for (auto& c : bench.cases) c.n_prompt = 8;
   EXPECT_NE(test_support::error_message([&] { app::validate(bench, 1); }).find("10001 cases"), std::string::npos);
 }
+
+// bench --draft in a plan: one "draft" object that round-trips, whose draft model is one of
+// the plan's models (a lab deploys it), and whose lengths are checked like the flags.
+TEST(BenchPlan, TheDraftRoundTripsIsAModelAndItsLengthsAreChecked) {
+  app::BenchPlan plan;
+  plan.sweep.models = {"trained:main"};
+  plan.run.spec = {"trained:draft", 6, 2};
+  const json j = app::to_json(plan);
+  EXPECT_EQ(j["draft"], (json{{"model", "trained:draft"}, {"max", 6}, {"min", 2}}));
+  auto back = app::bench_plan_from_json(j);
+  EXPECT_EQ(back.run.spec, plan.run.spec);
+  EXPECT_EQ(app::to_json(back), j);
+  EXPECT_FALSE(app::to_json(app::BenchPlan{}).contains("draft"));  // absent without a draft
+  EXPECT_EQ(app::plan_models(app::Plan{plan}), (std::vector<std::string>{"trained:main", "trained:draft"}));
+
+  json typo = j;
+  typo["draft"]["maximum"] = 4;
+  EXPECT_EQ(kind_of([&] { app::bench_plan_from_json(typo); }), ErrorKind::kBadInput);
+  json no_model = j;
+  no_model["draft"].erase("model");
+  EXPECT_EQ(kind_of([&] { app::bench_plan_from_json(no_model); }), ErrorKind::kBadInput);
+  for (const auto& [max, min] : std::vector<std::pair<int, int>>{{0, 0}, {4, 5}, {257, 0}, {4, -1}}) {
+    app::BenchPlan bad = plan;
+    bad.run.spec.draft_max = max;
+    bad.run.spec.draft_min = min;
+    EXPECT_EQ(kind_of([&] { app::validate(bad, 2); }), ErrorKind::kBadInput) << max << " " << min;
+  }
+  app::BenchPlan endpoint = plan;
+  endpoint.env.endpoint = "http://127.0.0.1:9";
+  EXPECT_EQ(kind_of([&] { app::validate(endpoint, 2); }), ErrorKind::kBadInput);
+}
