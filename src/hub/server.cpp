@@ -6,7 +6,9 @@
 #include <charconv>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "analysis/compare.h"
@@ -32,7 +34,7 @@ namespace {
 // not the hub's memory.
 class BoundedPool : public httplib::TaskQueue {
  public:
-  BoundedPool(size_t threads, size_t cap) : cap_(cap) {
+  BoundedPool(size_t threads, size_t cap) : cap_(cap), threads_n_(threads) {
     for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
   }
   void enqueue(std::function<void()> fn) override {
@@ -41,6 +43,8 @@ class BoundedPool : public httplib::TaskQueue {
     jobs_.push_back(std::move(fn));
     ready_.notify_one();
   }
+  // Every worker busy: a new request waits for one.
+  bool saturated() const { return busy_.load() >= threads_n_; }
   void shutdown() override {
     {
       std::lock_guard lock(mutex_);
@@ -63,10 +67,13 @@ class BoundedPool : public httplib::TaskQueue {
         jobs_.pop_front();
         space_.notify_one();
       }
+      ++busy_;
       fn();
+      --busy_;
     }
   }
-  size_t cap_;
+  size_t cap_, threads_n_;
+  std::atomic<size_t> busy_{0};
   std::mutex mutex_;
   std::condition_variable ready_, space_;
   std::deque<std::function<void()>> jobs_;
@@ -361,16 +368,90 @@ class Hub {
   HubState state_;
 };
 
+// httplib bounds each read and write of a connection, not the connection: a client that
+// sends its request a byte every few seconds keeps a worker forever. Every second this
+// finds the process's accepted sockets (those whose local port is the hub's) and shuts
+// down any that has lived longer than `limit`; the worker's read then ends and the
+// connection closes. A socket is known by its descriptor and its peer, so a descriptor
+// reused by a new connection starts a new clock.
+class ConnectionReaper {
+ public:
+  explicit ConnectionReaper(int port) : port_(port) {}
+
+  // `limit`: this sweep's age limit (shorter while every worker is busy).
+  size_t sweep(std::chrono::seconds limit) {
+    const auto now = std::chrono::steady_clock::now();
+    std::map<std::pair<int, std::string>, std::chrono::steady_clock::time_point> alive;
+    size_t cut = 0;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+      int fd = -1;
+      try {
+        fd = std::stoi(entry.path().filename().string());
+      } catch (const std::exception&) {
+        continue;
+      }
+      const std::string peer = client_peer(fd);
+      if (peer.empty()) continue;
+      const auto key = std::make_pair(fd, peer);
+      const auto it = seen_.find(key);
+      const auto since = it == seen_.end() ? now : it->second;
+      if (now - since > limit) {
+        ::shutdown(fd, SHUT_RDWR);
+        ++cut;
+      }
+      alive[key] = since;
+    }
+    seen_ = std::move(alive);
+    return cut;
+  }
+
+ private:
+  // "ADDR:PORT" of a connection accepted on the hub's port; "" for any other descriptor.
+  std::string client_peer(int fd) const {
+    sockaddr_storage local{}, peer{};
+    socklen_t ll = sizeof local, pl = sizeof peer;
+    int listening = 0;
+    socklen_t il = sizeof listening;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) != 0) return "";
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &il) != 0 || listening) return "";
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) != 0) return "";
+    char host[INET6_ADDRSTRLEN] = {};
+    int local_port = -1, peer_port = -1;
+    if (local.ss_family == AF_INET) {
+      local_port = ntohs(reinterpret_cast<sockaddr_in*>(&local)->sin_port);
+      const auto* p = reinterpret_cast<sockaddr_in*>(&peer);
+      peer_port = ntohs(p->sin_port);
+      ::inet_ntop(AF_INET, &p->sin_addr, host, sizeof host);
+    } else if (local.ss_family == AF_INET6) {
+      local_port = ntohs(reinterpret_cast<sockaddr_in6*>(&local)->sin6_port);
+      const auto* p = reinterpret_cast<sockaddr_in6*>(&peer);
+      peer_port = ntohs(p->sin6_port);
+      ::inet_ntop(AF_INET6, &p->sin6_addr, host, sizeof host);
+    }
+    if (local_port != port_) return "";
+    return fmt::format("{}:{}", host, peer_port);
+  }
+
+  int port_;
+  std::map<std::pair<int, std::string>, std::chrono::steady_clock::time_point> seen_;
+};
+
 void write_port_file(const std::string& path, int port) {
   if (path.empty()) return;
   { std::ofstream(path + ".tmp") << port << "\n"; }
   std::rename((path + ".tmp").c_str(), path.c_str());
 }
 
-void configure(httplib::Server& s, const HubOptions& o, const std::function<void(const std::string&)>& log) {
+void configure(httplib::Server& s, const HubOptions& o, const std::function<void(const std::string&)>& log,
+               std::atomic<BoundedPool*>& pool) {
   const auto threads = static_cast<size_t>(std::max(1, o.threads));
   const size_t queue = std::max<size_t>(1, o.queue);
-  s.new_task_queue = [threads, queue] { return new BoundedPool(threads, queue); };
+  s.new_task_queue = [threads, queue, &pool] {
+    auto* p = new BoundedPool(threads, queue);  // httplib owns it, until listen returns
+    pool = p;
+    return p;
+  };
   s.set_read_timeout(o.io_timeout_s, 0);
   s.set_write_timeout(o.io_timeout_s, 0);
   s.set_keep_alive_timeout(o.io_timeout_s);
@@ -401,19 +482,37 @@ void serve(const HubOptions& o, const std::function<bool()>& stop,
   Hub hub(o, log);
   hub.state().refresh(log);
   httplib::Server server;
-  configure(server, o, log);
+  std::atomic<BoundedPool*> pool_ptr{nullptr};
+  configure(server, o, log, pool_ptr);
   hub.routes(server);
   const int port =
       o.port == 0 ? server.bind_to_any_port(o.host) : (server.bind_to_port(o.host, o.port) ? o.port : -1);
   if (port <= 0)
     throw_environment("cannot listen on {}:{} (in use, or not an address of this machine)", o.host, o.port);
-  std::thread listener([&] { server.listen_after_bind(); });
+  std::atomic<bool> listener_ended{false};
+  std::thread listener([&] {
+    server.listen_after_bind();
+    pool_ptr = nullptr;  // httplib has deleted it
+    listener_ended = true;
+  });
   log(fmt::format("listening on http://{}:{} ({}, {})", o.host, port, hub.state().location(),
                   o.token_file.empty() ? "read-only" : "accepting submissions"));
   write_port_file(o.port_file, port);
-  auto last_refresh = std::chrono::steady_clock::now();
-  while (!stop()) {
+  auto last_refresh = std::chrono::steady_clock::now(), last_sweep = last_refresh;
+  ConnectionReaper reaper(port);
+  while (!stop() && !listener_ended) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (std::chrono::steady_clock::now() - last_sweep > std::chrono::seconds(1)) {
+      BoundedPool* pool = pool_ptr.load();
+      // While every worker is busy, a connection older than one read's timeout is one that
+      // trickles (a page takes milliseconds): it goes first.
+      const bool saturated = pool && pool->saturated();
+      const int limit = saturated ? o.io_timeout_s : o.connection_limit_s;
+      if (const size_t cut = reaper.sweep(std::chrono::seconds(limit)); cut > 0)
+        log(fmt::format("closed {} connection(s) open longer than {} s{}", cut, limit,
+                        saturated ? " (every worker was busy)" : ""));
+      last_sweep = std::chrono::steady_clock::now();
+    }
     if (std::chrono::steady_clock::now() - last_refresh > std::chrono::duration<double>(o.refresh_s)) {
       try {
         hub.state().refresh(log);

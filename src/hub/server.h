@@ -17,10 +17,13 @@ struct HubOptions {
   // (the acceptor then waits, and the kernel's backlog refuses the rest); a socket idle
   // for io_timeout_s is closed; a submission's body must arrive within body_deadline_s
   // and within the hub's and its token's size limits.
-  int threads = 8;
+  // A connection is closed after connection_limit_s whatever it is doing, so clients that
+  // trickle bytes cannot hold the workers.
+  int threads = 32;
   size_t queue = 64;
   int io_timeout_s = 5;
   int body_deadline_s = 30;
+  int connection_limit_s = 40;
   size_t max_body_bytes = 64u << 20;
   double refresh_s = 10;  // how often runs written by others (a lab) are picked up
 };
