@@ -1,5 +1,6 @@
 #include "hub/tokens.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -138,17 +139,21 @@ TokenBook::TokenBook(std::string path) : path_(std::move(path)) {
 }
 
 void TokenBook::reload_if_changed() {
-  std::error_code ec;
-  const auto mtime = std::filesystem::last_write_time(path_, ec);
-  if (ec) {  // the file is gone: every token is revoked
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) != 0) {  // the file is gone: every token is revoked
     by_hash_.clear();
+    version_.clear();
     return;
   }
-  if (mtime == mtime_ && !by_hash_.empty()) return;
+  // A timestamp alone misses two writes within the file system's clock tick; a rewrite
+  // (add_token, revoke_token) is a new file, so its inode differs too.
+  const std::string version =
+      fmt::format("{}:{}:{}.{}", st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+  if (version == version_) return;
   std::map<std::string, TokenEntry> fresh;
   for (auto& e : read_token_file(path_)) fresh[e.sha256] = e;
   by_hash_ = std::move(fresh);
-  mtime_ = mtime;
+  version_ = version;
   std::erase_if(buckets_, [&](const auto& b) {
     return std::none_of(by_hash_.begin(), by_hash_.end(),
                         [&](const auto& e) { return e.second.name == b.first; });

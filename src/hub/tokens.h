@@ -52,7 +52,7 @@ class TokenBook {
 
   std::string path_;
   std::mutex mutex_;
-  std::chrono::file_clock::time_point mtime_{};
+  std::string version_;  // the file's inode, size and mtime when last read
   std::map<std::string, TokenEntry> by_hash_;
   struct Bucket {
     double tokens = 0;
