@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <charconv>
 #include <condition_variable>
 #include <deque>
@@ -378,11 +379,12 @@ class ConnectionReaper {
  public:
   explicit ConnectionReaper(int port) : port_(port) {}
 
-  // `limit`: this sweep's age limit (shorter while every worker is busy).
-  size_t sweep(std::chrono::seconds limit) {
+  // Closes connections older than `limit`, the oldest first, at most `max_cut` of them
+  // (while every worker is busy the limit is short, and the oldest are the ones that
+  // trickle; a request queued behind them is younger).
+  size_t sweep(std::chrono::seconds limit, size_t max_cut) {
     const auto now = std::chrono::steady_clock::now();
     std::map<std::pair<int, std::string>, std::chrono::steady_clock::time_point> alive;
-    size_t cut = 0;
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
       int fd = -1;
@@ -395,15 +397,15 @@ class ConnectionReaper {
       if (peer.empty()) continue;
       const auto key = std::make_pair(fd, peer);
       const auto it = seen_.find(key);
-      const auto since = it == seen_.end() ? now : it->second;
-      if (now - since > limit) {
-        ::shutdown(fd, SHUT_RDWR);
-        ++cut;
-      }
-      alive[key] = since;
+      alive[key] = it == seen_.end() ? now : it->second;
     }
+    std::vector<std::pair<std::chrono::steady_clock::time_point, int>> old;
+    for (const auto& [key, since] : alive)
+      if (now - since > limit) old.emplace_back(since, key.first);
+    std::sort(old.begin(), old.end());
+    for (size_t i = 0; i < old.size() && i < max_cut; ++i) ::shutdown(old[i].second, SHUT_RDWR);
     seen_ = std::move(alive);
-    return cut;
+    return std::min(old.size(), max_cut);
   }
 
  private:
@@ -452,6 +454,9 @@ void configure(httplib::Server& s, const HubOptions& o, const std::function<void
     pool = p;
     return p;
   };
+  // A response's head and body go out in two writes: with Nagle's algorithm the second
+  // waits for the client's delayed ACK (40 ms a request on Linux loopback, measured).
+  s.set_tcp_nodelay(true);
   s.set_read_timeout(o.io_timeout_s, 0);
   s.set_write_timeout(o.io_timeout_s, 0);
   s.set_keep_alive_timeout(o.io_timeout_s);
@@ -508,7 +513,8 @@ void serve(const HubOptions& o, const std::function<bool()>& stop,
       // trickles (a page takes milliseconds): it goes first.
       const bool saturated = pool && pool->saturated();
       const int limit = saturated ? o.io_timeout_s : o.connection_limit_s;
-      if (const size_t cut = reaper.sweep(std::chrono::seconds(limit)); cut > 0)
+      const size_t max_cut = saturated ? static_cast<size_t>(std::max(1, o.threads)) : SIZE_MAX;
+      if (const size_t cut = reaper.sweep(std::chrono::seconds(limit), max_cut); cut > 0)
         log(fmt::format("closed {} connection(s) open longer than {} s{}", cut, limit,
                         saturated ? " (every worker was busy)" : ""));
       last_sweep = std::chrono::steady_clock::now();
