@@ -31,6 +31,10 @@ class HubState {
     std::shared_lock lock(index_mutex_);
     return read(rows_);
   }
+  bool has(int64_t run) const {
+    std::shared_lock lock(index_mutex_);
+    return position_.contains(run);
+  }
   nlohmann::json document(int64_t run) const;  // throws kBadInput for an unknown run
 
   // Records a checked submission unless its run is already here. {run id, duplicate?}.

@@ -233,6 +233,7 @@ class Hub {
 
   void run(const httplib::Request& req, httplib::Response& res, bool api) {
     const int64_t id = path_run(req);
+    if (!state_.has(id)) return send_error(res, 404, fmt::format("no run {} in this hub", id), api);
     const json doc = state_.document(id);
     if (api) return send_json(res, doc);
     const std::string label = fmt::format("run {}", id);
@@ -261,6 +262,8 @@ class Hub {
   // explain's account of the difference as text.
   void compare(const httplib::Request& req, httplib::Response& res, bool api) {
     const int64_t a = run_param(req, "a"), b = run_param(req, "b");
+    for (const int64_t id : {a, b})
+      if (!state_.has(id)) return send_error(res, 404, fmt::format("no run {} in this hub", id), api);
     const json da = state_.document(a), db = state_.document(b);
     const std::string la = fmt::format("run {}", a), lb = fmt::format("run {}", b);
     const analysis::CompareReport cmp = analysis::compare_documents(da, db);
@@ -457,6 +460,12 @@ void configure(httplib::Server& s, const HubOptions& o, const std::function<void
   // A response's head and body go out in two writes: with Nagle's algorithm the second
   // waits for the client's delayed ACK (40 ms a request on Linux loopback, measured).
   s.set_tcp_nodelay(true);
+  // httplib's default also sets SO_REUSEPORT, with which a second hub on a port in use
+  // starts and shares its connections instead of failing: only SO_REUSEADDR here.
+  s.set_socket_options([](int fd) {
+    const int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   s.set_read_timeout(o.io_timeout_s, 0);
   s.set_write_timeout(o.io_timeout_s, 0);
   s.set_keep_alive_timeout(o.io_timeout_s);

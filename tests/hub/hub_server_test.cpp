@@ -206,6 +206,15 @@ void submissions_end_to_end(const std::string& db) {
   const std::string page = hub.get("/runs/1");
   EXPECT_NE(page.find("<script type=\"application/json\""), std::string::npos);
   EXPECT_EQ(hub.get_json("/api/runs/1")["kind"], "bench");
+  for (const char* missing : {"/runs/99", "/api/runs/99", "/compare?a=1&b=99", "/no-such-page"}) {
+    auto res = hub.client().Get(missing);
+    ASSERT_TRUE(res) << missing;
+    EXPECT_EQ(res->status, 404) << missing;
+  }
+  auto bad = hub.client().Get("/api/runs?sort=evil");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_NE(bad->body.find("sort 'evil' is not one of"), std::string::npos) << bad->body;
 }
 
 TEST(HubServer, SubmissionsEndToEndOnSqlite) {
@@ -256,6 +265,12 @@ TEST(HubServer, RefusalsSayWhy) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown or revoked"), std::string::npos) << r.err;
   EXPECT_EQ(total_runs(hub), 0u);
+
+  // A second hub on a port in use says so instead of sharing it.
+  const auto second = run_edgeprobe({"serve", "--db", dir.file("hub.db"), "--listen",
+                                     "127.0.0.1:" + std::to_string(hub.port())}, 30);
+  EXPECT_EQ(second.exit_code, 3);
+  EXPECT_NE(second.err.find("cannot listen on 127.0.0.1:"), std::string::npos) << second.err;
 
   // A read-only hub takes nothing.
   Hub read_only(dir.file("hub.db"), "");
