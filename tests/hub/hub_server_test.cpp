@@ -267,8 +267,8 @@ TEST(HubServer, RefusalsSayWhy) {
   EXPECT_EQ(total_runs(hub), 0u);
 
   // A second hub on a port in use says so instead of sharing it.
-  const auto second = run_edgeprobe({"serve", "--db", dir.file("hub.db"), "--listen",
-                                     "127.0.0.1:" + std::to_string(hub.port())}, 30);
+  const auto second = run_edgeprobe(
+      {"serve", "--db", dir.file("hub.db"), "--listen", "127.0.0.1:" + std::to_string(hub.port())}, 30);
   EXPECT_EQ(second.exit_code, 3);
   EXPECT_NE(second.err.find("cannot listen on 127.0.0.1:"), std::string::npos) << second.err;
 
