@@ -132,15 +132,37 @@ bool matches(const RunRow& r, const std::string& key, const std::string& v) {
 
 double rate(const std::optional<PhaseFigure>& f) { return f ? f->tokens_per_s : -1; }
 
+enum class SortKey { kId, kDate, kDevice, kModel, kQuant, kPrefill, kDecode };
+
+SortKey sort_key(const std::string& key) {
+  if (key == "date") return SortKey::kDate;
+  if (key == "device") return SortKey::kDevice;
+  if (key == "model") return SortKey::kModel;
+  if (key == "quant") return SortKey::kQuant;
+  if (key == "prefill") return SortKey::kPrefill;
+  if (key == "decode") return SortKey::kDecode;
+  return SortKey::kId;
+}
+
 // Strict weak order on the sort key, then the id, so pages never repeat or skip a run.
-bool less_by(const RunRow& a, const RunRow& b, const std::string& key) {
-  auto tie = [&](auto x, auto y) { return x != y ? x < y : a.id < b.id; };
-  if (key == "date") return tie(a.created_at, b.created_at);
-  if (key == "device") return tie(a.device_name, b.device_name);
-  if (key == "model") return tie(a.model_name, b.model_name);
-  if (key == "quant") return tie(a.quant, b.quant);
-  if (key == "prefill") return tie(rate(a.prefill), rate(b.prefill));
-  if (key == "decode") return tie(rate(a.decode), rate(b.decode));
+bool less_by(const RunRow& a, const RunRow& b, SortKey key) {
+  auto tie = [&](const auto& x, const auto& y) { return x != y ? x < y : a.id < b.id; };
+  switch (key) {
+    case SortKey::kDate:
+      return tie(a.created_at, b.created_at);
+    case SortKey::kDevice:
+      return tie(a.device_name, b.device_name);
+    case SortKey::kModel:
+      return tie(a.model_name, b.model_name);
+    case SortKey::kQuant:
+      return tie(a.quant, b.quant);
+    case SortKey::kPrefill:
+      return tie(rate(a.prefill), rate(b.prefill));
+    case SortKey::kDecode:
+      return tie(rate(a.decode), rate(b.decode));
+    case SortKey::kId:
+      break;
+  }
   return a.id < b.id;
 }
 
@@ -152,13 +174,17 @@ RunPage query_runs(const std::vector<RunRow>& all, const RunQuery& q) {
     if (std::all_of(q.filters.begin(), q.filters.end(),
                     [&](const auto& f) { return matches(r, f.first, f.second); }))
       hits.push_back(&r);
-  std::sort(hits.begin(), hits.end(), [&](const RunRow* a, const RunRow* b) {
-    return q.descending ? less_by(*b, *a, q.sort) : less_by(*a, *b, q.sort);
-  });
   RunPage page;
   page.total = hits.size();
   const size_t per = std::clamp<size_t>(q.per_page, 1, kMaxPerPage);
   const size_t first = (std::max<size_t>(q.page, 1) - 1) * per;
+  // Only the runs up to the page's last are ordered: n log(page end), not n log n, for a
+  // store of 10^5 runs whose first page is what people open.
+  const SortKey key = sort_key(q.sort);
+  const auto end = hits.begin() + static_cast<std::ptrdiff_t>(std::min(hits.size(), first + per));
+  std::partial_sort(hits.begin(), end, hits.end(), [&](const RunRow* a, const RunRow* b) {
+    return q.descending ? less_by(*b, *a, key) : less_by(*a, *b, key);
+  });
   for (size_t i = first; i < hits.size() && i < first + per; ++i) page.rows.push_back(*hits[i]);
   return page;
 }

@@ -340,7 +340,7 @@ TEST(HubServer, HostileInputIsBoundedRefusedAndInert) {
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(total_runs(hub), 1u);
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_LT(waited, 15) << hub.log();
+  EXPECT_LT(waited, 30) << hub.log();
   done = true;
   trickle.join();
   for (int fd : slow) ::close(fd);
