@@ -28,6 +28,7 @@ packages+=(openssh-server iproute2)  # lab and KV tests: sshd "devices" in netwo
 packages+=(libpq-dev postgresql)  # the PostgreSQL results store (libpq) and the server its tests start
 packages+=(clang libclang-rt-14-dev)  # libFuzzer for the KV frame parser's fuzz test (tests/kv)
 packages+=(libcurl4-openssl-dev)  # the HTTP endpoint engine (src/http) talks to servers through libcurl
+packages+=(libcpp-httplib-dev)  # the results hub (edgeprobe serve, src/hub) is a cpp-httplib server
 packages+=(iptables libnetfilter-queue-dev)  # network tests: a link's latency (netfilter-queue delay; netem is not in this kernel)
 packages+=(glslc libvulkan-dev spirv-headers mesa-vulkan-drivers)  # the Vulkan backend, and lavapipe (a Vulkan device on the CPU) its tests run on
 packages+=(lava-server lava-dispatcher lavacli curl)  # LAVA (lab submit --engine lava): its schema check, dispatcher and a whole server in the lab tests

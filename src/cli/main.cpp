@@ -24,6 +24,7 @@
 #include "cli/cmd_report.h"
 #include "cli/cmd_run.h"
 #include "cli/cmd_runs.h"
+#include "cli/cmd_serve.h"
 #include "cli/cmd_session.h"
 #include "cli/cmd_synth.h"
 #include "cli/cmd_sysinfo.h"
@@ -105,6 +106,8 @@ int main(int argc, char** argv) {
   cli::register_lab(app, command_line);
   cli::register_fidelity(app);
   cli::register_frontier(app);
+  cli::register_serve(app);
+  cli::register_submit(app);
   cli::register_completion(app);
 
   // Ctrl-C ends the sweep after the repetition in flight; what was measured is written.

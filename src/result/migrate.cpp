@@ -235,8 +235,14 @@ void check_field_types(const json& d, std::string_view name) {
 }  // namespace
 
 json read_upgraded_result_file(const std::string& path, std::string_view what) {
-  const json document = read_json_bounded(path, what, kMaxResultBytes, kMaxResultDepth);
-  const std::string name = source_name(path);
+  return upgraded_result(read_json_bounded(path, what, kMaxResultBytes, kMaxResultDepth), source_name(path));
+}
+
+json read_upgraded_result_text(std::string_view text, std::string_view name) {
+  return upgraded_result(parse_json_bounded(text, name, "result document", kMaxResultDepth), name);
+}
+
+json upgraded_result(const json& document, std::string_view name) {
   check_schema_version(document, name);
   json upgraded = upgrade_report(document);
   // A doctor report's results are its primary run's, one level down.

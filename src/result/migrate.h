@@ -55,5 +55,10 @@ void check_schema_version(const nlohmann::json& document, std::string_view name)
 // names it in errors ("result file", "baseline"). Readers take read_result_file
 // (document.h), which reads it through the typed reader too.
 nlohmann::json read_upgraded_result_file(const std::string& path, std::string_view what);
+// The same for a document received as text (a hub's submission), named `name` in errors;
+// the caller bounds its size.
+nlohmann::json read_upgraded_result_text(std::string_view text, std::string_view name);
+// The version check, upgrade and field types of a document already parsed within bounds.
+nlohmann::json upgraded_result(const nlohmann::json& document, std::string_view name);
 
 }  // namespace edgeprobe::result
