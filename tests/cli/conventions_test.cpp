@@ -152,6 +152,10 @@ class Conventions : public ::testing::Test {
         {"edgeprobe run", {"--plan", file("plan.json")}},
         // A model against itself over one short chunk.
         {"edgeprobe fidelity", {"-m", model, "--reference", model, "-c", "32", "--chunks", "1", "-t", "1"}},
+        // One quantization, one short chunk, one round (-q is its quantization list, as predict's).
+        {"edgeprobe frontier",
+         {"-m", "synth:tiny", "-q", "q8_0", "-c", "32", "--chunks", "1", "--rounds", "1", "-p", "4", "-n",
+          "2", "-t", "1"}},
         // -q is predict's quantization list (issue 25); --quiet is its quiet. A spec: no probe.
         {"edgeprobe predict", {"-m", "tiny", "--bandwidth", "25", "--db", db}},
         {"edgeprobe predict-disagg",
