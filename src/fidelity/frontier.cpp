@@ -7,16 +7,12 @@
 #include <ostream>
 
 #include "core/error.h"
+#include "core/stats.h"
 
 namespace edgeprobe::fidelity {
 namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+double median(const std::vector<double>& v) { return stats::summarize(v).median; }
 
 // The middle half of per-round ratios: how far the machine's noise moved them.
 std::string ratio_range(std::vector<double> v) {
@@ -38,7 +34,7 @@ double median_paired_ratio(const std::vector<double>& a, const std::vector<doubl
   std::vector<double> r;
   for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
     if (a[i] > 0 && b[i] > 0) r.push_back(a[i] / b[i]);
-  return median(std::move(r));
+  return median(r);
 }
 
 SpeedOrder compare_speed(const std::vector<double>& a, const std::vector<double>& b) {
