@@ -41,6 +41,7 @@ std::string submit_url(std::string url) {
   return url + "/api/submit";
 }
 
+#if EDGEPROBE_WITH_HTTP
 // The hub's answer, in one line: its reason when it refused.
 std::string hub_reason(const http::Response& r) {
   try {
@@ -72,6 +73,14 @@ void run_submit(const SubmitFlags& f) {
     throw_environment("the hub at {} failed ({}): {}", http::redact_url(f.url), r.status, why);
   throw_bad_input("the hub refused {} ({}): {}", one_line(f.input, 120), r.status, why);
 }
+#else
+void run_submit(const SubmitFlags& f) {
+  submit_url(f.url);  // bad input first, as in a full build
+  (void)read_token(f.token_file);
+  throw_environment(
+      "this edgeprobe was built without its HTTP client (EDGEPROBE_HTTP=OFF): it cannot reach a hub");
+}
+#endif
 
 }  // namespace
 

@@ -163,8 +163,12 @@ result::Speculative measure_speculative(engine::Context& target, engine::Context
     pair.draft_prefill_ms = fast.draft_prefill_ms;
     pair.identical = fast.tokens == plain.tokens;
     if (r == 0) {
-      result::GreedyCheck reference{prompt, plain.tokens};
-      spec.check = {prompt, fast.tokens};
+      result::GreedyCheck reference;
+      reference.prompt = prompt;
+      reference.tokens = plain.tokens;
+      spec.check = {};
+      spec.check.prompt = prompt;
+      spec.check.tokens = fast.tokens;
       analysis::compare_continuation(spec.check, {reference}, "plain decoding");
     }
     spec.pairs.push_back(pair);
