@@ -316,12 +316,39 @@ TEST(ExplainFaults, StackedFaultsAreEachAttributedNearTheirIsolatedFactor) {
     }
     return misses;
   };
-  std::vector<std::string> misses = diagnose_and_judge(1);
-  if (!misses.empty()) {
-    std::printf("out of bounds in the first diagnosis (%s): diagnosing B again\n", misses.front().c_str());
-    misses = diagnose_and_judge(2);
+  // Whether the host slowed while B was diagnosed: A once more, right after, against A's
+  // best. A diagnosis made in a slow stretch (B's runs slowed, A's not) leaves a rest that
+  // is the host's; it is made again rather than judged (12-07's suite: prefill unexplained
+  // x0.69 in both diagnoses, and x1.0 when the test was rerun alone).
+  auto host_slowed = [&](int attempt) -> std::string {
+    const json control =
+        edgeprobe_json(bench_args("2", 1), "", dir.file("control" + std::to_string(attempt) + ".json"));
+    if (control.is_null()) return "A could not run after the diagnosis";
+    for (const char* phase : {"prefill", "decode"}) {
+      const double now = best({control}, phase, 2), before = best(a, phase, 2);
+      if (now / before < 0.85)
+        return std::string("A ran at ") + std::to_string(static_cast<int>(100 * now / before)) +
+               " % of its best in " + phase + " right after diagnosis " + std::to_string(attempt);
+    }
+    return {};
+  };
+  // Up to three diagnoses: the test fails when two made on a steady host are out of bounds,
+  // and is not judged when every miss came in a slow stretch.
+  std::vector<std::string> misses;
+  std::string slowed;
+  int judged_misses = 0;
+  for (int attempt = 1; attempt <= 3 && judged_misses < 2; ++attempt) {
+    misses = diagnose_and_judge(attempt);
+    if (misses.empty()) return;
+    slowed = host_slowed(attempt);
+    if (slowed.empty()) ++judged_misses;
+    std::printf("out of bounds in diagnosis %d (%s)%s: diagnosing B again\n", attempt, misses.front().c_str(),
+                slowed.empty() ? "" : (", " + slowed).c_str());
   }
-  for (const auto& m : misses) ADD_FAILURE() << m << " (in both diagnoses)";
+  if (judged_misses < 2)
+    GTEST_SKIP() << "three diagnoses out of bounds, " << 3 - judged_misses
+                 << " of them while the host slowed (last: " << slowed << "): not judged";
+  for (const auto& m : misses) ADD_FAILURE() << m << " (in two diagnoses on a steady host)";
 }
 
 namespace {
