@@ -170,6 +170,29 @@ def explain(edgeprobe, a, b):
     return json.loads(r.stdout)
 
 
+def isolated_in(scenario, best):
+    """Each fault's cost measured two ways: alone against A, and on the configuration it is a
+    fault of (the scenario over the scenario without it, where that was measured). Inside a
+    pair the two differ where the faults interact (a hog costs a 2-thread run x0.58 and a
+    1-thread run nothing, since it takes the CPU the thread left idle), and an attribution
+    near either is physically right; a fault alone has one reference, its cost against A."""
+    by_set = {frozenset(k.split("+")) if k != "A" else frozenset(): v for k, v in best.items()}
+    out = {}
+    for name in scenario:
+        rest = frozenset(scenario) - {name}
+        pairs = [(by_set.get(frozenset([name])), by_set[frozenset()])]
+        if rest and rest in by_set:
+            pairs.append((by_set.get(frozenset(scenario)), by_set[rest]))
+        out[name] = {}
+        for phase in ("prefill", "decode", "load"):
+            if phase == "load" and name != "mmap":
+                continue
+            refs = [top[phase] / base[phase] for top, base in pairs if top and base and top[phase] > 0 and base[phase] > 0]
+            if refs:
+                out[name][phase] = refs
+    return out
+
+
 def judge(e, faults, isolated, phase):
     """One row: the checks of issue 43 for one phase of one explanation."""
     row = {"phase": phase, "checks": [], "pass": True}
@@ -184,7 +207,9 @@ def judge(e, faults, isolated, phase):
     row["ratio"] = p["ratio"]
     row["identity"] = abs(product / p["ratio"] - 1) < 1e-9
     line = p["hardware_line_tokens_per_s"]
-    row["line"] = all(s["tokens_per_s"] <= line * (1 + 1e-9) for s in p["steps"])
+    # What B reaches after each fix (B's own measurement may pass the line, an estimate, by
+    # no more than the account's tolerance: the unexplained check holds that).
+    row["line"] = all(s["tokens_per_s"] <= line * (1 + 1e-9) for s in p["steps"] if s["label"] != "B as measured")
     by_id = {}
     for f in p["factors"]:
         by_id.setdefault(f["id"], 1.0)
@@ -198,9 +223,10 @@ def judge(e, faults, isolated, phase):
     if not row["line"]:
         row["checks"].append("a step above the hardware line")
     for name in faults:
-        iso = isolated[name].get(phase)
-        if iso is None:
+        refs = isolated[name].get(phase)
+        if not refs:
             continue
+        alone = refs[0]
         want = FAULTS[name]["id"]
         got = 1.0
         named = False
@@ -213,11 +239,13 @@ def judge(e, faults, isolated, phase):
                 if fid in by_id:
                     got *= by_id[fid]
                     named = True
-        row.setdefault("causes", {})[name] = (iso, got if named else None)
-        if abs(1 - iso) < 0.15 and not named:
+        row.setdefault("causes", {})[name] = (refs, got if named else None)
+        if abs(1 - alone) < 0.15 and not named:
             continue
-        if not named or abs(got / iso - 1) > 0.25:
-            row["checks"].append(f"{name}: attributed {'x%.3f' % got if named else 'nothing'} against x{iso:.3f} alone")
+        # Unnamed counts as x1: right where the fault costs nothing on its configuration.
+        if not any(abs((got if named else 1.0) / ref - 1) <= 0.25 for ref in refs):
+            row["checks"].append(f"{name}: attributed {'x%.3f' % got if named else 'nothing'} against "
+                                 + " / ".join(f"x{ref:.3f}" for ref in refs))
     if not (0.8 <= u <= 1.25) and row["closes"]:
         row["checks"].append(f"unexplained x{u:.3f} not flagged")
     row["pass"] = not row["checks"]
@@ -271,14 +299,8 @@ def main():
             a_best = max(runs["A"], key=lambda r: speed(r[1]))
             a_speeds = sorted(speed(r[1]) for r in runs["A"])
             moved = a_speeds[0] / a_speeds[-1] < 0.85 if len(a_speeds) > 1 else False
-            isolated = {}
-            for f in singles:
-                isolated[f] = {}
-                for phase in ("prefill", "decode", "load"):
-                    a = max(phase_best(r[1], phase) for r in runs["A"])
-                    b = max(phase_best(r[1], phase) for r in runs[f])
-                    if a > 0 and b > 0 and (phase != "load" or f == "mmap"):
-                        isolated[f][phase] = b / a
+            best = {key: {ph: max(phase_best(r[1], ph) for r in rs) for ph in ("prefill", "decode", "load")}
+                    for key, rs in runs.items()}
             for s in scenarios:
                 key = "+".join(s)
                 for kind in kinds:
@@ -289,7 +311,7 @@ def main():
                     e = explain(edgeprobe, a_best[0], b_path)
                     phases = ["prefill", "decode"] + (["load"] if "mmap" in s else [])
                     for phase in phases:
-                        row = judge(e, s, isolated, phase)
+                        row = judge(e, s, isolated_in(s, best), phase)
                         row.update({"scenario": key, "kind": kind, "shape": shape, "host_moved": moved})
                         rows.append(row)
                         print(format_row(row), flush=True)
@@ -303,7 +325,8 @@ def main():
 
 
 def format_row(r):
-    causes = "; ".join(f"{n} {'x%.3f' % got if got is not None else '-'}/{iso:.3f}" for n, (iso, got) in r.get("causes", {}).items())
+    causes = "; ".join(f"{n} {'x%.3f' % got if got is not None else '-'}/" + " or ".join(f"{x:.3f}" for x in refs)
+                       for n, (refs, got) in r.get("causes", {}).items())
     return (f"| {r['shape']} | {r['kind']} | {r['scenario']} | {r['phase']} | {r.get('ratio', 0):.3f} | {causes} | "
             f"{r.get('unexplained', 0):.3f}{'' if r.get('closes', True) else ' (flagged)'} | "
             f"{'yes' if r.get('identity') else 'NO'} | {'yes' if r.get('line') else 'NO'} | "
@@ -311,7 +334,7 @@ def format_row(r):
 
 
 def summarize(rows):
-    print("\n| shape | kind | scenario | phase | B/A | fault attributed/alone | unexplained | identity | line | verdict |")
+    print("\n| shape | kind | scenario | phase | B/A | fault: attributed / alone or on the others | unexplained | identity | line | verdict |")
     print("|---|---|---|---|---:|---|---:|---|---|---|")
     for r in rows:
         print(format_row(r))

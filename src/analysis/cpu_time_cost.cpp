@@ -1,6 +1,7 @@
 #include "analysis/cpu_time_cost.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace edgeprobe::analysis {
 
@@ -9,6 +10,12 @@ double contention_cost(double threads, double usable_cpus, double other_cpus) {
   const double need = std::min(threads, usable_cpus);
   const double others = std::min(other_cpus, usable_cpus);
   return std::max(1.0, (need + others) / usable_cpus);
+}
+
+double lockstep_contention_cost(double threads, double usable_cpus, double other_cpus) {
+  const double fair = contention_cost(threads, usable_cpus, other_cpus);
+  if (fair <= 1) return 1;
+  return std::pow(fair, std::max(1.0, std::min(threads, usable_cpus)));
 }
 
 double quota_cost(double threads, double usable_cpus, double quota_cpus) {

@@ -114,7 +114,8 @@ void contention_factor(const SideCpus& c, const std::string& name, const std::st
   const int machine = c.machine > 0 ? c.machine : c.usable;
   const auto on_usable = telemetry_sum(*sample.result, phase, "other_usable_cpu_share");
   const double others = on_usable ? on_usable->mean() * c.usable : other->mean() * machine;
-  const double gain = contention_cost(c.threads, c.usable, others);
+  const double fair = contention_cost(c.threads, c.usable, others);
+  const double gain = lockstep_contention_cost(c.threads, c.usable, others);
   const std::string title = fmt::format("other processes took {:.0f} % of the CPUs during {}", other->mean() * 100, phase);
   if (gain < kMinCost) {
     unmeasured.push_back(fmt::format("{} contention.other_processes: {} ({:.2f} CPUs of {}), on CPUs that {} thread(s) left "
@@ -122,17 +123,20 @@ void contention_factor(const SideCpus& c, const std::string& name, const std::st
                                      name, title, others, machine, c.threads, gain));
     return;
   }
+  const int need = std::min(c.threads, c.usable);
+  const std::string sharing = fmt::format(
+      "{} thread(s) and the other processes' {:.2f} CPUs sharing {} usable CPU(s) fairly{}", c.threads,
+      std::min<double>(others, c.usable), c.usable,
+      c.machine > 0 ? "" : " (the machine's CPU count is not in this result: taken as the usable CPUs)");
   out.push_back(estimate(
       "contention.other_processes", name, gain, title,
-      fmt::format(
-          "{} thread(s) and the other processes' {:.2f} CPUs sharing {} usable CPU(s) fairly: {} "
-          "x{:.2f}{}{}",
-          c.threads, std::min<double>(others, c.usable), c.usable, c.threads > 1 ? "at least" : "at most",
-          gain,
-          // Fair sharing bounds one thread; threads that meet at ggml's
-          // barriers wait for whichever is descheduled, so it is their floor.
-          c.threads > 1 ? " (threads waiting at ggml's barriers for a descheduled one lose more)" : "",
-          c.machine > 0 ? "" : " (the machine's CPU count is not in this result: taken as the usable CPUs)"),
+      need > 1 ? fmt::format(
+                     "{} leave each thread {:.0f} % of a CPU (x{:.2f}); the {} threads meet at ggml's "
+                     "barriers, so "
+                     "they advance only while all of them run: about x{:.2f} (x{:.2f} if their descheduling "
+                     "always overlapped)",
+                     sharing, 100 / fair, fair, need, gain, fair)
+               : fmt::format("{}: x{:.2f}", sharing, gain),
       {fmt::format("other processes: {:.0f} % of {} CPU(s) over {} repetitions of {}", other->mean() * 100,
                    machine, other->reps, phase)},
       "stop the competing work while the model runs, or leave it a CPU (-t one less, -C on the rest)"));

@@ -144,7 +144,8 @@ void check_contention(const Evidence& e, std::vector<Finding>& out) {
     // The window's share counts only the CPUs the run may use (ProcessWatch::finish).
     const auto usable = usable_cpus(e.device, e.options.config);
     const double others = *w.other_cpu_share * static_cast<double>(usable.size());
-    const double cost = analysis::contention_cost(e.options.config.threads, static_cast<double>(usable.size()), others);
+    const double cost = analysis::lockstep_contention_cost(e.options.config.threads,
+                                                           static_cast<double>(usable.size()), others);
     std::vector<std::string> ev = {fmt::format("other processes used {} of all CPU time while the bench ran ({:.1f} s)",
                                                pct(*w.other_cpu_share), w.wall_s)};
     json top = json::array();
