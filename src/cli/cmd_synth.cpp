@@ -21,6 +21,7 @@ void register_synth(CLI::App& app) {
     uint64_t seed = 42;
     int threads = 0;
     int64_t n_vocab = 0, n_embd = 0, n_layer = 0, n_ff = 0, n_head = 0, n_head_kv = 0, n_ctx = 0;
+    int64_t n_expert = 0, n_expert_used = 0;
     bool force = false;
   };
   auto args = std::make_shared<Args>();
@@ -44,6 +45,10 @@ void register_synth(CLI::App& app) {
   cmd->add_option("--n-head", args->n_head, "Custom attention head count");
   cmd->add_option("--n-head-kv", args->n_head_kv, "Custom KV head count");
   cmd->add_option("--n-ctx", args->n_ctx, "Custom training context length");
+  cmd->add_option("--n-expert", args->n_expert,
+                  "Mixture of experts: feed-forward experts per layer (each --n-ff wide; 0 = dense)");
+  cmd->add_option("--n-expert-used", args->n_expert_used,
+                  "Mixture of experts: experts a token is routed through");
   cmd->add_flag("-f,--force", args->force, "Overwrite an existing file");
   cmd->callback([args, old_o] {
     if (old_o->count() > 0)
@@ -61,7 +66,10 @@ void register_synth(CLI::App& app) {
     override_dim(o.shape.n_head, args->n_head);
     override_dim(o.shape.n_head_kv, args->n_head_kv);
     override_dim(o.shape.n_ctx_train, args->n_ctx);
-    if (args->n_vocab || args->n_embd || args->n_layer || args->n_ff || args->n_head || args->n_head_kv)
+    o.shape.n_expert = args->n_expert;
+    o.shape.n_expert_used = args->n_expert_used;
+    if (args->n_vocab || args->n_embd || args->n_layer || args->n_ff || args->n_head || args->n_head_kv ||
+        args->n_expert)
       o.shape.name = "custom";
     o.quant = args->quant;
     o.seed = args->seed;

@@ -275,6 +275,8 @@ GgufInfo read_gguf_info(const std::string& path) {
   s.n_head = get("attention.head_count");
   s.n_head_kv = ints.count(arch + ".attention.head_count_kv") ? get("attention.head_count_kv") : s.n_head;
   s.n_vocab = get("vocab_size");
+  s.n_expert = get("expert_count");
+  s.n_expert_used = get("expert_used_count");
   if (s.n_vocab == 0 && n_vocab_tokens > 0) s.n_vocab = n_vocab_tokens;
   if (auto it = ints.find("general.file_type"); it != ints.end()) info.file_type = it->second;
 
@@ -286,6 +288,8 @@ GgufInfo read_gguf_info(const std::string& path) {
   if (s.n_embd > 0 && s.n_head == 0) r.fail("{}.attention.head_count is 0 or missing", arch);
   if (s.n_head > 0 && s.n_embd % s.n_head != 0) r.fail("embedding length {} is not divisible by {} heads", s.n_embd, s.n_head);
   if (s.n_head_kv > 0 && s.n_head % s.n_head_kv != 0) r.fail("{} heads are not divisible by {} KV heads", s.n_head, s.n_head_kv);
+  if (s.n_expert < 0 || s.n_expert > 4096 || s.n_expert_used < 0 || s.n_expert_used > s.n_expert)
+    r.fail("{} expert counts ({} used of {}) are absurd", arch, s.n_expert_used, s.n_expert);
   if (s.n_ctx_train < 0 || s.n_ctx_train > (int64_t{1} << 24)) r.fail("{}.context_length = {} is absurd", arch, s.n_ctx_train);
   return info;
 }

@@ -26,7 +26,18 @@ struct ModelShape {
   int64_t n_ff = 0;
   int64_t n_head = 0;
   int64_t n_head_kv = 0;
+  // Mixture of experts: each layer holds n_expert feed-forward experts (the `*_exps`
+  // tensors, one slice per expert) and a token is routed through n_expert_used of them.
+  // 0 for a dense model.
+  int64_t n_expert = 0;
+  int64_t n_expert_used = 0;
   int64_t head_dim() const { return n_head > 0 ? n_embd / n_head : 0; }
+  // The share of an expert tensor one token reads: n_expert_used / n_expert (1 when dense).
+  double active_expert_share() const {
+    return n_expert > 0 && n_expert_used > 0 && n_expert_used <= n_expert
+               ? static_cast<double>(n_expert_used) / static_cast<double>(n_expert)
+               : 1.0;
+  }
 };
 
 struct GgufInfo {

@@ -120,6 +120,13 @@ void validate(const SynthShape& s) {
   if (s.n_head_kv < 1 || s.n_head % s.n_head_kv != 0) throw_bad_input("n_head {} must be a multiple of n_head_kv {}", s.n_head, s.n_head_kv);
   if ((s.n_embd / s.n_head) % 2 != 0) throw_bad_input("head dimension {} must be even for RoPE", s.n_embd / s.n_head);
   if (s.n_ctx_train < 64) throw_bad_input("context length {} must be at least 64", s.n_ctx_train);
+  if (s.n_expert < 0 || s.n_expert > 256 || s.n_expert == 1)
+    throw_bad_input("expert count {} out of range (0 for a dense model, 2..256)", s.n_expert);
+  if (s.n_expert > 0 && (s.n_expert_used < 1 || s.n_expert_used > s.n_expert))
+    throw_bad_input("experts used per token {} must be 1..{} (the expert count)", s.n_expert_used,
+                    s.n_expert);
+  if (s.n_expert == 0 && s.n_expert_used != 0)
+    throw_bad_input("experts used per token ({}) needs an expert count (--n-expert)", s.n_expert_used);
 }
 
 // Writes an f16 (or f32) llama GGUF, streaming one tensor at a time so that even a 7B
@@ -147,6 +154,10 @@ void write_float_model(const SynthShape& s, ggml_type type, uint64_t seed, const
   gguf_set_val_u32(g, "llama.rope.dimension_count", static_cast<uint32_t>(s.n_embd / s.n_head));
   gguf_set_val_f32(g, "llama.rope.freq_base", 10000.0f);
   gguf_set_val_f32(g, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  if (s.n_expert > 0) {  // Mixtral's layout in the llama architecture
+    gguf_set_val_u32(g, "llama.expert_count", static_cast<uint32_t>(s.n_expert));
+    gguf_set_val_u32(g, "llama.expert_used_count", static_cast<uint32_t>(s.n_expert_used));
+  }
 
   const SpmVocabulary vocab = trained ? *trained : make_vocab(s.n_vocab, seed);
   if (static_cast<int64_t>(vocab.tokens.size()) != s.n_vocab || vocab.scores.size() != vocab.tokens.size() ||
@@ -169,7 +180,9 @@ void write_float_model(const SynthShape& s, ggml_type type, uint64_t seed, const
   // Tensor descriptors only (no_alloc): the data is generated and appended below.
   struct Spec {
     std::string name;
-    int64_t ne0, ne1;  // ne1 == 0: a 1-D norm weight
+    int64_t ne0, ne1;       // ne1 == 0: a 1-D norm weight
+    int64_t ne2 = 1;        // experts, for the `*_exps` tensors
+    bool keep_f32 = false;  // the router: llama.cpp's quantizer leaves it in f32
   };
   std::vector<Spec> specs;
   const int64_t n_embd_kv = s.n_embd / s.n_head * s.n_head_kv;
@@ -182,6 +195,13 @@ void write_float_model(const SynthShape& s, ggml_type type, uint64_t seed, const
     specs.push_back({p + "attn_v.weight", s.n_embd, n_embd_kv});
     specs.push_back({p + "attn_output.weight", s.n_embd, s.n_embd});
     specs.push_back({p + "ffn_norm.weight", s.n_embd, 0});
+    if (s.n_expert > 0) {
+      specs.push_back({p + "ffn_gate_inp.weight", s.n_embd, s.n_expert, 1, true});
+      specs.push_back({p + "ffn_gate_exps.weight", s.n_embd, s.n_ff, s.n_expert});
+      specs.push_back({p + "ffn_down_exps.weight", s.n_ff, s.n_embd, s.n_expert});
+      specs.push_back({p + "ffn_up_exps.weight", s.n_embd, s.n_ff, s.n_expert});
+      continue;
+    }
     specs.push_back({p + "ffn_gate.weight", s.n_embd, s.n_ff});
     specs.push_back({p + "ffn_down.weight", s.n_ff, s.n_embd});
     specs.push_back({p + "ffn_up.weight", s.n_embd, s.n_ff});
@@ -192,8 +212,10 @@ void write_float_model(const SynthShape& s, ggml_type type, uint64_t seed, const
   ggml_init_params params{ggml_tensor_overhead() * (specs.size() + 1), nullptr, /*no_alloc=*/true};
   std::unique_ptr<ggml_context, GgmlDeleter> meta(ggml_init(params));
   for (const auto& spec : specs) {
-    ggml_tensor* t = spec.ne1 == 0 ? ggml_new_tensor_1d(meta.get(), GGML_TYPE_F32, spec.ne0)
-                                   : ggml_new_tensor_2d(meta.get(), type, spec.ne0, spec.ne1);
+    ggml_tensor* t = spec.ne1 == 0  ? ggml_new_tensor_1d(meta.get(), GGML_TYPE_F32, spec.ne0)
+                     : spec.ne2 > 1 ? ggml_new_tensor_3d(meta.get(), type, spec.ne0, spec.ne1, spec.ne2)
+                                    : ggml_new_tensor_2d(meta.get(), spec.keep_f32 ? GGML_TYPE_F32 : type,
+                                                         spec.ne0, spec.ne1);
     ggml_set_name(t, spec.name.c_str());
     gguf_add_tensor(g, t);
   }
@@ -215,7 +237,7 @@ void write_float_model(const SynthShape& s, ggml_type type, uint64_t seed, const
   std::vector<ggml_fp16_t> f16;
   for (size_t k = 0; k < specs.size(); ++k) {
     const auto& spec = specs[k];
-    const int64_t n = spec.ne0 * std::max<int64_t>(spec.ne1, 1);
+    const int64_t n = spec.ne0 * std::max<int64_t>(spec.ne1, 1) * spec.ne2;
     // Per-tensor stream: the same tensor gets the same values whatever else changes.
     SplitMix64 rng{seed * 0x100000001b3ULL + k};
     f32.resize(static_cast<size_t>(n));
@@ -241,7 +263,7 @@ void write_float_model(const SynthShape& s, ggml_type type, uint64_t seed, const
         if (vocab.types[static_cast<size_t>(t)] == kTokenByte)
           std::fill_n(f32.begin() + t * spec.ne0, spec.ne0, 0.0f);
     size_t bytes = 0;
-    if (spec.ne1 == 0 || type == GGML_TYPE_F32) {
+    if (spec.ne1 == 0 || spec.keep_f32 || type == GGML_TYPE_F32) {
       bytes = f32.size() * sizeof(float);
       if (std::fwrite(f32.data(), 1, bytes, out.get()) != bytes) throw_environment("write to '{}' failed", path);
     } else {

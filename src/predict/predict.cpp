@@ -202,7 +202,8 @@ Prediction predict(const model::GgufInfo& info, const probe::DeviceCeilings& c, 
     double matrix_bytes = 0, other_bytes = 0;
     const bool tied = !has_output(info);
     for (const auto& t : info.tensors) {
-      if (is_matrix(t) && (!is_gathered(t.name) || tied)) matrix_bytes += static_cast<double>(t.n_bytes);
+      if (is_matrix(t) && (!is_gathered(t.name) || tied))
+        matrix_bytes += static_cast<double>(t.n_bytes) * probe::token_share(t, s);
       else if (is_gathered(t.name) && t.shape.size() >= 2) other_bytes += static_cast<double>(t.n_bytes) / static_cast<double>(t.shape[1]);
       else other_bytes += static_cast<double>(t.n_bytes);
     }
@@ -256,7 +257,8 @@ Prediction predict(const model::GgufInfo& info, const probe::DeviceCeilings& c, 
           continue;
         }
       }
-      const double flop = 2.0 * static_cast<double>(t.n_elements) * (output ? n_outputs / n : 1.0);
+      const double flop = 2.0 * static_cast<double>(t.n_elements) * probe::token_share(t, info.shape) *
+                          (output ? n_outputs / n : 1.0);
       const double rate = prefill_rate(c, t.type, t.shape[0], t.shape[1], tokens, config.threads, stand_ins);
       if (rate <= 0) {
         ok = false;

@@ -39,17 +39,20 @@ bool is_output_matrix(const model::TensorInfo& t, bool tied) {
   return t.name == "output.weight" || (tied && t.name == "token_embd.weight");
 }
 
-// Groups matrices by type and shape, in first-seen order.
-std::vector<MatrixShape> group(const std::vector<const model::TensorInfo*>& tensors) {
+// Groups matrices by type and shape, in first-seen order; an expert tensor counts as the
+// n_expert_used matrices of one expert's shape that a token multiplies.
+std::vector<MatrixShape> group(const std::vector<const model::TensorInfo*>& tensors,
+                               const model::ModelShape& shape) {
   std::vector<MatrixShape> out;
   for (const auto* t : tensors) {
+    const int count = is_expert_tensor(*t, shape) ? static_cast<int>(shape.n_expert_used) : 1;
     auto it = std::find_if(out.begin(), out.end(), [&](const MatrixShape& m) {
       return m.type == t->type && m.cols == t->shape[0] && m.rows == t->shape[1];
     });
     if (it != out.end())
-      ++it->count;
+      it->count += count;
     else
-      out.push_back({t->type, t->shape[0], t->shape[1], 1});
+      out.push_back({t->type, t->shape[0], t->shape[1], count});
   }
   return out;
 }
@@ -78,6 +81,14 @@ std::string rate_type_for(const std::string& type, const ComputeResult& compute)
 
 }  // namespace
 
+bool is_expert_tensor(const model::TensorInfo& t, const model::ModelShape& shape) {
+  return shape.n_expert > 0 && t.shape.size() == 3 && t.name.find("_exps.") != std::string::npos;
+}
+
+double token_share(const model::TensorInfo& t, const model::ModelShape& shape) {
+  return is_expert_tensor(t, shape) ? shape.active_expert_share() : 1.0;
+}
+
 uint64_t decode_weight_bytes_per_token(const model::GgufInfo& info) {
   const bool tied = !has_output_matrix(info);
   uint64_t bytes = 0;
@@ -87,7 +98,8 @@ uint64_t decode_weight_bytes_per_token(const model::GgufInfo& info) {
     } else if (is_gathered(t.name) && t.shape.size() >= 2 && t.shape[1] > 0) {
       bytes += t.n_bytes / static_cast<uint64_t>(t.shape[1]);  // one row of ne0 elements
     } else {
-      bytes += t.n_bytes;
+      bytes +=
+          static_cast<uint64_t>(std::llround(static_cast<double>(t.n_bytes) * token_share(t, info.shape)));
     }
   }
   return bytes;
@@ -119,7 +131,8 @@ std::vector<TypeFlops> weight_flops_per_token(const model::GgufInfo& info, doubl
   std::map<std::string, double> by_type;
   for (const auto& t : info.tensors) {
     if (!is_multiplied(t, tied)) continue;
-    by_type[t.type] += 2.0 * static_cast<double>(t.n_elements) * (is_output_matrix(t, tied) ? output_share : 1.0);
+    by_type[t.type] += 2.0 * static_cast<double>(t.n_elements) * token_share(t, info.shape) *
+                       (is_output_matrix(t, tied) ? output_share : 1.0);
   }
   std::vector<TypeFlops> out;
   for (const auto& [type, flop] : by_type) out.push_back({type, flop});
@@ -142,7 +155,7 @@ std::vector<MatrixShape> decode_matrices(const model::GgufInfo& info) {
   std::vector<const model::TensorInfo*> mats;
   for (const auto& t : info.tensors)
     if (is_multiplied(t, tied)) mats.push_back(&t);
-  return group(mats);
+  return group(mats, info.shape);
 }
 
 std::vector<MatrixShape> prefill_shapes(const model::GgufInfo& info) {
@@ -150,7 +163,7 @@ std::vector<MatrixShape> prefill_shapes(const model::GgufInfo& info) {
   std::vector<const model::TensorInfo*> mats;
   for (const auto& t : info.tensors)
     if (is_multiplied(t, tied) && !is_output_matrix(t, tied)) mats.push_back(&t);
-  std::vector<MatrixShape> all = group(mats);
+  std::vector<MatrixShape> all = group(mats, info.shape);
   auto flop = [](const MatrixShape& m) { return static_cast<double>(m.cols) * static_cast<double>(m.rows) * m.count; };
   double total = 0;
   std::map<std::string, double> by_type;

@@ -15,6 +15,12 @@ namespace edgeprobe::probe {
 // Bytes of weights one generated token reads: every weight matrix once, except the token
 // embedding, of which only the looked-up row is read (ggml_get_rows). When the model has no
 // output.weight the embedding doubles as the output matrix and is read in full.
+// An expert tensor of a mixture of experts (`blk.N.ffn_{gate,up,down}_exps`, one slice per
+// expert), and the share of a tensor one token reads and multiplies: n_expert_used /
+// n_expert of an expert tensor (the router picks them), all of any other.
+bool is_expert_tensor(const model::TensorInfo& t, const model::ModelShape& shape);
+double token_share(const model::TensorInfo& t, const model::ModelShape& shape);
+
 uint64_t decode_weight_bytes_per_token(const model::GgufInfo& info);
 
 // KV cache bytes read per generated token with `depth` entries cached:
