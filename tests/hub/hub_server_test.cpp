@@ -229,6 +229,68 @@ TEST(HubServer, SubmissionsEndToEndOnPostgresql) {
   submissions_end_to_end(pg.create_database("hub"));
 }
 
+// Issue 48: bench --submit sends the run it just stored through the same path as submit;
+// the same run sent again (by id from the local store) is one run; a submission that
+// fails keeps the measured run and says, in one line, how to send it again.
+TEST(HubServer, BenchSubmitIntoAHub) {
+  test_support::TempDir dir;
+  const std::string tokens = dir.file("tokens");
+  const std::string token = add_token(tokens, "board-1", dir.path());
+  Hub hub(dir.file("hub.db"), tokens);
+  ASSERT_GT(hub.port(), 0) << hub.log();
+  const std::vector<std::string> bench = {
+      "bench", "-m", test_support::tiny_model(), "-p", "16", "-n", "8", "-r", "2", "-q"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = bench;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_edgeprobe(args);
+  };
+
+  auto r = with({"--db", dir.file("local.db"), "-o", "json", "--submit", hub.url(), "--token-file", token});
+  ASSERT_EQ(r.exit_code, 0) << r.err << hub.log();
+  EXPECT_NE(r.err.find("submitted: run 1 at " + hub.url() + "/runs/1"), std::string::npos) << r.err;
+  EXPECT_EQ(json::parse(r.out)["kind"], "bench");  // stdout is still the result alone
+  r = run_edgeprobe({"submit", hub.url(), "1", "--db", dir.file("local.db"), "--token-file", token});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("already there: run 1"), std::string::npos) << r.out;
+  EXPECT_EQ(total_runs(hub), 1u);
+  const json row = hub.get_json("/api/runs")["runs"][0];
+  EXPECT_EQ(row["submitter"], "board-1");
+  EXPECT_EQ(row["kind"], "bench");
+
+  // Refused by the hub (a token it does not know): the run is stored locally all the same,
+  // exit 2, one line naming the problem and the command that sends it again.
+  test_support::write_file(dir.file("wrong.token"), "ept_0000\n");
+  r = with({"--db", dir.file("second.db"), "--submit", hub.url(), "--token-file", dir.file("wrong.token")});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(
+      r.err.find("edgeprobe: error: --submit: the hub refused the run (403): unknown or revoked write token; "
+                 "the result is kept (run 1 in "),
+      std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("send it again with: edgeprobe submit " + hub.url() + " 1 --db "), std::string::npos)
+      << r.err;
+  r = run_edgeprobe({"submit", hub.url(), "1", "--db", dir.file("second.db"), "--token-file", token});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("submitted: run 2"), std::string::npos) << r.out;
+
+  // No hub there: exit 3, the run kept.
+  r = with({"--db", dir.file("third.db"), "--submit", "http://127.0.0.1:9", "--token-file", token});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("--submit: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the result is kept (run 1 in "), std::string::npos) << r.err;
+
+  // What can be known before measuring is refused before measuring: no run is made.
+  r = with({"--db", dir.file("fourth.db"), "--submit", hub.url()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("needs a write token"), std::string::npos) << r.err;
+  r = with({"--db", dir.file("fourth.db"), "--submit", "hub:8080", "--token-file", token});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("is not a hub URL"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("fourth.db")));
+  EXPECT_EQ(total_runs(hub), 2u);
+}
+
 TEST(HubServer, RefusalsSayWhy) {
   test_support::TempDir dir;
   const std::string tokens = dir.file("tokens");
