@@ -43,7 +43,24 @@ size_t HubState::refresh(const std::function<void(const std::string&)>& log) {
     }
   }
   for (int64_t id : todo) index_run(id, log);
+  if (!todo.empty()) {
+    std::unique_lock lock(index_mutex_);
+    flag_runs(rows_);
+  }
   return todo.size();
+}
+
+std::vector<Flag> HubState::flags(int64_t run) const {
+  std::shared_lock lock(index_mutex_);
+  const auto it = position_.find(run);
+  return it == position_.end() ? std::vector<Flag>{} : rows_[it->second].flags;
+}
+
+std::optional<RunRow> HubState::row(int64_t run) const {
+  std::shared_lock lock(index_mutex_);
+  const auto it = position_.find(run);
+  if (it == position_.end()) return std::nullopt;
+  return rows_[it->second];
 }
 
 nlohmann::json HubState::document(int64_t run) const {
@@ -60,6 +77,8 @@ std::pair<int64_t, bool> HubState::submit(const Checked& checked, const nlohmann
   std::lock_guard store_lock(store_mutex_);
   const int64_t id = record_submission(*store_, checked, facts);
   index_run(id, [](const std::string&) {});
+  std::unique_lock lock(index_mutex_);
+  flag_runs(rows_);
   return {id, false};
 }
 

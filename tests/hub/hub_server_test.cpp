@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "support/pg_server.h"
@@ -291,6 +292,83 @@ TEST(HubServer, BenchSubmitIntoAHub) {
   EXPECT_EQ(total_runs(hub), 2u);
 }
 
+// Issue 48: a model whose SHA another file of the same name already holds, a malformed SHA,
+// and a rate far outside its device class are kept and shown with their flags and reasons.
+TEST(HubServer, FlagsAreShownNotHidden) {
+  test_support::TempDir dir;
+  const std::string tokens = dir.file("tokens");
+  const std::string token = add_token(tokens, "lab", dir.path());
+  Hub hub(dir.file("hub.db"), tokens);
+  ASSERT_GT(hub.port(), 0) << hub.log();
+  const json base = read_json(fixture().bench);
+  int n = 0;
+  // Another run of the same document: a new start time, rates scaled, the SHA as given.
+  auto submit = [&](double scale, const std::string& sha, bool ceilings) {
+    json doc = base;
+    doc["provenance"]["started_at_utc"] = fmt::format("2026-01-01T00:00:{:02}Z", ++n);
+    for (auto& m : doc["provenance"]["models"]) m["sha256"] = sha;
+    for (auto& t : doc["results"]) {
+      if (!ceilings)
+        t["roofline"] = nullptr;
+      else
+        t["roofline"]["bandwidth_gb_per_s"] = 12.5;  // the device's read bandwidth, for its page
+      for (auto& rep : t["repetitions"])
+        for (const char* k : {"prefill_tokens_per_s", "decode_tokens_per_s"})
+          if (rep[k].is_number()) rep[k] = rep[k].get<double>() * scale;
+    }
+    const std::string file = dir.file(fmt::format("run{}.json", n));
+    test_support::write_file(file, doc.dump());
+    return run_edgeprobe({"submit", hub.url(), file, "--token-file", token});
+  };
+  const std::string sha = base["provenance"]["models"][0]["sha256"];
+  ASSERT_EQ(sha.size(), 64u);
+  for (double scale : {1.0, 1.05, 0.95}) ASSERT_EQ(submit(scale, sha, true).exit_code, 0);
+  auto r = submit(5, sha, false);  // 5x its class: past its own ceilings, so sent without them
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("submitted: run 4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(flagged: outlier: prefill"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("; outlier: decode tg8 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("5.0x above the median"), std::string::npos) << r.out;
+  r = submit(1, std::string(64, 'f'), true);
+  EXPECT_NE(r.out.find("is also in this hub as another file"), std::string::npos) << r.out;
+  r = submit(1, "<script>alert(1)</script>", true);
+  EXPECT_NE(r.out.find("is not 64 hex digits"), std::string::npos) << r.out;
+  EXPECT_EQ(total_runs(hub), 6u);
+
+  auto flag_codes = [&](int run) {
+    std::set<std::string> out;
+    const json runs = hub.get_json("/api/runs?per_page=200")["runs"];
+    for (const auto& row : runs)
+      if (row["id"] == run)
+        for (const auto& f : row["flags"]) out.insert(f["code"].get<std::string>());
+    return out;
+  };
+  EXPECT_EQ(flag_codes(4), (std::set<std::string>{"outlier-decode", "outlier-prefill", "sha-conflict"}));
+  EXPECT_EQ(flag_codes(1), std::set<std::string>{"sha-conflict"});
+  EXPECT_EQ(flag_codes(5), std::set<std::string>{"sha-conflict"});
+  EXPECT_EQ(flag_codes(6), std::set<std::string>{"sha-malformed"});
+  EXPECT_EQ(hub.get_json("/api/runs?flag=outlier")["total"], 1);
+  // On the run's page and in the list, as text.
+  const std::string page = hub.get("/runs/4");
+  EXPECT_NE(page.find("id=\"hub-run\""), std::string::npos);
+  EXPECT_NE(page.find("⚑ outlier-decode: outlier: decode"), std::string::npos);
+  EXPECT_NE(hub.get("/runs").find("⚑ "), std::string::npos);
+  EXPECT_EQ(hub.get("/runs/6").find("<script>alert"), std::string::npos);
+  EXPECT_EQ(hub.get("/runs?flag=sha").find("<script>alert"), std::string::npos);
+  // The device page: its runs over time, its ceilings, linked from the run.
+  const json row = hub.get_json("/api/runs")["runs"][0];
+  const std::string device = row["device"]["id"];
+  const json view = hub.get_json("/api/device?id=" + url_encode(device));
+  ASSERT_TRUE(view.is_object());
+  EXPECT_EQ(view["runs"].size(), 6u);
+  EXPECT_EQ(view["ceilings"].size(), 5u);  // every run but the one sent without ceilings
+  EXPECT_NE(page.find("href=\"/device?id=" + device + "\""), std::string::npos);  // dev- and hex: as they are
+  EXPECT_NE(hub.get("/device?id=" + url_encode(device)).find("<table id=\"ceilings\">"), std::string::npos);
+  auto missing = hub.client().Get("/device?id=nobody");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+}
+
 TEST(HubServer, RefusalsSayWhy) {
   test_support::TempDir dir;
   const std::string tokens = dir.file("tokens");
@@ -362,7 +440,8 @@ TEST(HubServer, HostileInputIsBoundedRefusedAndInert) {
   ASSERT_EQ(r.exit_code, 0) << r.err << hub.log();
   const json row = hub.get_json("/api/runs")["runs"][0];
   for (const std::string& path :
-       {std::string("/runs"), std::string("/runs/1"), std::string("/leaderboards"),
+       {std::string("/runs"), std::string("/runs/1"), std::string("/leaderboards"), std::string("/devices"),
+        "/device?id=" + url_encode(row["device"]["id"].get<std::string>()),
         "/leaderboard?model=" + url_encode(row["model"]["name"].get<std::string>()) +
             "&quant=" + url_encode(row["model"]["quant"].get<std::string>()),
         std::string("/runs?device=%3Cscript%3E")}) {

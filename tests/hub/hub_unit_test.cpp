@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "app/stored_run.h"
 #include "core/digest.h"
 #include "core/error.h"
 #include "hub/index.h"
@@ -10,6 +11,7 @@
 #include "hub/submission.h"
 #include "hub/tokens.h"
 #include "report/fixtures.h"
+#include "result/document.h"
 #include "support/run_process.h"
 
 using namespace edgeprobe;
@@ -186,4 +188,134 @@ TEST(HubPages, EveryValueIsEscaped) {
   }
   EXPECT_NE(list.find("&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&gt;"), std::string::npos);
   EXPECT_EQ(hub::url_encode("a b&c=<"), "a%20b%26c%3D%3C");
+}
+
+namespace {
+
+const std::string kShaA(64, 'a'), kShaB(64, 'b');
+
+hub::RunRow on(hub::RunRow r, const std::string& chip, const std::string& sha) {
+  r.chip = chip;
+  r.model_sha = sha;
+  r.model_params = 1100000000;
+  return r;
+}
+
+std::vector<std::string> codes(const hub::RunRow& r) {
+  std::vector<std::string> out;
+  for (const auto& f : r.flags) out.push_back(f.code);
+  return out;
+}
+
+const hub::RunRow& by_id(const std::vector<hub::RunRow>& rows, int64_t id) {
+  return *std::find_if(rows.begin(), rows.end(), [&](const hub::RunRow& r) { return r.id == id; });
+}
+
+}  // namespace
+
+// Issue 48: the model's SHA against its name, and a run far outside its device class, are
+// flagged with their reasons; nothing is hidden, and the flags do not depend on the order
+// the runs arrived in.
+TEST(HubFlags, ShaAgainstNameAndOutliersInTheirDeviceClass) {
+  std::vector<hub::RunRow> rows = {
+      on(row(1, "pixel", "llama", "q4_0", 100, 10), "Tensor G3", kShaA),
+      on(row(2, "pixel", "llama", "q4_0", 110, 11), "Tensor G3", kShaA),
+      on(row(3, "pixel", "llama", "q4_0", 105, 10.5), "Tensor G3", kShaA),
+      on(row(4, "pixel", "llama", "q4_0", 95, 40), "Tensor G3", kShaA),   // decode 3.8x the others' median
+      on(row(5, "epyc", "llama", "q4_0", 300, 30), "EPYC", kShaB),        // the same name, another file
+      on(row(6, "epyc", "llama", "q4_0", 300, 30), "EPYC", "not-a-sha"),  // malformed
+      on(row(7, "epyc", "llama", "q4_0", 300, 30), "EPYC", ""),           // --no-hash
+      on(row(8, "epyc", "llama", "q8_0", 200, 20), "EPYC", kShaB),        // another quant: no conflict
+  };
+  hub::flag_runs(rows);
+  const auto check = [](const std::vector<hub::RunRow>& rs) {
+    EXPECT_EQ(codes(by_id(rs, 4)), (std::vector<std::string>{"sha-conflict", "outlier-decode"}));
+    for (int64_t id : {1, 2, 3, 5})
+      EXPECT_EQ(codes(by_id(rs, id)), std::vector<std::string>{"sha-conflict"}) << id;
+    EXPECT_EQ(codes(by_id(rs, 6)), std::vector<std::string>{"sha-malformed"});
+    EXPECT_EQ(codes(by_id(rs, 7)), std::vector<std::string>{"sha-absent"});
+    EXPECT_TRUE(by_id(rs, 8).flags.empty());
+  };
+  check(rows);
+  const std::string& why = by_id(rows, 4).flags[1].reason;
+  EXPECT_NE(why.find("tg128 40 tok/s is 3.8x above the median 10.5 tok/s of the 3 other runs"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(by_id(rows, 5).flags[0].reason.find("aaaaaaaaaaaa… (4 runs)"), std::string::npos)
+      << by_id(rows, 5).flags[0].reason;
+  // Another order, flagged again from scratch: the same flags.
+  std::reverse(rows.begin(), rows.end());
+  hub::flag_runs(rows);
+  check(rows);
+  // Fewer than three others: no class to be far from.
+  rows.erase(std::remove_if(rows.begin(), rows.end(), [](const hub::RunRow& r) { return r.id == 1; }),
+             rows.end());
+  hub::flag_runs(rows);
+  EXPECT_EQ(codes(by_id(rows, 4)), std::vector<std::string>{"sha-conflict"});
+  // The runs list filters by flag and shows each.
+  hub::RunQuery q;
+  q.filters["flag"] = "malformed";
+  const auto page = hub::query_runs(rows, q);
+  ASSERT_EQ(page.rows.size(), 1u);
+  EXPECT_EQ(page.rows[0].id, 6);
+  const std::string list = hub::runs_page(hub::query_runs(rows, {}), {});
+  EXPECT_NE(list.find("⚑ sha-malformed"), std::string::npos);
+}
+
+// TTFT, energy per token and fidelity come from the document where it measured them, and
+// read "—" where it did not.
+TEST(HubIndex, EnergyAndFidelityWhereMeasured) {
+  json doc = report_test::bench_document(3, 16, false, "model.gguf", kShaA);
+  for (auto& rep : doc["results"][1]["repetitions"])
+    rep["telemetry"] = {{"decode", {{"joules_per_token", 0.25 + 0.01 * rep["index"].get<int>()}}}};
+  doc["results"][1]["verify"] = {
+      {"prompt_tokens", {1, 2}},
+      {"tokens", {3, 4}},
+      {"reference", {{"source", "run 7"}, {"compared", 2}, {"first_divergence", nullptr}}}};
+  app::StoredRun run;
+  run.record.id = 1;
+  run.record.kind = "bench";
+  run.record.status = "complete";
+  run.content = result::document_from_json(doc, "test");
+  const hub::RunRow r = hub::row_of(run, nullptr);
+  ASSERT_TRUE(r.decode && r.prefill && r.ttft_ms);
+  ASSERT_TRUE(r.decode->joules_per_token);
+  EXPECT_NEAR(*r.decode->joules_per_token, 0.26, 1e-9);
+  EXPECT_FALSE(r.prefill->joules_per_token);
+  EXPECT_EQ(r.fidelity, "greedy tokens as run 7's (2 compared)");
+  const std::string board = hub::leaderboard_page(hub::leaderboard({r}, r.model_name, r.quant));
+  EXPECT_NE(board.find("<th>TTFT ms</th>"), std::string::npos);
+  EXPECT_NE(board.find("<td class=\"n\">0.260</td>"), std::string::npos) << board;
+  EXPECT_NE(board.find("<td class=\"n muted\">—</td>"), std::string::npos);  // prefill's energy: not measured
+  EXPECT_NE(board.find(">verified</td>"), std::string::npos);
+  EXPECT_EQ(hub::to_json(r)["decode"]["joules_per_token"], 0.26);
+  EXPECT_TRUE(hub::to_json(r)["prefill"]["joules_per_token"].is_null());
+}
+
+TEST(HubPages, DevicePagesAndRunHeaderEscapeEverything) {
+  auto runs = some_runs();
+  const std::string evil = "<script>alert(1)</script>\"'><img src=x onerror=alert(2)>";
+  for (auto& r : runs) {
+    r.device_id = "dev-" + evil;
+    r.device_name = evil;
+    r.chip = evil;
+    r.ceilings.push_back({evil, 50, 40, 900, true});
+    r.findings.push_back({"warning", evil, evil});
+    r.flags.push_back({evil, evil});
+  }
+  const auto view = hub::device_view(runs, "dev-" + evil);
+  EXPECT_EQ(view.runs.size(), runs.size());
+  const std::string device = hub::device_page(view);
+  const std::string list = hub::devices_page(hub::devices(runs));
+  const std::string header = hub::run_header(runs[0]);
+  for (const std::string& page : {device, list, header, hub::runs_page(hub::query_runs(runs, {}), {})}) {
+    EXPECT_EQ(page.find("<script>alert"), std::string::npos);
+    EXPECT_EQ(page.find("<img src=x"), std::string::npos);
+    EXPECT_EQ(page.find("\"'>"), std::string::npos);
+  }
+  EXPECT_NE(device.find("<table id=\"ceilings\">"), std::string::npos);
+  EXPECT_NE(device.find(">suspect<"), std::string::npos);
+  EXPECT_NE(list.find("href=\"/device?id=dev-%3Cscript%3E"), std::string::npos) << list;
+  EXPECT_NE(header.find("href=\"/device?id=dev-%3Cscript%3E"), std::string::npos);
+  EXPECT_TRUE(hub::device_view(runs, "dev-none").runs.empty());
 }
