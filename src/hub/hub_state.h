@@ -48,6 +48,7 @@ class HubState {
 
  private:
   void index_run(int64_t id, const std::function<void(const std::string&)>& log);  // with store_mutex_ held
+  void reflag();                                                                   // likewise
 
   mutable std::mutex store_mutex_;
   std::unique_ptr<store::Store> store_;

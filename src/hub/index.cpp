@@ -6,6 +6,7 @@
 #include <cctype>
 #include <filesystem>
 #include <set>
+#include <unordered_map>
 
 #include "result/doctor.h"
 #include "result/result.h"
@@ -191,31 +192,38 @@ bool counts_for_class(const RunRow& r) {
 // A rate more than kOutlierFactor times above or below the median of at least
 // kOutlierPeers other runs of the same test of the same model (by SHA, else by name and
 // quantization) on the same chip.
-void flag_outliers(std::vector<RunRow>& rows, std::optional<PhaseFigure> RunRow::*phase, const char* code,
-                   const char* name) {
-  std::map<std::string, std::vector<size_t>> classes;
+void flag_outliers(const std::vector<RunRow>& rows, const std::vector<std::string>& sha_lc,
+                   std::optional<PhaseFigure> RunRow::*phase, const char* code, const char* name,
+                   std::vector<std::vector<Flag>>& flags) {
+  std::unordered_map<std::string, std::vector<size_t>> classes;
   for (size_t i = 0; i < rows.size(); ++i) {
     const RunRow& r = rows[i];
     const auto& f = r.*phase;
     if (!counts_for_class(r) || !f || f->tokens_per_s <= 0) continue;
-    const std::string chip = r.chip.empty() ? r.device_name : r.chip;
+    const std::string& chip = r.chip.empty() ? r.device_name : r.chip;
     if (chip.empty()) continue;
-    const std::string model = r.model_sha.empty() ? r.model_name + "\n" + r.quant : lower(r.model_sha);
-    classes[chip + "\n" + model + "\n" + f->test].push_back(i);
+    std::string key = chip;
+    key += '\n';
+    key += sha_lc[i].empty() ? r.model_name + "\n" + r.quant : sha_lc[i];
+    key += '\n';
+    key += f->test;
+    classes[key].push_back(i);
   }
+  std::vector<std::pair<double, size_t>> by_rate;
+  std::vector<double> sorted;
   for (const auto& [key, members] : classes) {
     if (members.size() < kOutlierPeers + 1) continue;
-    std::vector<std::pair<double, size_t>> by_rate;
+    by_rate.clear();
+    sorted.clear();
     for (size_t i : members) by_rate.emplace_back((rows[i].*phase)->tokens_per_s, i);
     std::sort(by_rate.begin(), by_rate.end());
-    std::vector<double> sorted;
     for (const auto& [rate, i] : by_rate) sorted.push_back(rate);
     for (size_t k = 0; k < by_rate.size(); ++k) {
       const double median = median_without(sorted, k), rate = by_rate[k].first;
       if (median <= 0 || (rate <= kOutlierFactor * median && rate * kOutlierFactor >= median)) continue;
-      RunRow& r = rows[by_rate[k].second];
+      const RunRow& r = rows[by_rate[k].second];
       const double ratio = rate > median ? rate / median : median / rate;
-      r.flags.push_back(
+      flags[by_rate[k].second].push_back(
           {code, fmt::format(
                      "outlier: {} {} {:.4g} tok/s is {:.1f}x {} the median {:.4g} tok/s of the {} other runs "
                      "of this model and test on {}",
@@ -227,47 +235,57 @@ void flag_outliers(std::vector<RunRow>& rows, std::optional<PhaseFigure> RunRow:
 
 }  // namespace
 
-void flag_runs(std::vector<RunRow>& rows) {
+std::vector<std::vector<Flag>> compute_flags(const std::vector<RunRow>& rows) {
+  std::vector<std::vector<Flag>> flags(rows.size());
+  std::vector<std::string> sha_lc(rows.size()), identity(rows.size());
   // Which SHAs the hub holds for each name, quantization and size.
-  std::map<std::string, std::map<std::string, size_t>> shas;
-  auto identity = [](const RunRow& r) {
-    return r.model_name + "\n" + r.quant + "\n" + std::to_string(r.model_params);
-  };
-  for (RunRow& r : rows) {
-    r.flags.clear();
-    if (!r.model_name.empty() && is_hex_sha256(r.model_sha)) ++shas[identity(r)][lower(r.model_sha)];
+  std::unordered_map<std::string, std::map<std::string, size_t>> shas;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const RunRow& r = rows[i];
+    if (!is_hex_sha256(r.model_sha)) continue;
+    sha_lc[i] = lower(r.model_sha);
+    if (r.model_name.empty()) continue;
+    identity[i] = r.model_name + "\n" + r.quant + "\n" + std::to_string(r.model_params);
+    ++shas[identity[i]][sha_lc[i]];
   }
-  for (RunRow& r : rows) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const RunRow& r = rows[i];
     if (r.model_name.empty() || (r.kind != "bench" && r.kind != "session" && r.kind != "doctor")) continue;
     if (r.model_sha.empty()) {
-      r.flags.push_back({"sha-absent",
-                         "the model's SHA-256 was not computed (bench --no-hash): the model is known "
-                         "by its name only"});
+      flags[i].push_back({"sha-absent",
+                          "the model's SHA-256 was not computed (bench --no-hash): the model is known "
+                          "by its name only"});
       continue;
     }
-    if (!is_hex_sha256(r.model_sha)) {
-      r.flags.push_back(
+    if (sha_lc[i].empty()) {
+      flags[i].push_back(
           {"sha-malformed", fmt::format("the model's SHA-256 '{}' is not 64 hex digits: the model is "
                                         "known by its name only",
                                         r.model_sha.substr(0, 80))});
       continue;
     }
-    const auto& seen = shas[identity(r)];
+    const auto& seen = shas[identity[i]];
     if (seen.size() < 2) continue;
     std::string others;
     for (const auto& [sha, n] : seen) {
-      if (sha == lower(r.model_sha)) continue;
+      if (sha == sha_lc[i]) continue;
       others += fmt::format("{}{}… ({} run{})", others.empty() ? "" : ", ", sha.substr(0, 12), n,
                             n == 1 ? "" : "s");
     }
-    r.flags.push_back(
+    flags[i].push_back(
         {"sha-conflict",
          fmt::format("{} {} ({}) is also in this hub as another file: {}; the name does not say which file "
                      "ran, compare runs by SHA",
                      r.model_name, r.quant, params_text(r.model_params), others)});
   }
-  flag_outliers(rows, &RunRow::prefill, "outlier-prefill", "prefill");
-  flag_outliers(rows, &RunRow::decode, "outlier-decode", "decode");
+  flag_outliers(rows, sha_lc, &RunRow::prefill, "outlier-prefill", "prefill", flags);
+  flag_outliers(rows, sha_lc, &RunRow::decode, "outlier-decode", "decode", flags);
+  return flags;
+}
+
+void flag_runs(std::vector<RunRow>& rows) {
+  auto flags = compute_flags(rows);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i].flags = std::move(flags[i]);
 }
 
 namespace {

@@ -65,6 +65,9 @@ struct RunRow {
 // it (the same name with another SHA; a rate far from its device class's). Pure: the same
 // rows give the same flags, whatever order they arrived in.
 void flag_runs(std::vector<RunRow>& rows);
+// The same flags, one list per row, without touching the rows (the hub works them out
+// under a reader's lock and only swaps them in under the writer's).
+std::vector<std::vector<Flag>> compute_flags(const std::vector<RunRow>& rows);
 inline constexpr double kOutlierFactor = 3;  // this many times above or below the median
 inline constexpr size_t kOutlierPeers = 3;   // of at least this many other runs
 

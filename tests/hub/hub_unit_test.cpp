@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <iostream>
+
 #include "app/stored_run.h"
 #include "core/digest.h"
 #include "core/error.h"
@@ -318,4 +321,28 @@ TEST(HubPages, DevicePagesAndRunHeaderEscapeEverything) {
   EXPECT_NE(list.find("href=\"/device?id=dev-%3Cscript%3E"), std::string::npos) << list;
   EXPECT_NE(header.find("href=\"/device?id=dev-%3Cscript%3E"), std::string::npos);
   EXPECT_TRUE(hub::device_view(runs, "dev-none").runs.empty());
+}
+
+// The flags are worked out again over the whole index after every submission: what that
+// costs on a hub of 10^5 runs (printed; the flags themselves are checked).
+TEST(HubFlags, AHundredThousandRuns) {
+  std::vector<hub::RunRow> rows;
+  for (int64_t i = 1; i <= 100000; ++i) {
+    const int device = static_cast<int>(i % 500), model = static_cast<int>(i % 40);
+    auto r =
+        on(row(i, fmt::format("d{}", device), fmt::format("m{}", model), "q4_0", 100 + i % 7, 10 + i % 3),
+           fmt::format("chip{}", device % 50), std::string(63, 'a') + "0123456789abcdef"[model % 16]);
+    rows.push_back(std::move(r));
+  }
+  rows[0].decode->tokens_per_s = 1000;       // far above its class
+  rows[2].model_sha = std::string(64, 'f');  // m3 as another file
+  const auto start = std::chrono::steady_clock::now();
+  hub::flag_runs(rows);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::cerr << fmt::format("flag_runs over 10^5 runs: {:.0f} ms\n", ms);
+  EXPECT_EQ(codes(rows[0]), std::vector<std::string>{"outlier-decode"});
+  EXPECT_TRUE(rows[1].flags.empty());
+  EXPECT_EQ(codes(rows[2]), std::vector<std::string>{"sha-conflict"});
+  EXPECT_EQ(codes(rows[42]), std::vector<std::string>{"sha-conflict"});  // run 43: m3 too
 }
