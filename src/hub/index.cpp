@@ -138,8 +138,12 @@ RunRow row_of(const app::StoredRun& run, const json& submission) {
   row.created_at = run.record.created_at;
   row.kind = run.record.kind;
   row.status = run.record.status;
-  const result::Provenance p =
-      result::provenance_from_json(run.document().value("provenance", json::object()));
+  // A doctor document keeps its provenance inside its primary run; the store's record of
+  // the run holds it at the top (doctor_job.cpp, and a submission records it so).
+  json provenance = run.document().value("provenance", json::object());
+  if ((!provenance.is_object() || provenance.empty()) && run.record.provenance.is_object())
+    provenance = run.record.provenance;
+  const result::Provenance p = result::provenance_from_json(provenance);
   row.device_id = p.device.id;
   row.device_name = first_nonempty({&p.device.board, &p.device.soc, &p.device.cpu_model});
   row.chip = first_nonempty({&p.device.soc, &p.device.cpu_model});

@@ -259,6 +259,23 @@ TEST(HubServer, BenchSubmitIntoAHub) {
   EXPECT_EQ(row["submitter"], "board-1");
   EXPECT_EQ(row["kind"], "bench");
 
+  // session and doctor take it too; a doctor run is on its device's page, findings and all.
+  r = run_edgeprobe({"session", "-m", test_support::tiny_model(), "--rounds", "1", "--conversations", "1",
+                     "--max-tokens", "8", "--db", dir.file("local.db"), "-q", "--submit", hub.url(),
+                     "--token-file", token});
+  ASSERT_EQ(r.exit_code, 0) << r.err << hub.log();
+  EXPECT_NE(r.err.find("submitted: run 2 at "), std::string::npos) << r.err;
+  r = run_edgeprobe({"doctor", "-m", test_support::tiny_model(), "--no-experiments", "-p", "16", "-n", "8",
+                     "-r", "2", "--db", dir.file("local.db"), "-q", "--submit", hub.url(), "--token-file",
+                     token});
+  ASSERT_EQ(r.exit_code, 0) << r.err << hub.log();
+  EXPECT_NE(r.err.find("submitted: run 3 at "), std::string::npos) << r.err;
+  r = run_edgeprobe({"submit", hub.url(), "3", "--db", dir.file("local.db"), "--token-file", token});
+  EXPECT_NE(r.out.find("already there: run 3"), std::string::npos) << r.out << r.err;
+  const json device = hub.get_json("/api/device?id=" + url_encode(row["device"]["id"].get<std::string>()));
+  ASSERT_TRUE(device.is_object());
+  EXPECT_EQ(device["runs"].size(), 3u);  // bench, session and doctor, on the device that ran them
+
   // Refused by the hub (a token it does not know): the run is stored locally all the same,
   // exit 2, one line naming the problem and the command that sends it again.
   test_support::write_file(dir.file("wrong.token"), "ept_0000\n");
@@ -273,7 +290,7 @@ TEST(HubServer, BenchSubmitIntoAHub) {
       << r.err;
   r = run_edgeprobe({"submit", hub.url(), "1", "--db", dir.file("second.db"), "--token-file", token});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("submitted: run 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("submitted: run 4"), std::string::npos) << r.out;
 
   // No hub there: exit 3, the run kept.
   r = with({"--db", dir.file("third.db"), "--submit", "http://127.0.0.1:9", "--token-file", token});
@@ -289,7 +306,7 @@ TEST(HubServer, BenchSubmitIntoAHub) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("is not a hub URL"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir.file("fourth.db")));
-  EXPECT_EQ(total_runs(hub), 2u);
+  EXPECT_EQ(total_runs(hub), 4u);
 }
 
 // Issue 48: a model whose SHA another file of the same name already holds, a malformed SHA,
