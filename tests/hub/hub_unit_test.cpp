@@ -346,3 +346,21 @@ TEST(HubFlags, AHundredThousandRuns) {
   EXPECT_EQ(codes(rows[2]), std::vector<std::string>{"sha-conflict"});
   EXPECT_EQ(codes(rows[42]), std::vector<std::string>{"sha-conflict"});  // run 43: m3 too
 }
+
+// A doctor run's findings are its device's findings; its device comes from the store's
+// record when the document keeps provenance in its primary run.
+TEST(HubIndex, ADoctorRunsFindingsAndDevice) {
+  app::StoredRun run;
+  run.record.id = 9;
+  run.record.kind = "doctor";
+  run.record.status = "complete";
+  run.record.provenance = {{"device", {{"id", "dev-0123456789abcdef"}, {"cpu_model", "Cortex-A76"}}}};
+  run.content = result::document_from_json(report_test::doctor_document(), "test");
+  const hub::RunRow r = hub::row_of(run, nullptr);
+  EXPECT_EQ(r.device_id, "dev-0123456789abcdef");
+  EXPECT_EQ(r.chip, "Cortex-A76");
+  ASSERT_EQ(r.findings.size(), report_test::doctor_document()["doctor"]["findings"].size());
+  EXPECT_EQ(r.findings[0].severity, "critical");
+  const std::string page = hub::device_page(hub::device_view({r}, r.device_id));
+  EXPECT_NE(page.find("<td>critical</td>"), std::string::npos) << page;
+}
