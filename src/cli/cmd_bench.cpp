@@ -7,6 +7,7 @@
 #include "app/stored_run.h"
 #include "cli/cmd_kv_serve.h"
 #include "cli/common.h"
+#include "cli/hub_client.h"
 #include "cli/job_options.h"
 #include "core/error.h"
 #include "report/formats.h"
@@ -36,6 +37,7 @@ struct BenchFlags {
   std::string trace_file;
   StoreFlags store;
   OutputFlags output;
+  SubmitTarget submit;
 };
 
 void fill_sweep(const BenchFlags& f, workload::SweepSpec& s) {
@@ -70,6 +72,7 @@ void fill_sweep(const BenchFlags& f, workload::SweepSpec& s) {
 }
 
 int run(const BenchFlags& f, app::BenchPlan plan, const std::string& command_line) {
+  check_submit_target(f.submit);
   OutputTarget output(f.output.file);
   auto store = open_store(f.store);
   if (f.store.resume) {
@@ -101,7 +104,9 @@ int run(const BenchFlags& f, app::BenchPlan plan, const std::string& command_lin
   const auto result = app::run_bench(std::move(plan), ctx);
   sink.done();
   output.commit();
-  return finish_job(result.outcome, store.get(), "bench", sink);
+  const int rc = finish_job(result.outcome, store.get(), "bench", sink);
+  return submit_finished_job(f.submit, rc, result::to_json(result.report), result.outcome.run_id,
+                             store.get());
 }
 
 }  // namespace
@@ -178,6 +183,7 @@ void register_bench(CLI::App& app, const std::vector<std::string>& command_line)
   add_store_flags(cmd, f->store, "Finish an interrupted bench run from the store (its stored plan)");
   add_output_options(cmd, f->output, {report::formats_of(report::OutputKind::kResults)});
   add_prefill_remote_flags(cmd, plan->env);
+  add_submit_flags(cmd, f->submit);
   cmd->add_flag("-v,--verbose", plan->env.verbose_engine_log, "Echo llama.cpp's log to stderr");
   cmd->callback([f, plan, command_line] {
     const int rc = run(*f, *plan, join_command_line(command_line));

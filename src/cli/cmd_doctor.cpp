@@ -1,7 +1,6 @@
 #include "cli/cmd_doctor.h"
 
 #include <CLI/CLI.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -12,15 +11,16 @@
 #include "app/plan.h"
 #include "app/stored_run.h"
 #include "cli/common.h"
+#include "cli/hub_client.h"
 #include "cli/job_options.h"
 #include "core/error.h"
 #include "doctor/doctor.h"
 #include "doctor/tune.h"
 #include "engine/llama_engine.h"
 #include "report/doctor_reporters.h"
+#include "report/formats.h"
 #include "store/store.h"
 #include "workload/sweep.h"
-#include "report/formats.h"
 
 namespace edgeprobe::cli {
 
@@ -32,6 +32,7 @@ void register_doctor(CLI::App& app, const std::vector<std::string>& command_line
     bool no_experiments = false;
     StoreFlags store;
     OutputFlags output;
+    SubmitTarget submit;
   };
   auto a = std::make_shared<Args>();
   auto& p = a->plan;
@@ -68,6 +69,7 @@ void register_doctor(CLI::App& app, const std::vector<std::string>& command_line
   cmd->add_flag("--tune", p.tune, "Search threads, CPU mask, placement, polling, batch sizes and flash attention for the fastest configuration");
   add_store_flags(cmd, a->store, nullptr);
   add_output_options(cmd, a->output, {report::formats_of(report::OutputKind::kResults)});
+  add_submit_flags(cmd, a->submit);
   cmd->callback([a, command_line] {
     auto& plan = a->plan;
     plan.config.use_mmap = a->mmap == "1";
@@ -76,6 +78,7 @@ void register_doctor(CLI::App& app, const std::vector<std::string>& command_line
     plan.config.op_offload = a->gpu.op_offload();
     plan.experiments = !a->no_experiments;
     app::validate(plan, workload::default_thread_count());
+    check_submit_target(a->submit);
     // A bad baseline fails before minutes of measuring. Not a file: a run id in the store
     // (another device's run, as `lab run` stores them).
     if (!a->baseline.empty()) {
@@ -93,16 +96,28 @@ void register_doctor(CLI::App& app, const std::vector<std::string>& command_line
     if (plan.tune) {
       const auto result = app::run_tune(options, ctx);
       sink.done();
-      report::write_doctor_report(doctor::to_report(result.tune), a->output.format, output.stream());
+      const auto report = doctor::to_report(result.tune);
+      report::write_doctor_report(report, a->output.format, output.stream());
       output.commit();
-      finish_job(result.outcome, store.get(), "doctor", sink);
+      const int rc = finish_job(result.outcome, store.get(), "doctor", sink);
+      if (a->submit.wanted())
+        if (const int s = submit_finished_job(a->submit, rc, result::to_json(result::DoctorResult(report)),
+                                              result.outcome.run_id, store.get());
+            s != 0)
+          throw CLI::RuntimeError(s);
       return;
     }
     const auto result = app::run_doctor(options, ctx);
     sink.done();
-    report::write_doctor_report(doctor::to_report(result.diagnosis), a->output.format, output.stream());
+    const auto report = doctor::to_report(result.diagnosis);
+    report::write_doctor_report(report, a->output.format, output.stream());
     output.commit();
-    finish_job(result.outcome, store.get(), "doctor", sink);
+    const int rc = finish_job(result.outcome, store.get(), "doctor", sink);
+    if (a->submit.wanted())  // doctor's own exit code does not follow the job's (as before)
+      if (const int s = submit_finished_job(a->submit, rc, result::to_json(result::DoctorResult(report)),
+                                            result.outcome.run_id, store.get());
+          s != 0)
+        throw CLI::RuntimeError(s);
   });
 }
 

@@ -5,13 +5,14 @@
 #include "app/session_job.h"
 #include "cli/cmd_kv_serve.h"
 #include "cli/common.h"
+#include "cli/hub_client.h"
 #include "cli/job_options.h"
 #include "cli/shared_flags.h"
+#include "report/formats.h"
 #include "report/reporter.h"
 #include "report/session_reporters.h"
 #include "store/store.h"
 #include "workload/sweep.h"
-#include "report/formats.h"
 
 namespace edgeprobe::cli {
 namespace {
@@ -24,9 +25,11 @@ struct SessionFlags {
   StoreFlags store;
   OutputFlags output;
   GpuFlags gpu;
+  SubmitTarget submit;
 };
 
 int run(const SessionFlags& f, app::SessionPlan plan, const std::string& command_line) {
+  check_submit_target(f.submit);
   OutputTarget output(f.output.file);
   auto store = open_store(f.store);
   if (f.store.resume) {
@@ -51,7 +54,9 @@ int run(const SessionFlags& f, app::SessionPlan plan, const std::string& command
   sink.done();
   report::write_session_report(result.report, f.output.format, output.stream());
   output.commit();
-  return finish_job(result.outcome, store.get(), "session", sink);
+  const int rc = finish_job(result.outcome, store.get(), "session", sink);
+  return submit_finished_job(f.submit, rc, result::to_json(result.report), result.outcome.run_id,
+                             store.get());
 }
 
 }  // namespace
@@ -81,6 +86,7 @@ void register_session(CLI::App& app, const std::vector<std::string>& command_lin
   add_store_flags(cmd, f->store, "Continue an interrupted session run where it stopped");
   add_output_options(cmd, f->output, {report::formats_of(report::OutputKind::kResults)});
   add_prefill_remote_flags(cmd, plan->env);
+  add_submit_flags(cmd, f->submit);
   cmd->add_flag("-v,--verbose", plan->env.verbose_engine_log, "Echo llama.cpp's log to stderr");
   cmd->callback([f, plan, command_line] {
     const int rc = run(*f, *plan, join_command_line(command_line));

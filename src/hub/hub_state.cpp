@@ -31,6 +31,18 @@ void HubState::index_run(int64_t id, const std::function<void(const std::string&
   }
 }
 
+void HubState::reflag() {
+  // Worked out while pages still read the index (only writers hold store_mutex_, so the
+  // rows cannot change meanwhile), then swapped in under the writer's lock.
+  std::vector<std::vector<Flag>> flags;
+  {
+    std::shared_lock lock(index_mutex_);
+    flags = compute_flags(rows_);
+  }
+  std::unique_lock lock(index_mutex_);
+  for (size_t i = 0; i < rows_.size() && i < flags.size(); ++i) rows_[i].flags = std::move(flags[i]);
+}
+
 size_t HubState::refresh(const std::function<void(const std::string&)>& log) {
   std::lock_guard store_lock(store_mutex_);
   std::vector<int64_t> todo;
@@ -43,7 +55,21 @@ size_t HubState::refresh(const std::function<void(const std::string&)>& log) {
     }
   }
   for (int64_t id : todo) index_run(id, log);
+  if (!todo.empty()) reflag();
   return todo.size();
+}
+
+std::vector<Flag> HubState::flags(int64_t run) const {
+  std::shared_lock lock(index_mutex_);
+  const auto it = position_.find(run);
+  return it == position_.end() ? std::vector<Flag>{} : rows_[it->second].flags;
+}
+
+std::optional<RunRow> HubState::row(int64_t run) const {
+  std::shared_lock lock(index_mutex_);
+  const auto it = position_.find(run);
+  if (it == position_.end()) return std::nullopt;
+  return rows_[it->second];
 }
 
 nlohmann::json HubState::document(int64_t run) const {
@@ -60,6 +86,7 @@ std::pair<int64_t, bool> HubState::submit(const Checked& checked, const nlohmann
   std::lock_guard store_lock(store_mutex_);
   const int64_t id = record_submission(*store_, checked, facts);
   index_run(id, [](const std::string&) {});
+  reflag();
   return {id, false};
 }
 

@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <shared_mutex>
 #include <string>
@@ -35,6 +36,8 @@ class HubState {
     std::shared_lock lock(index_mutex_);
     return position_.contains(run);
   }
+  std::vector<Flag> flags(int64_t run) const;
+  std::optional<RunRow> row(int64_t run) const;
   nlohmann::json document(int64_t run) const;  // throws kBadInput for an unknown run
 
   // Records a checked submission unless its run is already here. {run id, duplicate?}.
@@ -45,6 +48,7 @@ class HubState {
 
  private:
   void index_run(int64_t id, const std::function<void(const std::string&)>& log);  // with store_mutex_ held
+  void reflag();                                                                   // likewise
 
   mutable std::mutex store_mutex_;
   std::unique_ptr<store::Store> store_;

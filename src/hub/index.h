@@ -19,6 +19,28 @@ struct PhaseFigure {
   std::string test;         // "pp512", "tg128"
   double tokens_per_s = 0;  // the median repetition
   std::optional<double> efficiency;
+  // The phase's energy over its tokens (the repetitions' telemetry, median), where the
+  // device measured its total energy (Jetson rails, a discharging battery, RAPL).
+  std::optional<double> joules_per_token = std::nullopt;
+};
+
+// Something a reader of a run should know before trusting its figures: kept and shown
+// next to the run, never a reason to hide it (docs/hub.md, "Flags").
+struct Flag {
+  std::string code;    // "sha-malformed", "sha-absent", "sha-conflict", "outlier-prefill", "outlier-decode"
+  std::string reason;  // one line, with the figures it rests on
+};
+
+// One device's ceilings as one run's roofline measured them, for one backend.
+struct CeilingFigure {
+  std::string backend;  // "CPU" or the GPU ("Vulkan0")
+  double bandwidth_gb_per_s = 0, decode_kernel_gb_per_s = 0, prefill_compute_gflop_per_s = 0;
+  bool suspect = false;  // a rate of the run was above it: the ceiling was measured low
+};
+
+// A doctor run's finding, as its list shows it.
+struct FindingLine {
+  std::string severity, id, title;
 };
 
 struct RunRow {
@@ -26,12 +48,28 @@ struct RunRow {
   std::string created_at, kind, status;
   std::string device_id, device_name, chip, backend;
   std::string model_name, model_sha, quant;
+  uint64_t model_params = 0;
   std::string llama_commit, edgeprobe_version;
   std::string submitter;       // the write token's name; "" for a run recorded locally
   std::string ceilings_check;  // "checked", "unchecked" or "" (not submitted)
   std::optional<PhaseFigure> prefill, decode;
   std::optional<double> ttft_ms;  // of the prefill figure's test
+  // --verify against a reference: "verified ..." or "diverges ..."; "" when not compared.
+  std::string fidelity;
+  std::vector<CeilingFigure> ceilings;  // a bench run's, per backend
+  std::vector<FindingLine> findings;    // a doctor run's
+  std::vector<Flag> flags;              // set by flag_runs over the whole index
 };
+
+// The flags of every run, from the run itself (its model's SHA) and from the runs around
+// it (the same name with another SHA; a rate far from its device class's). Pure: the same
+// rows give the same flags, whatever order they arrived in.
+void flag_runs(std::vector<RunRow>& rows);
+// The same flags, one list per row, without touching the rows (the hub works them out
+// under a reader's lock and only swaps them in under the writer's).
+std::vector<std::vector<Flag>> compute_flags(const std::vector<RunRow>& rows);
+inline constexpr double kOutlierFactor = 3;  // this many times above or below the median
+inline constexpr size_t kOutlierPeers = 3;   // of at least this many other runs
 
 // The facets of a stored run; the figures of a bench run. `submission` is the hub's record
 // of how it arrived (the plan's "hub" object), null for a run recorded on this machine.
@@ -73,7 +111,24 @@ struct BoardKey {
 };
 std::vector<BoardKey> leaderboards(const std::vector<RunRow>& all);
 
+// The devices that ran anything, most runs first.
+struct DeviceKey {
+  std::string id, name, chip;
+  size_t runs = 0;
+  std::string last_run_at;
+};
+std::vector<DeviceKey> devices(const std::vector<RunRow>& all);
+
+// A device's page: its runs by date (oldest first), each bench run's ceilings, and the
+// findings of its doctor runs.
+struct DeviceView {
+  DeviceKey device;
+  std::vector<RunRow> runs;
+};
+DeviceView device_view(const std::vector<RunRow>& all, const std::string& device_id);
+
 nlohmann::json to_json(const RunRow& row);
+nlohmann::json to_json(const DeviceView& view);
 nlohmann::json to_json(const Leaderboard& board);
 
 }  // namespace edgeprobe::hub

@@ -18,6 +18,12 @@ std::string url_encode(std::string_view text);
 std::string runs_page(const RunPage& page, const RunQuery& query);
 std::string leaderboards_page(const std::vector<BoardKey>& boards);
 std::string leaderboard_page(const Leaderboard& board);
+std::string devices_page(const std::vector<DeviceKey>& devices);
+// A device: its ceilings as each run measured them, its runs by date, its doctor findings.
+std::string device_page(const DeviceView& view);
+// The hub's header on a run's page (report's own page below it): the device, linked, who
+// submitted it, and its flags with their reasons.
+std::string run_header(const RunRow& row);
 // A page that says one thing (an unknown run, a refused filter), with its HTTP status.
 std::string message_page(const std::string& title, const std::string& message);
 

@@ -211,6 +211,14 @@ class Hub {
           [this](const auto& req, auto& res) { answer(req, res, [&] { board(req, res, false); }); });
     s.Get("/api/leaderboard",
           [this](const auto& req, auto& res) { answer(req, res, [&] { board(req, res, true); }); });
+    s.Get("/devices",
+          [this](const auto& req, auto& res) { answer(req, res, [&] { device_list(res, false); }); });
+    s.Get("/api/devices",
+          [this](const auto& req, auto& res) { answer(req, res, [&] { device_list(res, true); }); });
+    s.Get("/device",
+          [this](const auto& req, auto& res) { answer(req, res, [&] { device(req, res, false); }); });
+    s.Get("/api/device",
+          [this](const auto& req, auto& res) { answer(req, res, [&] { device(req, res, true); }); });
     s.Get("/compare",
           [this](const auto& req, auto& res) { answer(req, res, [&] { compare(req, res, false); }); });
     s.Get("/api/compare",
@@ -237,7 +245,35 @@ class Hub {
     const json doc = state_.document(id);
     if (api) return send_json(res, doc);
     const std::string label = fmt::format("run {}", id);
-    send_html(res, with_hub_nav(report::render_html_report({{label, doc}})), kReportCsp);
+    std::string page = with_hub_nav(report::render_html_report({{label, doc}}));
+    if (const auto row = state_.row(id)) {  // the device, linked, and the run's flags, before the report
+      const auto nav = page.find("</nav>");
+      if (nav != std::string::npos) page.insert(nav + 6, run_header(*row));
+    }
+    send_html(res, page, kReportCsp);
+  }
+
+  void device_list(httplib::Response& res, bool api) {
+    const auto list = state_.with_rows([](const auto& rows) { return devices(rows); });
+    if (!api) return send_html(res, devices_page(list));
+    json out = json::array();
+    for (const DeviceKey& d : list)
+      out.push_back({{"id", d.id},
+                     {"name", d.name},
+                     {"chip", d.chip},
+                     {"runs", d.runs},
+                     {"last_run_at", d.last_run_at}});
+    send_json(res, out);
+  }
+
+  void device(const httplib::Request& req, httplib::Response& res, bool api) {
+    if (!req.has_param("id")) throw_bad_input("give ?id=DEVICE (the runs list names each run's device)");
+    const std::string id = req.get_param_value("id").substr(0, 200);
+    const DeviceView view = state_.with_rows([&](const auto& rows) { return device_view(rows, id); });
+    if (view.runs.empty())
+      return send_error(res, 404, fmt::format("no run of device '{}' in this hub", id), api);
+    if (api) return send_json(res, to_json(view));
+    send_html(res, device_page(view));
   }
 
   void boards(httplib::Response& res, bool api) {
@@ -328,12 +364,19 @@ class Hub {
                         {"received_at", utc_now_rfc3339()},
                         {"ceilings", checked.ceilings}};
     const auto [id, duplicate] = state_.submit(checked, facts);
-    log_(fmt::format("{} run {} from '{}' ({} bytes, ceilings {})", duplicate ? "already had" : "accepted",
-                     id, submitter, body.size(), checked.ceilings));
+    json flags = json::array();
+    std::string codes;
+    for (const Flag& f : state_.flags(id)) {
+      flags.push_back({{"code", f.code}, {"reason", f.reason}});
+      codes += (codes.empty() ? ", flagged " : " ") + f.code;
+    }
+    log_(fmt::format("{} run {} from '{}' ({} bytes, ceilings {}{})", duplicate ? "already had" : "accepted",
+                     id, submitter, body.size(), checked.ceilings, codes));
     send_json(res,
               {{"run", id},
                {"duplicate", duplicate},
                {"ceilings", checked.ceilings},
+               {"flags", flags},
                {"url", fmt::format("/runs/{}", id)}},
               duplicate ? 200 : 201);
   }

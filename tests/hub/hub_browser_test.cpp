@@ -112,6 +112,31 @@ TEST(HubBrowser, RunsFilterRunLeaderboardAndCompareRenderWithoutAConsoleMessage)
   EXPECT_NE(compare.dom.find("id=\"hub-compare\""), std::string::npos);
   EXPECT_NE(compare.dom.find("explain"), std::string::npos);
 
-  for (const Loaded* page : {&runs, &none, &run, &boards, &board, &compare})
+  // The device pages, linked from the run's header and the runs list.
+  std::smatch device_link;
+  ASSERT_TRUE(std::regex_search(run.dom, device_link, std::regex("href=\"(/device\\?id=[^\"]+)\"")));
+  const std::string device_path = device_link[1].str();
+  const Loaded devices = load(url + "/devices", "devices");
+  EXPECT_NE(devices.dom.find("href=\"" + device_path + "\""), std::string::npos);
+  const Loaded device = load(url + device_path, "device");
+  EXPECT_NE(device.dom.find("<table id=\"device-runs\">"), std::string::npos);
+  EXPECT_EQ(count(device.dom, "<tr data-run="), 2u);
+
+  for (const Loaded* page : {&runs, &none, &run, &boards, &board, &compare, &devices, &device})
     EXPECT_EQ(page->log.find("CONSOLE"), std::string::npos) << page->log;
+
+  // Keyboard navigation: Tab reaches every link and control of each hub page, the focused
+  // one is outlined, and Enter on a link follows it.
+  if (test_support::run_process({"sh", "-c", "command -v node"}, 10).exit_code != 0)
+    GTEST_SKIP() << "node is absent: the keyboard check needs it (apt-get install nodejs)";
+  for (const std::string& path : {std::string("/runs?model=synth"), std::string("/devices"), device_path,
+                                  board_path, std::string("/leaderboards")}) {
+    const auto r = test_support::run_process(
+        {"node", EDGEPROBE_KEYBOARD_NAV_JS, kChromium, url + path, "/devices"}, 120);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("\"unreached\":[]"), std::string::npos) << path << ": " << r.out;
+    EXPECT_NE(r.out.find("\"focus_not_visible\":[]"), std::string::npos) << path << ": " << r.out;
+    EXPECT_NE(r.out.find("\"after_enter\":\"/devices\""), std::string::npos) << path << ": " << r.out;
+    EXPECT_EQ(r.out.find("\"interactive\":0,"), std::string::npos) << path << ": " << r.out;
+  }
 }

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "support/pg_server.h"
@@ -229,6 +230,162 @@ TEST(HubServer, SubmissionsEndToEndOnPostgresql) {
   submissions_end_to_end(pg.create_database("hub"));
 }
 
+// Issue 48: bench --submit sends the run it just stored through the same path as submit;
+// the same run sent again (by id from the local store) is one run; a submission that
+// fails keeps the measured run and says, in one line, how to send it again.
+TEST(HubServer, BenchSubmitIntoAHub) {
+  test_support::TempDir dir;
+  const std::string tokens = dir.file("tokens");
+  const std::string token = add_token(tokens, "board-1", dir.path());
+  Hub hub(dir.file("hub.db"), tokens);
+  ASSERT_GT(hub.port(), 0) << hub.log();
+  const std::vector<std::string> bench = {
+      "bench", "-m", test_support::tiny_model(), "-p", "16", "-n", "8", "-r", "2", "-q"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = bench;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_edgeprobe(args);
+  };
+
+  auto r = with({"--db", dir.file("local.db"), "-o", "json", "--submit", hub.url(), "--token-file", token});
+  ASSERT_EQ(r.exit_code, 0) << r.err << hub.log();
+  EXPECT_NE(r.err.find("submitted: run 1 at " + hub.url() + "/runs/1"), std::string::npos) << r.err;
+  EXPECT_EQ(json::parse(r.out)["kind"], "bench");  // stdout is still the result alone
+  r = run_edgeprobe({"submit", hub.url(), "1", "--db", dir.file("local.db"), "--token-file", token});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("already there: run 1"), std::string::npos) << r.out;
+  EXPECT_EQ(total_runs(hub), 1u);
+  const json row = hub.get_json("/api/runs")["runs"][0];
+  EXPECT_EQ(row["submitter"], "board-1");
+  EXPECT_EQ(row["kind"], "bench");
+
+  // session and doctor take it too; a doctor run is on its device's page, findings and all.
+  r = run_edgeprobe({"session", "-m", test_support::tiny_model(), "--rounds", "1", "--conversations", "1",
+                     "--max-tokens", "8", "--db", dir.file("local.db"), "-q", "--submit", hub.url(),
+                     "--token-file", token});
+  ASSERT_EQ(r.exit_code, 0) << r.err << hub.log();
+  EXPECT_NE(r.err.find("submitted: run 2 at "), std::string::npos) << r.err;
+  r = run_edgeprobe({"doctor", "-m", test_support::tiny_model(), "--no-experiments", "-p", "16", "-n", "8",
+                     "-r", "2", "--db", dir.file("local.db"), "-q", "--submit", hub.url(), "--token-file",
+                     token});
+  ASSERT_EQ(r.exit_code, 0) << r.err << hub.log();
+  EXPECT_NE(r.err.find("submitted: run 3 at "), std::string::npos) << r.err;
+  r = run_edgeprobe({"submit", hub.url(), "3", "--db", dir.file("local.db"), "--token-file", token});
+  EXPECT_NE(r.out.find("already there: run 3"), std::string::npos) << r.out << r.err;
+  const json device = hub.get_json("/api/device?id=" + url_encode(row["device"]["id"].get<std::string>()));
+  ASSERT_TRUE(device.is_object());
+  EXPECT_EQ(device["runs"].size(), 3u);  // bench, session and doctor, on the device that ran them
+
+  // Refused by the hub (a token it does not know): the run is stored locally all the same,
+  // exit 2, one line naming the problem and the command that sends it again.
+  test_support::write_file(dir.file("wrong.token"), "ept_0000\n");
+  r = with({"--db", dir.file("second.db"), "--submit", hub.url(), "--token-file", dir.file("wrong.token")});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(
+      r.err.find("edgeprobe: error: --submit: the hub refused the run (403): unknown or revoked write token; "
+                 "the result is kept (run 1 in "),
+      std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("send it again with: edgeprobe submit " + hub.url() + " 1 --db "), std::string::npos)
+      << r.err;
+  r = run_edgeprobe({"submit", hub.url(), "1", "--db", dir.file("second.db"), "--token-file", token});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("submitted: run 4"), std::string::npos) << r.out;
+
+  // No hub there: exit 3, the run kept.
+  r = with({"--db", dir.file("third.db"), "--submit", "http://127.0.0.1:9", "--token-file", token});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("--submit: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the result is kept (run 1 in "), std::string::npos) << r.err;
+
+  // What can be known before measuring is refused before measuring: no run is made.
+  r = with({"--db", dir.file("fourth.db"), "--submit", hub.url()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("needs a write token"), std::string::npos) << r.err;
+  r = with({"--db", dir.file("fourth.db"), "--submit", "hub:8080", "--token-file", token});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("is not a hub URL"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("fourth.db")));
+  EXPECT_EQ(total_runs(hub), 4u);
+}
+
+// Issue 48: a model whose SHA another file of the same name already holds, a malformed SHA,
+// and a rate far outside its device class are kept and shown with their flags and reasons.
+TEST(HubServer, FlagsAreShownNotHidden) {
+  test_support::TempDir dir;
+  const std::string tokens = dir.file("tokens");
+  const std::string token = add_token(tokens, "lab", dir.path());
+  Hub hub(dir.file("hub.db"), tokens);
+  ASSERT_GT(hub.port(), 0) << hub.log();
+  const json base = read_json(fixture().bench);
+  int n = 0;
+  // Another run of the same document: a new start time, rates scaled, the SHA as given.
+  auto submit = [&](double scale, const std::string& sha, bool ceilings) {
+    json doc = base;
+    doc["provenance"]["started_at_utc"] = fmt::format("2026-01-01T00:00:{:02}Z", ++n);
+    for (auto& m : doc["provenance"]["models"]) m["sha256"] = sha;
+    for (auto& t : doc["results"]) {
+      if (!ceilings)
+        t["roofline"] = nullptr;
+      else
+        t["roofline"]["bandwidth_gb_per_s"] = 12.5;  // the device's read bandwidth, for its page
+      for (auto& rep : t["repetitions"])
+        for (const char* k : {"prefill_tokens_per_s", "decode_tokens_per_s"})
+          if (rep[k].is_number()) rep[k] = rep[k].get<double>() * scale;
+    }
+    const std::string file = dir.file(fmt::format("run{}.json", n));
+    test_support::write_file(file, doc.dump());
+    return run_edgeprobe({"submit", hub.url(), file, "--token-file", token});
+  };
+  const std::string sha = base["provenance"]["models"][0]["sha256"];
+  ASSERT_EQ(sha.size(), 64u);
+  for (double scale : {1.0, 1.05, 0.95}) ASSERT_EQ(submit(scale, sha, true).exit_code, 0);
+  auto r = submit(5, sha, false);  // 5x its class: past its own ceilings, so sent without them
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("submitted: run 4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(flagged: outlier: prefill"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("; outlier: decode tg8 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("5.0x above the median"), std::string::npos) << r.out;
+  r = submit(1, std::string(64, 'f'), true);
+  EXPECT_NE(r.out.find("is also in this hub as another file"), std::string::npos) << r.out;
+  r = submit(1, "<script>alert(1)</script>", true);
+  EXPECT_NE(r.out.find("is not 64 hex digits"), std::string::npos) << r.out;
+  EXPECT_EQ(total_runs(hub), 6u);
+
+  auto flag_codes = [&](int run) {
+    std::set<std::string> out;
+    const json runs = hub.get_json("/api/runs?per_page=200")["runs"];
+    for (const auto& row : runs)
+      if (row["id"] == run)
+        for (const auto& f : row["flags"]) out.insert(f["code"].get<std::string>());
+    return out;
+  };
+  EXPECT_EQ(flag_codes(4), (std::set<std::string>{"outlier-decode", "outlier-prefill", "sha-conflict"}));
+  EXPECT_EQ(flag_codes(1), std::set<std::string>{"sha-conflict"});
+  EXPECT_EQ(flag_codes(5), std::set<std::string>{"sha-conflict"});
+  EXPECT_EQ(flag_codes(6), std::set<std::string>{"sha-malformed"});
+  EXPECT_EQ(hub.get_json("/api/runs?flag=outlier")["total"], 1);
+  // On the run's page and in the list, as text.
+  const std::string page = hub.get("/runs/4");
+  EXPECT_NE(page.find("id=\"hub-run\""), std::string::npos);
+  EXPECT_NE(page.find("⚑ outlier-decode: outlier: decode"), std::string::npos);
+  EXPECT_NE(hub.get("/runs").find("⚑ "), std::string::npos);
+  EXPECT_EQ(hub.get("/runs/6").find("<script>alert"), std::string::npos);
+  EXPECT_EQ(hub.get("/runs?flag=sha").find("<script>alert"), std::string::npos);
+  // The device page: its runs over time, its ceilings, linked from the run.
+  const json row = hub.get_json("/api/runs")["runs"][0];
+  const std::string device = row["device"]["id"];
+  const json view = hub.get_json("/api/device?id=" + url_encode(device));
+  ASSERT_TRUE(view.is_object());
+  EXPECT_EQ(view["runs"].size(), 6u);
+  EXPECT_EQ(view["ceilings"].size(), 5u);  // every run but the one sent without ceilings
+  EXPECT_NE(page.find("href=\"/device?id=" + device + "\""), std::string::npos);  // dev- and hex: as they are
+  EXPECT_NE(hub.get("/device?id=" + url_encode(device)).find("<table id=\"ceilings\">"), std::string::npos);
+  auto missing = hub.client().Get("/device?id=nobody");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+}
+
 TEST(HubServer, RefusalsSayWhy) {
   test_support::TempDir dir;
   const std::string tokens = dir.file("tokens");
@@ -300,7 +457,8 @@ TEST(HubServer, HostileInputIsBoundedRefusedAndInert) {
   ASSERT_EQ(r.exit_code, 0) << r.err << hub.log();
   const json row = hub.get_json("/api/runs")["runs"][0];
   for (const std::string& path :
-       {std::string("/runs"), std::string("/runs/1"), std::string("/leaderboards"),
+       {std::string("/runs"), std::string("/runs/1"), std::string("/leaderboards"), std::string("/devices"),
+        "/device?id=" + url_encode(row["device"]["id"].get<std::string>()),
         "/leaderboard?model=" + url_encode(row["model"]["name"].get<std::string>()) +
             "&quant=" + url_encode(row["model"]["quant"].get<std::string>()),
         std::string("/runs?device=%3Cscript%3E")}) {

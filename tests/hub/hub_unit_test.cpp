@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <iostream>
+
+#include "app/stored_run.h"
 #include "core/digest.h"
 #include "core/error.h"
 #include "hub/index.h"
@@ -10,6 +14,7 @@
 #include "hub/submission.h"
 #include "hub/tokens.h"
 #include "report/fixtures.h"
+#include "result/document.h"
 #include "support/run_process.h"
 
 using namespace edgeprobe;
@@ -186,4 +191,176 @@ TEST(HubPages, EveryValueIsEscaped) {
   }
   EXPECT_NE(list.find("&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&gt;"), std::string::npos);
   EXPECT_EQ(hub::url_encode("a b&c=<"), "a%20b%26c%3D%3C");
+}
+
+namespace {
+
+const std::string kShaA(64, 'a'), kShaB(64, 'b');
+
+hub::RunRow on(hub::RunRow r, const std::string& chip, const std::string& sha) {
+  r.chip = chip;
+  r.model_sha = sha;
+  r.model_params = 1100000000;
+  return r;
+}
+
+std::vector<std::string> codes(const hub::RunRow& r) {
+  std::vector<std::string> out;
+  for (const auto& f : r.flags) out.push_back(f.code);
+  return out;
+}
+
+const hub::RunRow& by_id(const std::vector<hub::RunRow>& rows, int64_t id) {
+  return *std::find_if(rows.begin(), rows.end(), [&](const hub::RunRow& r) { return r.id == id; });
+}
+
+}  // namespace
+
+// Issue 48: the model's SHA against its name, and a run far outside its device class, are
+// flagged with their reasons; nothing is hidden, and the flags do not depend on the order
+// the runs arrived in.
+TEST(HubFlags, ShaAgainstNameAndOutliersInTheirDeviceClass) {
+  std::vector<hub::RunRow> rows = {
+      on(row(1, "pixel", "llama", "q4_0", 100, 10), "Tensor G3", kShaA),
+      on(row(2, "pixel", "llama", "q4_0", 110, 11), "Tensor G3", kShaA),
+      on(row(3, "pixel", "llama", "q4_0", 105, 10.5), "Tensor G3", kShaA),
+      on(row(4, "pixel", "llama", "q4_0", 95, 40), "Tensor G3", kShaA),   // decode 3.8x the others' median
+      on(row(5, "epyc", "llama", "q4_0", 300, 30), "EPYC", kShaB),        // the same name, another file
+      on(row(6, "epyc", "llama", "q4_0", 300, 30), "EPYC", "not-a-sha"),  // malformed
+      on(row(7, "epyc", "llama", "q4_0", 300, 30), "EPYC", ""),           // --no-hash
+      on(row(8, "epyc", "llama", "q8_0", 200, 20), "EPYC", kShaB),        // another quant: no conflict
+  };
+  hub::flag_runs(rows);
+  const auto check = [](const std::vector<hub::RunRow>& rs) {
+    EXPECT_EQ(codes(by_id(rs, 4)), (std::vector<std::string>{"sha-conflict", "outlier-decode"}));
+    for (int64_t id : {1, 2, 3, 5})
+      EXPECT_EQ(codes(by_id(rs, id)), std::vector<std::string>{"sha-conflict"}) << id;
+    EXPECT_EQ(codes(by_id(rs, 6)), std::vector<std::string>{"sha-malformed"});
+    EXPECT_EQ(codes(by_id(rs, 7)), std::vector<std::string>{"sha-absent"});
+    EXPECT_TRUE(by_id(rs, 8).flags.empty());
+  };
+  check(rows);
+  const std::string& why = by_id(rows, 4).flags[1].reason;
+  EXPECT_NE(why.find("tg128 40 tok/s is 3.8x above the median 10.5 tok/s of the 3 other runs"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(by_id(rows, 5).flags[0].reason.find("aaaaaaaaaaaa… (4 runs)"), std::string::npos)
+      << by_id(rows, 5).flags[0].reason;
+  // Another order, flagged again from scratch: the same flags.
+  std::reverse(rows.begin(), rows.end());
+  hub::flag_runs(rows);
+  check(rows);
+  // Fewer than three others: no class to be far from.
+  rows.erase(std::remove_if(rows.begin(), rows.end(), [](const hub::RunRow& r) { return r.id == 1; }),
+             rows.end());
+  hub::flag_runs(rows);
+  EXPECT_EQ(codes(by_id(rows, 4)), std::vector<std::string>{"sha-conflict"});
+  // The runs list filters by flag and shows each.
+  hub::RunQuery q;
+  q.filters["flag"] = "malformed";
+  const auto page = hub::query_runs(rows, q);
+  ASSERT_EQ(page.rows.size(), 1u);
+  EXPECT_EQ(page.rows[0].id, 6);
+  const std::string list = hub::runs_page(hub::query_runs(rows, {}), {});
+  EXPECT_NE(list.find("⚑ sha-malformed"), std::string::npos);
+}
+
+// TTFT, energy per token and fidelity come from the document where it measured them, and
+// read "—" where it did not.
+TEST(HubIndex, EnergyAndFidelityWhereMeasured) {
+  json doc = report_test::bench_document(3, 16, false, "model.gguf", kShaA);
+  for (auto& rep : doc["results"][1]["repetitions"])
+    rep["telemetry"] = {{"decode", {{"joules_per_token", 0.25 + 0.01 * rep["index"].get<int>()}}}};
+  doc["results"][1]["verify"] = {
+      {"prompt_tokens", {1, 2}},
+      {"tokens", {3, 4}},
+      {"reference", {{"source", "run 7"}, {"compared", 2}, {"first_divergence", nullptr}}}};
+  app::StoredRun run;
+  run.record.id = 1;
+  run.record.kind = "bench";
+  run.record.status = "complete";
+  run.content = result::document_from_json(doc, "test");
+  const hub::RunRow r = hub::row_of(run, nullptr);
+  ASSERT_TRUE(r.decode && r.prefill && r.ttft_ms);
+  ASSERT_TRUE(r.decode->joules_per_token);
+  EXPECT_NEAR(*r.decode->joules_per_token, 0.26, 1e-9);
+  EXPECT_FALSE(r.prefill->joules_per_token);
+  EXPECT_EQ(r.fidelity, "greedy tokens as run 7's (2 compared)");
+  const std::string board = hub::leaderboard_page(hub::leaderboard({r}, r.model_name, r.quant));
+  EXPECT_NE(board.find("<th>TTFT ms</th>"), std::string::npos);
+  EXPECT_NE(board.find("<td class=\"n\">0.260</td>"), std::string::npos) << board;
+  EXPECT_NE(board.find("<td class=\"n muted\">—</td>"), std::string::npos);  // prefill's energy: not measured
+  EXPECT_NE(board.find(">verified</td>"), std::string::npos);
+  EXPECT_EQ(hub::to_json(r)["decode"]["joules_per_token"], 0.26);
+  EXPECT_TRUE(hub::to_json(r)["prefill"]["joules_per_token"].is_null());
+}
+
+TEST(HubPages, DevicePagesAndRunHeaderEscapeEverything) {
+  auto runs = some_runs();
+  const std::string evil = "<script>alert(1)</script>\"'><img src=x onerror=alert(2)>";
+  for (auto& r : runs) {
+    r.device_id = "dev-" + evil;
+    r.device_name = evil;
+    r.chip = evil;
+    r.ceilings.push_back({evil, 50, 40, 900, true});
+    r.findings.push_back({"warning", evil, evil});
+    r.flags.push_back({evil, evil});
+  }
+  const auto view = hub::device_view(runs, "dev-" + evil);
+  EXPECT_EQ(view.runs.size(), runs.size());
+  const std::string device = hub::device_page(view);
+  const std::string list = hub::devices_page(hub::devices(runs));
+  const std::string header = hub::run_header(runs[0]);
+  for (const std::string& page : {device, list, header, hub::runs_page(hub::query_runs(runs, {}), {})}) {
+    EXPECT_EQ(page.find("<script>alert"), std::string::npos);
+    EXPECT_EQ(page.find("<img src=x"), std::string::npos);
+    EXPECT_EQ(page.find("\"'>"), std::string::npos);
+  }
+  EXPECT_NE(device.find("<table id=\"ceilings\">"), std::string::npos);
+  EXPECT_NE(device.find(">suspect<"), std::string::npos);
+  EXPECT_NE(list.find("href=\"/device?id=dev-%3Cscript%3E"), std::string::npos) << list;
+  EXPECT_NE(header.find("href=\"/device?id=dev-%3Cscript%3E"), std::string::npos);
+  EXPECT_TRUE(hub::device_view(runs, "dev-none").runs.empty());
+}
+
+// The flags are worked out again over the whole index after every submission: what that
+// costs on a hub of 10^5 runs (printed; the flags themselves are checked).
+TEST(HubFlags, AHundredThousandRuns) {
+  std::vector<hub::RunRow> rows;
+  for (int64_t i = 1; i <= 100000; ++i) {
+    const int device = static_cast<int>(i % 500), model = static_cast<int>(i % 40);
+    auto r =
+        on(row(i, fmt::format("d{}", device), fmt::format("m{}", model), "q4_0", 100 + i % 7, 10 + i % 3),
+           fmt::format("chip{}", device % 50), std::string(63, 'a') + "0123456789abcdef"[model % 16]);
+    rows.push_back(std::move(r));
+  }
+  rows[0].decode->tokens_per_s = 1000;       // far above its class
+  rows[2].model_sha = std::string(64, 'f');  // m3 as another file
+  const auto start = std::chrono::steady_clock::now();
+  hub::flag_runs(rows);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::cerr << fmt::format("flag_runs over 10^5 runs: {:.0f} ms\n", ms);
+  EXPECT_EQ(codes(rows[0]), std::vector<std::string>{"outlier-decode"});
+  EXPECT_TRUE(rows[1].flags.empty());
+  EXPECT_EQ(codes(rows[2]), std::vector<std::string>{"sha-conflict"});
+  EXPECT_EQ(codes(rows[42]), std::vector<std::string>{"sha-conflict"});  // run 43: m3 too
+}
+
+// A doctor run's findings are its device's findings; its device comes from the store's
+// record when the document keeps provenance in its primary run.
+TEST(HubIndex, ADoctorRunsFindingsAndDevice) {
+  app::StoredRun run;
+  run.record.id = 9;
+  run.record.kind = "doctor";
+  run.record.status = "complete";
+  run.record.provenance = {{"device", {{"id", "dev-0123456789abcdef"}, {"cpu_model", "Cortex-A76"}}}};
+  run.content = result::document_from_json(report_test::doctor_document(), "test");
+  const hub::RunRow r = hub::row_of(run, nullptr);
+  EXPECT_EQ(r.device_id, "dev-0123456789abcdef");
+  EXPECT_EQ(r.chip, "Cortex-A76");
+  ASSERT_EQ(r.findings.size(), report_test::doctor_document()["doctor"]["findings"].size());
+  EXPECT_EQ(r.findings[0].severity, "critical");
+  const std::string page = hub::device_page(hub::device_view({r}, r.device_id));
+  EXPECT_NE(page.find("<td>critical</td>"), std::string::npos) << page;
 }
