@@ -94,9 +94,11 @@ std::vector<SpecRow> predict_speculation(const model::GgufInfo& target, const mo
     }
     rows.push_back(std::move(row));
   }
-  // The verify batches' notes repeat per length: each once.
+  // The verify batches' notes repeat per length: each once. The draft's and the batches'
+  // load times are no part of a decode step.
   for (auto& n : found)
-    if (std::find(notes.begin(), notes.end(), n) == notes.end()) notes.push_back(std::move(n));
+    if (n.find("load time") == std::string::npos && std::find(notes.begin(), notes.end(), n) == notes.end())
+      notes.push_back(std::move(n));
   return rows;
 }
 

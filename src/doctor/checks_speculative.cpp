@@ -56,7 +56,9 @@ std::optional<Finding> draft_costs_more(const result::TestResult& r) {
   Finding f{
       "speculative.draft_costs_more",
       Severity::kWarning,
-      fmt::format("{}: the draft model makes decoding x{:.2f} slower than plain decoding", test, m.median),
+      fmt::format(
+          "{}: the draft costs more than it saves: speculative decoding at x{:.2f} of plain decoding's speed",
+          test, 1 / m.median),
       {fmt::format(
            "{}: plain against speculative decoding (draft up to {} tokens): {} of {} interleaved pairs "
            "slower, median x{:.2f}, {:.0f} % interval [{:.2f}, {:.2f}]",
