@@ -70,6 +70,10 @@ BenchPlan bench_child_plan(const doctor::DoctorOptions& o, const doctor::RunConf
   if (product != configs.size() || variants.size() != 1)
     throw Error(ErrorKind::kBug, fmt::format("doctor: a child's {} configurations differ in more than one setting", configs.size()));
   plan.env.cpu_variant = variants.front();
+  if (tests.draft && !o.draft.empty()) {
+    plan.run.spec.draft = o.draft;
+    plan.run.spec.draft_max = o.draft_max;
+  }
   plan.run.repetitions = tests.repetitions;
   plan.run.warmup = tests.warmup;
   plan.keep_engine_log = true;  // the checks read llama.cpp's load log

@@ -314,6 +314,11 @@ void validate(DoctorPlan& p, int default_threads) {
   if (!p.baseline.is_null() && !p.baseline.is_object())
     throw_bad_input("plan: 'baseline' must be a result document (an object), got {}", p.baseline.type_name());
   result::check_schema_version(p.baseline, "plan: 'baseline'");
+  if (!p.draft.empty()) {
+    check_range({p.draft_max}, "--draft-max", 1, 256);
+    if (p.tune)
+      throw_bad_input("--draft applies to a diagnosis, not to --tune (which searches without a draft)");
+  }
 }
 
 json to_json(const DoctorPlan& p) {
@@ -343,6 +348,7 @@ json to_json(const DoctorPlan& p) {
           {"tune", p.tune},
           {"baseline_name", p.baseline_name},
           {"baseline", p.baseline}};
+  if (!p.draft.empty()) j["draft"] = {{"model", p.draft}, {"max", p.draft_max}};
   // GPU settings only where they differ from the defaults, as in a bench plan's sweep.
   const doctor::RunConfig d;
   if (c.n_gpu_layers != d.n_gpu_layers) j["config"]["n_gpu_layers"] = c.n_gpu_layers;
@@ -397,7 +403,9 @@ void each_model(Plan& plan, const std::function<void(std::string&)>& f) {
       for (auto& m : s->models) f(m);
     for (auto& c : s->configs) f(c.model_path);
   } else {
-    f(std::get<DoctorPlan>(plan).model);
+    auto& d = std::get<DoctorPlan>(plan);
+    f(d.model);
+    if (!d.draft.empty()) f(d.draft);  // resolved and deployed like the model
   }
 }
 

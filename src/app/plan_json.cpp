@@ -380,7 +380,7 @@ DoctorPlan doctor_plan_from_json(const json& j) {
   check_kind_and_keys(
       j, "doctor",
       {"kind", "plan_version", "model", "config", "n_prompt", "n_gen", "repetitions", "sysfs_root",
-       "sample_hz", "budget_s", "experiments", "tune", "baseline_name", "baseline"});
+       "sample_hz", "budget_s", "experiments", "tune", "baseline_name", "baseline", "draft"});
   DoctorPlan p;
   read(j, "model", p.model);
   if (j.contains("config")) {
@@ -414,6 +414,12 @@ DoctorPlan doctor_plan_from_json(const json& j) {
   read(j, "tune", p.tune);
   read(j, "baseline_name", p.baseline_name);
   if (j.contains("baseline")) p.baseline = j["baseline"];
+  if (j.contains("draft")) {
+    const json& d = object_at(j, "draft", "doctor plan");
+    reject_unknown_keys(d, {"model", "max"}, "doctor plan draft");
+    read(d, "model", p.draft, "doctor plan draft");
+    read(d, "max", p.draft_max, "doctor plan draft");
+  }
   return p;
 }
 

@@ -191,6 +191,49 @@ std::vector<predict::Config> configs(const PredictPlan& plan, const std::vector<
   return out;
 }
 
+// predict --draft, resolved before anything is measured.
+struct SpecPlan {
+  std::optional<std::pair<std::string, model::GgufInfo>> draft;
+  std::vector<int> lengths;
+  std::map<int, std::vector<double>> measured;
+  std::string measured_basis;
+};
+
+SpecPlan speculation_plan(const PredictPlan& plan) {
+  SpecPlan s;
+  if (plan.draft.empty()) {
+    if (plan.acceptance || !plan.acceptance_from.empty() || !plan.draft_max.empty())
+      throw_bad_input("--acceptance, --acceptance-from and --draft-max apply with --draft MODEL");
+    return s;
+  }
+  // The verify batch is priced at the prefill kernel probe's rates for its size: a device
+  // predicted from a spec or the catalogue has no such rates.
+  if (plan.spec || !plan.device_spec.empty() || !plan.gpu.empty())
+    throw_bad_input(
+        "--draft needs a measured CPU's ceilings (this machine, or --device): a spec, the catalogue and "
+        "--gpu have no prefill kernel rates at a verify batch's size");
+  if (plan.acceptance && (*plan.acceptance < 0 || *plan.acceptance > 1))
+    throw_bad_input("invalid value {} for --acceptance: the share of proposals accepted, 0 to 1",
+                    *plan.acceptance);
+  if (plan.acceptance && !plan.acceptance_from.empty())
+    throw_bad_input("give the acceptance as --acceptance or --acceptance-from, not both");
+  const auto drafts = predict_models(plan.draft, {});
+  if (drafts.size() != 1)
+    throw_bad_input("--draft takes one model, a file or synth:SHAPE:QUANT ('{}')", plan.draft);
+  s.draft = drafts.front();
+  if (!plan.acceptance_from.empty()) {
+    s.measured = measured_acceptance(plan.acceptance_from, plan.db);
+    s.measured_basis = "measured in " + plan.acceptance_from;
+  }
+  s.lengths = plan.draft_max;
+  if (s.lengths.empty() && !s.measured.empty())
+    for (const auto& [k, rates] : s.measured) s.lengths.push_back(k);
+  if (s.lengths.empty()) s.lengths = {2, 4, 8};
+  for (int k : s.lengths)
+    if (k < 1 || k > 256) throw_bad_input("invalid value {} for --draft-max: must be 1 to 256", k);
+  return s;
+}
+
 void validate(const PredictPlan& plan, size_t models, size_t thread_counts) {
   auto positive = [](const std::vector<int>& v, const char* flag, bool zero_ok) {
     for (int x : v)
@@ -364,6 +407,8 @@ PredictReport run_predict(const PredictPlan& plan, const JobContext& ctx) {
   }
   if (plan.device_spec.empty() && plan.spec && plan.spec->bandwidth_gb_per_s <= 0)
     throw_bad_input("a device spec needs its memory bandwidth: --bandwidth GB/s (the figure decode scales with)");
+  const SpecPlan spec_plan = speculation_plan(plan);
+  report.draft = plan.draft;
   std::vector<std::pair<std::string, model::GgufInfo>> models;
   validate(plan, plan.models.size() * std::max<size_t>(1, plan.quants.size()),
            std::max<size_t>(1, plan.threads.size()));
@@ -509,10 +554,18 @@ PredictReport run_predict(const PredictPlan& plan, const JobContext& ctx) {
       for (int p : plan.n_prompt)
         for (int ub : plan.n_ubatch)
           if (p > 0) needs.prefill_tokens.insert(probe::prefill_kernel_tokens(p, ub));
+      for (int k : spec_plan.lengths) needs.prefill_tokens.insert(k + 1);  // the verify batches
       needs.prefill_threads.insert(threads.begin(), threads.end());
       needs.decode_threads.insert(threads.begin(), threads.end());
       progress(fmt::format("measuring {}'s kernels (cached after the first run)", label));
       probe::ensure_model_kernels(ceilings, info, needs, po);
+    }
+    if (spec_plan.draft) {
+      probe::KernelNeeds needs;
+      needs.decode_threads.insert(threads.begin(), threads.end());
+      progress(fmt::format("measuring the draft {}'s kernels (cached after the first run)",
+                           spec_plan.draft->first));
+      probe::ensure_model_kernels(ceilings, spec_plan.draft->second, needs, po);
     }
     if (plan.remeasure) ceilings.step_costs.clear();
     Environment env;
@@ -527,9 +580,34 @@ PredictReport run_predict(const PredictPlan& plan, const JobContext& ctx) {
     for (const auto& c : configs(plan, threads)) {
       const auto ds = check_spread(checks.decode, probe_spread(ceilings, info, c.threads, true));
       const auto ps = check_spread(checks.prefill, probe_spread(ceilings, info, c.threads, false));
-      report.rows.push_back({label, info.dominant_type(), predict::predict(info, ceilings, c, ds, ps, memory_bytes)});
+      PredictRow row{
+          label, info.dominant_type(), predict::predict(info, ceilings, c, ds, ps, memory_bytes), {}};
+      if (spec_plan.draft)
+        row.speculative = predict_speculation(info, spec_plan.draft->second, ceilings, c, spec_plan.lengths,
+                                              plan.acceptance, spec_plan.measured, spec_plan.measured_basis,
+                                              row.prediction.notes);
+      report.rows.push_back(std::move(row));
     }
   return report;
+}
+
+json to_json(const std::vector<SpecRow>& rows) {
+  json out = json::array();
+  for (const auto& r : rows) {
+    json j = {{"draft_max", r.draft_max},
+              {"target_token_ms", r.costs.target_token_ms},
+              {"draft_token_ms", r.costs.draft_token_ms},
+              {"verify_ms", r.costs.verify_ms},
+              {"break_even_acceptance", r.break_even ? json(*r.break_even) : json()}};
+    if (!r.acceptance_basis.empty()) {
+      j["acceptance"] = {
+          {"alpha", r.alpha}, {"basis", r.acceptance_basis}, {"position_rates", r.position_rates}};
+      j["expected_tokens"] = r.expected_tokens;
+      j["speed_up"] = r.speed_up;
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
 }
 
 json to_json(const PredictReport& r) {
@@ -538,10 +616,12 @@ json to_json(const PredictReport& r) {
     json j = predict::to_json(row.prediction);
     j["model"] = row.model;
     j["quant"] = row.quant;
+    if (!row.speculative.empty()) j["speculative"] = to_json(row.speculative);
     rows.push_back(std::move(j));
   }
-  return {{"kind", "predict"},  {"schema_version", 1},   {"device", r.device}, {"device_basis", r.device_basis},
-          {"emulated", r.emulated}, {"notes", r.notes}, {"rows", rows}};
+  return {
+      {"kind", "predict"},      {"schema_version", 1}, {"device", r.device}, {"device_basis", r.device_basis},
+      {"emulated", r.emulated}, {"notes", r.notes},    {"rows", rows},       {"draft", r.draft}};
 }
 
 json bench_prediction(const result::TestResult& r, const model::GgufInfo& info, const probe::DeviceCeilings& c) {

@@ -65,6 +65,13 @@ void register_doctor(CLI::App& app, const std::vector<std::string>& command_line
                   "Seconds the whole diagnosis may take; comparisons still undecided then are reported inconclusive "
                   "(default: twice llama-bench's default run, estimated from the first run)")
       ->check(CLI::Range(1.0, 86400.0));
+  cmd->add_option(
+      "--draft", p.draft,
+      "A draft model for speculative decoding (a file, trained:draft, ...): the configuration as given "
+      "also runs bench --draft's pairs, and a draft that costs more than it saves is named");
+  cmd->add_option("--draft-max", p.draft_max, "With --draft: tokens a draft proposes at most")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
   cmd->add_flag("--no-experiments", a->no_experiments, "Diagnose from the one run; do not measure the fixes");
   cmd->add_flag("--tune", p.tune, "Search threads, CPU mask, placement, polling, batch sizes and flash attention for the fastest configuration");
   add_store_flags(cmd, a->store, nullptr);

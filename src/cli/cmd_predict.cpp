@@ -16,9 +16,10 @@ namespace edgeprobe::cli {
 namespace {
 
 struct PredictFlags {
-  std::vector<std::string> models, quants, threads, n_prompt{"512"}, n_gen{"128"}, n_depth{"0"}, n_ubatch{"512"},
-      type_k{"f16"};
+  std::vector<std::string> models, quants, threads, n_prompt{"512"}, n_gen{"128"}, n_depth{"0"},
+      n_ubatch{"512"}, type_k{"f16"}, draft_max;
   std::string check;
+  double acceptance = -1;
   double bandwidth = 0, gflops = 0, storage = 0, memory_gb = 0;
   int cores = 0;
   std::string db, device_spec, backend;
@@ -43,6 +44,8 @@ int run(PredictFlags& f, const CLI::App& cmd) {
   plan.n_depth = workload::parse_int_lists(f.n_depth, "-d");
   plan.n_ubatch = workload::parse_int_lists(f.n_ubatch, "-ub");
   plan.type_k = split_all(f.type_k);
+  plan.draft_max = workload::parse_int_lists(f.draft_max, "--draft-max");
+  if (cmd.count("--acceptance")) plan.acceptance = f.acceptance;
   plan.db = resolve_db_path(f.db);
   const bool spec = cmd.count("--bandwidth") || cmd.count("--gflops") || cmd.count("--cores") ||
                     cmd.count("--memory-gb") || cmd.count("--storage-mb-per-s");
@@ -110,6 +113,19 @@ void register_predict(CLI::App& app) {
   cmd->add_option("--storage-mb-per-s", f->storage, "A device not measured: its storage read rate, MB/s (load time)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--check", f->check, "Print how far a stored bench run (id or result file) fell from its predictions");
+  cmd->add_option(
+      "--draft", f->plan.draft,
+      "Speculative decoding with this draft model (a GGUF file or synth:SHAPE:QUANT): per draft length, "
+      "the break-even acceptance and, with an acceptance, the speed-up over plain decoding");
+  cmd->add_option("--draft-max", f->draft_max,
+                  "With --draft: draft lengths, comma list (default 2,4,8; with "
+                  "--acceptance-from, the run's)");
+  cmd->add_option("--acceptance", f->acceptance,
+                  "With --draft: the chance each proposal is accepted after the ones before it (0 to 1)");
+  cmd->add_option(
+      "--acceptance-from", f->plan.acceptance_from,
+      "With --draft: a bench --draft run (id or result file) whose measured acceptance per draft position "
+      "to predict at");
   cmd->add_flag("--remeasure", f->plan.remeasure, "Measure this machine's per-step costs again");
   cmd->add_option("--sysfs-root", f->plan.sysfs_root, "Read sysfs/procfs under this root")->capture_default_str();
   add_db_option(cmd, f->db);

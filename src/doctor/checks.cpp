@@ -92,6 +92,7 @@ std::vector<Finding> diagnose(const Evidence& e) {
   checks::check_decode_steps(e, out);
   checks::check_load(e, out);
   checks::check_ceiling(e, out);
+  checks::check_speculation(e, out);
   // A thread count measured faster while something else held the CPUs is a symptom: the
   // other processes or the quota are the cause, and fixing them changes the best count.
   const bool cpu_taken = std::any_of(out.begin(), out.end(), [](const Finding& f) {

@@ -66,4 +66,7 @@ void check_ceiling(const Evidence& e, std::vector<Finding>& out);
 
 void check_gpu(const Evidence& e, std::vector<Finding>& out);
 
+// checks_speculative.cpp: a draft model (bench --draft) that measured slower than plain decoding.
+void check_speculation(const Evidence& e, std::vector<Finding>& out);
+
 }  // namespace edgeprobe::doctor::checks

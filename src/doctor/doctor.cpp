@@ -129,7 +129,9 @@ Diagnosis run_doctor(const DoctorOptions& options, const ProgressFn& progress_fn
   const SpeedProbe probe;
 
   progress(fmt::format("measuring the configuration as given ({})", options.config.flags_text()));
-  e.primary = run_bench_child(options, "as configured", options.config, default_tests(options), &probe);
+  ChildTests as_given = default_tests(options);
+  as_given.draft = true;
+  e.primary = run_bench_child(options, "as configured", options.config, as_given, &probe);
   if (!e.primary.ok()) {
     if (e.primary.exit_code == static_cast<int>(ErrorKind::kBadInput)) throw Error(ErrorKind::kBadInput, e.primary.error);
     throw Error(ErrorKind::kEnvironment,

@@ -49,6 +49,11 @@ struct DoctorSettings {
   // stored run, a plan's copy) wins when set; else `baseline_name` is read as a file.
   std::string baseline_name;  // where it came from ("a.json", "run 12")
   nlohmann::json baseline;
+  // A draft model (bench --draft; "" = none): the configuration as given runs its pairs of
+  // plain and speculative decoding, so that a draft costing more than it saves is named
+  // (speculative.draft_costs_more). The fixes' children run without it.
+  std::string draft;
+  int draft_max = 8;
 };
 
 // The settings, and how this process runs them.
@@ -97,6 +102,7 @@ struct ChildTests {
   // Configurations that differ in one setting, which one child (one model load) runs in
   // turn, as a bench sweep; empty: the child runs its `config` alone.
   std::vector<RunConfig> sweep;
+  bool draft = false;  // with the settings' draft (the configuration as given only)
 };
 ChildTests default_tests(const DoctorOptions& options);
 

@@ -247,7 +247,7 @@ Prediction predict(const model::GgufInfo& info, const probe::DeviceCeilings& c, 
     for (const auto& t : info.tensors) {
       if (!is_matrix(t) || (is_gathered(t.name) && !tied)) continue;
       const bool output = t.name == "output.weight" || (tied && t.name == "token_embd.weight");
-      if (output) {
+      if (output && !config.logits_all) {
         // The logits of the last token of each batch only: a matrix-vector product, which
         // streams the matrix like a decode step does.
         const double rate = decode_kernel_gb_per_s(info, c, config.threads, p.notes);
@@ -258,7 +258,7 @@ Prediction predict(const model::GgufInfo& info, const probe::DeviceCeilings& c, 
         }
       }
       const double flop = 2.0 * static_cast<double>(t.n_elements) * probe::token_share(t, info.shape) *
-                          (output ? n_outputs / n : 1.0);
+                          (output && !config.logits_all ? n_outputs / n : 1.0);
       const double rate = prefill_rate(c, t.type, t.shape[0], t.shape[1], tokens, config.threads, stand_ins);
       if (rate <= 0) {
         ok = false;

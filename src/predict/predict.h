@@ -29,6 +29,9 @@ struct Config {
   int64_t n_ubatch = kDefaultUbatch;
   std::string type_k = kDefaultCacheType;
   std::string type_v = kDefaultCacheType;
+  // Logits for every prompt token (a speculative verify batch), not only each batch's last:
+  // the output matrix then runs over the whole ubatch at the prefill kernel's rate.
+  bool logits_all = false;
 };
 
 // A predicted figure and its interval; value 0 = unavailable (the notes say why).

@@ -39,6 +39,37 @@ std::string value_cell(const json& e) {
   return e.is_object() ? fmt::format("{:.6g}", e.value("value", 0.0)) : "";
 }
 
+// "41 %", or what stands for a break-even that does not exist.
+std::string alpha_cell(const json& a) {
+  return a.is_number() ? fmt::format("{:.0f} %", a.get<double>() * 100) : "never";
+}
+
+// predict --draft: a line per configuration and draft length (docs/speculative.md).
+void write_speculation(const json& doc, std::ostream& out) {
+  bool header = false;
+  for (const auto& r : doc["rows"]) {
+    for (const auto& s : r.value("speculative", json::array())) {
+      if (!header) {
+        out << "\nSpeculative decoding with draft " << one_line(doc.value("draft", ""))
+            << " (alpha: the chance each proposal is accepted after the ones before it):\n\n"
+               "| model | t | draft-max | target ms/token | draft ms/token | verify ms | pays above alpha | "
+               "alpha | tokens / verify step | speed-up |\n|---|---|---|---|---|---|---|---|---|---|\n";
+        header = true;
+      }
+      const json acc = s.value("acceptance", json());
+      out << fmt::format(
+          "| {} | {} | {} | {:.3g} | {:.3g} | {:.3g} | {} | {} | {} | {} |\n", one_line(r.value("model", "")),
+          scalar(r["config"]["threads"]), scalar(s["draft_max"]), s.value("target_token_ms", 0.0),
+          s.value("draft_token_ms", 0.0), s.value("verify_ms", 0.0), alpha_cell(s["break_even_acceptance"]),
+          acc.is_object()
+              ? fmt::format("{} ({})", alpha_cell(acc["alpha"]), one_line(acc.value("basis", ""), 120))
+              : "-",
+          acc.is_object() ? fmt::format("{:.2f}", s.value("expected_tokens", 0.0)) : "-",
+          acc.is_object() ? fmt::format("x{:.2f}", s.value("speed_up", 0.0)) : "-");
+    }
+  }
+}
+
 }  // namespace
 
 // jsonl: one self-contained object a row, with the document's fields beside it.
@@ -105,6 +136,7 @@ void write_predict_report(const json& doc, const std::string& format, std::ostre
       if (n.is_string() && std::find(notes.begin(), notes.end(), n.get<std::string>()) == notes.end())
         notes.push_back(n.get<std::string>());
   }
+  write_speculation(doc, out);
   if (!rows.empty()) {
     out << "\nIntervals: decode from " << one_line(rows[0].value("decode_interval_basis", "")) << "; prefill from "
         << one_line(rows[0].value("prefill_interval_basis", "")) << ".\n";

@@ -125,6 +125,23 @@ TEST(DoctorChild, ASweepIsOneChildVaryingOneSetting) {
   EXPECT_THROW(app::bench_child_plan(o, base, tests), Error);
 }
 
+TEST(DoctorChild, OnlyTheConfigurationAsGivenRunsTheDraft) {
+  TempDir dir;
+  auto o = options_for(dir);
+  o.draft = "/m/draft.gguf";
+  o.draft_max = 4;
+  doctor::RunConfig base;
+  base.threads = 2;
+  doctor::ChildTests tests{8, 2, 1, true, {}};
+  EXPECT_FALSE(app::bench_child_plan(o, base, tests).run.spec.enabled());  // a fix's child
+  tests.draft = true;
+  const auto plan = app::bench_child_plan(o, base, tests);
+  EXPECT_EQ(plan.run.spec.draft, "/m/draft.gguf");
+  EXPECT_EQ(plan.run.spec.draft_max, 4);
+  o.draft.clear();
+  EXPECT_FALSE(app::bench_child_plan(o, base, tests).run.spec.enabled());  // no draft given
+}
+
 TEST(DoctorChild, AFailedChildIsOneLineInItsOwnWords) {
   TempDir dir;
   auto o = options_for(dir);

@@ -217,6 +217,24 @@ TEST(DoctorPlan, DefaultsAreDoctorsAndJsonRoundTrips) {
   EXPECT_EQ(minimal.n_prompt, 128);
 }
 
+TEST(DoctorPlan, ADraftRoundTripsIsDeployedAndIsRefusedWithTune) {
+  app::DoctorPlan plan;
+  plan.model = "m.gguf";
+  plan.draft = "trained:draft";
+  plan.draft_max = 4;
+  app::validate(plan, 2);
+  const json j = app::to_json(plan);
+  EXPECT_EQ(j["draft"], (json{{"model", "trained:draft"}, {"max", 4}}));
+  EXPECT_EQ(app::to_json(app::doctor_plan_from_json(j)), j);
+  EXPECT_EQ(app::plan_models(app::Plan{plan}), (std::vector<std::string>{"m.gguf", "trained:draft"}));
+  EXPECT_FALSE(app::to_json(app::DoctorPlan{}).contains("draft"));  // none: as before
+  plan.tune = true;
+  EXPECT_THROW(app::validate(plan, 2), Error);
+  plan.tune = false;
+  plan.draft_max = 0;
+  EXPECT_THROW(app::validate(plan, 2), Error);
+}
+
 TEST(DoctorPlan, BadValuesAndUnknownKeysAreBadInput) {
   auto with = [](auto change) {
     return [change] {

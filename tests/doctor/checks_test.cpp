@@ -494,3 +494,91 @@ TEST(DoctorChecks, WeightsCopiedBeyondTheFileAreNamed) {
   EXPECT_NEAR(*f->speedup, 1000.0 / 600.0, 1e-9);
   EXPECT_EQ(find(findings, "precision.memory_excess"), nullptr);  // 1800 <= 1.25 x 1688.5 + 128
 }
+
+namespace {
+
+// A bench --draft result's speculative part as the document holds it: 5 pairs of 128 tokens
+// (127 timed), plain 1 ms a token; 85 verify steps a pair of 4 proposals at 0.3 ms each and a
+// batch of 2 ms; 0.5 accepted a step. `spec_ms` per pair.
+json speculative_doc(const std::vector<double>& spec_ms, double draft_ms_per_pair = 102) {
+  json pairs = json::array();
+  for (size_t i = 0; i < spec_ms.size(); ++i)
+    pairs.push_back({{"index", i},
+                     {"tokens", 128},
+                     {"plain_ms", 127.0},
+                     {"spec_ms", spec_ms[i]},
+                     {"draft_ms", draft_ms_per_pair},
+                     {"verify_ms", 170.0},
+                     {"overhead_ms", 1.0},
+                     {"target_prefill_ms", 5.0},
+                     {"draft_prefill_ms", 3.0},
+                     {"identical", true}});
+  const int64_t n = static_cast<int64_t>(spec_ms.size());
+  return {{"draft", {{"path", "/m/draft.gguf"}}},
+          {"draft_max", 4},
+          {"draft_min", 0},
+          {"verify_steps", 85 * n},
+          {"plain_steps", 0},
+          {"drafted", 340 * n},
+          {"accepted", 212 * n / 5},
+          {"positions", json::array({{{"drafted", 85 * n}, {"accepted", 30 * n}},
+                                     {{"drafted", 85 * n}, {"accepted", 8 * n}},
+                                     {{"drafted", 85 * n}, {"accepted", 3 * n}},
+                                     {{"drafted", 85 * n}, {"accepted", 1 * n}}})},
+          {"pairs", pairs}};
+}
+
+Evidence with_draft(const json& speculative) {
+  Evidence e = base_evidence();
+  auto& tg = e.primary.report->results.back();
+  tg.speculative = result::speculative_from_json(speculative);
+  return e;
+}
+
+}  // namespace
+
+TEST(DoctorChecks, ADraftMeasuredSlowerInEveryPairIsAWarningWithItsBreakEven) {
+  const auto findings = diagnose(with_draft(speculative_doc({273, 260, 280, 270, 265})));
+  const Finding* f = find(findings, "speculative.draft_costs_more");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kWarning);
+  EXPECT_EQ(f->affects, "decode");
+  EXPECT_NE(f->title.find("at x0.47 of plain decoding's speed"), std::string::npos) << f->title;  // 127 / 270
+  EXPECT_NEAR(*f->speedup, 270.0 / 127.0, 1e-9);  // dropping the draft: the median pair's plain speed-up
+  EXPECT_EQ(f->data["slower_pairs"], 5);
+  // Costs from the summed pairs: 1 ms a plain token, 510 ms over 1700 proposals, 850 over 425 batches.
+  EXPECT_NEAR(f->data["target_token_ms"].get<double>(), 1.0, 1e-9);
+  EXPECT_NEAR(f->data["draft_token_ms"].get<double>(), 0.3, 1e-9);
+  EXPECT_NEAR(f->data["verify_ms"].get<double>(), 2.0, 1e-9);
+  // 1 + a + a^2 + a^3 + a^4 = (4 x 0.3 + 2) / 1 = 3.2 at a = 0.7747; the run's 1.499 tokens a step is a =
+  // 0.3357.
+  EXPECT_NEAR(f->data["break_even_alpha"].get<double>(), 0.7747, 1e-4);
+  EXPECT_NEAR(f->data["alpha"].get<double>(), 0.3357, 1e-4);
+  EXPECT_NE(f->evidence[2].find("it would pay above alpha 0.77"), std::string::npos) << f->evidence[2];
+  EXPECT_NE(f->evidence[0].find("5 of 5 interleaved pairs slower"), std::string::npos) << f->evidence[0];
+}
+
+TEST(DoctorChecks, ADraftThatCannotPayAtItsLengthSaysSo) {
+  // 1.2 ms a proposal, more than a plain token: 4 x 1.2 + 2 > 5 tokens' worth.
+  const auto findings = diagnose(with_draft(speculative_doc({500, 480, 520, 510, 490}, 408)));
+  const Finding* f = find(findings, "speculative.draft_costs_more");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->data["break_even_alpha"].is_null());
+  EXPECT_NE(f->evidence[2].find("cannot pay at draft length 4"), std::string::npos) << f->evidence[2];
+}
+
+TEST(DoctorChecks, ADraftWhosePairsDoNotResolveIsNotAFinding) {
+  // Two pairs of five faster: the interval straddles 1.
+  EXPECT_EQ(
+      find(diagnose(with_draft(speculative_doc({273, 120, 280, 110, 265}))), "speculative.draft_costs_more"),
+      nullptr);
+  // Slower in every pair, but three pairs are too few to resolve it (doctor's four).
+  EXPECT_EQ(find(diagnose(with_draft(speculative_doc({273, 260, 280}))), "speculative.draft_costs_more"),
+            nullptr);
+  // Faster in every pair: it pays.
+  EXPECT_EQ(
+      find(diagnose(with_draft(speculative_doc({90, 95, 100, 92, 97}))), "speculative.draft_costs_more"),
+      nullptr);
+  // No draft: nothing to say.
+  EXPECT_EQ(find(diagnose(base_evidence()), "speculative.draft_costs_more"), nullptr);
+}

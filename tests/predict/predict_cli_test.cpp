@@ -133,3 +133,22 @@ TEST(PredictCli, CheckOfARunWithoutPredictionsSaysSo) {
   ASSERT_FALSE(doc["rows"].empty());
   EXPECT_NE(doc["rows"][0].value("note", "").find("no prediction stored"), std::string::npos);
 }
+
+TEST(PredictCli, SpeculationRefusesOnOneLine) {
+  expect_refused({"predict", "-m", "tiny", "--acceptance", "0.5"}, "apply with --draft MODEL");
+  expect_refused({"predict", "-m", "tiny", "--draft", "synth:tiny:q4_0", "--acceptance", "1.5"}, "0 to 1");
+  expect_refused({"predict", "-m", "tiny", "--draft", "synth:tiny:q4_0", "--draft-max", "0"},
+                 "must be 1 to 256");
+  expect_refused({"predict", "-m", "tiny", "--draft", "synth:tiny:q4_0", "--bandwidth", "25"},
+                 "--draft needs a measured CPU's ceilings");
+  // A run without a draft has no acceptance to predict at.
+  TempDir dir;
+  const std::string out = dir.file("r.json");
+  const auto bench =
+      run_edgeprobe({"bench", "-m", test_support::tiny_model(), "-p", "8", "-n", "2", "-r", "1", "--ceilings",
+                     "off", "--no-store", "-o", "json", "--output", out, "-q"},
+                    300);
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  expect_refused({"predict", "-m", "tiny", "--draft", "synth:tiny:q4_0", "--acceptance-from", out},
+                 "measured no speculative decoding");
+}

@@ -220,6 +220,24 @@ TEST(PredictPrefill, IsEachMatrixAtItsShapesRatePlusTheUbatchCost) {
   EXPECT_NEAR(p.ttft_ms.value, 64 * expected_ms, 64 * expected_ms * 1e-9);
 }
 
+TEST(PredictPrefill, AVerifyBatchHasLogitsForEveryToken) {
+  // A speculative verify batch (logits_all): the output matrix runs over every token of the
+  // batch, at the prefill kernel's rate like the others, not streamed for the last alone.
+  const auto info = toy_model();
+  predict::Config cfg;
+  cfg.threads = 2;
+  cfg.n_prompt = 64;
+  cfg.n_gen = 0;
+  cfg.logits_all = true;
+  const auto p = predict::predict(info, toy_ceilings(info, true), cfg, {}, {}, 0);
+  double flop = 0;
+  for (const auto& t : info.tensors)
+    if (t.shape.size() == 2 && t.name != "token_embd.weight") flop += 2.0 * static_cast<double>(t.n_elements);
+  const double expected_ms = flop / 50e9 * 1e3 + (1.0 + 0.5 * 2) / 64;
+  ASSERT_GT(p.prefill_tokens_per_s.value, 0);
+  EXPECT_NEAR(1e3 / p.prefill_tokens_per_s.value, expected_ms, expected_ms * 1e-9);
+}
+
 TEST(PredictInterval, ASpreadWidensTheRateAndFlipsForTimes) {
   const auto info = toy_model();
   predict::Config cfg;
