@@ -378,9 +378,10 @@ PredictReport predict_from_catalogue(const PredictPlan& plan,
   const double storage = plan.spec ? plan.spec->storage_mb_per_s : 0;
   for (const auto& [label, info] : models)
     for (const auto& c : configs(plan, threads))
-      report.rows.push_back(
-          {label, info.dominant_type(),
-           predict::predict_from_catalogue(info, calibration, figures, backend, c, storage)});
+      report.rows.push_back({label,
+                             info.dominant_type(),
+                             predict::predict_from_catalogue(info, calibration, figures, backend, c, storage),
+                             {}});
   return report;
 }
 
@@ -435,7 +436,8 @@ PredictReport run_predict(const PredictPlan& plan, const JobContext& ctx) {
                              "first, so a spec has measured efficiencies to scale by");
     for (const auto& [label, info] : models)
       for (const auto& c : configs(plan, threads))
-        report.rows.push_back({label, info.dominant_type(), predict::predict_from_spec(info, *plan.spec, c, de, pe)});
+        report.rows.push_back(
+            {label, info.dominant_type(), predict::predict_from_spec(info, *plan.spec, c, de, pe), {}});
     return report;
   }
 
