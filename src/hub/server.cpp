@@ -196,33 +196,22 @@ class Hub {
     s.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/runs"); });
     s.Get("/healthz",
           [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
-    s.Get("/runs", [this](const auto& req, auto& res) { answer(req, res, [&] { runs(req, res, false); }); });
-    s.Get("/api/runs",
-          [this](const auto& req, auto& res) { answer(req, res, [&] { runs(req, res, true); }); });
-    s.Get(R"(/runs/(\d+))",
-          [this](const auto& req, auto& res) { answer(req, res, [&] { run(req, res, false); }); });
-    s.Get(R"(/api/runs/(\d+))",
-          [this](const auto& req, auto& res) { answer(req, res, [&] { run(req, res, true); }); });
-    s.Get("/leaderboards",
-          [this](const auto& req, auto& res) { answer(req, res, [&] { boards(res, false); }); });
-    s.Get("/api/leaderboards",
-          [this](const auto& req, auto& res) { answer(req, res, [&] { boards(res, true); }); });
-    s.Get("/leaderboard",
-          [this](const auto& req, auto& res) { answer(req, res, [&] { board(req, res, false); }); });
-    s.Get("/api/leaderboard",
-          [this](const auto& req, auto& res) { answer(req, res, [&] { board(req, res, true); }); });
-    s.Get("/devices",
-          [this](const auto& req, auto& res) { answer(req, res, [&] { device_list(res, false); }); });
-    s.Get("/api/devices",
-          [this](const auto& req, auto& res) { answer(req, res, [&] { device_list(res, true); }); });
-    s.Get("/device",
-          [this](const auto& req, auto& res) { answer(req, res, [&] { device(req, res, false); }); });
-    s.Get("/api/device",
-          [this](const auto& req, auto& res) { answer(req, res, [&] { device(req, res, true); }); });
-    s.Get("/compare",
-          [this](const auto& req, auto& res) { answer(req, res, [&] { compare(req, res, false); }); });
-    s.Get("/api/compare",
-          [this](const auto& req, auto& res) { answer(req, res, [&] { compare(req, res, true); }); });
+    // Each page and its JSON twin under /api: one handler, told which to answer.
+    using Handler = void (Hub::*)(const httplib::Request&, httplib::Response&, bool);
+    const auto page_and_api = [&](const std::string& path, Handler handler) {
+      for (const bool api : {false, true})
+        s.Get((api ? "/api" : "") + path,
+              [this, handler, api](const httplib::Request& req, httplib::Response& res) {
+                answer(req, res, [&] { (this->*handler)(req, res, api); });
+              });
+    };
+    page_and_api("/runs", &Hub::runs);
+    page_and_api(R"(/runs/(\d+))", &Hub::run);
+    page_and_api("/leaderboards", &Hub::boards);
+    page_and_api("/leaderboard", &Hub::board);
+    page_and_api("/devices", &Hub::device_list);
+    page_and_api("/device", &Hub::device);
+    page_and_api("/compare", &Hub::compare);
     s.Post("/api/submit",
            [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& r) {
              answer(req, res, [&] { submit(req, res, r); });
@@ -253,7 +242,7 @@ class Hub {
     send_html(res, page, kReportCsp);
   }
 
-  void device_list(httplib::Response& res, bool api) {
+  void device_list(const httplib::Request&, httplib::Response& res, bool api) {
     const auto list = state_.with_rows([](const auto& rows) { return devices(rows); });
     if (!api) return send_html(res, devices_page(list));
     json out = json::array();
@@ -276,7 +265,7 @@ class Hub {
     send_html(res, device_page(view));
   }
 
-  void boards(httplib::Response& res, bool api) {
+  void boards(const httplib::Request&, httplib::Response& res, bool api) {
     const auto keys = state_.with_rows([](const auto& rows) { return leaderboards(rows); });
     if (!api) return send_html(res, leaderboards_page(keys));
     json list = json::array();
